@@ -1,0 +1,7 @@
+"""pytest-brokerperf: scenario-based message-broker performance tests for pytest."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__"]

@@ -1,0 +1,49 @@
+"""The one value every provisioning mode produces: how to reach a broker."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["BrokerEndpoint"]
+
+
+@dataclass(frozen=True)
+class BrokerEndpoint:
+    """How to reach a broker, whatever made it (local process, container, remote).
+
+    ``kind`` is the broker family (``kafka``, ``pulsar``, ``rabbitmq``, ``tansu``);
+    ``bootstrap`` the client address string (Kafka bootstrap servers, Pulsar service
+    URL, AMQP URI list). ``client_config`` holds extra client properties (TLS, SASL)
+    that every client of this endpoint needs; it may contain secrets and is never
+    written to results (see :meth:`redacted`).
+    """
+
+    kind: str
+    bootstrap: str
+    mode: str  # process | container | remote
+    nodes: int = 1
+    version: str = "unknown"
+    admin_url: str | None = None
+    client_config: dict[str, str] = field(default_factory=dict)
+    topology_check: bool = False  # several nodes sharing one machine
+    info: dict[str, Any] = field(default_factory=dict)  # pids, data dirs, JVM flags, log paths
+
+    def redacted(self) -> dict[str, Any]:
+        """A JSON-safe description with secrets removed, for manifests and results."""
+        secret_words = ("password", "secret", "sasl.jaas", "token", "key")
+        cfg = {
+            k: ("***" if any(w in k.lower() for w in secret_words) else v)
+            for k, v in self.client_config.items()
+        }
+        return {
+            "kind": self.kind,
+            "bootstrap": self.bootstrap,
+            "mode": self.mode,
+            "nodes": self.nodes,
+            "version": self.version,
+            "admin_url": self.admin_url,
+            "client_config": cfg,
+            "topology_check": self.topology_check,
+            "info": self.info,
+        }

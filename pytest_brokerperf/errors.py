@@ -1,0 +1,66 @@
+"""Exceptions raised by pytest-brokerperf.
+
+The hierarchy, httpx style, so callers catch at the level they need::
+
+    BrokerPerfError
+    ├── ConfigError            bad option, ini key, env var, YAML file or SLO file
+    │   ├── WorkloadError      an OMB workload YAML that cannot be run
+    │   └── SLOSyntaxError     an SLO expression or file that cannot be parsed
+    ├── ProvisionError         a broker could not be started, reached or stopped
+    │   └── BrokerUnavailable  a broker or capability is missing here (tests skip)
+    ├── DriverError            a client library call failed (topic creation, ...)
+    └── MeasurementError       the harness measured something impossible (a bug)
+
+Every message names the bad value, where it came from and how to fix it.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BrokerPerfError",
+    "BrokerUnavailable",
+    "ConfigError",
+    "DriverError",
+    "MeasurementError",
+    "ProvisionError",
+    "SLOSyntaxError",
+    "WorkloadError",
+]
+
+
+class BrokerPerfError(Exception):
+    """Base class of every error raised by pytest-brokerperf."""
+
+
+class ConfigError(BrokerPerfError):
+    """A setting (flag, ini key, environment variable or file) is invalid."""
+
+
+class WorkloadError(ConfigError):
+    """An OMB workload definition cannot be run; the message names file, key and value."""
+
+
+class SLOSyntaxError(ConfigError):
+    """An SLO expression or SLO file cannot be parsed."""
+
+
+class ProvisionError(BrokerPerfError):
+    """A broker could not be started, reached or stopped."""
+
+
+class BrokerUnavailable(ProvisionError):
+    """A broker, tool or capability is not available on this machine.
+
+    Scenario tests turn this into a skip with the message as the reason.
+    """
+
+
+class DriverError(BrokerPerfError):
+    """A broker client operation (admin, produce, consume) failed."""
+
+
+class MeasurementError(BrokerPerfError):
+    """The harness recorded an impossible figure, e.g. e2e <= 0 on one clock.
+
+    This is a bug in the harness or the environment, never a broker result.
+    """

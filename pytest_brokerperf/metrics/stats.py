@@ -1,0 +1,96 @@
+"""Per-period and cumulative statistics of one scenario run, merged across workers.
+
+These are the values the engine hands to results writers (OMB JSON, JSONL, CSV).
+Counters come in two kinds (DESIGN §3.5): *window* counters cover one stats period
+and feed rates; *lifetime* counters cover the whole run (warm-up included) and feed
+backlog and delivery accounting. Warm-up resets only latency histograms and window
+figures, never lifetime counters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pytest_brokerperf.metrics.histogram import LatencyHistogram
+
+__all__ = ["METRICS", "PeriodStats", "WorkerSample"]
+
+#: Latency views recorded for every message (DESIGN §3.1), all in microseconds.
+#: publish_latency: actual send -> ack (OMB "publish latency")
+#: publish_delay: intended send -> actual send (OMB "publish delay")
+#: publish_response: intended send -> ack (coordinated-omission corrected)
+#: e2e_latency: actual send -> receive (OMB "end to end")
+#: e2e_response: intended send -> receive (coordinated-omission corrected)
+METRICS: tuple[str, ...] = (
+    "publish_latency",
+    "publish_delay",
+    "publish_response",
+    "e2e_latency",
+    "e2e_response",
+)
+
+
+@dataclass
+class WorkerSample:
+    """Resource use of one worker process over one period."""
+
+    worker: int
+    cpu_s: float  # user+system CPU seconds of the whole process in the period
+    runq_delay_s: float  # time spent runnable but waiting for a CPU (schedstat)
+    elapsed_s: float
+    queue_full: int = 0  # client-side "local queue full" events (back-pressure)
+    client_queue_depth: int = 0  # messages waiting in client libraries at period end
+
+    @property
+    def cpu_share(self) -> float:
+        """CPU use as a fraction of one core."""
+        return self.cpu_s / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    @property
+    def runq_share(self) -> float:
+        """Run-queue delay as a fraction of the wall time."""
+        return self.runq_delay_s / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+
+@dataclass
+class PeriodStats:
+    """One stats period, merged over all workers."""
+
+    index: int
+    start_ns: int  # CLOCK_MONOTONIC of the coordinator when the period began
+    elapsed_s: float
+    # window counters
+    messages_sent: int = 0
+    bytes_sent: int = 0
+    send_errors: int = 0
+    messages_received: int = 0
+    bytes_received: int = 0
+    # lifetime counters at the end of the period
+    total_sent: int = 0
+    total_send_errors: int = 0
+    total_received: int = 0
+    backlog: int = 0  # subscriptions * total_sent - total_received, clamped at 0
+    histograms: dict[str, LatencyHistogram] = field(default_factory=dict)
+    workers: list[WorkerSample] = field(default_factory=list)
+    target_rate: float = 0.0  # offered rate during the period (msg/s)
+    phase: str = "measure"  # warmup | measure
+
+    @property
+    def publish_rate(self) -> float:
+        return self.messages_sent / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    @property
+    def consume_rate(self) -> float:
+        return self.messages_received / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    @property
+    def publish_mib_s(self) -> float:
+        return self.bytes_sent / self.elapsed_s / 1048576 if self.elapsed_s > 0 else 0.0
+
+    @property
+    def consume_mib_s(self) -> float:
+        return self.bytes_received / self.elapsed_s / 1048576 if self.elapsed_s > 0 else 0.0
+
+    @property
+    def error_rate(self) -> float:
+        return self.send_errors / self.elapsed_s if self.elapsed_s > 0 else 0.0

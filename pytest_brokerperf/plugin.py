@@ -1,0 +1,1 @@
+"""pytest hooks of pytest-brokerperf (placeholder until the plugin module lands)."""
