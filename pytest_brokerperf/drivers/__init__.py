@@ -1,0 +1,48 @@
+"""Broker drivers: one module per client library behind :mod:`.base`'s protocol."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pytest_brokerperf.errors import BrokerUnavailable
+
+if TYPE_CHECKING:
+    from pytest_brokerperf.drivers.base import Driver
+    from pytest_brokerperf.endpoint import BrokerEndpoint
+
+__all__ = ["KAFKA_PROTOCOL", "create_driver", "default_driver_file"]
+
+#: Broker kinds spoken to through the Kafka driver.
+KAFKA_PROTOCOL = frozenset({"kafka", "tansu", "redpanda", "automq"})
+
+
+def default_driver_file(kind: str, nodes: int, scenario: str = "tailread") -> Path:
+    """The shipped OMB driver YAML a scenario uses when the user names none.
+
+    OMB's own Kafka configs need replication factor 3; a single local node gets the
+    shipped ``kafka-local.yaml`` (RF 1) instead of a silently lowered RF.
+    """
+    from pytest_brokerperf.drivers.kafka_config import shipped_driver
+
+    if kind in KAFKA_PROTOCOL:
+        if nodes >= 3:
+            return shipped_driver("kafka-throughput" if scenario == "throughput" else
+                                  "kafka-latency")
+        return shipped_driver("kafka-local")
+    raise BrokerUnavailable(f"no driver for broker kind {kind!r} yet")
+
+
+def create_driver(endpoint: BrokerEndpoint, driver_file: Path | None,
+                  scenario: str = "tailread", stats_interval_ms: int = 5000) -> Driver:
+    """Build the driver for ``endpoint`` from an OMB driver YAML (or the shipped default)."""
+    if endpoint.kind in KAFKA_PROTOCOL:
+        from pytest_brokerperf.drivers.kafka import KafkaDriver
+        from pytest_brokerperf.drivers.kafka_config import KafkaDriverConfig
+
+        path = driver_file or default_driver_file(endpoint.kind, endpoint.nodes, scenario)
+        return KafkaDriver(endpoint, KafkaDriverConfig.from_yaml(path),
+                           stats_interval_ms=stats_interval_ms)
+    raise BrokerUnavailable(
+        f"broker kind {endpoint.kind!r} has no driver in this version of pytest-brokerperf"
+    )

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs everything pytest-brokerperf needs on a fresh Debian/Ubuntu machine with
+# Python 3.11: the package with its dev extras, Java 17 and Maven (for the Kafka jars),
+# and the pinned Kafka broker jars (resolved once into the per-version cache).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=${PYTHON:-python3}
+need_apt=()
+command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
+command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "ci/setup.sh: installing ${need_apt[*]} with apt-get"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+  else
+    echo "ci/setup.sh: please install: ${need_apt[*]} (Java 17+ and Maven fetch and run the Kafka broker)" >&2
+    exit 2
+  fi
+fi
+java_major=$(java -version 2>&1 | awk -F'"' '/version/ {split($2, v, "."); print v[1]}')
+if [ "${java_major:-0}" -lt 17 ]; then
+  echo "ci/setup.sh: Java ${java_major} found; Kafka 4.x needs Java 17 or newer" >&2
+  exit 2
+fi
+
+"$PY" -m pip install --quiet --disable-pip-version-check -e ".[dev]"
+"$PY" -m pytest_brokerperf.provision.maven kafka >/dev/null
+echo "ci/setup.sh: ready ($("$PY" --version), Java ${java_major}, Kafka jars cached)"

@@ -1,0 +1,99 @@
+"""The small protocol every broker driver implements (httpx-transport style).
+
+A *driver* is a picklable factory built in the pytest process and shipped to worker
+processes, where it creates the real clients. The engine only speaks this protocol,
+so a scenario never knows which client library it drives.
+
+Hot-path contract: ``ProducerClient.send`` is called once per message and must not
+block; acknowledgements come back through the ``on_ack(value, latency_ns)`` callback
+given at creation, run from ``service()`` on the sending thread. ``latency_ns`` is the
+client library's own send→ack time when it measures one (librdkafka does), else None
+and the engine stamps the ack time itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = [
+    "AckCallback",
+    "AdminClient",
+    "ConsumerClient",
+    "Driver",
+    "ErrorCallback",
+    "ProducerClient",
+    "QueueFull",
+]
+
+AckCallback = Callable[[bytes, "int | None"], None]
+ErrorCallback = Callable[[bytes, str], None]
+
+
+class QueueFull(Exception):
+    """The client library's local queue is full: the broker is not keeping up.
+
+    This is broker back-pressure, a broker result, not a generator limit.
+    """
+
+
+@runtime_checkable
+class ProducerClient(Protocol):
+    def send(self, value: bytes, key: bytes | None) -> None:
+        """Queue one message; raise QueueFull when the client cannot take more."""
+
+    def service(self) -> None:
+        """Run pending callbacks without blocking."""
+
+    def queue_depth(self) -> int:
+        """Messages queued in the client and not yet acknowledged."""
+
+    def flush(self, timeout_s: float) -> int:
+        """Wait for outstanding acks; return how many are still outstanding."""
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class ConsumerClient(Protocol):
+    def receive(self, max_messages: int, timeout_s: float) -> list[tuple[bytes, int]]:
+        """Return up to ``max_messages`` (value, partition) pairs, waiting at most timeout."""
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class AdminClient(Protocol):
+    def create_topics(self, names: list[str], partitions: list[int]) -> None:
+        """Create topics and wait until every partition has a leader."""
+
+    def delete_topics(self, names: list[str]) -> None: ...
+
+    def read_back(self, names: list[str]) -> dict[str, Any]:
+        """The settings the broker actually applied to these topics (and itself)."""
+
+    def close(self) -> None: ...
+
+
+class Driver(Protocol):
+    """Picklable factory of clients for one broker endpoint and driver configuration."""
+
+    kind: str
+    name: str
+
+    def admin(self) -> AdminClient: ...
+
+    def producer(
+        self, topic: str, client_id: str, on_ack: AckCallback, on_error: ErrorCallback
+    ) -> ProducerClient: ...
+
+    def consumer(self, topic: str, subscription: str, client_id: str) -> ConsumerClient: ...
+
+    def client_stats(self) -> list[str]:
+        """Client statistics JSON documents collected in this process (may be empty)."""
+
+    def describe(self) -> dict[str, Any]:
+        """Effective client settings, secrets redacted, for the results."""
+
+    def driver_yaml(self) -> dict[str, Any]:
+        """The effective OMB-style driver YAML document."""

@@ -1,0 +1,317 @@
+"""Kafka driver on confluent-kafka (librdkafka).
+
+Client-library facts this driver is built around (pitfalls.md §2):
+
+* delivery callbacks run only inside ``poll()``; the engine calls ``service()`` after
+  every burst, and publish latency comes from ``Message.latency()`` (librdkafka's own
+  produce()→ack time), so a late ``poll()`` never inflates it;
+* librdkafka queues up to 100 000 messages locally: ``BufferError`` is reported as
+  :class:`QueueFull` (broker back-pressure) and rates are judged by *acked* messages;
+* one consumer group per subscription, asynchronous offset commits after every
+  non-empty poll (OMB's ``commitAsync``);
+* client statistics (``statistics.interval.ms``) are kept for the results.
+
+Imports of confluent_kafka happen inside methods so ``pytest --help`` stays light.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pytest_brokerperf.drivers.base import AckCallback, ErrorCallback, QueueFull
+from pytest_brokerperf.endpoint import BrokerEndpoint
+from pytest_brokerperf.errors import ConfigError, DriverError
+
+if TYPE_CHECKING:
+    from pytest_brokerperf.drivers.kafka_config import KafkaDriverConfig
+
+__all__ = ["KafkaDriver"]
+
+#: Topic and broker configs read back into the results (durability and retention).
+READ_BACK_TOPIC_KEYS = (
+    "min.insync.replicas",
+    "flush.messages",
+    "flush.ms",
+    "retention.ms",
+    "retention.bytes",
+    "segment.bytes",
+    "cleanup.policy",
+    "compression.type",
+    "message.timestamp.type",
+    "unclean.leader.election.enable",
+)
+READ_BACK_BROKER_KEYS = (
+    "num.network.threads",
+    "num.io.threads",
+    "num.replica.fetchers",
+    "log.flush.interval.messages",
+    "log.flush.interval.ms",
+    "default.replication.factor",
+    "min.insync.replicas",
+    "message.max.bytes",
+    "group.initial.rebalance.delay.ms",
+)
+
+_CLIENT_STATS: list[str] = []  # per process; filled by stats callbacks
+
+
+def _collect_stats(doc: str) -> None:
+    if len(_CLIENT_STATS) < 10_000:
+        _CLIENT_STATS.append(doc)
+
+
+class _KafkaProducer:
+    __slots__ = ("_p", "_produce", "_topic")
+
+    def __init__(self, settings: dict[str, Any], topic: str, on_ack: AckCallback,
+                 on_error: ErrorCallback) -> None:
+        from confluent_kafka import Producer
+
+        def delivered(err: Any, msg: Any) -> None:
+            if err is None:
+                lat = msg.latency()
+                on_ack(msg.value(), None if lat is None else int(lat * 1e9))
+            else:
+                on_error(msg.value(), str(err))
+
+        conf = dict(settings)
+        conf["on_delivery"] = delivered
+        conf["stats_cb"] = _collect_stats
+        self._p = Producer(conf)
+        self._produce = self._p.produce
+        self._topic = topic
+
+    def send(self, value: bytes, key: bytes | None) -> None:
+        try:
+            self._produce(self._topic, value, key)
+        except BufferError as exc:
+            raise QueueFull(str(exc)) from None
+
+    def service(self) -> None:
+        self._p.poll(0)
+
+    def queue_depth(self) -> int:
+        return len(self._p)
+
+    def flush(self, timeout_s: float) -> int:
+        return int(self._p.flush(timeout_s))
+
+    def close(self) -> None:
+        self._p.flush(5.0)
+
+
+class _KafkaConsumer:
+    __slots__ = ("_auto_commit", "_c", "_consume")
+
+    def __init__(self, settings: dict[str, Any], topic: str) -> None:
+        from confluent_kafka import Consumer
+
+        conf = dict(settings)
+        conf["stats_cb"] = _collect_stats
+        self._auto_commit = str(conf.get("enable.auto.commit", "false")).lower() == "true"
+        self._c = Consumer(conf)
+        self._c.subscribe([topic])
+        self._consume = self._c.consume
+
+    def receive(self, max_messages: int, timeout_s: float) -> list[tuple[bytes, int]]:
+        msgs = self._consume(max_messages, timeout_s)
+        if not msgs:
+            return []
+        out = []
+        for m in msgs:
+            err = m.error()
+            if err is None:
+                out.append((m.value(), m.partition()))
+            elif err.fatal():
+                raise DriverError(f"Kafka consumer fatal error: {err}")
+        if out and not self._auto_commit:
+            try:
+                self._c.commit(asynchronous=True)
+            except Exception:  # noqa: BLE001 - nothing to commit yet is not an error here
+                pass
+        return out
+
+    def close(self) -> None:
+        self._c.close()
+
+
+class _KafkaAdmin:
+    def __init__(self, driver: KafkaDriver) -> None:
+        from confluent_kafka.admin import AdminClient
+
+        self._driver = driver
+        self._admin = AdminClient(driver.config.admin_settings(driver.endpoint.bootstrap))
+
+    def broker_count(self) -> int:
+        md = self._admin.list_topics(timeout=30)
+        return len(md.brokers)
+
+    def create_topics(self, names: list[str], partitions: list[int]) -> None:
+        import time
+
+        from confluent_kafka.admin import NewTopic
+
+        cfg = self._driver.config
+        rf = int(cfg.replication_factor)
+        brokers = self.broker_count()
+        if rf > brokers:
+            raise ConfigError(
+                f"replicationFactor {rf} (driver {cfg.source}) cannot be satisfied by a "
+                f"cluster of {brokers} broker(s) at {self._driver.endpoint.bootstrap}; it is "
+                "never lowered silently because that changes the durability level. Fix: "
+                f"start {rf} nodes (--brokerperf-nodes={rf}) or use a driver file with "
+                "replicationFactor: 1 (e.g. the shipped kafka-local.yaml)."
+            )
+        topic_cfg = cfg.topic_settings()
+        new = [
+            NewTopic(n, num_partitions=p, replication_factor=rf, config=dict(topic_cfg))
+            for n, p in zip(names, partitions, strict=True)
+        ]
+        futures = self._admin.create_topics(new, operation_timeout=60, request_timeout=60)
+        for name, fut in futures.items():
+            try:
+                fut.result(timeout=90)
+            except Exception as exc:
+                raise DriverError(f"creating Kafka topic {name!r} failed: {exc}") from exc
+        # Wait until every partition has a leader, so the readiness probe does not race.
+        deadline = time.monotonic() + 60
+        want = dict(zip(names, partitions, strict=True))
+        while True:
+            md = self._admin.list_topics(timeout=10)
+            ready = all(
+                n in md.topics
+                and md.topics[n].error is None
+                and len(md.topics[n].partitions) == p
+                and all(pm.leader >= 0 for pm in md.topics[n].partitions.values())
+                for n, p in want.items()
+            )
+            if ready:
+                return
+            if time.monotonic() > deadline:
+                raise DriverError(f"Kafka topics {names} have no leader after 60 s")
+            time.sleep(0.2)
+
+    def delete_topics(self, names: list[str]) -> None:
+        if not names:
+            return
+        futures = self._admin.delete_topics(names, operation_timeout=60, request_timeout=60)
+        errors = []
+        for name, fut in futures.items():
+            try:
+                fut.result(timeout=90)
+            except Exception as exc:  # noqa: BLE001 - report all, then raise once
+                errors.append(f"{name}: {exc}")
+        if errors:
+            raise DriverError("deleting Kafka topics failed: " + "; ".join(errors))
+
+    def delete_groups(self, groups: list[str]) -> None:
+        if not groups:
+            return
+        futures = self._admin.delete_consumer_groups(groups, request_timeout=30)
+        for fut in futures.values():
+            try:
+                fut.result(timeout=60)
+            except Exception:  # noqa: BLE001 - a group that never committed does not exist
+                pass
+
+    def read_back(self, names: list[str]) -> dict[str, Any]:
+        from confluent_kafka.admin import ConfigResource, ResourceType
+
+        out: dict[str, Any] = {"topics": {}, "brokers": {}}
+        resources = [ConfigResource(ResourceType.TOPIC, n) for n in names]
+        md = self._admin.list_topics(timeout=10)
+        broker_ids = sorted(md.brokers)
+        resources += [ConfigResource(ResourceType.BROKER, str(b)) for b in broker_ids[:1]]
+        for res, fut in self._admin.describe_configs(resources, request_timeout=30).items():
+            entries = fut.result(timeout=60)
+            keys = READ_BACK_TOPIC_KEYS if res.restype == ResourceType.TOPIC else (
+                READ_BACK_BROKER_KEYS)
+            values = {
+                k: {"value": entries[k].value, "source": str(entries[k].source)}
+                for k in keys
+                if k in entries
+            }
+            bucket = "topics" if res.restype == ResourceType.TOPIC else "brokers"
+            out[bucket][res.name] = values
+        for n in names:
+            t = md.topics.get(n)
+            if t is not None:
+                out["topics"].setdefault(n, {})["replicas"] = {
+                    str(pid): list(pm.replicas) for pid, pm in sorted(t.partitions.items())
+                }
+        out["cluster"] = {"brokers": len(md.brokers), "cluster_id": md.cluster_id}
+        return out
+
+    def close(self) -> None:
+        pass
+
+
+@dataclass
+class KafkaDriver:
+    """Picklable factory of confluent-kafka clients for one endpoint and driver config."""
+
+    endpoint: BrokerEndpoint
+    config: KafkaDriverConfig
+    stats_interval_ms: int = 5000
+    extra: dict[str, str] = field(default_factory=dict)
+    kind: str = "kafka"
+
+    @property
+    def name(self) -> str:
+        return str(self.config.name)
+
+    def _with_endpoint(self, settings: dict[str, str]) -> dict[str, Any]:
+        conf: dict[str, Any] = dict(self.endpoint.client_config)
+        conf.update(settings)
+        conf.update(self.extra)
+        if self.stats_interval_ms > 0:
+            conf.setdefault("statistics.interval.ms", self.stats_interval_ms)
+        return conf
+
+    def admin(self) -> _KafkaAdmin:
+        return _KafkaAdmin(self)
+
+    def producer(self, topic: str, client_id: str, on_ack: AckCallback,
+                 on_error: ErrorCallback) -> _KafkaProducer:
+        conf = self._with_endpoint(self.config.producer_settings(self.endpoint.bootstrap))
+        conf["client.id"] = client_id
+        return _KafkaProducer(conf, topic, on_ack, on_error)
+
+    def consumer(self, topic: str, subscription: str, client_id: str) -> _KafkaConsumer:
+        conf = self._with_endpoint(
+            self.config.consumer_settings(self.endpoint.bootstrap, subscription)
+        )
+        conf["client.id"] = client_id
+        return _KafkaConsumer(conf, topic)
+
+    def client_stats(self) -> list[str]:
+        docs = list(_CLIENT_STATS)
+        _CLIENT_STATS.clear()
+        return docs
+
+    def describe(self) -> dict[str, Any]:
+        import confluent_kafka
+
+        secret = ("password", "secret", "jaas", "token")
+
+        def redact(d: dict[str, Any]) -> dict[str, Any]:
+            return {k: ("***" if any(s in k.lower() for s in secret) else v) for k, v in d.items()}
+
+        return {
+            "driver": self.name,
+            "client": "confluent-kafka",
+            "client_version": confluent_kafka.version()[0],
+            "librdkafka_version": confluent_kafka.libversion()[0],
+            "producer": redact(self._with_endpoint(
+                self.config.producer_settings(self.endpoint.bootstrap))),
+            "consumer": redact(self._with_endpoint(
+                self.config.consumer_settings(self.endpoint.bootstrap, "<subscription>"))),
+            "topic": dict(self.config.topic_settings()),
+            "replication_factor": int(self.config.replication_factor),
+            "notes": list(getattr(self.config, "notes", ()) or ()),
+            "omb_driver_yaml": self.driver_yaml(),
+        }
+
+    def driver_yaml(self) -> dict[str, Any]:
+        return dict(self.config.to_omb_dict())

@@ -1,0 +1,135 @@
+"""An in-process loopback "broker" for measuring the harness's own cost.
+
+Producers hand messages straight to the consumers of the same topic in the same
+worker process and are acknowledged at the next ``service()``. Nothing is persisted or
+sent over a network, so a run on this driver measures exactly what pytest-brokerperf
+adds per message (pacing, header, recording, delivery accounting): its latency floor
+and its per-process ceiling. It is never a stand-in for a broker in broker tests.
+Every producer and consumer of a topic must live in one worker (``workers=1``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_brokerperf.drivers.base import AckCallback, ErrorCallback, QueueFull
+
+__all__ = ["LoopbackDriver"]
+
+_TOPICS: dict[str, list[deque[tuple[bytes, int]]]] = {}  # topic -> one queue per subscription
+_SUBS: dict[tuple[str, str], deque[tuple[bytes, int]]] = {}
+_LOCK = threading.Lock()
+
+
+def _queue(topic: str, subscription: str) -> deque[tuple[bytes, int]]:
+    with _LOCK:
+        q = _SUBS.get((topic, subscription))
+        if q is None:
+            q = _SUBS[(topic, subscription)] = deque()
+            _TOPICS.setdefault(topic, []).append(q)
+        return q
+
+
+class _Producer:
+    def __init__(self, topic: str, partitions: int, on_ack: AckCallback, max_queue: int) -> None:
+        self.topic = topic
+        self.partitions = max(1, partitions)
+        self.on_ack = on_ack
+        self.pending: list[bytes] = []
+        self.max_queue = max_queue
+        self.n = 0
+
+    def send(self, value: bytes, key: bytes | None) -> None:
+        if len(self.pending) >= self.max_queue:
+            raise QueueFull("loopback queue full")
+        part = self.n % self.partitions
+        self.n += 1
+        for q in _TOPICS.get(self.topic, ()):
+            q.append((value, part))
+        self.pending.append(value)
+
+    def service(self) -> None:
+        pending, self.pending = self.pending, []
+        ack = self.on_ack
+        for v in pending:
+            ack(v, None)
+
+    def queue_depth(self) -> int:
+        return len(self.pending)
+
+    def flush(self, timeout_s: float) -> int:
+        self.service()
+        return 0
+
+    def close(self) -> None:
+        self.service()
+
+
+class _Consumer:
+    def __init__(self, topic: str, subscription: str) -> None:
+        self.q = _queue(topic, subscription)
+        self.event = threading.Event()
+
+    def receive(self, max_messages: int, timeout_s: float) -> list[tuple[bytes, int]]:
+        q = self.q
+        if not q:
+            self.event.wait(min(timeout_s, 0.001))
+            if not q:
+                return []
+        out = []
+        popleft = q.popleft
+        try:
+            for _ in range(max_messages):
+                out.append(popleft())
+        except IndexError:
+            pass
+        return out
+
+    def close(self) -> None:
+        pass
+
+
+class _Admin:
+    def create_topics(self, names: list[str], partitions: list[int]) -> None:
+        pass
+
+    def delete_topics(self, names: list[str]) -> None:
+        pass
+
+    def read_back(self, names: list[str]) -> dict[str, Any]:
+        return {"topics": {n: {} for n in names}, "note": "in-process loopback, no broker"}
+
+    def close(self) -> None:
+        pass
+
+
+@dataclass
+class LoopbackDriver:
+    """Factory of loopback clients (picklable)."""
+
+    partitions: int = 1
+    max_queue: int = 100_000
+    kind: str = "loopback"
+    name: str = "loopback"
+
+    def admin(self) -> _Admin:
+        return _Admin()
+
+    def producer(self, topic: str, client_id: str, on_ack: AckCallback,
+                 on_error: ErrorCallback) -> _Producer:
+        return _Producer(topic, self.partitions, on_ack, self.max_queue)
+
+    def consumer(self, topic: str, subscription: str, client_id: str) -> _Consumer:
+        return _Consumer(topic, subscription)
+
+    def client_stats(self) -> list[str]:
+        return []
+
+    def describe(self) -> dict[str, Any]:
+        return {"driver": self.name, "client": "in-process loopback"}
+
+    def driver_yaml(self) -> dict[str, Any]:
+        return {"name": self.name}

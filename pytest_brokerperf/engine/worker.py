@@ -1,0 +1,473 @@
+"""A worker process: runs a share of a scenario's producers and consumers.
+
+Started with the ``spawn`` method (forking a process that already holds client
+threads can deadlock, pitfalls.md §2) and driven by the coordinator over a pipe.
+Inside, one *pacer* thread owns every producer (open-loop schedule, sends every due
+message, services callbacks, then sleeps at most 1 ms — never a busy spin holding
+the GIL) and one thread per consumer receives. Latency values go into plain
+``array('q')`` buffers and are recorded into HdrHistograms in batches at each stats
+snapshot, off the per-message path.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import random
+import threading
+import time
+import traceback
+from array import array
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pytest_brokerperf.drivers.base import QueueFull
+from pytest_brokerperf.engine import header
+from pytest_brokerperf.engine.delivery import AckLedger, ReceiveLedger
+from pytest_brokerperf.engine.pacing import Schedule
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+
+    from pytest_brokerperf.drivers.base import ConsumerClient, Driver, ProducerClient
+
+__all__ = ["ConsumerSpec", "ProducerSpec", "WorkerAssignment", "worker_main"]
+
+_mono = time.monotonic_ns
+MAX_BURST = 2000  # sends between two callback services
+MAX_SLEEP_S = 0.001
+
+
+@dataclass(frozen=True)
+class ProducerSpec:
+    pid: int
+    topic: str
+
+
+@dataclass(frozen=True)
+class ConsumerSpec:
+    cid: int
+    topic: str
+    subscription: str
+
+
+@dataclass
+class WorkerAssignment:
+    worker_id: int
+    driver: Driver
+    producers: list[ProducerSpec] = field(default_factory=list)
+    consumers: list[ConsumerSpec] = field(default_factory=list)
+    payloads: list[bytes] = field(default_factory=list)
+    key_distributor: str = "NO_KEY"
+    cpus: tuple[int, ...] | None = None
+    client_prefix: str = "brokerperf"
+    seed: int = 0
+
+
+class _Buffers:
+    """Latency buffers (µs) shared between one recording thread and the snapshotter."""
+
+    NAMES = ("publish_latency", "publish_delay", "publish_response", "e2e_latency", "e2e_response")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.shared: dict[str, array] = {n: array("q") for n in self.NAMES}
+
+    def flush(self, local: dict[str, array]) -> None:
+        with self.lock:
+            for n, buf in local.items():
+                if buf:
+                    self.shared[n].extend(buf)
+                    del buf[:]
+
+    def take(self) -> dict[str, array]:
+        with self.lock:
+            out = self.shared
+            self.shared = {n: array("q") for n in self.NAMES}
+        return out
+
+
+class _Counters:
+    """Lifetime counters of one thread; only that thread writes them."""
+
+    __slots__ = ("acked", "acked_bytes", "attempted", "foreign", "negative_e2e", "probe_acked",
+                 "probes", "queue_full", "received", "received_bytes", "send_errors")
+
+    def __init__(self) -> None:
+        self.attempted = 0
+        self.acked = 0
+        self.acked_bytes = 0
+        self.send_errors = 0
+        self.queue_full = 0
+        self.probe_acked = 0
+        self.received = 0
+        self.received_bytes = 0
+        self.foreign = 0
+        self.negative_e2e = 0
+        self.probes: dict[str, int] = {}
+
+
+class _KeyGen:
+    """OMB key distributors: NO_KEY, KEY_ROUND_ROBIN (10 000 keys), RANDOM_NANO."""
+
+    def __init__(self, kind: str, seed: int) -> None:
+        self.kind = kind
+        rnd = random.Random(seed)
+        alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+        self.keys = [bytes(rnd.choice(alphabet) for _ in range(7)) for _ in range(10_000)]
+        self._cycle = itertools.cycle(self.keys)
+
+    def next(self) -> bytes | None:
+        if self.kind == "KEY_ROUND_ROBIN":
+            return next(self._cycle)
+        if self.kind == "RANDOM_NANO":
+            return self.keys[abs(time.perf_counter_ns()) % 10_000]
+        return None
+
+
+class _ProducerState:
+    __slots__ = ("client", "pid", "seq", "topic")
+
+    def __init__(self, pid: int, topic: str, client: ProducerClient) -> None:
+        self.pid = pid
+        self.topic = topic
+        self.client = client
+        self.seq = 0
+
+
+class Worker:
+    """The state of one worker process; methods are the coordinator's commands."""
+
+    def __init__(self, a: WorkerAssignment) -> None:
+        self.a = a
+        self.errors: list[str] = []
+        self.stop_event = threading.Event()
+        self.producers_stop = threading.Event()
+        self.pub_buffers = _Buffers()
+        self.pub_counters = _Counters()
+        self.ack_ledger = AckLedger()
+        self.schedule: Schedule | None = None
+        self.pending_schedule: Schedule | None = None
+        self.probe_request = threading.Event()
+        self.producers: list[_ProducerState] = []
+        self.producer_thread: threading.Thread | None = None
+        self.consumer_threads: list[threading.Thread] = []
+        self.consumer_state: list[tuple[_Counters, _Buffers, ReceiveLedger]] = []
+        self.consumers_ready = 0
+        self.consumers_stop = threading.Event()
+        self.keys = _KeyGen(a.key_distributor, a.seed)
+        tails = [p[header.HEADER_SIZE:] for p in a.payloads] or [b""]
+        self.tails = tails
+        self._last: dict[str, int] = {}
+        self._last_sample: Any = None
+        self.done_producing = False
+
+    # -- producers --------------------------------------------------------------------
+    def _on_ack(self, value: bytes, latency_ns: int | None) -> None:
+        _, _, kind, pid, seq, intended, sent = header.unpack(value)
+        c = self.pub_counters
+        if kind == header.KIND_PROBE:
+            c.probe_acked += 1
+            return
+        ack = _mono() if latency_ns is None else sent + latency_ns
+        loc = self._pub_local
+        loc["publish_latency"].append((ack - sent) // 1000)
+        loc["publish_delay"].append((sent - intended) // 1000)
+        loc["publish_response"].append((ack - intended) // 1000)
+        c.acked += 1
+        c.acked_bytes += len(value)
+        self.ack_ledger.ack(pid, seq)
+
+    def _on_error(self, value: bytes, reason: str) -> None:
+        self.pub_counters.send_errors += 1
+        if len(self.errors) < 20:
+            self.errors.append(f"send error: {reason}")
+
+    def create_producers(self) -> None:
+        a = self.a
+        for spec in a.producers:
+            client = a.driver.producer(
+                spec.topic, f"{a.client_prefix}-p{spec.pid}", self._on_ack, self._on_error
+            )
+            self.producers.append(_ProducerState(spec.pid, spec.topic, client))
+        if self.producers:
+            self._pub_local: dict[str, array] = {n: array("q") for n in _Buffers.NAMES}
+            self.producer_thread = threading.Thread(
+                target=self._guard(self._pace), name="pacer", daemon=True
+            )
+            self.producer_thread.start()
+
+    def _guard(self, fn: Any) -> Any:
+        def run() -> None:
+            try:
+                fn()
+            except BaseException:  # noqa: BLE001 - reported to the coordinator
+                self.errors.append(traceback.format_exc())
+        return run
+
+    def _send_probe(self) -> None:
+        for p in self.producers:
+            now = _mono()
+            value = header.pack(header.MAGIC, header.VERSION, header.KIND_PROBE, p.pid, -1,
+                                now, now) + self.tails[0]
+            while True:
+                try:
+                    p.client.send(value, b"key")
+                    break
+                except QueueFull:
+                    p.client.service()
+                    time.sleep(0.001)
+
+    def _pace(self) -> None:
+        """The open-loop sender: every due message, then callbacks, then ≤ 1 ms sleep."""
+        producers = self.producers
+        nprod = len(producers)
+        tails = self.tails
+        ntails = len(tails)
+        pack = header.pack
+        magic, version, kind = header.MAGIC, header.VERSION, header.KIND_DATA
+        keys = self.keys
+        no_key = self.a.key_distributor == "NO_KEY"
+        c = self.pub_counters
+        loc = self._pub_local
+        rnd = random.Random(self.a.seed + 7)
+        rr = 0
+        while not self.stop_event.is_set():
+            if self.probe_request.is_set():
+                self.probe_request.clear()
+                self._send_probe()
+            if self.pending_schedule is not None:
+                self.schedule, self.pending_schedule = self.pending_schedule, None
+            sched = self.schedule
+            if sched is not None and not self.producers_stop.is_set():
+                now = _mono()
+                due = sched.due(now)
+                if due > MAX_BURST:
+                    due = MAX_BURST
+                for _ in range(due):
+                    intended = sched.take()
+                    p = producers[rr]
+                    rr = rr + 1 if rr + 1 < nprod else 0
+                    seq = p.seq
+                    p.seq = seq + 1
+                    tail = tails[rnd.randrange(ntails)] if ntails > 1 else tails[0]
+                    key = None if no_key else keys.next()
+                    c.attempted += 1
+                    while True:
+                        sent = _mono()
+                        try:
+                            p.client.send(pack(magic, version, kind, p.pid, seq, intended,
+                                               sent) + tail, key)
+                            break
+                        except QueueFull:
+                            c.queue_full += 1
+                            p.client.service()
+                            if self.stop_event.is_set() or self.producers_stop.is_set():
+                                break
+                            time.sleep(0.0002)
+            for p in producers:
+                p.client.service()
+            self.pub_buffers.flush(loc)
+            if sched is None or self.producers_stop.is_set():
+                time.sleep(MAX_SLEEP_S)
+                continue
+            wait = (sched.next_ns() - _mono()) / 1e9
+            if wait > 0:
+                time.sleep(wait if wait < MAX_SLEEP_S else MAX_SLEEP_S)
+        self.pub_buffers.flush(loc)
+
+    def stop_producers(self, flush_timeout_s: float) -> dict[str, Any]:
+        """Stop sending new messages and wait (bounded) for outstanding acks."""
+        self.producers_stop.set()
+        deadline = time.monotonic() + flush_timeout_s
+        while time.monotonic() < deadline:
+            if sum(p.client.queue_depth() for p in self.producers) == 0:
+                break
+            time.sleep(0.01)  # the pacer thread keeps servicing callbacks
+        outstanding = sum(p.client.queue_depth() for p in self.producers)
+        return {"outstanding": outstanding}
+
+    # -- consumers --------------------------------------------------------------------
+    def create_consumers(self) -> None:
+        for spec in self.a.consumers:
+            state = (_Counters(), _Buffers(), ReceiveLedger())
+            self.consumer_state.append(state)
+            t = threading.Thread(
+                target=self._guard(lambda s=spec, st=state: self._consume(s, *st)),
+                name=f"consumer-{spec.cid}",
+                daemon=True,
+            )
+            self.consumer_threads.append(t)
+            t.start()
+
+    def _consume(self, spec: ConsumerSpec, c: _Counters, bufs: _Buffers,
+                 ledger: ReceiveLedger) -> None:
+        client: ConsumerClient = self.a.driver.consumer(
+            spec.topic, spec.subscription, f"{self.a.client_prefix}-c{spec.cid}"
+        )
+        self.consumers_ready += 1
+        unpack = header.unpack
+        magic_ok, probe = header.MAGIC, header.KIND_PROBE
+        sub = spec.subscription
+        loc: dict[str, array] = {"e2e_latency": array("q"), "e2e_response": array("q")}
+        e2e_l, e2e_r = loc["e2e_latency"], loc["e2e_response"]
+        receive = ledger.receive
+        try:
+            while not self.consumers_stop.is_set():
+                batch = client.receive(500, 0.05)
+                if not batch:
+                    continue
+                now = _mono()
+                for value, partition in batch:
+                    if len(value) < 32:
+                        c.foreign += 1
+                        continue
+                    magic, _, kind, pid, seq, intended, sent = unpack(value)
+                    if magic != magic_ok:
+                        c.foreign += 1
+                        continue
+                    if kind == probe:
+                        c.probes[sub] = c.probes.get(sub, 0) + 1
+                        continue
+                    e2e = now - sent
+                    if e2e <= 0:
+                        c.negative_e2e += 1
+                    e2e_l.append(e2e // 1000)
+                    e2e_r.append((now - intended) // 1000)
+                    receive(sub, pid, seq, partition)
+                    c.received += 1
+                    c.received_bytes += len(value)
+                bufs.flush(loc)
+        finally:
+            bufs.flush(loc)
+            client.close()
+
+    # -- stats ------------------------------------------------------------------------
+    def totals(self) -> dict[str, Any]:
+        pc = self.pub_counters
+        probes: dict[str, int] = {}
+        received = received_bytes = foreign = negative = 0
+        for c, _, _ in self.consumer_state:
+            received += c.received
+            received_bytes += c.received_bytes
+            foreign += c.foreign
+            negative += c.negative_e2e
+            for k, v in c.probes.items():
+                probes[k] = probes.get(k, 0) + v
+        return {
+            "attempted": pc.attempted,
+            "acked": pc.acked,
+            "acked_bytes": pc.acked_bytes,
+            "send_errors": pc.send_errors,
+            "queue_full": pc.queue_full,
+            "probe_acked": pc.probe_acked,
+            "received": received,
+            "received_bytes": received_bytes,
+            "foreign": foreign,
+            "negative_e2e": negative,
+            "probes": probes,
+            "consumers_ready": self.consumers_ready,
+            "queue_depth": sum(p.client.queue_depth() for p in self.producers),
+        }
+
+    def snapshot(self) -> dict[str, Any]:
+        """Lifetime counters, this period's latency buffers and resource use."""
+        from pytest_brokerperf.metrics.histogram import LatencyHistogram
+        from pytest_brokerperf.metrics.sysstats import ProcessSampler
+
+        if self._last_sample is None:
+            self._sampler = ProcessSampler()
+            self._last_sample = self._sampler.sample()
+        bufs = [self.pub_buffers.take()] + [b.take() for _, b, _ in self.consumer_state]
+        hists: dict[str, Any] = {}
+        for name in _Buffers.NAMES:
+            h = LatencyHistogram.for_metric(name)
+            for b in bufs:
+                if b[name]:
+                    h.record_batch(b[name])
+            hists[name] = h
+        cur = self._sampler.sample()
+        prev, self._last_sample = self._last_sample, cur
+        return {
+            "worker": self.a.worker_id,
+            "totals": self.totals(),
+            "histograms": hists,
+            "cpu_s": cur.cpu_s - prev.cpu_s,
+            "runq_delay_s": cur.runq_delay_s - prev.runq_delay_s,
+            "wall_s": (cur.wall_ns - prev.wall_ns) / 1e9,
+            "errors": self._drain_errors(),
+        }
+
+    def _drain_errors(self) -> list[str]:
+        errs, self.errors = self.errors, []
+        return errs
+
+    def final(self) -> dict[str, Any]:
+        self.consumers_stop.set()
+        for t in self.consumer_threads:
+            t.join(timeout=30)
+        self.stop_event.set()
+        if self.producer_thread is not None:
+            self.producer_thread.join(timeout=30)
+        for p in self.producers:
+            try:
+                p.client.close()
+            except Exception as exc:  # noqa: BLE001
+                self.errors.append(f"closing producer {p.pid}: {exc}")
+        return {
+            "acks": self.ack_ledger.export(),
+            "duplicate_acks": self.ack_ledger.duplicate_acks,
+            "receipts": [ledger.export() for _, _, ledger in self.consumer_state],
+            "client_stats": self.a.driver.client_stats(),
+            "totals": self.totals(),
+            "errors": self._drain_errors(),
+        }
+
+
+def worker_main(conn: Connection, assignment: WorkerAssignment) -> None:
+    """Entry point of a worker process: answer the coordinator's commands until ``close``."""
+    if assignment.cpus:
+        try:
+            os.sched_setaffinity(0, assignment.cpus)
+        except OSError:
+            pass
+    w = Worker(assignment)
+    while True:
+        try:
+            cmd, arg = conn.recv()
+        except EOFError:
+            break
+        try:
+            if cmd == "create_consumers":
+                w.create_consumers()
+                result: Any = None
+            elif cmd == "create_producers":
+                w.create_producers()
+                result = None
+            elif cmd == "probe":
+                w.probe_request.set()
+                result = None
+            elif cmd == "totals":
+                result = {"totals": w.totals(), "errors": w._drain_errors()}
+            elif cmd == "start_load":
+                rate, start_ns = arg
+                w.pending_schedule = Schedule(rate, start_ns) if rate > 0 else None
+                result = None
+            elif cmd == "adjust_rate":
+                w.pending_schedule = Schedule(max(arg, 1.0), _mono())
+                result = None
+            elif cmd == "snapshot":
+                result = w.snapshot()
+            elif cmd == "stop_producers":
+                result = w.stop_producers(arg)
+            elif cmd == "final":
+                result = w.final()
+            elif cmd == "close":
+                conn.send(("ok", None))
+                break
+            else:
+                raise ValueError(f"unknown worker command {cmd!r}")
+            conn.send(("ok", result))
+        except BaseException:  # noqa: BLE001 - the coordinator raises it with context
+            conn.send(("error", traceback.format_exc()))
+    conn.close()

@@ -1,0 +1,280 @@
+"""Result records and the per-test artefact directory (DESIGN §6).
+
+Layout, one directory per test run: ``<results>/<run id>/<test id>/`` holding the
+OMB-compatible result JSON, the effective workload and driver YAML, the broker
+settings read back from the broker, broker and GC logs, the per-period CSV, HdrHistogram
+logs, client statistics and a reproducibility manifest. One record per test run is
+appended to ``<results>/results.jsonl`` in the versioned schema below, keyed by
+(run id, test id, attempt) so re-runs never double-count.
+"""
+
+from __future__ import annotations
+
+import csv
+import fcntl
+import json
+import platform
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_brokerperf import __version__
+from pytest_brokerperf.figures import PERCENTILES, percentile_name
+from pytest_brokerperf.metrics.stats import METRICS
+
+if TYPE_CHECKING:
+    from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.engine.coordinator import RunOutcome
+    from pytest_brokerperf.scenarios import PreparedRun
+    from pytest_brokerperf.verdict import Verdict
+
+__all__ = ["RECORD_SCHEMA", "artefact_dir", "build_record", "write_artefacts"]
+
+#: Version of the JSONL record schema; bump on any incompatible change.
+RECORD_SCHEMA = "brokerperf.result/1"
+LOG_COPY_LIMIT = 20 * 1024 * 1024
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._=-]+", "_", text).strip("_")[:150] or "test"
+
+
+def artefact_dir(results: Path, run_id: str, test_id: str) -> tuple[Path, int]:
+    """A fresh directory for this test run and its attempt number (1, 2, ...)."""
+    base = results / run_id / _safe(test_id)
+    attempt = 1
+    path = base
+    while path.exists():
+        attempt += 1
+        path = base.with_name(f"{base.name}.attempt{attempt}")
+    path.mkdir(parents=True)
+    return path, attempt
+
+
+def git_sha() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True,
+            text=True, timeout=5, check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None
+
+
+def library_versions() -> dict[str, str | None]:
+    from importlib import metadata
+
+    out: dict[str, str | None] = {"python": platform.python_version()}
+    for dist in ("pytest", "confluent-kafka", "pulsar-client", "pika", "hdrhistogram", "numpy"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = None
+    try:
+        import confluent_kafka
+
+        out["librdkafka"] = confluent_kafka.libversion()[0]
+    except ImportError:
+        pass
+    return out
+
+
+def latency_block(outcome: RunOutcome) -> dict[str, Any]:
+    """Percentiles (µs, None = n/a) and counters per latency view, with the histograms."""
+    out: dict[str, Any] = {}
+    for m in METRICS:
+        h = outcome.cumulative[m]
+        pct = h.percentiles(PERCENTILES)
+        block: dict[str, Any] = {
+            f"{percentile_name(q).replace('.', '')}_us": pct[q] for q in PERCENTILES
+        }
+        block.update(
+            count=h.total_count, min_us=h.min(), max_us=h.max(), mean_us=h.mean(),
+            clamped=h.clamped, below_one_us=h.below_one,
+            hdr=h.encode(), sparse=h.sparse(),
+        )
+        out[m] = block
+    return out
+
+
+def build_record(*, run_id: str, test_id: str, attempt: int, broker: BrokerEndpoint,
+                 prepared: PreparedRun, outcome: RunOutcome, verdict: Verdict,
+                 slo_results: list[dict[str, Any]], figures: dict[str, float | None],
+                 profile: str, env_label: str, artefacts: Path,
+                 manifest: dict[str, Any]) -> dict[str, Any]:
+    """One JSONL record (schema ``RECORD_SCHEMA``); unit-suffixed field names."""
+    return {
+        "schema": RECORD_SCHEMA,
+        "run_id": run_id,
+        "test_id": test_id,
+        "attempt": attempt,
+        "broker": broker.kind,
+        "broker_version": broker.version,
+        "provision": broker.mode,
+        "nodes": broker.nodes,
+        "topology_check": broker.topology_check,
+        "scenario": prepared.scenario,
+        "params": prepared.params,
+        "profile": profile,
+        "env": env_label,
+        "driver": outcome.driver_description.get("driver"),
+        "begin_time": outcome.begin_time,
+        "measure_begin_time": outcome.measure_begin_time,
+        "end_time": outcome.end_time,
+        "period_s": prepared.period_s,
+        "warmup_s": sum(p.elapsed_s for p in outcome.warmup),
+        "warmup_periods": len(outcome.warmup),
+        "warmup_steady": outcome.warmup_steady,
+        "measured_s": outcome.measured_s,
+        "target_rate_msg_s": prepared.rate,
+        "ack_rate_msg_s": outcome.ack_rate,
+        "consume_rate_msg_s": outcome.consume_rate,
+        "publish_mib_s": outcome.publish_mib_s,
+        "consume_mib_s": outcome.consume_mib_s,
+        "send_errors": int(figures.get("send_errors") or 0),
+        "latency": latency_block(outcome),
+        "delivery": outcome.delivery.as_dict(),
+        "drain_complete": outcome.drain_complete,
+        "verdict": verdict.as_dict(),
+        "slo": slo_results,
+        "notes": prepared.notes,
+        "artefacts": str(artefacts),
+        "manifest": manifest,
+    }
+
+
+def _append_jsonl(path: Path, record: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = json.dumps(record, sort_keys=True, allow_nan=False) + "\n"
+    with open(path, "a", encoding="utf-8") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            fh.write(line)
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _periods_csv(path: Path, outcome: RunOutcome) -> None:
+    views = ("publish_latency", "publish_delay", "publish_response", "e2e_latency",
+             "e2e_response")
+    header = [
+        "phase", "index", "elapsed_s", "target_rate_msg_s", "publish_rate_msg_s",
+        "consume_rate_msg_s", "publish_mib_s", "consume_mib_s", "send_error_rate",
+        "backlog", "total_sent", "total_received", "queue_full", "client_queue_depth",
+        "max_worker_cpu_share", "max_worker_runq_share",
+    ]
+    for v in views:
+        header += [f"{v}_p50_us", f"{v}_p99_us", f"{v}_p999_us", f"{v}_max_us", f"{v}_count"]
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(header)
+        for p in [*outcome.warmup, *outcome.periods]:
+            row: list[Any] = [
+                p.phase, p.index, round(p.elapsed_s, 4), p.target_rate,
+                round(p.publish_rate, 2), round(p.consume_rate, 2), round(p.publish_mib_s, 4),
+                round(p.consume_mib_s, 4), round(p.error_rate, 3), p.backlog, p.total_sent,
+                p.total_received, sum(x.queue_full for x in p.workers),
+                sum(x.client_queue_depth for x in p.workers),
+                round(max((x.cpu_share for x in p.workers), default=0.0), 3),
+                round(max((x.runq_share for x in p.workers), default=0.0), 3),
+            ]
+            for v in views:
+                h = p.histograms[v]
+                pct = h.percentiles((50.0, 99.0, 99.9))
+                row += [pct[50.0], pct[99.0], pct[99.9], h.max(), h.total_count]
+            w.writerow(["" if x is None else x for x in row])
+
+
+def _copy_logs(dest: Path, broker: BrokerEndpoint) -> list[str]:
+    copied = []
+    logs = list(broker.info.get("log_files", []) or []) + list(broker.info.get("gc_logs", [])
+                                                               or [])
+    if not logs:
+        return copied
+    dest.mkdir(exist_ok=True)
+    for src in logs:
+        p = Path(src)
+        if not p.is_file():
+            continue
+        target = dest / p.name
+        size = p.stat().st_size
+        with open(p, "rb") as fin, open(target, "wb") as fout:
+            if size > LOG_COPY_LIMIT:
+                fin.seek(size - LOG_COPY_LIMIT)
+            shutil.copyfileobj(fin, fout)
+        copied.append(target.name)
+    return copied
+
+
+def write_artefacts(*, directory: Path, record: dict[str, Any], prepared: PreparedRun,
+                    outcome: RunOutcome, broker: BrokerEndpoint, results_root: Path,
+                    omb_result: dict[str, Any], omb_filename: str) -> None:
+    """Write every artefact of one test run and append its JSONL record."""
+    import yaml
+
+    from pytest_brokerperf.metrics.hlog import write_hlogs
+
+    (directory / omb_filename).write_text(json.dumps(omb_result, indent=2, allow_nan=False))
+    (directory / "workload.yaml").write_text(
+        yaml.safe_dump(prepared.workload.to_omb_dict(), sort_keys=False))
+    driver_doc = dict(outcome.driver_description)
+    (directory / "driver.yaml").write_text(yaml.safe_dump(
+        {"omb_driver": _redact_doc(_driver_yaml(outcome)), "effective_client_settings":
+         driver_doc}, sort_keys=False))
+    (directory / "broker-settings.json").write_text(json.dumps(outcome.read_back, indent=2))
+    _periods_csv(directory / "periods.csv", outcome)
+    write_hlogs(directory / "histograms", outcome)
+    with open(directory / "client-stats.jsonl", "w", encoding="utf-8") as fh:
+        for doc in outcome.client_stats:
+            fh.write(doc.strip() + "\n")
+    record["manifest"]["logs"] = _copy_logs(directory / "logs", broker)
+    (directory / "manifest.json").write_text(json.dumps(record["manifest"], indent=2,
+                                                        default=str))
+    (directory / "record.json").write_text(json.dumps(record, indent=2, allow_nan=False))
+    _append_jsonl(results_root / "results.jsonl", record)
+
+
+def _driver_yaml(outcome: RunOutcome) -> dict[str, Any]:
+    doc = outcome.driver_description.get("omb_driver_yaml")
+    return dict(doc) if isinstance(doc, dict) else {}
+
+
+def _redact_doc(doc: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in doc.items():
+        if isinstance(v, str) and re.search(r"(password|secret|jaas)", v, re.I):
+            v = re.sub(r"(?im)^(\s*[^=\n]*(password|secret|jaas)[^=\n]*=).*$", r"\1***", v)
+        out[k] = v
+    return out
+
+
+def manifest(*, broker: BrokerEndpoint, prepared: PreparedRun, outcome: RunOutcome,
+             session_info: dict[str, Any], seed: int) -> dict[str, Any]:
+    """The reproducibility manifest (DESIGN §6)."""
+    return {
+        "plugin_version": __version__,
+        "git_sha": session_info.get("git_sha"),
+        "libraries": session_info.get("libraries"),
+        "python_executable": sys.executable,
+        "broker": broker.redacted(),
+        "machine": session_info.get("machine"),
+        "clock": session_info.get("clock"),
+        "fsync_probe": session_info.get("fsync_probe"),
+        "broker_warmup": session_info.get("broker_warmup", {}).get(broker.kind),
+        "generator_cpus": list(outcome.plan.generator_cpus or []),
+        "workers": outcome.plan.workers,
+        "seed": seed,
+        "begin_time": outcome.begin_time,
+        "end_time": outcome.end_time,
+        "workload_file": str(prepared.workload_file) if prepared.workload_file else None,
+        "driver": {k: v for k, v in outcome.driver_description.items()
+                   if k != "omb_driver_yaml"},
+        "probe_wait_s": outcome.probe_wait_s,
+        "outstanding_after_flush": outcome.outstanding_after_flush,
+        "worker_errors": outcome.worker_errors[:50],
+        "totals": outcome.totals,
+    }

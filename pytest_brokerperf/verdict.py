@@ -1,0 +1,143 @@
+"""Validity verdicts: is a run's figure the broker's, or the harness's? (DESIGN §3.7)
+
+Each rule reads independent signals, so a harness limit is never reported as a
+broker's and broker back-pressure is never thrown away as a harness limit:
+
+* ``generator-bound`` — a worker process used ≥ 90 % of a core, or the generator
+  missed its own schedule (publish delay p99 over budget) while the client library
+  still accepted messages (no local-queue-full events), or it waited on a run queue
+  for ≥ 20 % of the window while missing its schedule;
+* ``broker-backpressure`` — the client's local queue filled up (librdkafka
+  ``BufferError``, Pulsar pending queue, AMQP ``connection.blocked``): a *broker*
+  result, the run stays valid;
+* ``undersampled`` — per percentile, never a whole-run status: q needs
+  n ≥ 10/(1−q) samples, else it is reported n/a;
+* ``clock-uncertain`` — only when producers and consumers use different hosts' clocks
+  (never in single-host runs, which subtract CLOCK_MONOTONIC readings only).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_brokerperf.engine.coordinator import RunOutcome
+
+__all__ = ["Thresholds", "Verdict", "assess"]
+
+VALID = "valid"
+GENERATOR_BOUND = "generator-bound"
+CLIENT_BOUND = "client-bound"
+BACKPRESSURE = "broker-backpressure"
+HOT_CACHE = "hot-cache"
+CLOCK_UNCERTAIN = "clock-uncertain"
+UNDERSAMPLED = "undersampled"
+
+#: Statuses whose figures SLOs and gates may judge.
+JUDGEABLE = frozenset({VALID, BACKPRESSURE})
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    cpu_share: float = 0.90
+    runq_share: float = 0.20
+    publish_delay_p99_us: float = 10_000.0  # 10 ms behind schedule at p99
+
+
+@dataclass
+class Verdict:
+    status: str
+    reasons: list[str] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def judgeable(self) -> bool:
+        return self.status in JUDGEABLE
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "reasons": self.reasons, "flags": self.flags,
+                "details": self.details}
+
+
+def assess(outcome: RunOutcome, thresholds: Thresholds | None = None,
+           client_ceiling: float | None = None) -> Verdict:
+    """Classify a run from worker CPU, run-queue delay, publish delay and queue events."""
+    th = thresholds or Thresholds()
+    periods = outcome.periods
+    flags: list[str] = []
+    reasons: list[str] = []
+    by_worker: dict[int, list[tuple[float, float, float]]] = {}
+    queue_full = 0
+    for p in periods:
+        for w in p.workers:
+            by_worker.setdefault(w.worker, []).append((w.cpu_s, w.runq_delay_s, w.elapsed_s))
+            queue_full += w.queue_full
+    cpu_share = {
+        k: sum(c for c, _, _ in v) / max(sum(e for _, _, e in v), 1e-9)
+        for k, v in by_worker.items()
+    }
+    runq_share = {
+        k: sum(r for _, r, _ in v) / max(sum(e for _, _, e in v), 1e-9)
+        for k, v in by_worker.items()
+    }
+    delay_p99 = outcome.cumulative["publish_delay"].percentile(99)
+    late = delay_p99 is not None and delay_p99 > th.publish_delay_p99_us
+    details: dict[str, Any] = {
+        "worker_cpu_share": {str(k): round(v, 3) for k, v in cpu_share.items()},
+        "worker_runq_share": {str(k): round(v, 3) for k, v in runq_share.items()},
+        "publish_delay_p99_us": delay_p99,
+        "queue_full_events": queue_full,
+        "target_rate": outcome.plan.rate,
+        "ack_rate": outcome.ack_rate,
+        "warmup_steady": outcome.warmup_steady,
+        "thresholds": vars(th),
+    }
+    hot = [k for k, v in cpu_share.items() if v >= th.cpu_share]
+    if hot:
+        flags.append(GENERATOR_BOUND)
+        reasons.append(
+            "worker CPU at "
+            + ", ".join(f"{cpu_share[k]:.0%} of a core (worker {k})" for k in hot)
+            + f" ≥ {th.cpu_share:.0%}: the load generator, not the broker, may be the limit"
+        )
+    starved = [k for k, v in runq_share.items() if v >= th.runq_share]
+    if late and queue_full == 0 and GENERATOR_BOUND not in flags:
+        flags.append(GENERATOR_BOUND)
+        why = (
+            f"publish delay p99 {delay_p99 / 1000:.1f} ms > budget "
+            f"{th.publish_delay_p99_us / 1000:.0f} ms while the client library still accepted "
+            "messages (no local-queue-full events): the generator missed its own schedule"
+        )
+        if starved:
+            why += (" and waited on a run queue "
+                    + ", ".join(f"{runq_share[k]:.0%}" for k in starved) + " of the time")
+        reasons.append(why)
+    if queue_full:
+        flags.append(BACKPRESSURE)
+        reasons.append(
+            f"client local queue full {queue_full} times: the broker pushed back "
+            "(a broker result, not a harness limit)"
+        )
+    if client_ceiling is not None and outcome.plan.rate > client_ceiling:
+        flags.append(CLIENT_BOUND)
+        reasons.append(
+            f"target {outcome.plan.rate:.0f} msg/s exceeds the calibrated per-process "
+            f"client ceiling {client_ceiling:.0f} msg/s"
+        )
+    if not outcome.warmup_steady:
+        reasons.append("warm-up reached its time cap before rate and p99 were steady")
+        details["warmup_capped"] = True
+    n = outcome.cumulative["e2e_response"].total_count
+    if n < 10 / (1 - 0.999):
+        details["undersampled_note"] = f"only {n} e2e samples: p99.9 and above are n/a"
+    if GENERATOR_BOUND in flags:
+        status = GENERATOR_BOUND
+    elif CLIENT_BOUND in flags:
+        status = CLIENT_BOUND
+    elif BACKPRESSURE in flags:
+        status = BACKPRESSURE
+    else:
+        status = VALID
+    return Verdict(status=status, reasons=reasons, flags=flags, details=details)

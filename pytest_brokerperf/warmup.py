@@ -1,0 +1,47 @@
+"""Warm each broker once per session before any measured scenario (DESIGN §3.6).
+
+A JVM broker needs load before C2 has compiled its hot paths; a scenario that starts
+on a cold broker measures the JIT. The warm-up runs a fixed small workload through the
+same engine and records what it did in every manifest.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_brokerperf.config import Settings
+    from pytest_brokerperf.endpoint import BrokerEndpoint
+
+__all__ = ["warm_broker"]
+
+
+def warm_broker(endpoint: BrokerEndpoint, settings: Settings) -> dict[str, Any]:
+    """Run the profile's broker warm-up load; return what it did (for manifests)."""
+    from pytest_brokerperf.drivers import create_driver
+    from pytest_brokerperf.engine.coordinator import RunPlan, default_generator_cpus, run_workload
+    from pytest_brokerperf.workload import Workload, shipped_workload
+
+    seconds = float(settings.profile_spec.broker_warmup_s)
+    if seconds <= 0:
+        return {"seconds": 0.0, "skipped": True}
+    wl = Workload.from_yaml(shipped_workload("tail-read-smoke"))
+    rate = float(settings.profile_spec.tailread_rate)
+    driver = create_driver(endpoint, None, "warmup", stats_interval_ms=0)
+    plan = RunPlan(
+        rate=rate, period_s=1.0, warmup_max_s=0.0, measure_s=seconds, workers=1,
+        topic_prefix=f"bp-{settings.run_id}-broker-warmup",
+        generator_cpus=default_generator_cpus(endpoint.info.get("cpu_affinity")),
+        drain_timeout_s=10.0,
+    )
+    t0 = time.monotonic()
+    outcome = run_workload(driver, wl, plan, payloads=wl.payloads(None, seed=1))
+    return {
+        "seconds": round(time.monotonic() - t0, 2),
+        "rate_msg_s": rate,
+        "acknowledged": outcome.delivery.acknowledged,
+        "received": outcome.delivery.received,
+        "message_size": wl.message_size,
+        "partitions": wl.partitions_per_topic,
+    }
