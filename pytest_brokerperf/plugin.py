@@ -1,1 +1,255 @@
-"""pytest hooks of pytest-brokerperf (placeholder until the plugin module lands)."""
+"""pytest hooks of pytest-brokerperf: options, markers, broker matrix, xdist guard, summary.
+
+Hooks only. Nothing heavy is imported here (no broker clients, numpy, hdrh, yaml,
+testcontainers or pyspark): ``pytest --help``, ``--collect-only`` and ``-k`` must work
+without them and must never start a broker. Settings live in :mod:`.config`, the
+summary table in :mod:`.summary`, the fixtures in :mod:`.fixtures` (imported at the
+end so pytest finds them on this plugin module).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+from typing import Any
+
+import pytest
+
+from pytest_brokerperf._stash import SETTINGS_KEY, SUMMARY_ROWS_KEY
+from pytest_brokerperf.config import KNOWN_BROKERS, OPTIONS, OptionSpec, Settings
+from pytest_brokerperf.errors import ConfigError
+
+#: Fixtures that make a test a performance scenario (refused inside xdist workers).
+SCENARIO_FIXTURES = frozenset({"broker_kind", "broker", "brokerperf"})
+
+MARKERS = (
+    "tailread: tail-read latency scenario (fixed-rate publishing, tailing consumers)",
+    "throughput: maximum sustainable throughput scenario",
+    "broker(*names): run this test only for these brokers "
+    f"(known: {', '.join(KNOWN_BROKERS)}); a test none of whose brokers is selected "
+    "by --broker is deselected",
+    'slo(*exprs): SLO expressions for this test, e.g. @pytest.mark.slo("e2e_response.p99 '
+    '< 50 ms")',
+)
+
+
+# --------------------------------------------------------------------------- options
+
+
+def _flag_help(spec: OptionSpec) -> str:
+    env = spec.env + (" or KAFKA_HOME" if spec.name == "kafka_home" else "")
+    text = f"{spec.help}. Default: {spec.shown_default}; env {env}; ini {spec.ini}."
+    return text.replace("%", "%%")  # argparse formats help with %
+
+
+def _ini_help(spec: OptionSpec) -> str:
+    return f"{spec.help}. Default: {spec.shown_default}; {spec.flag} and {spec.env} win."
+
+
+def _ini_type(spec: OptionSpec) -> Any:
+    """``int | str``-style unions on pytest >= 9.2, so native TOML values are accepted
+    while invalid strings still reach our own validation (and its better messages)."""
+    if spec.ini_type == "string" or pytest.version_tuple < (9, 2):
+        return "string"
+    native: dict[str, Any] = {"int": int, "float": float, "bool": bool}
+    return native[spec.ini_type] | str
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("brokerperf", "message-broker performance scenarios")
+    for spec in OPTIONS:
+        kwargs: dict[str, Any] = {"dest": spec.dest, "default": None, "help": _flag_help(spec)}
+        if spec.kind == "bool":
+            kwargs["action"] = argparse.BooleanOptionalAction
+        else:
+            kwargs["metavar"] = spec.metavar
+            if spec.kind == "choice":
+                kwargs["choices"] = spec.choices
+        group.addoption(spec.flag, **kwargs)
+        parser.addini(spec.ini, _ini_help(spec), type=_ini_type(spec), default=None)
+
+
+# --------------------------------------------------------------------------- configure
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for line in MARKERS:
+        config.addinivalue_line("markers", line)
+    config.stash[SUMMARY_ROWS_KEY] = []
+    try:
+        settings = Settings.from_pytest_config(config)
+    except ConfigError as exc:
+        if getattr(config.option, "help", False):
+            return  # `pytest --help` must work even with a broken setting
+        raise pytest.UsageError(f"pytest-brokerperf: {exc}") from exc
+    config.stash[SETTINGS_KEY] = settings
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist controller → worker: one run id for the whole session."""
+    settings = node.config.stash.get(SETTINGS_KEY, None)
+    if settings is not None:
+        node.workerinput["brokerperf_run_id"] = settings.run_id
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    settings = config.stash.get(SETTINGS_KEY, None)
+    if settings is None:
+        return None
+    from pytest_brokerperf.summary import _display_path
+
+    results = _display_path(settings.results_dir, config.invocation_params.dir)
+    return (
+        f"brokerperf: brokers={','.join(settings.brokers)} "
+        f"provision={settings.provision_display} nodes={settings.nodes} "
+        f"profile={settings.profile} results={results} run_id={settings.run_id}"
+    )
+
+
+# --------------------------------------------------------------------------- matrix
+
+
+def _marker_brokers(node: pytest.Item) -> tuple[str, ...] | None:
+    """The broker names of the closest ``@pytest.mark.broker``, validated; None if absent."""
+    mark = node.get_closest_marker("broker")
+    if mark is None:
+        return None
+    where = f"@pytest.mark.broker{mark.args!r} on {node.nodeid}"
+    if mark.kwargs or not mark.args or not all(isinstance(a, str) for a in mark.args):
+        raise ConfigError(
+            f"{where}: expected one or more broker names as strings, "
+            f'e.g. @pytest.mark.broker("kafka", "pulsar")'
+        )
+    names = tuple(a.strip().lower() for a in mark.args)
+    unknown = [n for n in names if n not in KNOWN_BROKERS]
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown broker {unknown[0]!r}; known brokers are "
+            f"{', '.join(KNOWN_BROKERS)}"
+        )
+    return names
+
+
+def _parametrized_by_user(metafunc: pytest.Metafunc, argname: str) -> bool:
+    for mark in metafunc.definition.iter_markers("parametrize"):
+        names = mark.args[0] if mark.args else mark.kwargs.get("argnames", ())
+        if isinstance(names, str):
+            names = [n.strip() for n in names.split(",")]
+        if argname in names:
+            return True
+    return False
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize ``broker_kind`` over ``--broker`` (restricted by ``@pytest.mark.broker``)."""
+    if "broker_kind" not in metafunc.fixturenames:
+        return
+    if _parametrized_by_user(metafunc, "broker_kind"):
+        return
+    settings = metafunc.config.stash.get(SETTINGS_KEY, None)
+    brokers = list(settings.brokers) if settings is not None else ["kafka"]
+    try:
+        wanted = _marker_brokers(metafunc.definition)
+    except ConfigError:
+        wanted = None  # reported once, as a usage error, in pytest_collection_modifyitems
+    if wanted is not None:
+        # Nothing selected: keep the marker's own names; these items get deselected.
+        brokers = [b for b in brokers if b in wanted] or list(dict.fromkeys(wanted))
+    metafunc.parametrize("broker_kind", brokers, ids=brokers, scope="session")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect tests whose ``broker`` marker or ``broker_kind`` is not selected."""
+    settings = config.stash.get(SETTINGS_KEY, None)
+    if settings is None:
+        return
+    selected = set(settings.brokers)
+    remaining: list[pytest.Item] = []
+    deselected: list[pytest.Item] = []
+    problems: list[str] = []
+    for item in items:
+        try:
+            wanted = _marker_brokers(item)
+        except ConfigError as exc:
+            problems.append(str(exc))
+            continue
+        callspec = getattr(item, "callspec", None)
+        kind = callspec.params.get("broker_kind") if callspec is not None else None
+        keep = True
+        if wanted is not None and not selected.intersection(wanted):
+            keep = False
+        if kind is not None and (kind not in selected or (wanted and kind not in wanted)):
+            keep = False
+        (remaining if keep else deselected).append(item)
+    if problems:
+        raise pytest.UsageError("pytest-brokerperf: " + "\n".join(problems))
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = remaining
+
+
+# --------------------------------------------------------------------------- xdist guard
+
+
+def _xdist_worker(config: pytest.Config) -> str | None:
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        return str(workerinput.get("workerid", "?"))
+    return os.environ.get("PYTEST_XDIST_WORKER") or None
+
+
+def xdist_refusal(worker: str) -> str:
+    return (
+        f"pytest-brokerperf refuses to run a performance scenario inside pytest-xdist "
+        f"worker {worker}.\n"
+        "Why: xdist runs tests in parallel on one machine, typically a shared 2-core "
+        "machine here: each worker would start its own session-scoped broker (one broker "
+        "per worker) and its own load generators, all competing for the same cores, and "
+        "the workers would write the same results files concurrently, so every latency "
+        "and throughput figure would be wrong.\n"
+        "Fix: run scenario tests without xdist, e.g. `pytest -n 0 scenarios` or "
+        "`pytest -p no:xdist scenarios` (unit tests may keep using xdist). To override "
+        "anyway, pass --brokerperf-allow-xdist (or BROKERPERF_ALLOW_XDIST=1)."
+    )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Fail scenario tests inside xdist workers before any fixture (or broker) starts."""
+    if not SCENARIO_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        return
+    worker = _xdist_worker(item.config)
+    if worker is None:
+        return
+    settings = item.config.stash.get(SETTINGS_KEY, None)
+    if settings is not None and settings.allow_xdist:
+        return
+    pytest.fail(xdist_refusal(worker), pytrace=False)
+
+
+# --------------------------------------------------------------------------- summary
+
+
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config
+) -> None:
+    """The "brokerperf summary" table; never raises (a summary must not fail a session)."""
+    try:
+        rows = config.stash.get(SUMMARY_ROWS_KEY, [])
+        if rows:
+            from pytest_brokerperf.summary import write_summary
+
+            write_summary(terminalreporter, rows)
+    except Exception as exc:
+        with contextlib.suppress(Exception):
+            terminalreporter.write_line(f"brokerperf: could not write the summary: {exc!r}")
+
+
+from pytest_brokerperf.fixtures import (  # noqa: E402,F401
+    broker,
+    brokerperf,
+    brokerperf_session_info,
+    brokerperf_settings,
+)

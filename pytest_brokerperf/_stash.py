@@ -1,0 +1,17 @@
+"""Stash keys shared by the plugin's hooks and fixtures (``config.stash[KEY]``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_brokerperf.config import Settings
+from pytest_brokerperf.summary import SummaryRow
+
+__all__ = ["SETTINGS_KEY", "SUMMARY_ROWS_KEY"]
+
+#: The session's resolved settings, set once in ``pytest_configure``.
+SETTINGS_KEY = pytest.StashKey[Settings]()
+
+#: One row per finished scenario run, appended by the ``brokerperf`` fixture and
+#: printed by ``pytest_terminal_summary``; set to an empty list in ``pytest_configure``.
+SUMMARY_ROWS_KEY = pytest.StashKey[list[SummaryRow]]()
