@@ -41,7 +41,7 @@ def compute_figures(outcome: RunOutcome) -> dict[str, float | None]:
             "consume_rate": outcome.consume_rate,
             "publish_mib_s": outcome.publish_mib_s,
             "consume_mib_s": outcome.consume_mib_s,
-            "acknowledged": float(d.acknowledged),
+            "acked": float(d.acknowledged),
             "received": float(d.received),
             "lost": float(d.lost),
             "duplicates": float(d.duplicates),

@@ -99,24 +99,26 @@ class BrokerPerf:
             pytest.fail("SLO violated:\n  " + "\n  ".join(result.failures), pytrace=False)
 
     # -- internals --------------------------------------------------------------------
-    def _slos_for(self, prepared: PreparedRun, extra: tuple[str, ...]) -> list[Any]:
+    def _slos_for(self, prepared: PreparedRun, scenario_slos: tuple[str, ...]) -> list[Any]:
+        """Shipped bounds, replaced metric by metric by the user's applicable SLOs.
+
+        User SLOs come from ``@pytest.mark.slo``, ``brokerperf.run(slos=...)`` /
+        ``TailRead(slos=...)`` and the ``--brokerperf-slo`` file; all are parsed before any
+        load starts, so a typo fails fast.
+        """
         from pytest_brokerperf import slo
 
-        shipped = [slo.parse_slo(e, source=f"{prepared.scenario} sanity bound")
-                   for e in prepared.slos]
         user: list[Any] = []
         for mark in self.request.node.iter_markers("slo"):
             user += [slo.parse_slo(e, source=f"@pytest.mark.slo on {self.request.node.nodeid}")
                      for e in mark.args]
-        user += [slo.parse_slo(e, source="brokerperf.run(slos=...)") for e in extra]
+        user += [slo.parse_slo(e, source="scenario slos=") for e in scenario_slos]
         if self.settings.slo is not None:
             user += slo.load_slo_file(Path(self.settings.slo))
-        merged = slo.merge_slos(shipped, user)
-        return [
-            s for s in merged
-            if s.applies_to(self.broker.kind, prepared.scenario, prepared.params,
-                            self.settings.env)
-        ]
+        return slo.merge_slos(
+            prepared.slos, user, broker=self.broker.kind, scenario=prepared.scenario,
+            params=prepared.params, env=self.settings.env,
+        )
 
     def _progress(self, line: str) -> None:
         config = self.request.config
@@ -147,7 +149,8 @@ class BrokerPerf:
 
         settings = self.settings
         prepared = scenario.prepare(settings, self.broker)
-        slos = self._slos_for(prepared, extra_slos)  # parse errors before any load
+        slos = self._slos_for(
+            prepared, (*getattr(scenario, "slos", ()), *extra_slos))
         wl = prepared.workload
         base_dir = prepared.workload_file.parent if prepared.workload_file else None
         seed = int.from_bytes(os.urandom(4), "little")
@@ -180,15 +183,23 @@ class BrokerPerf:
         outcome = run_workload(driver, wl, plan, payloads=payloads, on_period=on_period)
         verdict = assess(outcome)
         figures = compute_figures(outcome)
-        slo_results = slo.evaluate(slos, figures) if verdict.judgeable else []
-        failures = [r.message for r in slo_results if r.status == "fail"]
+        slo_results = (
+            slo.evaluate(slos, figures, context={"broker": self.broker.kind,
+                                                 "scenario": prepared.scenario})
+            if verdict.judgeable else []
+        )
+        failures = [r.message for r in slo_results if r.failed]
         inconclusive = list(verdict.reasons) if not verdict.judgeable else []
-        inconclusive += [r.message for r in slo_results if r.status == "inconclusive"]
+        inconclusive += [r.message for r in slo_results if r.inconclusive]
         directory, attempt = res.artefact_dir(Path(settings.results_dir), settings.run_id,
                                               test_id)
         manifest = res.manifest(broker=self.broker, prepared=prepared, outcome=outcome,
                                 session_info=self.session_info, seed=seed)
-        slo_dicts = [r.as_dict() for r in slo_results]
+        slo_dicts = [
+            {"expr": str(r.slo), "metric": r.slo.metric, "observed": r.observed,
+             "status": str(r.status), "message": r.message, "source": r.slo.source}
+            for r in slo_results
+        ]
         record = res.build_record(
             run_id=settings.run_id, test_id=test_id, attempt=attempt, broker=self.broker,
             prepared=prepared, outcome=outcome, verdict=verdict, slo_results=slo_dicts,
@@ -212,8 +223,7 @@ class BrokerPerf:
                             results_root=Path(settings.results_dir), omb_result=omb,
                             omb_filename=omb_name)
         if failures:
-            slo_text = "FAIL: " + ", ".join(r.slo.metric for r in slo_results
-                                             if r.status == "fail")
+            slo_text = "FAIL: " + ", ".join(r.slo.metric for r in slo_results if r.failed)
         elif inconclusive:
             slo_text = "inconclusive"
         elif slo_results:

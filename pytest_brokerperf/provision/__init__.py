@@ -42,7 +42,7 @@ def effective_mode(requested: str) -> str:
 
 def start_broker(kind: str, settings: Settings, workdir: Path) -> ManagedBroker:
     """Start (or reach) a broker of ``kind`` as the settings say; raise BrokerUnavailable."""
-    mode = effective_mode(settings.provision)
+    mode = settings.provision_effective
     if kind == "kafka" and mode == "process":
         from pytest_brokerperf.provision.kafka_process import KafkaProcessCluster
 
