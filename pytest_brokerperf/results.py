@@ -190,7 +190,7 @@ def _periods_csv(path: Path, outcome: RunOutcome) -> None:
 
 
 def _copy_logs(dest: Path, broker: BrokerEndpoint) -> list[str]:
-    copied = []
+    copied: list[str] = []
     logs = list(broker.info.get("log_files", []) or []) + list(broker.info.get("gc_logs", [])
                                                                or [])
     if not logs:

@@ -106,7 +106,7 @@ class TailRead(Scenario):
             notes.append(f"rate {rate:g} msg/s from --brokerperf-rate")
         elif self.rate is not None:
             rate = float(self.rate)
-        elif from_file or wl_file is not None and settings.workload is not None:
+        elif from_file or (wl_file is not None and settings.workload is not None):
             rate = float(wl.producer_rate)
         else:
             rate = float(spec.tailread_rate)
@@ -139,7 +139,7 @@ class TailRead(Scenario):
                     f"measured {measure:g} s), not from the workload file; use "
                     "--brokerperf-profile=omb to run the file's durations"
                 )
-        wl = wl.replace(producer_rate=int(round(rate)))
+        wl = wl.replace(producer_rate=round(rate))
         params = {
             "topics": wl.topics,
             "partitions": wl.partitions_per_topic,

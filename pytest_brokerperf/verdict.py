@@ -103,7 +103,7 @@ def assess(outcome: RunOutcome, thresholds: Thresholds | None = None,
             + f" ≥ {th.cpu_share:.0%}: the load generator, not the broker, may be the limit"
         )
     starved = [k for k, v in runq_share.items() if v >= th.runq_share]
-    if late and queue_full == 0 and GENERATOR_BOUND not in flags:
+    if late and delay_p99 is not None and queue_full == 0 and GENERATOR_BOUND not in flags:
         flags.append(GENERATOR_BOUND)
         why = (
             f"publish delay p99 {delay_p99 / 1000:.1f} ms > budget "

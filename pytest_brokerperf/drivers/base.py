@@ -78,8 +78,11 @@ class AdminClient(Protocol):
 class Driver(Protocol):
     """Picklable factory of clients for one broker endpoint and driver configuration."""
 
-    kind: str
-    name: str
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
 
     def admin(self) -> AdminClient: ...
 

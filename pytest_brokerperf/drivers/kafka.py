@@ -16,6 +16,7 @@ Imports of confluent_kafka happen inside methods so ``pytest --help`` stays ligh
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -118,18 +119,16 @@ class _KafkaConsumer:
         msgs = self._consume(max_messages, timeout_s)
         if not msgs:
             return []
-        out = []
+        out: list[tuple[bytes, int]] = []
         for m in msgs:
             err = m.error()
             if err is None:
-                out.append((m.value(), m.partition()))
+                out.append((m.value(), m.partition()))  # type: ignore[arg-type]
             elif err.fatal():
                 raise DriverError(f"Kafka consumer fatal error: {err}")
         if out and not self._auto_commit:
-            try:
+            with contextlib.suppress(Exception):
                 self._c.commit(asynchronous=True)
-            except Exception:  # noqa: BLE001 - nothing to commit yet is not an error here
-                pass
         return out
 
     def close(self) -> None:
@@ -141,7 +140,9 @@ class _KafkaAdmin:
         from confluent_kafka.admin import AdminClient
 
         self._driver = driver
-        self._admin = AdminClient(driver.config.admin_settings(driver.endpoint.bootstrap))
+        conf: dict[str, Any] = dict(driver.config.admin_settings(driver.endpoint.bootstrap))
+        conf.update(driver.endpoint.client_config)
+        self._admin = AdminClient(conf)
 
     def broker_count(self) -> int:
         md = self._admin.list_topics(timeout=30)
@@ -200,7 +201,7 @@ class _KafkaAdmin:
         for name, fut in futures.items():
             try:
                 fut.result(timeout=90)
-            except Exception as exc:  # noqa: BLE001 - report all, then raise once
+            except Exception as exc:
                 errors.append(f"{name}: {exc}")
         if errors:
             raise DriverError("deleting Kafka topics failed: " + "; ".join(errors))
@@ -210,10 +211,8 @@ class _KafkaAdmin:
             return
         futures = self._admin.delete_consumer_groups(groups, request_timeout=30)
         for fut in futures.values():
-            try:
+            with contextlib.suppress(Exception):
                 fut.result(timeout=60)
-            except Exception:  # noqa: BLE001 - a group that never committed does not exist
-                pass
 
     def read_back(self, names: list[str]) -> dict[str, Any]:
         from confluent_kafka.admin import ConfigResource, ResourceType

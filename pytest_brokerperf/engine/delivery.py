@@ -139,8 +139,8 @@ def reconcile(
     topic: each of them must receive every acknowledged message of that producer.
     """
     acked: dict[int, int] = {}
-    for part in acks:
-        for pid, bm in part.items():
+    for ack_part in acks:
+        for pid, bm in ack_part.items():
             acked[pid] = acked.get(pid, 0) | int.from_bytes(bm, "little")
     received: dict[tuple[str, int], int] = {}
     dups: dict[str, int] = {}
@@ -155,11 +155,11 @@ def reconcile(
             if overlap:
                 dups[key[0]] = dups.get(key[0], 0) + overlap
             received[key] = prev | value
-        for name, store in (("duplicates", dups), ("reordered", reord)):
-            counts = part[name]
-            assert isinstance(counts, dict)
-            for sub, n in counts.items():
-                store[sub] = store.get(sub, 0) + n
+        for field_name, store in (("duplicates", dups), ("reordered", reord)):
+            per_sub = part[field_name]
+            assert isinstance(per_sub, dict)
+            for sub_name, n in per_sub.items():
+                store[sub_name] = store.get(sub_name, 0) + n
     subs = sorted({s for ss in subscriptions_of_producer.values() for s in ss})
     report = DeliveryReport(
         acknowledged=sum(v.bit_count() for v in acked.values()), duplicate_acks=duplicate_acks

@@ -11,6 +11,7 @@ snapshot, off the per-message path.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import random
@@ -201,7 +202,7 @@ class Worker:
         def run() -> None:
             try:
                 fn()
-            except BaseException:  # noqa: BLE001 - reported to the coordinator
+            except BaseException:
                 self.errors.append(traceback.format_exc())
         return run
 
@@ -412,7 +413,7 @@ class Worker:
         for p in self.producers:
             try:
                 p.client.close()
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 self.errors.append(f"closing producer {p.pid}: {exc}")
         return {
             "acks": self.ack_ledger.export(),
@@ -427,10 +428,8 @@ class Worker:
 def worker_main(conn: Connection, assignment: WorkerAssignment) -> None:
     """Entry point of a worker process: answer the coordinator's commands until ``close``."""
     if assignment.cpus:
-        try:
+        with contextlib.suppress(OSError):
             os.sched_setaffinity(0, assignment.cpus)
-        except OSError:
-            pass
     w = Worker(assignment)
     while True:
         try:
@@ -468,6 +467,6 @@ def worker_main(conn: Connection, assignment: WorkerAssignment) -> None:
             else:
                 raise ValueError(f"unknown worker command {cmd!r}")
             conn.send(("ok", result))
-        except BaseException:  # noqa: BLE001 - the coordinator raises it with context
+        except BaseException:
             conn.send(("error", traceback.format_exc()))
     conn.close()
