@@ -1,0 +1,89 @@
+"""The harness's own cost: what one worker process can generate with full recording.
+
+Runs the real engine (spawned worker, open-loop pacer, header, five latency views,
+delivery ledgers, batched HdrHistogram recording) against the in-process loopback
+driver, which has no broker behind it, at rising offered rates, and prints per rate:
+acknowledged and consumed msg/s, worker CPU share of one core, CPU µs per message
+(produced and consumed once), publish-delay p99 and the verdict. The highest rate that
+stays ``valid`` is the per-process ceiling of the harness itself; a broker figure above
+it would be the generator's, which is why the verdict flags it.
+
+    python benchmarks/harness_cost.py [--rates 5000,20000,50000] [--seconds 5] [--json out.json]
+
+Add ``--kafka`` to run the same ladder against a local single-node Kafka started from
+the project's jars (then the figures include confluent-kafka's client cost).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+
+def measure(driver: Any, rate: float, seconds: float, message_size: int) -> dict[str, Any]:
+    from pytest_brokerperf.engine.coordinator import RunPlan, run_workload
+    from pytest_brokerperf.verdict import assess
+    from pytest_brokerperf.workload import Workload
+
+    wl = Workload(name="harness-cost", topics=1, partitions_per_topic=1,
+                  message_size=message_size, subscriptions_per_topic=1, producers_per_topic=1,
+                  consumer_per_subscription=1, producer_rate=int(rate),
+                  test_duration_minutes=1, warmup_duration_minutes=0)
+    plan = RunPlan(rate=rate, period_s=1.0, warmup_max_s=2.0, measure_s=seconds, workers=1,
+                   topic_prefix=f"harness-cost-{int(rate)}", drain_timeout_s=20)
+    out = run_workload(driver, wl, plan, payloads=wl.payloads(None, seed=1))
+    cpu = sum(w.cpu_s for p in out.periods for w in p.workers)
+    acked = sum(p.messages_sent for p in out.periods)
+    verdict = assess(out)
+    return {
+        "offered_msg_s": rate,
+        "acked_msg_s": round(out.ack_rate),
+        "consumed_msg_s": round(out.consume_rate),
+        "worker_cpu_share": round(cpu / out.measured_s, 3),
+        "cpu_us_per_msg": round(cpu / acked * 1e6, 2) if acked else None,
+        "publish_delay_p99_us": out.cumulative["publish_delay"].percentile(99),
+        "e2e_latency_p50_us": out.cumulative["e2e_latency"].percentile(50),
+        "lost": out.delivery.lost,
+        "verdict": verdict.status,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rates", default="5000,20000,50000,100000")
+    ap.add_argument("--seconds", type=float, default=5.0)
+    ap.add_argument("--message-size", type=int, default=1024)
+    ap.add_argument("--kafka", action="store_true", help="against a local 1-node Kafka")
+    ap.add_argument("--json", help="write the rows to this file")
+    args = ap.parse_args(argv)
+    rates = [float(r) for r in args.rates.split(",")]
+    rows = []
+    if args.kafka:
+        from pytest_brokerperf.drivers import create_driver
+        from pytest_brokerperf.provision.kafka_process import KafkaProcessCluster
+
+        with KafkaProcessCluster(nodes=1) as cluster:
+            driver = create_driver(cluster.endpoint, None, stats_interval_ms=0)
+            for r in rates:
+                rows.append(measure(driver, r, args.seconds, args.message_size))
+                print(json.dumps(rows[-1]), flush=True)
+    else:
+        from pytest_brokerperf.drivers.loopback import LoopbackDriver
+
+        for r in rates:
+            rows.append(measure(LoopbackDriver(), r, args.seconds, args.message_size))
+            print(json.dumps(rows[-1]), flush=True)
+    cols = list(rows[0])
+    print("\n" + " | ".join(cols))
+    for row in rows:
+        print(" | ".join(str(row[c]) for c in cols))
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(rows, fh, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
