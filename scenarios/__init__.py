@@ -1,0 +1,1 @@
+"""The shipped scenario suite (installed as ``pytest_brokerperf.suite``)."""

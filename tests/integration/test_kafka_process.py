@@ -1,0 +1,413 @@
+"""Real Kafka KRaft brokers started from Maven Central jars (slow: JVMs on 2 cores).
+
+Run one at a time; every test starts and stops its own cluster and checks that no
+JVM and no data directory of ours is left behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import re
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import confluent_kafka as ck
+import psutil
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from pytest_brokerperf.endpoint import BrokerEndpoint
+from pytest_brokerperf.errors import BrokerUnavailable, ProvisionError
+from pytest_brokerperf.provision import kafka_process as kp
+from pytest_brokerperf.provision.kafka_process import KafkaProcessCluster
+from pytest_brokerperf.provision.maven import cache_root, resolve_kafka
+from pytest_brokerperf.provision.ports import free_port, free_ports
+from pytest_brokerperf.provision.process import running_processes
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(autouse=True)
+def _kafka_available() -> None:
+    """Skip (with the reason) where neither Maven nor KAFKA_HOME can provide Kafka."""
+    try:
+        resolve_kafka()
+    except BrokerUnavailable as e:
+        pytest.skip(str(e))
+
+
+@pytest.fixture(autouse=True)
+def _one_broker_test_at_a_time(_kafka_available: None) -> Iterator[None]:
+    """Serialise broker tests across processes (parallel pytest runs, xdist workers).
+
+    Two sets of JVMs on two cores make each other miss their start-up timeouts.
+    """
+    lock_path = cache_root() / ".integration-brokers.lock"
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "a+b") as fh:
+        deadline = time.monotonic() + 900
+        while True:
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"another process held {lock_path} for 15 minutes")
+                time.sleep(0.5)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def our_processes(workdir: str) -> list[psutil.Process]:
+    """Every process on the machine whose command line mentions ``workdir``."""
+    found = []
+    for p in psutil.process_iter(["cmdline"]):
+        try:
+            if any(workdir in arg for arg in (p.info["cmdline"] or [])):
+                found.append(p)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return found
+
+
+def assert_all_gone(pids: list[int], workdir: str) -> None:
+    for pid in pids:
+        assert not psutil.pid_exists(pid), f"broker pid {pid} still exists"
+    assert our_processes(workdir) == []
+    assert running_processes() == []
+
+
+def create_topic(bootstrap: str, name: str, partitions: int, rf: int, **config: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics(
+        [NewTopic(name, num_partitions=partitions, replication_factor=rf, config=config)],
+        operation_timeout=30,
+    )
+    futures[name].result(60)
+
+
+def produce(bootstrap: str, topic: str, n: int, **conf: Any) -> list[str]:
+    """Produce ``n`` numbered messages; returns the delivery errors (empty = all acked)."""
+    errors: list[str] = []
+
+    def on_delivery(err: Any, msg: Any) -> None:
+        if err is not None:
+            errors.append(str(err))
+
+    producer = ck.Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **conf})
+    for i in range(n):
+        producer.produce(
+            topic, key=str(i).encode(), value=f"msg-{i}".encode(), on_delivery=on_delivery
+        )
+    remaining = producer.flush(60)
+    assert remaining == 0, f"{remaining} messages not delivered"
+    return errors
+
+
+def consume(bootstrap: str, topic: str, n: int, timeout: float = 60.0) -> list[str]:
+    consumer = ck.Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"g-{topic}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    values: list[str] = []
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + timeout
+        while len(values) < n and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            assert msg.error() is None, msg.error()
+            value = msg.value()
+            assert value is not None
+            values.append(value.decode())
+    finally:
+        consumer.close()
+    return values
+
+
+def broker_ports(bootstrap: str) -> dict[int, int]:
+    """node id -> port, as advertised in the metadata a client gets via ``bootstrap``."""
+    md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=20)
+    return {b.id: b.port for b in md.brokers.values()}
+
+
+class Forwarder:
+    """A trivial TCP forwarder 127.0.0.1:listen -> 127.0.0.1:target (a stand-in proxy)."""
+
+    def __init__(self, listen_port: int, target_port: int) -> None:
+        self.target_port = target_port
+        self.server = socket.create_server(("127.0.0.1", listen_port))
+        self.server.settimeout(0.2)
+        self.stopping = threading.Event()
+        self.sockets: list[socket.socket] = []
+        self.threads: list[threading.Thread] = []
+        self.bytes_forwarded = 0
+        self.connections = 0
+        self._lock = threading.Lock()
+        self._spawn(self._accept)
+
+    def _spawn(self, fn: Any, *args: Any) -> None:
+        t = threading.Thread(target=fn, args=args, daemon=True)
+        self.threads.append(t)
+        t.start()
+
+    def _accept(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                client, _ = self.server.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.target_port), timeout=5)
+            except OSError:
+                client.close()
+                continue
+            upstream.settimeout(None)
+            client.settimeout(None)
+            with self._lock:
+                self.sockets += [client, upstream]
+                self.connections += 1
+            self._spawn(self._pipe, client, upstream)
+            self._spawn(self._pipe, upstream, client)
+
+    def _pipe(self, src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+                with self._lock:
+                    self.bytes_forwarded += len(data)
+        except OSError:
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                dst.shutdown(socket.SHUT_WR)
+
+    def close(self) -> None:
+        self.stopping.set()
+        self.server.close()
+        with self._lock:
+            for s in self.sockets:
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
+                s.close()
+        for t in self.threads:
+            t.join(5)
+
+
+@pytest.fixture
+def cluster_factory() -> Iterator[list[KafkaProcessCluster]]:
+    """Collects clusters a test starts, so a failing assertion never leaks a JVM."""
+    clusters: list[KafkaProcessCluster] = []
+    yield clusters
+    for c in clusters:
+        c.stop()
+
+
+def test_single_node_produce_consume(
+    cluster_factory: list[KafkaProcessCluster], tmp_path: Path
+) -> None:
+    cluster = KafkaProcessCluster(nodes=1)
+    cluster_factory.append(cluster)
+    t0 = time.monotonic()
+    ep = cluster.start()
+    startup = time.monotonic() - t0
+    assert isinstance(ep, BrokerEndpoint)
+    assert (ep.kind, ep.mode, ep.nodes, ep.version) == ("kafka", "process", 1, "4.3.1")
+    assert not ep.topology_check
+    info = ep.info
+    assert all(psutil.pid_exists(p) for p in info["pids"])
+    assert info["java_version"].startswith("17") or int(info["java_version"].split(".")[0]) >= 17
+    assert "-XX:+UseG1GC" in info["jvm_flags"] and "-Xmx1g" in info["jvm_flags"]
+    assert Path(info["kafka_home_or_cache"]).is_dir()
+    assert info["started_at"] <= time.time()
+    if len(os.sched_getaffinity(0)) > 1:
+        cpu = max(os.sched_getaffinity(0))
+        assert info["cpu_affinity"]["broker_cpus"] == [cpu]
+        assert info["cpu_affinity"]["nodes"] == {"1": [cpu]}
+        assert cpu not in info["cpu_affinity"]["generator_cpus"]
+        pid = info["pids"][0]
+        for tid in os.listdir(f"/proc/{pid}/task"):  # every JVM thread is pinned
+            assert os.sched_getaffinity(int(tid)) == {cpu}
+    assert 0 < cluster.uptime_s() < startup + 5
+    log_text = Path(info["log_files"][0]).read_text()
+    assert "Kafka Server started" in log_text
+    assert "INVALID_REPLICATION_FACTOR" not in log_text
+
+    create_topic(ep.bootstrap, "t1", partitions=1, rf=1)
+    assert produce(ep.bootstrap, "t1", 100, acks="all") == []
+    got = consume(ep.bootstrap, "t1", 100)
+    assert got == [f"msg-{i}" for i in range(100)]
+
+    gc_log = Path(info["gc_logs"][0])
+    assert gc_log.is_file() and "Using G1" in gc_log.read_text()
+    pids = list(info["pids"])
+    data_dir = Path(info["data_dirs"][0])
+    assert data_dir.is_dir()
+    cluster.stop()
+    assert not cluster.running
+    assert_all_gone(pids, info["workdir"])
+    assert not data_dir.exists()
+    assert Path(info["log_files"][0]).is_file()  # logs are kept
+
+
+def test_three_nodes_rf3_acks_all(cluster_factory: list[KafkaProcessCluster]) -> None:
+    cluster = KafkaProcessCluster(nodes=3, heap="512m")
+    cluster_factory.append(cluster)
+    ep = cluster.start()
+    assert ep.nodes == 3 and ep.topology_check
+    assert len(ep.bootstrap.split(",")) == 3
+    assert len(set(ep.info["pids"])) == 3
+    assert len(broker_ports(ep.bootstrap)) == 3
+
+    create_topic(ep.bootstrap, "rf3", partitions=3, rf=3, **{"min.insync.replicas": "2"})
+    admin = AdminClient({"bootstrap.servers": ep.bootstrap})
+    md = admin.list_topics("rf3", timeout=20)
+    for part in md.topics["rf3"].partitions.values():
+        assert sorted(part.replicas) == [1, 2, 3]
+    assert produce(ep.bootstrap, "rf3", 100, acks="all", **{"enable.idempotence": True}) == []
+    md = admin.list_topics("rf3", timeout=20)
+    for part in md.topics["rf3"].partitions.values():
+        assert len(part.isrs) == 3
+    assert sorted(consume(ep.bootstrap, "rf3", 100)) == sorted(f"msg-{i}" for i in range(100))
+
+    pids, workdir = list(ep.info["pids"]), ep.info["workdir"]
+    cluster.stop()
+    assert_all_gone(pids, workdir)
+    assert not any(Path(d).exists() for d in ep.info["data_dirs"])
+
+
+def test_broken_override_fails_with_log_text(tmp_path: Path) -> None:
+    workdir = tmp_path / "kafka"
+    cluster = KafkaProcessCluster(
+        nodes=1, workdir=workdir, broker_overrides={"num.network.threads": "not-a-number"}
+    )
+    with pytest.raises(ProvisionError) as info:
+        cluster.start()
+    msg = str(info.value)
+    assert "Invalid value not-a-number for configuration num.network.threads" in msg
+    assert not cluster.running
+    assert_all_gone([], str(workdir))
+    assert not (workdir / "data").exists()
+
+
+def test_broker_that_never_gets_ready_times_out_and_is_killed(tmp_path: Path) -> None:
+    """The broker runs but cannot reach its controller: bounded wait, log tail, no orphan."""
+    workdir = tmp_path / "kafka"
+    cluster = KafkaProcessCluster(
+        nodes=1,
+        workdir=workdir,
+        broker_overrides={"controller.quorum.voters": "1@127.0.0.1:1"},
+        start_timeout=20,
+    )
+    t0 = time.monotonic()
+    with pytest.raises(ProvisionError, match="not ready within 20 s") as info:
+        cluster.start()
+    assert time.monotonic() - t0 < 20 + 25  # bounded: timeout + stop
+    msg = str(info.value)
+    assert "--- node 1 (pid " in msg and "kafka-1.log ---" in msg
+    assert re.search(r"\] (INFO|WARN|ERROR) .*\(kafka\.|org\.apache\.kafka\.", msg), msg
+    assert_all_gone([], str(workdir))
+    assert not (workdir / "data").exists()
+    assert (workdir / "logs" / "kafka-1.log").is_file()
+
+
+def test_node_dying_half_way_stops_the_others(tmp_path: Path) -> None:
+    """Node 2 of 3 dies during start-up: ProvisionError naming it, nodes 1 and 3 stopped."""
+    workdir = tmp_path / "kafka"
+    cluster = KafkaProcessCluster(nodes=3, heap="512m", workdir=workdir)
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            cluster.start()
+        except BaseException as e:
+            errors.append(e)
+
+    starter = threading.Thread(target=run)
+    starter.start()
+    victim = None
+    deadline = time.monotonic() + 60
+    while victim is None and time.monotonic() < deadline and starter.is_alive():
+        procs = cluster.processes
+        if len(procs) == 3:
+            victim = procs[1]
+        time.sleep(0.05)
+    assert victim is not None, "node 2 was never started"
+    all_pids = [p.pid for p in cluster.processes]
+    victim.kill()
+    starter.join(120)
+    assert not starter.is_alive()
+    assert len(errors) == 1 and isinstance(errors[0], ProvisionError), errors
+    assert "Kafka node 2 exited" in str(errors[0])
+    assert not cluster.running
+    assert_all_gone(all_pids, str(workdir))
+    assert not (workdir / "data").exists()
+
+
+def test_port_collision_is_retried(
+    cluster_factory: list[KafkaProcessCluster], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process grabs a picked port before Kafka binds it: start retries with new ports."""
+    with socket.create_server(("127.0.0.1", 0)) as squatter:
+        taken = squatter.getsockname()[1]
+        calls: list[list[int]] = []
+
+        def ports_with_collision(n: int, **kw: Any) -> list[int]:
+            ports = free_ports(n, **kw)
+            if not calls:
+                ports[1] = taken  # node 1's controller port
+            calls.append(ports)
+            return ports
+
+        monkeypatch.setattr(kp, "free_ports", ports_with_collision)
+        cluster = KafkaProcessCluster(nodes=1)
+        cluster_factory.append(cluster)
+        ep = cluster.start()
+    assert len(calls) == 2
+    assert ep.info["node_ports"][0]["controller_port"] != taken
+    assert len(broker_ports(ep.bootstrap)) == 1
+
+
+def test_extra_listener_through_proxy() -> None:
+    """Producers through a proxy on the advertised port, consumers direct (dynamic quorum)."""
+    advertised = free_port()
+    with KafkaProcessCluster(
+        nodes=1, quorum="dynamic", extra_listeners={"DELAYED": advertised}
+    ) as cluster:
+        ep = cluster.endpoint
+        listener = ep.info["listeners"]["DELAYED"]
+        assert listener["advertised_port"] == advertised
+        bind_port = listener["bind_port"]
+        assert bind_port not in (advertised, ep.info["node_ports"][0]["port"])
+
+        direct_port = int(ep.bootstrap.rsplit(":", 1)[1])
+        assert broker_ports(ep.bootstrap) == {1: direct_port}
+        proxy = Forwarder(advertised, bind_port)
+        try:
+            via_proxy = f"127.0.0.1:{advertised}"
+            # The metadata a client gets through the proxy keeps it on the proxy.
+            assert broker_ports(via_proxy) == {1: advertised}
+            create_topic(ep.bootstrap, "px", partitions=1, rf=1)
+            before = proxy.bytes_forwarded
+            assert produce(via_proxy, "px", 100, acks="all") == []
+            assert proxy.bytes_forwarded - before > 100 * len("msg-00")
+            assert consume(ep.bootstrap, "px", 100) == [f"msg-{i}" for i in range(100)]
+        finally:
+            proxy.close()
+    assert not cluster.running
+    assert_all_gone(ep.info["pids"], ep.info["workdir"])
