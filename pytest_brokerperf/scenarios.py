@@ -89,8 +89,14 @@ class TailRead(Scenario):
         changes: dict[str, Any] = {}
         if self.partitions is not None:
             changes["partitions_per_topic"] = self.partitions
-        if self.message_size is not None:
+        if self.message_size is not None and self.message_size != wl.message_size:
             changes["message_size"] = self.message_size
+            if wl.payload_file:
+                changes["payload_file"] = None
+                notes.append(
+                    f"payloadFile {wl.payload_file!r} dropped: it holds {wl.message_size} bytes "
+                    f"and this run sends {self.message_size}-byte messages (generated payload)"
+                )
         if self.producers is not None:
             changes["producers_per_topic"] = self.producers
         if self.consumers is not None:

@@ -36,6 +36,10 @@ def default_driver_file(kind: str, nodes: int, scenario: str = "tailread") -> Pa
 def create_driver(endpoint: BrokerEndpoint, driver_file: Path | None,
                   scenario: str = "tailread", stats_interval_ms: int = 5000) -> Driver:
     """Build the driver for ``endpoint`` from an OMB driver YAML (or the shipped default)."""
+    if endpoint.kind == "loopback":
+        from pytest_brokerperf.drivers.loopback import LoopbackDriver
+
+        return LoopbackDriver()
     if endpoint.kind in KAFKA_PROTOCOL:
         from pytest_brokerperf.drivers.kafka import KafkaDriver
         from pytest_brokerperf.drivers.kafka_config import KafkaDriverConfig
