@@ -7,7 +7,6 @@ JVM and no data directory of ours is left behind.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import re
 import socket
@@ -23,47 +22,13 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from pytest_brokerperf.endpoint import BrokerEndpoint
-from pytest_brokerperf.errors import BrokerUnavailable, ProvisionError
+from pytest_brokerperf.errors import ProvisionError
 from pytest_brokerperf.provision import kafka_process as kp
 from pytest_brokerperf.provision.kafka_process import KafkaProcessCluster
-from pytest_brokerperf.provision.maven import cache_root, resolve_kafka
 from pytest_brokerperf.provision.ports import free_port, free_ports
 from pytest_brokerperf.provision.process import running_processes
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(autouse=True)
-def _kafka_available() -> None:
-    """Skip (with the reason) where neither Maven nor KAFKA_HOME can provide Kafka."""
-    try:
-        resolve_kafka()
-    except BrokerUnavailable as e:
-        pytest.skip(str(e))
-
-
-@pytest.fixture(autouse=True)
-def _one_broker_test_at_a_time(_kafka_available: None) -> Iterator[None]:
-    """Serialise broker tests across processes (parallel pytest runs, xdist workers).
-
-    Two sets of JVMs on two cores make each other miss their start-up timeouts.
-    """
-    lock_path = cache_root() / ".integration-brokers.lock"
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock_path, "a+b") as fh:
-        deadline = time.monotonic() + 900
-        while True:
-            try:
-                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"another process held {lock_path} for 15 minutes")
-                time.sleep(0.5)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
 def our_processes(workdir: str) -> list[psutil.Process]:

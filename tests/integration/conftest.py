@@ -1,0 +1,53 @@
+"""Integration tests run against real brokers the project starts: one session at a time.
+
+Two sets of broker JVMs on a 2-core machine make each other miss start-up timeouts and
+distort every figure, so the whole integration session holds an exclusive file lock
+(also across separate pytest runs and xdist workers), and brokers that cannot be
+provided here skip with the reason.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from pytest_brokerperf.errors import BrokerUnavailable
+from pytest_brokerperf.provision.maven import cache_root, resolve_kafka
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/integration/" in item.nodeid.replace("\\", "/"):
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="session")
+def _broker_session_lock() -> Iterator[None]:
+    lock_path = cache_root() / ".integration-brokers.lock"
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "a+b") as fh:
+        deadline = time.monotonic() + 1800
+        while True:
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"another process held {lock_path} for 30 minutes")
+                time.sleep(0.5)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _kafka_available(_broker_session_lock: None) -> None:
+    """Skip (with the reason) where neither Maven nor KAFKA_HOME can provide Kafka."""
+    try:
+        resolve_kafka()
+    except BrokerUnavailable as e:
+        pytest.skip(str(e))

@@ -1,0 +1,122 @@
+"""The engine and the tail-read scenario against a real local Kafka.
+
+Assertions that can fail: every acknowledged message received exactly once per
+subscription, e2e above zero and bounded, publish delay near zero at a low rate, the
+verdict valid, and nothing left behind on the broker afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from pytest_brokerperf.drivers import create_driver
+from pytest_brokerperf.drivers.kafka import KafkaDriver
+from pytest_brokerperf.drivers.kafka_config import KafkaDriverConfig, shipped_driver
+from pytest_brokerperf.endpoint import BrokerEndpoint
+from pytest_brokerperf.engine.coordinator import RunPlan, default_generator_cpus, run_workload
+from pytest_brokerperf.errors import ConfigError
+from pytest_brokerperf.omb_result import read_omb_result
+from pytest_brokerperf.provision.kafka_process import KafkaProcessCluster
+from pytest_brokerperf.verdict import assess
+from pytest_brokerperf.workload import Workload
+
+
+@pytest.fixture(scope="module")
+def kafka() -> Iterator[BrokerEndpoint]:
+    with KafkaProcessCluster(nodes=1) as cluster:
+        yield cluster.endpoint
+
+
+def _topics(endpoint: BrokerEndpoint) -> set[str]:
+    from confluent_kafka.admin import AdminClient
+
+    return set(AdminClient({"bootstrap.servers": endpoint.bootstrap}).list_topics(timeout=10).topics)
+
+
+def test_engine_delivers_everything_once_with_honest_latency(kafka: BrokerEndpoint) -> None:
+    wl = Workload(name="it", topics=1, partitions_per_topic=4, message_size=512,
+                  subscriptions_per_topic=2, producers_per_topic=2,
+                  consumer_per_subscription=2, producer_rate=500,
+                  test_duration_minutes=1, warmup_duration_minutes=0)
+    plan = RunPlan(rate=500, period_s=1.0, warmup_max_s=6.0, measure_s=6.0, workers=2,
+                   topic_prefix="it-engine", probe_timeout_s=60,
+                   generator_cpus=default_generator_cpus(kafka.info.get("cpu_affinity")))
+    out = run_workload(create_driver(kafka, None), wl, plan, payloads=wl.payloads(None, seed=2))
+
+    d = out.delivery
+    assert d.acknowledged > 2000
+    assert len(d.subscriptions) == 2
+    for sub in d.subscriptions:
+        assert sub.received == sub.acknowledged == d.acknowledged
+        assert (sub.lost, sub.duplicates, sub.reordered, sub.unacked_received) == (0, 0, 0, 0)
+    assert out.ack_rate == pytest.approx(500, rel=0.1)
+    assert out.consume_rate == pytest.approx(1000, rel=0.15)
+    e2e = out.cumulative["e2e_latency"]
+    assert 0 < e2e.percentile(50) < 1_000_000  # above zero, below a second on loopback
+    assert e2e.min() > 0
+    assert out.cumulative["publish_delay"].percentile(99) < 5_000  # near zero at 500 msg/s
+    assert out.cumulative["publish_latency"].percentile(50) > 0
+    verdict = assess(out)
+    assert verdict.status == "valid", verdict.reasons
+    # the topic and the consumer groups are gone again
+    assert not any(t.startswith("it-engine") for t in _topics(kafka))
+    # the broker really applied what the driver asked for
+    (topic,) = out.read_back["topics"]
+    assert out.read_back["topics"][topic]["min.insync.replicas"]["value"] == "1"
+    assert len(out.read_back["topics"][topic]["replicas"]) == 4
+
+
+def test_replication_factor_the_cluster_cannot_satisfy_is_an_error(
+        kafka: BrokerEndpoint) -> None:
+    cfg = KafkaDriverConfig.from_yaml(shipped_driver("kafka-latency"))  # RF 3
+    wl = Workload(name="rf", topics=1, partitions_per_topic=1, message_size=64,
+                  subscriptions_per_topic=1, producers_per_topic=1,
+                  consumer_per_subscription=1, producer_rate=10, test_duration_minutes=1)
+    plan = RunPlan(rate=10, period_s=1, warmup_max_s=0, measure_s=1, topic_prefix="it-rf3")
+    with pytest.raises(ConfigError, match=r"replicationFactor 3 .* 1 broker.*never lowered"):
+        run_workload(KafkaDriver(kafka, cfg), wl, plan, payloads=wl.payloads(None))
+    assert not any(t.startswith("it-rf3") for t in _topics(kafka))
+
+
+def test_tailread_scenario_end_to_end_through_pytest(pytester: pytest.Pytester) -> None:
+    """The README's main job, shortened: a real broker, results, JUnit, no orphans."""
+    repo = Path(__file__).resolve().parents[2]
+    results = pytester.path / "res"
+    junit = pytester.path / "junit.xml"
+    pytester.makeini("[pytest]\n")
+    run = pytester.runpytest_subprocess(
+        str(repo / "scenarios"), "-m", "tailread", "--broker=kafka",
+        f"--brokerperf-results={results}", f"--junitxml={junit}",
+        "--brokerperf-duration=6", "--brokerperf-warmup=5", "-p", "no:cacheprovider",
+        "--rootdir", str(pytester.path), timeout=600,
+    )
+    run.assert_outcomes(passed=1)
+    run.stdout.fnmatch_lines(["*brokerperf summary*", "*kafka*tailread*valid*pass*"])
+    (rec,) = [json.loads(x) for x in (results / "results.jsonl").read_text().splitlines()]
+    assert rec["broker"] == "kafka" and rec["broker_version"] == "4.3.1"
+    assert rec["verdict"]["status"] == "valid"
+    assert rec["delivery"]["lost"] == 0 and rec["delivery"]["acknowledged"] > 3000
+    assert rec["latency"]["e2e_response"]["p50_us"] > 0
+    assert rec["manifest"]["broker_warmup"]["acknowledged"] > 0
+    art = Path(rec["artefacts"])
+    (omb_file,) = [p for p in art.glob("*.json")
+                   if p.name not in ("manifest.json", "record.json", "broker-settings.json")]
+    omb = read_omb_result(omb_file)
+    assert len(omb["publishRate"]) == 6 and omb["sampleRateMillis"] == 1000
+    assert (art / "logs").is_dir() and any((art / "logs").iterdir())
+    settings = json.loads((art / "broker-settings.json").read_text())
+    assert settings["cluster"]["brokers"] == 1
+    props = {p.get("name"): p.get("value") for p in ET.parse(junit).iter("property")}
+    assert float(props["brokerperf.ack_rate"]) > 0
+    assert props["brokerperf.verdict"] == "valid"
+    # no broker JVM of that session survives it
+    leftovers = [p for p in psutil.process_iter(["cmdline"])
+                 if "kafka.Kafka" in " ".join(p.info["cmdline"] or [])
+                 and str(pytester.path) in " ".join(p.info["cmdline"] or [])]
+    assert leftovers == []
