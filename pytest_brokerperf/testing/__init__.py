@@ -1,0 +1,1 @@
+"""Test helpers for pytest-brokerperf and its users (e.g. :mod:`.delayproxy`)."""
