@@ -36,7 +36,8 @@ def kafka() -> Iterator[BrokerEndpoint]:
 def _topics(endpoint: BrokerEndpoint) -> set[str]:
     from confluent_kafka.admin import AdminClient
 
-    return set(AdminClient({"bootstrap.servers": endpoint.bootstrap}).list_topics(timeout=10).topics)
+    admin = AdminClient({"bootstrap.servers": endpoint.bootstrap})
+    return set(admin.list_topics(timeout=10).topics)
 
 
 def test_engine_delivers_everything_once_with_honest_latency(kafka: BrokerEndpoint) -> None:
