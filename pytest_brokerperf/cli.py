@@ -4,12 +4,15 @@
     brokerperf run [PYTEST ARGS...]     the shipped scenario suite with your options
     brokerperf fetch kafka [--version V]  resolve and cache the broker jars
     brokerperf info                     versions, machine, clock and fsync facts (JSON)
+    brokerperf cleanup --prefix P --older-than D --bootstrap HOST:PORT [--config PATH]
+                                        delete topics and groups crashed runs left
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -43,6 +46,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_fetch.add_argument("broker", choices=["kafka"])
     p_fetch.add_argument("--version", default=None)
     sub.add_parser("info", help="versions, machine, clock and fsync facts as JSON")
+    p_clean = sub.add_parser(
+        "cleanup", help="delete Kafka topics and consumer groups that crashed runs left",
+        description="Delete topics and empty consumer groups whose names start with PREFIX "
+        "and embed a run id older than --older-than (names without a run id are kept).")
+    p_clean.add_argument("--prefix", required=True,
+                         help="name prefix, e.g. bp-<owner>- (at least 3 characters)")
+    p_clean.add_argument("--older-than", required=True, metavar="AGE",
+                         help="minimum age from the run id in the name: 30m, 12h, 2d, 1w")
+    p_clean.add_argument("--bootstrap", metavar="HOST:PORT[,...]",
+                         default=os.environ.get("BROKERPERF_KAFKA_BOOTSTRAP") or None,
+                         help="the cluster's bootstrap servers (default: "
+                         "$BROKERPERF_KAFKA_BOOTSTRAP)")
+    p_clean.add_argument("--config", type=Path, metavar="PATH",
+                         default=os.environ.get("BROKERPERF_KAFKA_CONFIG") or None,
+                         help="client properties file (TLS, SASL), as --kafka-config "
+                         "(default: $BROKERPERF_KAFKA_CONFIG)")
+    p_clean.add_argument("--dry-run", action="store_true",
+                         help="list what would be deleted, delete nothing")
     args = parser.parse_args(argv)
 
     if args.command == "smoke":
@@ -70,6 +91,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                           "machine": sysstats.machine_info(), "clock": sysstats.clock_info(),
                           "fsync_probe_tmp": probe}, indent=2, default=str))
         return 0
+    if args.command == "cleanup":
+        from pytest_brokerperf.cleanup import cleanup, parse_age
+        from pytest_brokerperf.errors import ConfigError
+
+        if not args.bootstrap:
+            print("brokerperf cleanup: give the cluster with --bootstrap HOST:PORT (or "
+                  "BROKERPERF_KAFKA_BOOTSTRAP)", file=sys.stderr)
+            return 2
+        try:
+            return cleanup(bootstrap=args.bootstrap, prefix=args.prefix,
+                           older_than_s=parse_age(args.older_than), config=args.config,
+                           dry_run=args.dry_run)
+        except ConfigError as exc:
+            print(f"brokerperf cleanup: {exc}", file=sys.stderr)
+            return 2
     parser.error(f"unknown command {args.command!r}")  # pragma: no cover
     return 2
 

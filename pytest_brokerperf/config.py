@@ -58,6 +58,11 @@ INCONCLUSIVE_MODES: Final = ("fail", "warn")
 #: What ``--brokerperf-provision=auto`` resolves to today.
 AUTO_PROVISION: Final = "process"
 
+#: Conservative caps against remote clusters (DESIGN §7); raise them with
+#: --brokerperf-max-bytes / --brokerperf-max-rate.
+REMOTE_MAX_BYTES: Final = 1024**3
+REMOTE_MAX_RATE: Final = (10.0 * 1024**2, "B/s")
+
 RUN_ID_ENV: Final = "BROKERPERF_RUN_ID"
 _RUN_ID_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _LABEL_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -147,7 +152,8 @@ PROFILES: Final[Mapping[str, ProfileSpec]] = MappingProxyType(
 
 _Kind = Literal[
     "brokers", "choice", "int", "workers", "seconds", "rate", "bool", "dir", "file",
-    "existing_dir", "label", "version",
+    "existing_dir", "label", "version", "hostports", "bytes", "maxrate", "owner", "urls",
+    "rates", "url", "amqpurls",
 ]
 
 
@@ -311,9 +317,130 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
         help="an unpacked Kafka distribution to use instead of downloading one",
     ),
     OptionSpec(
+        name="pulsar_version", field="pulsar_version", flag="--pulsar-version",
+        kind="version", default="4.0.7", metavar="VERSION", what="Pulsar version",
+        example="4.0.7",
+        help="Apache Pulsar 4.x version the process provisioner runs (standalone, from "
+        "Maven Central jars)",
+    ),
+    OptionSpec(
         name="allow_xdist", field="allow_xdist", flag="--brokerperf-allow-xdist", kind="bool",
         default=False, metavar=None, what="allow-xdist switch", example="true",
         help="let scenario tests run inside pytest-xdist workers (numbers will suffer)",
+    ),
+    # -- remote clusters and their safety (DESIGN §7); docs/how-to/remote.md -----------
+    OptionSpec(
+        name="kafka_bootstrap", field="kafka_bootstrap", flag="--kafka-bootstrap",
+        kind="hostports", default=None, metavar="HOST:PORT[,...]",
+        what="Kafka bootstrap servers", example="broker1:9092,broker2:9092",
+        default_text="none: start a local Kafka",
+        help="an existing Kafka cluster to run against; implies --brokerperf-provision=remote",
+    ),
+    OptionSpec(
+        name="kafka_config", field="kafka_config", flag="--kafka-config", kind="file",
+        default=None, metavar="PATH", what="Kafka client config file",
+        example="client.properties", default_text="none",
+        help="Java-style client properties (security.protocol, sasl.*, ssl.*) for the "
+        "remote cluster; never written to results or logs",
+    ),
+    OptionSpec(
+        name="pulsar_url", field="pulsar_url", flag="--pulsar-url", kind="url",
+        default=None, metavar="URL", what="Pulsar service URL",
+        example="pulsar://broker1:6650", choices=("pulsar", "pulsar+ssl"),
+        default_text="none: start a local Pulsar",
+        help="an existing Pulsar cluster's binary-protocol URL (pulsar:// or pulsar+ssl://); "
+        "implies --brokerperf-provision=remote",
+    ),
+    OptionSpec(
+        name="pulsar_admin_url", field="pulsar_admin_url", flag="--pulsar-admin-url",
+        kind="url", default=None, metavar="URL", what="Pulsar admin URL",
+        example="http://broker1:8080", choices=("http", "https"),
+        default_text="--pulsar-url's host on port 8080 (8443 with TLS)",
+        help="the remote Pulsar cluster's web service (admin REST API) URL; alone it "
+        "implies --pulsar-url on the same host (port 6650, 6651 with TLS)",
+    ),
+    OptionSpec(
+        name="pulsar_config", field="pulsar_config", flag="--pulsar-config", kind="file",
+        default=None, metavar="PATH", what="Pulsar client config file",
+        example="client.conf", default_text="none",
+        help="Pulsar client.conf-style properties (authPlugin, authParams, tls*) for the "
+        "remote cluster; never written to results or logs",
+    ),
+    OptionSpec(
+        name="rabbitmq_url", field="rabbitmq_url", flag="--rabbitmq-url", kind="amqpurls",
+        default=(), metavar="URI[,URI]", what="RabbitMQ AMQP URIs",
+        example="amqp://bench:PASSWORD@mq1:5672/%2F",
+        default_text="none: start a local RabbitMQ",
+        help="an existing RabbitMQ cluster's AMQP URIs (amqp:// or amqps://, credentials "
+        "and vhost in the URI), comma-separated; implies --brokerperf-provision=remote",
+    ),
+    OptionSpec(
+        name="dry_run", field="dry_run", flag="--brokerperf-dry-run", kind="bool",
+        default=False, metavar=None, what="dry-run switch", example="true",
+        help="print each scenario's plan (topics, bytes, peak rate, duration, config "
+        "changes) and skip it: nothing is started or created",
+    ),
+    OptionSpec(
+        name="max_bytes", field="max_bytes", flag="--brokerperf-max-bytes", kind="bytes",
+        default=None, metavar="SIZE", what="byte cap", example="5GiB",
+        default_text="1GiB against a remote cluster, no cap locally",
+        help="refuse a scenario that would produce more payload bytes than this "
+        "(units B, KB, MB, GB, KiB, MiB, GiB, TiB)",
+    ),
+    OptionSpec(
+        name="max_rate", field="max_rate", flag="--brokerperf-max-rate", kind="maxrate",
+        default=None, metavar="RATE", what="rate cap", example="50MiB/s",
+        default_text="10MiB/s against a remote cluster, no cap locally",
+        help="refuse a scenario whose peak publish rate exceeds this: msg/s (5000, 50k) "
+        "or bytes/s (20MiB/s)",
+    ),
+    OptionSpec(
+        name="owner", field="owner", flag="--brokerperf-owner", kind="owner", default=None,
+        metavar="NAME", what="owner", example="alice@ci",
+        default_text="user@host",
+        help="who owns the topics a run creates; their names start with bp-<owner>-",
+    ),
+    OptionSpec(
+        name="allow_cluster_changes", field="allow_cluster_changes",
+        flag="--brokerperf-allow-cluster-changes", kind="bool", default=False, metavar=None,
+        what="allow-cluster-changes switch", example="true",
+        help="allow cluster-wide changes (broker configs, throttles, reassigning what the "
+        "run did not create) on a remote cluster",
+    ),
+    OptionSpec(
+        name="prometheus", field="prometheus", flag="--brokerperf-prometheus", kind="urls",
+        default=(), metavar="URL[,URL]", what="Prometheus URLs",
+        example="http://broker1:7071/metrics", default_text="none",
+        help="broker metrics endpoints (Prometheus text format) scraped every stats period",
+    ),
+    OptionSpec(
+        name="broker_metrics", field="broker_metrics", flag="--brokerperf-broker-metrics",
+        kind="bool", default=True, metavar=None, what="broker-metrics switch",
+        example="false",
+        help="sample broker-side metrics every stats period (a JMX exporter agent on local "
+        "Kafka, /proc of local broker processes, --brokerperf-prometheus URLs)",
+    ),
+    # -- the throughput scenario (docs/explanation/throughput.md) ------------------------
+    OptionSpec(
+        name="ladder", field="ladder", flag="--brokerperf-ladder", kind="rates", default=None,
+        metavar="RATES", what="throughput ladder", example="5k,10k,20k",
+        default_text="the profile's: Confluent's 10k..1M msg/s x0.2 (smoke) or x1",
+        help="the throughput scenario's fixed target rates in msg/s, comma-separated "
+        "(k and M suffixes); climbed in ascending order until a rung is not sustainable",
+    ),
+    OptionSpec(
+        name="rate_discovery", field="rate_discovery", flag="--brokerperf-rate-discovery",
+        kind="bool", default=False, metavar=None, what="rate-discovery switch",
+        example="true",
+        help="run the throughput scenario as OMB's producerRate: 0 rate discovery (3 s "
+        "control loop) instead of the ladder; results are labelled omb-rate-discovery",
+    ),
+    OptionSpec(
+        name="calibration", field="calibration", flag="--brokerperf-calibration",
+        kind="choice", default="auto", metavar="MODE", what="calibration mode",
+        example="refresh", choices=("auto", "refresh", "off"),
+        help="per-process generator ceilings for the throughput scenario: auto (cached per "
+        "machine and version, measured when missing), refresh (measure again), off",
     ),
 )
 
@@ -517,6 +644,174 @@ def _parse_version(spec: OptionSpec, raw: object, src: _Source) -> str:
     return text
 
 
+_HOSTPORT_RE: Final = re.compile(r"^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9._-]*):(\d{1,5})$")
+_BYTES_RE: Final = re.compile(
+    r"^\s*(?P<num>\d+(?:\.\d*)?|\.\d+)\s*(?P<unit>[KMGT]i?B|kB|B)?\s*$"
+)
+_BYTE_UNITS: Final = {
+    "B": 1, "kB": 1000, "KB": 1000, "MB": 1000**2, "GB": 1000**3, "TB": 1000**4,
+    "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "TiB": 1024**4,
+}
+_OWNER_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
+
+
+def _parse_hostports(spec: OptionSpec, raw: object, src: _Source) -> str:
+    items = [x.strip() for x in _as_text(spec, raw, src).split(",") if x.strip()]
+    if not items:
+        raise _invalid(spec, raw, src, "expected HOST:PORT[,HOST:PORT...]")
+    for item in items:
+        m = _HOSTPORT_RE.match(item)
+        if m is None or not 0 < int(m.group(1)) < 65536:
+            raise _invalid(
+                spec, raw, src, f"{item!r} is not HOST:PORT with a port from 1 to 65535"
+            )
+    return ",".join(items)
+
+
+def _parse_bytes(spec: OptionSpec, raw: object, src: _Source) -> int:
+    value: float | None = None
+    if isinstance(raw, int | float) and not isinstance(raw, bool):
+        value = float(raw)
+    elif isinstance(raw, str) and (m := _BYTES_RE.match(raw)):
+        value = float(m["num"]) * _BYTE_UNITS[m["unit"] or "B"]
+    if value is None or not math.isfinite(value) or value < 1:
+        raise _invalid(
+            spec, raw, src, "expected a size >= 1 byte, e.g. 500MB, 2GiB or 1000000 (bytes)"
+        )
+    return int(value)
+
+
+def _parse_maxrate(spec: OptionSpec, raw: object, src: _Source) -> tuple[float, str]:
+    """``(value, "msg/s")`` or ``(bytes per second, "B/s")``."""
+    if isinstance(raw, str) and raw.strip().endswith("/s") and "B" in raw:
+        size = raw.strip()[:-2]
+        m = _BYTES_RE.match(size)
+        if m is not None and m["unit"]:
+            value = float(m["num"]) * _BYTE_UNITS[m["unit"]]
+            if math.isfinite(value) and value > 0:
+                return (value, "B/s")
+        raise _invalid(spec, raw, src, "expected a byte rate > 0 such as 20MiB/s or 50MB/s")
+    try:
+        return (_parse_rate(spec, raw, src), "msg/s")
+    except ConfigError:
+        raise _invalid(
+            spec, raw, src, "expected msg/s (5000, 50k) or a byte rate (20MiB/s)"
+        ) from None
+
+
+def _parse_owner(spec: OptionSpec, raw: object, src: _Source) -> str:
+    text = _as_text(spec, raw, src).strip()
+    if not _OWNER_RE.match(text):
+        raise _invalid(
+            spec, raw, src,
+            "expected 1-64 letters, digits, '.', '_', '@' or '-', starting with a letter or "
+            "digit",
+        )
+    return text
+
+
+def _parse_urls(spec: OptionSpec, raw: object, src: _Source) -> tuple[str, ...]:
+    from urllib.parse import urlsplit
+
+    if isinstance(raw, list | tuple):
+        items = [str(x).strip() for x in raw]
+    else:
+        items = [x.strip() for x in _as_text(spec, raw, src).split(",")]
+    urls = tuple(x for x in items if x)
+    for url in urls:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise _invalid(spec, raw, src, f"{url!r} is not an http:// or https:// URL")
+    return urls
+
+
+def _parse_url(spec: OptionSpec, raw: object, src: _Source) -> str:
+    """One URL whose scheme is one of ``spec.choices``."""
+    from urllib.parse import urlsplit
+
+    url = _as_text(spec, raw, src).strip()
+    parts = urlsplit(url)
+    if parts.scheme not in spec.choices or not parts.hostname:
+        schemes = " or ".join(f"{c}://" for c in spec.choices)
+        raise _invalid(spec, raw, src, f"expected a {schemes} URL with a host")
+    return url.rstrip("/")
+
+
+def _parse_amqp_urls(spec: OptionSpec, raw: object, src: _Source) -> tuple[str, ...]:
+    """Comma-separated ``amqp://`` / ``amqps://`` URIs; messages never quote a password."""
+    from urllib.parse import urlsplit
+
+    if isinstance(raw, list | tuple):
+        items = [str(x).strip() for x in raw]
+    else:
+        items = [x.strip() for x in _as_text(spec, raw, src).split(",")]
+    uris = tuple(x for x in items if x)
+    if not uris:
+        raise ConfigError(f"invalid {spec.what} from {src.label}: expected amqp://HOST:PORT "
+                          f"URIs; {src.fix(spec)}.")
+    for uri in uris:
+        try:
+            parts = urlsplit(uri)
+            ok = parts.scheme in ("amqp", "amqps") and bool(parts.hostname)
+            _ = parts.port
+        except ValueError:
+            ok = False
+        if not ok:
+            shown = uri.split("@", 1)[-1]  # never echo credentials
+            raise ConfigError(f"invalid {spec.what} from {src.label}: {shown!r} is not an "
+                              f"amqp:// or amqps:// URI with a host; {src.fix(spec)}.")
+    return uris
+
+
+def _redact_userinfo(uri: str) -> str:
+    """``amqp://user:***@host:port/vhost``: the password of a URI never reaches results."""
+    scheme, sep, rest = uri.partition("://")
+    if not sep or "@" not in rest.split("/", 1)[0]:
+        return uri
+    userinfo, _, host = rest.partition("@")
+    user = userinfo.split(":", 1)[0]
+    return f"{scheme}://{user}:***@{host}" if ":" in userinfo else uri
+
+
+def _pulsar_urls(service: str | None, admin: str | None) -> tuple[str, str]:
+    """Both URLs of a Pulsar cluster; a missing one from the other on the default ports
+    (6650 / 8080 in plain text, 6651 / 8443 with TLS)."""
+    from urllib.parse import urlsplit
+
+    if service is None:
+        assert admin is not None
+        a = urlsplit(admin)
+        tls = a.scheme == "https"
+        service = f"{'pulsar+ssl' if tls else 'pulsar'}://{a.hostname}:{6651 if tls else 6650}"
+    if admin is None:
+        u = urlsplit(service)
+        tls = u.scheme == "pulsar+ssl"
+        admin = f"{'https' if tls else 'http'}://{u.hostname}:{8443 if tls else 8080}"
+    return service, admin
+
+
+def _parse_rates(spec: OptionSpec, raw: object, src: _Source) -> tuple[float, ...]:
+    """Comma-separated rates (``5k,10k,20k``) → ascending, de-duplicated msg/s."""
+    items: list[object]
+    if isinstance(raw, str):
+        items = [x for x in raw.split(",") if x.strip()]
+    elif isinstance(raw, list | tuple):
+        items = list(raw)
+    else:
+        items = [raw]
+    if not items:
+        raise _invalid(spec, raw, src, "expected at least one rate, e.g. 5k,10k,20k")
+    values: set[float] = set()
+    for item in items:
+        try:
+            values.add(_parse_rate(spec, item, src))
+        except ConfigError:
+            raise _invalid(
+                spec, raw, src, f"{item!r} is not a rate in msg/s > 0; expected e.g. 5k,10k,20k"
+            ) from None
+    return tuple(sorted(values))
+
+
 _PARSERS: Final[Mapping[str, Callable[[OptionSpec, object, _Source], Any]]] = {
     "brokers": _parse_brokers,
     "choice": _parse_choice,
@@ -530,6 +825,14 @@ _PARSERS: Final[Mapping[str, Callable[[OptionSpec, object, _Source], Any]]] = {
     "existing_dir": _parse_existing_dir,
     "label": _parse_label,
     "version": _parse_version,
+    "hostports": _parse_hostports,
+    "bytes": _parse_bytes,
+    "maxrate": _parse_maxrate,
+    "owner": _parse_owner,
+    "urls": _parse_urls,
+    "rates": _parse_rates,
+    "url": _parse_url,
+    "amqpurls": _parse_amqp_urls,
 }
 
 
@@ -577,7 +880,24 @@ class Settings:
     env: str = "local"  # --brokerperf-env label, not the process environment
     kafka_version: str = "4.3.1"
     kafka_home: Path | None = None
+    pulsar_version: str = "4.0.7"
     allow_xdist: bool = False
+    kafka_bootstrap: str | None = None  # --kafka-bootstrap: a remote Kafka cluster
+    kafka_config: Path | None = None  # client properties file (secrets: never recorded)
+    pulsar_url: str | None = None  # --pulsar-url: a remote Pulsar cluster
+    pulsar_admin_url: str | None = None
+    pulsar_config: Path | None = None  # client.conf-style file (secrets: never recorded)
+    rabbitmq_url: tuple[str, ...] = ()  # --rabbitmq-url: a remote RabbitMQ (may hold secrets)
+    dry_run: bool = False
+    max_bytes: int | None = None  # as given; see effective_max_bytes
+    max_rate: tuple[float, str] | None = None  # (value, "msg/s" | "B/s"), as given
+    owner: str | None = None  # as given; see owner_effective
+    allow_cluster_changes: bool = False
+    prometheus: tuple[str, ...] = ()
+    broker_metrics: bool = True
+    ladder: tuple[float, ...] | None = None  # --brokerperf-ladder, msg/s ascending
+    rate_discovery: bool = False
+    calibration: str = "auto"  # auto | refresh | off
     run_id: str = field(default_factory=new_run_id)
     #: setting name (OptionSpec.name, plus "run_id") → where its value came from
     sources: Mapping[str, str] = field(
@@ -603,6 +923,39 @@ class Settings:
             return self.provision
         return f"{self.provision}({self.provision_effective})"
 
+    @property
+    def remote(self) -> bool:
+        """True when brokers are existing clusters named by flags (caps apply)."""
+        return self.provision_effective == "remote"
+
+    @property
+    def effective_max_bytes(self) -> int | None:
+        """The byte cap in force: the flag, else :data:`REMOTE_MAX_BYTES` when remote."""
+        if self.max_bytes is not None:
+            return self.max_bytes
+        return REMOTE_MAX_BYTES if self.remote else None
+
+    @property
+    def effective_max_rate(self) -> tuple[float, str] | None:
+        """The rate cap in force: the flag, else :data:`REMOTE_MAX_RATE` when remote."""
+        if self.max_rate is not None:
+            return self.max_rate
+        return REMOTE_MAX_RATE if self.remote else None
+
+    @property
+    def owner_effective(self) -> str:
+        """``--brokerperf-owner``, else ``user@host`` of this process."""
+        if self.owner:
+            return self.owner
+        import getpass
+        import socket
+
+        try:
+            user = getpass.getuser()
+        except Exception:  # no user name in a bare container: still an owner
+            user = f"uid{os.getuid()}"
+        return f"{user}@{socket.gethostname().split('.')[0]}"
+
     def as_dict(self) -> dict[str, Any]:
         """A JSON-safe view for manifests and results."""
         out: dict[str, Any] = {}
@@ -615,6 +968,7 @@ class Settings:
             elif isinstance(value, tuple):
                 value = list(value)
             out[f.name] = value
+        out["rabbitmq_url"] = [_redact_userinfo(u) for u in self.rabbitmq_url]
         out["sources"] = dict(self.sources)
         return out
 
@@ -696,9 +1050,72 @@ class Settings:
                 f"letter or digit; unset {RUN_ID_ENV} to get a generated one."
             )
         provision = values["provision"]
+        effective = AUTO_PROVISION if provision == "auto" else provision
+        if values["kafka_bootstrap"] is not None:
+            if provision not in ("auto", "remote"):
+                raise ConfigError(
+                    f"--kafka-bootstrap (from {sources['kafka_bootstrap']}) names a remote "
+                    f"cluster, but --brokerperf-provision is {provision!r} (from "
+                    f"{sources['provision']}); drop one of them, or pass "
+                    "--brokerperf-provision=remote."
+                )
+            effective = "remote"
+        elif provision == "remote" and "kafka" in values["brokers"]:
+            raise ConfigError(
+                "--brokerperf-provision=remote needs the cluster's address for kafka: pass "
+                "--kafka-bootstrap=HOST:PORT[,HOST:PORT] (and --kafka-config=PATH for TLS or "
+                "SASL)."
+            )
+        if values["pulsar_url"] is not None or values["pulsar_admin_url"] is not None:
+            which = "pulsar_url" if values["pulsar_url"] is not None else "pulsar_admin_url"
+            if provision not in ("auto", "remote"):
+                raise ConfigError(
+                    f"--{which.replace('_', '-')} (from {sources[which]}) names a remote "
+                    f"cluster, but --brokerperf-provision is {provision!r} (from "
+                    f"{sources['provision']}); drop one of them, or pass "
+                    "--brokerperf-provision=remote."
+                )
+            # the other URL of a cluster on Pulsar's default ports
+            values["pulsar_url"], values["pulsar_admin_url"] = _pulsar_urls(
+                values["pulsar_url"], values["pulsar_admin_url"])
+            effective = "remote"
+        else:
+            if provision == "remote" and "pulsar" in values["brokers"]:
+                raise ConfigError(
+                    "--brokerperf-provision=remote needs the cluster's address for pulsar: "
+                    "pass --pulsar-url=pulsar://HOST:6650 (and --pulsar-admin-url if the admin "
+                    "API is not http://HOST:8080, --pulsar-config=PATH for TLS or "
+                    "authentication)."
+                )
+            if values["pulsar_config"] is not None:
+                raise ConfigError(
+                    f"--pulsar-config (from {sources['pulsar_config']}) is the client config of "
+                    "a remote Pulsar cluster; it needs --pulsar-url=pulsar://HOST:6650 (local "
+                    "brokers take no client config)."
+                )
+        if values["rabbitmq_url"]:
+            if provision not in ("auto", "remote"):
+                raise ConfigError(
+                    f"--rabbitmq-url (from {sources['rabbitmq_url']}) names a remote broker, "
+                    f"but --brokerperf-provision is {provision!r} (from "
+                    f"{sources['provision']}); drop one of them, or pass "
+                    "--brokerperf-provision=remote."
+                )
+            effective = "remote"
+        elif provision == "remote" and "rabbitmq" in values["brokers"]:
+            raise ConfigError(
+                "--brokerperf-provision=remote needs the broker's address for rabbitmq: pass "
+                "--rabbitmq-url=amqp://USER:PASSWORD@HOST:5672/VHOST[,amqp://...]."
+            )
+        if values["kafka_config"] is not None and effective != "remote":
+            raise ConfigError(
+                f"--kafka-config (from {sources['kafka_config']}) is the client config of a "
+                "remote cluster; it needs --kafka-bootstrap=HOST:PORT (local brokers take no "
+                "client config)."
+            )
         return cls(
             **values,
-            provision_effective=AUTO_PROVISION if provision == "auto" else provision,
+            provision_effective=effective,
             run_id=run_id,
             sources=MappingProxyType(sources),
         )

@@ -36,6 +36,13 @@ class BrokerEndpoint:
             k: ("***" if any(w in k.lower() for w in secret_words) else v)
             for k, v in self.client_config.items()
         }
+        info = dict(self.info)
+        overrides = info.get("broker_overrides")
+        if isinstance(overrides, dict):  # e.g. a SASL listener's JAAS line with passwords
+            info["broker_overrides"] = {
+                k: ("***" if any(w in k.lower() for w in secret_words) else v)
+                for k, v in overrides.items()
+            }
         return {
             "kind": self.kind,
             "bootstrap": self.bootstrap,
@@ -45,5 +52,5 @@ class BrokerEndpoint:
             "admin_url": self.admin_url,
             "client_config": cfg,
             "topology_check": self.topology_check,
-            "info": self.info,
+            "info": info,
         }

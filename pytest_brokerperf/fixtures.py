@@ -58,12 +58,23 @@ def broker(
     from pytest_brokerperf.provision import start_broker
     from pytest_brokerperf.warmup import warm_broker
 
+    if brokerperf_settings.dry_run:  # nothing is started or created
+        from pytest_brokerperf.provision.remote import dry_run_endpoint
+
+        yield dry_run_endpoint(broker_kind, brokerperf_settings)
+        return
     workdir = tmp_path_factory.mktemp(f"broker-{broker_kind}")
     try:
         managed = start_broker(broker_kind, brokerperf_settings, workdir)
     except BrokerUnavailable as exc:
         pytest.skip(str(exc))
     try:
+        if managed.endpoint.mode == "remote":
+            # A running cluster someone else owns: no extra load, no local data dir.
+            brokerperf_session_info["broker_warmup"][broker_kind] = {
+                "skipped": "remote cluster: already running; no warm-up load is sent"}
+            yield managed.endpoint
+            return
         if brokerperf_session_info.get("fsync_probe") is None:
             from pathlib import Path
 

@@ -105,6 +105,7 @@ def pytest_report_header(config: pytest.Config) -> str | None:
         f"brokerperf: brokers={','.join(settings.brokers)} "
         f"provision={settings.provision_display} nodes={settings.nodes} "
         f"profile={settings.profile} results={results} run_id={settings.run_id}"
+        + (" DRY-RUN" if settings.dry_run else "")
     )
 
 
@@ -237,6 +238,14 @@ def pytest_terminal_summary(
 ) -> None:
     """The "brokerperf summary" table; never raises (a summary must not fail a session)."""
     try:
+        from pytest_brokerperf._stash import DRY_RUN_PLANS_KEY
+
+        plans = config.stash.get(DRY_RUN_PLANS_KEY, [])
+        if plans:
+            terminalreporter.section("brokerperf dry run: nothing was started or created")
+            for lines in plans:
+                for line in lines:
+                    terminalreporter.write_line(line)
         rows = config.stash.get(SUMMARY_ROWS_KEY, [])
         if rows:
             from pytest_brokerperf.summary import write_summary

@@ -132,18 +132,49 @@ class BrokerPerf:
         else:
             tr.write_line(line)
 
+    def _guard(self, plan: Any) -> None:
+        """Show the plan (remote clusters, dry runs), refuse it over a cap, or stop (dry run).
+
+        Nothing has been created yet: the refusal fails the test with the cap and the
+        flag that raises it; a dry run skips it, labelled ``DRY RUN``.
+        """
+        if self.broker.mode == "remote" or self.settings.dry_run:
+            for line in plan.lines():
+                self._progress(line)
+        if plan.refusals:
+            pytest.fail("REFUSED before anything was created: " + "; ".join(plan.refusals),
+                        pytrace=False)
+        if self.settings.dry_run:
+            _dry_run_plans(self.request.config).append(plan.lines())
+            pytest.skip(f"DRY RUN: plan printed, nothing created ({len(plan.topics)} topic(s), "
+                        f"<= {plan.bytes_max:,} bytes, {plan.rate_msg_s:g} msg/s peak)")
+
     def _run(self, scenario: Scenario, extra_slos: tuple[str, ...]) -> ScenarioResult:
+        execute = getattr(scenario, "execute", None)
+        if execute is not None:  # a scenario with its own run (the throughput ladder)
+            if (self.broker.mode == "remote" or self.settings.dry_run) and not getattr(
+                    scenario, "safety_plan", None):
+                # DESIGN §7: nothing reaches a remote cluster without a plan and caps.
+                what = f"scenario {getattr(scenario, 'name', type(scenario).__name__)!r}"
+                if self.settings.dry_run:
+                    pytest.skip(f"DRY RUN: {what} cannot print a plan yet; nothing created")
+                pytest.fail(f"REFUSED before anything was created: {what} has no remote "
+                            "safety plan (caps, retention) yet; run it on a local broker",
+                            pytrace=False)
+            return execute(self, extra_slos)
         from pytest_brokerperf import results as res
-        from pytest_brokerperf import slo
+        from pytest_brokerperf import safety, slo
         from pytest_brokerperf.drivers import create_driver
         from pytest_brokerperf.engine.coordinator import (
             RunPlan,
             default_generator_cpus,
             run_workload,
-            safe_name,
         )
+        from pytest_brokerperf.errors import ConfigError
         from pytest_brokerperf.figures import compute_figures
+        from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
         from pytest_brokerperf.omb_result import build_omb_result, default_result_filename
+        from pytest_brokerperf.safety import format_bytes
         from pytest_brokerperf.summary import SummaryRow, format_progress
         from pytest_brokerperf.verdict import assess
 
@@ -164,14 +195,29 @@ class BrokerPerf:
         plan = RunPlan(
             rate=prepared.rate, period_s=prepared.period_s, warmup_max_s=prepared.warmup_s,
             measure_s=prepared.measure_s, workers=workers,
-            topic_prefix=safe_name(f"bp-{settings.run_id}-{prepared.scenario}-"
-                                   f"{abs(hash(test_id)) % 10**6:06d}"),
+            topic_prefix=safety.topic_prefix(settings, prepared.scenario, test_id),
             keep_topics=settings.keep_topics, generator_cpus=cpus, seed=seed,
         )
+        driver, safety_notes = safety.safe_driver(driver, settings, self.broker, prepared, plan)
+        prepared.notes.extend(safety_notes)
+        splan = safety.build_plan(settings, self.broker, prepared, driver, plan,
+                                  test_id=test_id,
+                                  cluster_changes=tuple(getattr(scenario, "cluster_changes", ())))
+        self._guard(splan)  # prints, refuses over a cap, stops here in a dry run
+        sampler = BrokerMetricsSampler.for_endpoint(self.broker, settings)
         every = max(1, round(5.0 / prepared.period_s))
         verbose = self.request.config.getoption("verbose", 0) > 0
+        acked_bytes = 0
 
         def on_period(p: Any) -> None:
+            nonlocal acked_bytes
+            if sampler is not None:
+                sampler.on_period(p)
+            acked_bytes += p.bytes_sent
+            if splan.max_bytes is not None and acked_bytes > splan.max_bytes:
+                raise ConfigError(f"REFUSED: {format_bytes(acked_bytes)} acknowledged, over "
+                                  f"the byte cap {format_bytes(splan.max_bytes)} "
+                                  "(--brokerperf-max-bytes); the run was stopped")
             if verbose or p.index % every == every - 1:
                 self._progress(format_progress(self.broker.kind, prepared.scenario, p))
 
@@ -180,7 +226,13 @@ class BrokerPerf:
             f"warm-up≤{prepared.warmup_s:g}s measure={prepared.measure_s:g}s "
             f"period={prepared.period_s:g}s workers={workers}"
         )
-        outcome = run_workload(driver, wl, plan, payloads=payloads, on_period=on_period)
+        if sampler is not None:
+            sampler.start()
+        try:
+            outcome = run_workload(driver, wl, plan, payloads=payloads, on_period=on_period)
+        finally:
+            if sampler is not None:
+                sampler.stop()
         verdict = assess(outcome)
         figures = compute_figures(outcome)
         slo_results = (
@@ -206,6 +258,11 @@ class BrokerPerf:
             figures=figures, profile=settings.profile, env_label=settings.env,
             artefacts=directory, manifest=manifest,
         )
+        record["manifest"]["plan"] = splan.as_dict()
+        record["broker_metrics"] = None
+        if sampler is not None:
+            sampler.write_csv(directory / "broker-metrics.csv")
+            record["broker_metrics"] = sampler.summary("broker-metrics.csv")
         stem = prepared.workload_file.stem if prepared.workload_file else prepared.scenario
         omb = build_omb_result(
             workload_name=wl.name or stem, driver_name=driver.name,
@@ -238,6 +295,7 @@ class BrokerPerf:
             pub_p999=figures["publish_response.p99.9"],
             e2e_p50=figures["e2e_response.p50"], e2e_p99=figures["e2e_response.p99"],
             e2e_p999=figures["e2e_response.p99.9"], verdict=verdict.status, slo=slo_text,
+            topology_check=self.broker.topology_check,
         )
         from pytest_brokerperf._stash import SUMMARY_ROWS_KEY
 
@@ -247,11 +305,19 @@ class BrokerPerf:
                     "e2e_response.p99", "e2e_response.p99.9", "lost", "duplicates"):
             props.append((f"brokerperf.{key}", figures.get(key)))
         props.append(("brokerperf.verdict", verdict.status))
+        if self.broker.topology_check:
+            props.append(("brokerperf.topology_check", f"{self.broker.nodes} nodes on one host"))
         props.append(("brokerperf.artefacts", str(directory)))
         return ScenarioResult(prepared=prepared, outcome=outcome, verdict=verdict,
                               figures=figures, slo_results=slo_results, record=record,
                               artefacts=directory, failures=failures,
                               inconclusive=inconclusive)
+
+
+def _dry_run_plans(config: pytest.Config) -> list[list[str]]:
+    from pytest_brokerperf._stash import DRY_RUN_PLANS_KEY
+
+    return config.stash.setdefault(DRY_RUN_PLANS_KEY, [])
 
 
 def _short_params(params: dict[str, Any]) -> str:

@@ -43,6 +43,7 @@ __all__ = [
     "SLO",
     "STATS",
     "TAIL_READ_SANITY_SLOS",
+    "THROUGHPUT_SANITY_SLOS",
     "UNITS",
     "VIEWS",
     "SLOResult",
@@ -73,6 +74,10 @@ SCALARS: dict[str, str] = {
     "duplicates": "count",
     "reordered": "count",
     "send_errors": "count",
+    # throughput scenario: the ladder's highest sustainable rate (OMB rate discovery: the
+    # measured window's acknowledged rate) and the knee of its p99 curve
+    "max_sustainable_rate": "rate",
+    "knee_rate": "rate",
 }
 METRICS: tuple[str, ...] = tuple(f"{v}.{s}" for v in VIEWS for s in STATS) + tuple(SCALARS)
 
@@ -177,8 +182,24 @@ class Selector:
     env: tuple[str, ...] | None = None
 
     @classmethod
-    def from_mapping(cls, when: Any, *, source: str = EXPR_SOURCE, key: str = "when") -> Selector:
-        """Build from ``{broker: kafka, scenario: tailread, params: {...}, env: ci}``."""
+    def from_mapping(
+        cls,
+        when: Any,
+        *,
+        source: str = EXPR_SOURCE,
+        key: str = "when",
+        where: Callable[..., str] | None = None,
+    ) -> Selector:
+        """Build from ``{broker: kafka, scenario: tailread, params: {...}, env: ci}``.
+
+        ``environment`` and ``parameters`` are accepted for ``env`` and ``params``.
+        ``where(*keys)`` gives the source (``file:line``) of a nested key, so an error
+        names the exact line; without it every error cites ``source``.
+        """
+
+        def at(*keys: str) -> str:
+            return where(*keys) if where is not None else source
+
         if when is None:
             return cls()
         if isinstance(when, Selector):
@@ -193,12 +214,21 @@ class Selector:
             )
         allowed = ("broker", "scenario", "params", "env")
         kwargs: dict[str, Any] = {}
-        for name, value in when.items():
+        for written, value in when.items():
+            name = _SELECTOR_ALIASES.get(written, written)
+            if name in kwargs:
+                raise _err(
+                    at(str(written)),
+                    f"{key}.{written}",
+                    value,
+                    f"selector {name!r} is given twice",
+                    "keep one (a list matches any of several values)",
+                )
             if name not in allowed:
                 near = difflib.get_close_matches(str(name), allowed, n=1)
                 hint = f" (did you mean {near[0]!r}?)" if near else ""
                 raise _err(
-                    source,
+                    at(str(written)),
                     f"{key}.{name}",
                     value,
                     f"unknown selector{hint}; selectors are {', '.join(allowed)}",
@@ -207,17 +237,19 @@ class Selector:
             if name == "params":
                 if not isinstance(value, Mapping):
                     raise _err(
-                        source,
+                        at(str(written)),
                         f"{key}.params",
                         value,
                         "expected a mapping of parameter name to value",
                         f"write `{key}: {{params: {{partitions: 4}}}}`",
                     )
                 kwargs["params"] = tuple(
-                    (str(p), _as_choices(v, source, f"{key}.params.{p}")) for p, v in value.items()
+                    (str(p), _as_choices(v, at(str(written), str(p)), f"{key}.params.{p}"))
+                    for p, v in value.items()
                 )
             else:
-                kwargs[name] = tuple(str(v) for v in _as_choices(value, source, f"{key}.{name}"))
+                choices = _as_choices(value, at(str(written)), f"{key}.{name}")
+                kwargs[name] = tuple(str(v) for v in choices)
         return cls(**kwargs)
 
     def matches(
@@ -248,16 +280,24 @@ class Selector:
         return " ".join(parts)
 
 
+_SELECTOR_ALIASES = {"environment": "env", "parameters": "params"}
+_CHOICE_EXAMPLES = {"broker": "kafka", "scenario": "tailread", "env": "ci"}
+
+
 def _as_choices(value: Any, source: str, key: str) -> tuple[Any, ...]:
     values = list(value) if isinstance(value, list | tuple) else [value]
+    if not values:
+        raise _err(source, key, value, "an empty list matches nothing", "give at least one value")
     for v in values:
         if v is None or isinstance(v, Mapping | list | tuple):
+            leaf = key.rsplit(".", 1)[-1]
+            example = _CHOICE_EXAMPLES.get(leaf, "4")
             raise _err(
                 source,
                 key,
                 value,
                 "expected a value or a list of values",
-                f"write e.g. `{key.rsplit('.', 1)[-1]}: kafka` or `[kafka, redpanda]`",
+                f"write e.g. `{leaf}: {example}` or `{leaf}: [{example}, ...]`",
             )
     return tuple(values)
 
@@ -318,6 +358,7 @@ class SLO:
         if op == "=":
             raise _err(source, key, expr, "'=' is not an operator", "write '==' for equality")
         metric, number, unit = m["metric"], float(m["number"]), _normalize_unit(m["unit"])
+        number, unit = _apply_multiplier(metric, number, unit)
         _validate(metric, op, number, unit, source, key, expr)
         return cls(
             metric=metric,
@@ -366,6 +407,22 @@ class SLO:
 
     def __str__(self) -> str:
         return f"{self.metric} {self.bound_text()}"
+
+
+_MULT_RE = re.compile(r"^(?P<mult>[kM])(?:\s*(?P<rest>msg/s)|\s+(?P<other>.*)|)$")
+
+
+def _apply_multiplier(metric: str, number: float, unit: str) -> tuple[float, str]:
+    """``5k msg/s`` / ``2M`` for rate and count metrics: k = 1000, M = 1 000 000."""
+    m = _MULT_RE.match(unit)
+    try:
+        kind = metric_kind(metric)
+    except KeyError:
+        return number, unit
+    if m is None or kind not in ("rate", "count"):
+        return number, unit
+    factor = 1e3 if m["mult"] == "k" else 1e6
+    return number * factor, (m["rest"] or m["other"] or "").strip()
 
 
 def _normalize_unit(unit: str) -> str:
@@ -480,6 +537,14 @@ def load_slo_file(path: str | Path) -> list[SLO]:
         )
     slos: list[SLO] = []
     for i, entry in enumerate(entries):
+        # YAML keeps the last of two equal keys silently: a second `when:` would widen or
+        # narrow an SLO without a word.
+        for keys in ((), ("when",), ("when", "params")):
+            for dup, line in doc.duplicate_keys(*prefix, i, *keys):
+                label = ".".join((f"slos[{i}]", *keys, dup))
+                raise _err(f"{path}:{line}", label, dup,
+                           "this key appears twice in one mapping (YAML keeps only the last)",
+                           "remove one of them")
         slos.append(_load_entry(entry, i, prefix, where))
     return slos
 
@@ -508,7 +573,10 @@ def _load_entry(entry: Any, i: int, prefix: tuple[str, ...], where: Callable[...
                 "remove or rename it",
             )
     when_src = where(*prefix, i, "when")
-    when = Selector.from_mapping(entry.get("when"), source=when_src, key=f"{label}.when")
+    when = Selector.from_mapping(
+        entry.get("when"), source=when_src, key=f"{label}.when",
+        where=lambda *keys: where(*prefix, i, "when", *keys),
+    )
     raw_description = entry.get("description")
     description = None if raw_description is None else str(raw_description)
     has_parts = [k for k in ("metric", "op", "value", "unit") if k in entry]
@@ -567,6 +635,8 @@ def _load_entry(entry: Any, i: int, prefix: tuple[str, ...], where: Callable[...
             )
         number: Any = float(m["number"])
         unit = _normalize_unit(m["unit"]) if m["unit"] else unit
+        if isinstance(metric, str):
+            number, unit = _apply_multiplier(metric, number, unit)
     else:
         number = value
     if not isinstance(unit, str):
@@ -576,7 +646,11 @@ def _load_entry(entry: Any, i: int, prefix: tuple[str, ...], where: Callable[...
     if isinstance(number, bool) or not isinstance(number, int | float):
         raise _err(value_src, f"{label}.value", value, "expected a number", "e.g. `value: 0`")
     text = f"{metric} {op} {value}{' ' + unit if unit and not isinstance(value, str) else ''}"
-    _validate(metric, op, float(number), _normalize_unit(unit), src, label, text)
+    err_src, err_key = src, f"{label}.metric"
+    if metric in METRICS:  # a unit or value problem is reported at the value (or unit) line
+        unit_key = "unit" if "unit" in entry else "value"
+        err_src, err_key = where(*prefix, i, unit_key), f"{label}.{unit_key}"
+    _validate(metric, op, float(number), _normalize_unit(unit), err_src, err_key, text)
     return SLO(
         metric=metric,
         op=op,
@@ -606,8 +680,12 @@ TAIL_READ_SANITY_SLOS: tuple[SLO, ...] = (
     SLO.parse("publish_response.p99 < 5 s", source=_SHIPPED),
 )
 
+#: The throughput ladder's sanity bound: every acknowledged message arrives.
+THROUGHPUT_SANITY_SLOS: tuple[SLO, ...] = (SLO.parse("lost == 0", source=_SHIPPED),)
+
 #: Shipped sanity bounds by scenario name.
-SHIPPED_SLOS: dict[str, tuple[SLO, ...]] = {"tailread": TAIL_READ_SANITY_SLOS}
+SHIPPED_SLOS: dict[str, tuple[SLO, ...]] = {"tailread": TAIL_READ_SANITY_SLOS,
+                                            "throughput": THROUGHPUT_SANITY_SLOS}
 
 
 def merge_slos(

@@ -17,7 +17,9 @@ if TYPE_CHECKING:
     import pytest
 
 __all__ = [
+    "LadderRow",
     "SummaryRow",
+    "format_ladder_table",
     "format_ms",
     "format_progress",
     "format_progress_line",
@@ -26,6 +28,7 @@ __all__ = [
 ]
 
 NA = "n/a"
+TOPOLOGY_MARK = "[topology check]"
 
 
 @dataclass
@@ -51,6 +54,44 @@ class SummaryRow:
     e2e_p999: float | None
     verdict: str
     slo: str
+    topology_check: bool = False  # several broker nodes on this one machine
+
+
+@dataclass
+class LadderRow:
+    """One throughput ladder in the summary: its rungs, highest sustainable rate, limit."""
+
+    nodeid: str
+    broker: str
+    mode: str  # ladder | omb-rate-discovery
+    rungs: str  # "+1k +5k x50k": + sustainable, x not sustainable, - refused
+    highest: float | None  # highest sustainable msg/s
+    highest_mib_s: float | None
+    limit: str  # generator | client-library | broker-backpressure | not reached at R
+    limit_rate: float | None  # the first rung that failed
+    knee: float | None
+    cpu_top: float | None  # busiest worker's CPU share at the highest sustainable rung
+    verdict: str
+
+
+def format_ladder_table(rows: Sequence[LadderRow]) -> list[str]:
+    """The throughput ladders: one line per ladder, after a header."""
+    head = ("test", "broker", "mode", "rungs", "max sustainable msg/s", "MiB/s", "limit",
+            "at msg/s", "knee msg/s", "worker cpu", "verdict")
+    cells = [
+        (r.nodeid.rsplit("/", 1)[-1], r.broker, r.mode, r.rungs, _format_rate(r.highest),
+         _format_mib(r.highest_mib_s), r.limit, _format_rate(r.limit_rate),
+         _format_rate(r.knee), NA if r.cpu_top is None else f"{r.cpu_top:.0%}", r.verdict)
+        for r in rows
+    ]
+    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(head)]
+    right = {4, 5, 7, 8, 9}
+
+    def render(values: Sequence[str]) -> str:
+        return _SEP.join(v.rjust(w) if i in right else v.ljust(w)
+                         for i, (v, w) in enumerate(zip(values, widths, strict=True))).rstrip()
+
+    return [render(head), *(render(c) for c in cells)]
 
 
 # --------------------------------------------------------------------------- numbers
@@ -113,7 +154,7 @@ _COLUMNS: tuple[_Column, ...] = (
     _Column("p50", lambda r: format_ms(r.e2e_p50), True, "e2e response ms"),
     _Column("p99", lambda r: format_ms(r.e2e_p99), True, "e2e response ms"),
     _Column("p99.9", lambda r: format_ms(r.e2e_p999), True, "e2e response ms"),
-    _Column("verdict", lambda r: r.verdict),
+    _Column("verdict", lambda r: r.verdict + (f" {TOPOLOGY_MARK}" if r.topology_check else "")),
     _Column("SLO", lambda r: r.slo),
 )
 
@@ -190,6 +231,17 @@ def write_summary(terminalreporter: pytest.TerminalReporter, rows: Sequence[Summ
     for line in format_table(rows):
         tr.write_line(line)
     tr.write_line(_tally(rows))
+    from pytest_brokerperf._stash import LADDER_ROWS_KEY
+
+    ladders = tr.config.stash.get(LADDER_ROWS_KEY, [])
+    if ladders:
+        tr.write_line("")
+        tr.write_line("throughput (rungs: + sustainable, x not sustainable, - refused):")
+        for line in format_ladder_table(ladders):
+            tr.write_line(line)
+    if any(r.topology_check for r in rows):
+        tr.write_line(f"{TOPOLOGY_MARK}: several broker nodes share this one machine; a "
+                      "functional check of replication, not a performance figure")
     settings = tr.config.stash.get(SETTINGS_KEY, None)
     if settings is not None:
         cwd = Path(tr.config.invocation_params.dir)

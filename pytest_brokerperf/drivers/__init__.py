@@ -30,6 +30,10 @@ def default_driver_file(kind: str, nodes: int, scenario: str = "tailread") -> Pa
             return shipped_driver("kafka-throughput" if scenario == "throughput" else
                                   "kafka-latency")
         return shipped_driver("kafka-local")
+    if kind == "pulsar":  # OMB's pulsar.yaml needs 3 bookies (3/3/2)
+        return shipped_driver("pulsar" if nodes >= 3 else "pulsar-local")
+    if kind == "rabbitmq":  # direct exchange: the workload's partitions become routing keys
+        return shipped_driver("rabbitmq-quorum")
     raise BrokerUnavailable(f"no driver for broker kind {kind!r} yet")
 
 
@@ -46,7 +50,30 @@ def create_driver(endpoint: BrokerEndpoint, driver_file: Path | None,
 
         path = driver_file or default_driver_file(endpoint.kind, endpoint.nodes, scenario)
         return KafkaDriver(endpoint, KafkaDriverConfig.from_yaml(path),
-                           stats_interval_ms=stats_interval_ms)
+                           stats_interval_ms=stats_interval_ms, kind=endpoint.kind)
+    if endpoint.kind == "rabbitmq":
+        from pytest_brokerperf.drivers.rabbitmq import RabbitMQDriver
+        from pytest_brokerperf.drivers.rabbitmq_config import (
+            RabbitMQDriverConfig,
+            config_for_durability,
+        )
+
+        path = driver_file or default_driver_file(endpoint.kind, endpoint.nodes, scenario)
+        rcfg = RabbitMQDriverConfig.from_yaml(path)
+        level = endpoint.info.get("durability")
+        if isinstance(level, int):  # queue type and persistence of that level
+            rcfg = config_for_durability(level, endpoint.nodes, rcfg)
+        return RabbitMQDriver(endpoint, rcfg)
+    if endpoint.kind == "pulsar":
+        from pytest_brokerperf.drivers.pulsar import PulsarDriver
+        from pytest_brokerperf.drivers.pulsar_config import PulsarDriverConfig
+
+        path = driver_file or default_driver_file(endpoint.kind, endpoint.nodes, scenario)
+        cfg = PulsarDriverConfig.from_yaml(path)
+        level = endpoint.info.get("durability")
+        if isinstance(level, int):  # the namespace half of the broker's level: ack quorum
+            cfg = cfg.with_durability(level)
+        return PulsarDriver(endpoint, cfg)
     raise BrokerUnavailable(
         f"broker kind {endpoint.kind!r} has no driver in this version of pytest-brokerperf"
     )

@@ -142,6 +142,16 @@ class _KafkaConsumer:
         self._c.close()
 
 
+def _source_name(source: Any) -> str:
+    """``DYNAMIC_TOPIC_CONFIG`` rather than ``1``: where the broker took a setting from."""
+    from confluent_kafka.admin import ConfigSource
+
+    try:
+        return ConfigSource(source).name
+    except ValueError:
+        return str(source)
+
+
 class _KafkaAdmin:
     def __init__(self, driver: KafkaDriver) -> None:
         from confluent_kafka.admin import AdminClient
@@ -230,15 +240,25 @@ class _KafkaAdmin:
         broker_ids = sorted(md.brokers)
         resources += [ConfigResource(ResourceType.BROKER, str(b)) for b in broker_ids[:1]]
         for res, fut in self._admin.describe_configs(resources, request_timeout=30).items():
-            entries = fut.result(timeout=60)
+            bucket = "topics" if res.restype == ResourceType.TOPIC else "brokers"
+            try:
+                entries = fut.result(timeout=60)
+            except Exception as exc:
+                if self._driver.kind == "kafka":
+                    raise
+                # A Kafka-protocol flavour without (all of) DescribeConfigs: say so.
+                out[bucket][res.name] = {"unsupported": f"{self._driver.kind}: "
+                                         f"DescribeConfigs failed: {exc}"}
+                continue
             keys = READ_BACK_TOPIC_KEYS if res.restype == ResourceType.TOPIC else (
                 READ_BACK_BROKER_KEYS)
-            values = {
-                k: {"value": entries[k].value, "source": str(entries[k].source)}
+            values: dict[str, Any] = {
+                k: {"value": entries[k].value, "source": _source_name(entries[k].source)}
                 for k in keys
                 if k in entries
             }
-            bucket = "topics" if res.restype == ResourceType.TOPIC else "brokers"
+            if not values and self._driver.kind != "kafka":
+                values = {"unsupported": f"{self._driver.kind} returned none of these configs"}
             out[bucket][res.name] = values
         for n in names:
             t = md.topics.get(n)
@@ -246,7 +266,12 @@ class _KafkaAdmin:
                 out["topics"].setdefault(n, {})["replicas"] = {
                     str(pid): list(pm.replicas) for pid, pm in sorted(t.partitions.items())
                 }
+                out["topics"][n]["isr"] = {
+                    str(pid): list(pm.isrs) for pid, pm in sorted(t.partitions.items())
+                }
         out["cluster"] = {"brokers": len(md.brokers), "cluster_id": md.cluster_id}
+        if self._driver.kind == "tansu":
+            out["storage"] = self._driver.endpoint.info.get("durability_note", "memory")
         return out
 
     def close(self) -> None:
@@ -289,12 +314,33 @@ class KafkaDriver:
             self.config.consumer_settings(self.endpoint.bootstrap, subscription)
         )
         conf["client.id"] = client_id
+        conf.update({k: v for k, v in self.flavour_consumer_defaults().items() if k not in conf})
         return _KafkaConsumer(conf, topic)
 
     def client_stats(self) -> list[str]:
         docs = list(_CLIENT_STATS)
         _CLIENT_STATS.clear()
         return docs
+
+    def flavour_consumer_defaults(self) -> dict[str, Any]:
+        """Consumer settings a Kafka-protocol flavour needs unless the driver file sets them.
+
+        Tansu answers a new member's JoinGroup only after about half of
+        ``session.timeout.ms`` (librdkafka's default 45 s); 6 s keeps the join near 3 s.
+        """
+        if self.kind == "tansu":
+            return {"session.timeout.ms": 6000}
+        return {}
+
+    def _flavour_notes(self) -> list[str]:
+        if self.kind == "kafka":
+            return []
+        notes = [f"broker flavour {self.kind}: a Kafka-protocol broker driven by the Kafka "
+                 "driver; admin calls it lacks are recorded as unsupported"]
+        storage = self.endpoint.info.get("durability_note")
+        if storage:
+            notes.append(f"{self.kind}: {storage}")
+        return notes
 
     def describe(self) -> dict[str, Any]:
         import confluent_kafka
@@ -311,11 +357,13 @@ class KafkaDriver:
             "librdkafka_version": confluent_kafka.libversion()[0],
             "producer": redact(self._with_endpoint(
                 self.config.producer_settings(self.endpoint.bootstrap))),
-            "consumer": redact(self._with_endpoint(
-                self.config.consumer_settings(self.endpoint.bootstrap, "<subscription>"))),
+            "consumer": redact({
+                **self.flavour_consumer_defaults(),
+                **self._with_endpoint(
+                    self.config.consumer_settings(self.endpoint.bootstrap, "<subscription>"))}),
             "topic": dict(self.config.topic_settings()),
             "replication_factor": int(self.config.replication_factor),
-            "notes": list(getattr(self.config, "notes", ()) or ()),
+            "notes": list(getattr(self.config, "notes", ()) or ()) + self._flavour_notes(),
             "omb_driver_yaml": self.driver_yaml(),
         }
 

@@ -1,10 +1,18 @@
-"""The coordinator: runs one scenario's phases across worker processes.
+"""The coordinator: runs a workload's phases across worker processes.
 
 Phase order follows OMB (DESIGN §4): create topics → consumers → producers →
 readiness probe (bounded) → start load → warm-up (discarded; ends when steady, capped)
 → measured window of fixed stats periods → stop producers → wait for consumers to
 catch up (bounded) → reconcile delivery → delete topics. Every wait is bounded and
 every created resource is removed on the way out, also on errors.
+
+One :class:`LoadSession` holds the topics, worker processes and clients, so a
+session can run several fixed-rate *rungs* one after another (set rate → settle /
+warm-up → measured periods), as the throughput ladder and the generator calibration
+do, or have a controller change the rate while it runs (OMB's rate discovery).
+:func:`run_workload` is the one-rung case; :func:`run_rates` runs rungs until the
+caller's ``next_rung`` says stop. Lifetime counters (backlog, delivery) span the whole
+session; each rung's periods and histograms are its own.
 """
 
 from __future__ import annotations
@@ -15,7 +23,7 @@ import os
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -36,10 +44,17 @@ if TYPE_CHECKING:
     from pytest_brokerperf.metrics.histogram import LatencyHistogram
     from pytest_brokerperf.workload import Workload
 
-__all__ = ["RunOutcome", "RunPlan", "run_workload"]
+__all__ = [
+    "LoadSession",
+    "RunOutcome",
+    "RunPlan",
+    "Rung",
+    "SessionEnd",
+    "run_rates",
+    "run_workload",
+]
 
 _mono = time.monotonic_ns
-
 
 @dataclass(frozen=True)
 class RunPlan:
@@ -145,7 +160,7 @@ class _WorkerHandle:
             )
         try:
             status, result = self.conn.recv()
-        except EOFError:
+        except (EOFError, ConnectionResetError):
             raise DriverError(
                 f"worker {self.id} died during {cmd!r} (exit code {self.proc.exitcode})"
             ) from None
@@ -191,8 +206,9 @@ def _assign(workload: Workload, plan: RunPlan, driver: Driver, topics: list[str]
     cid = 0
     for topic in topics:
         for sub in subs_by_topic[topic]:
-            for _ in range(workload.consumer_per_subscription):
-                consumers.append(ConsumerSpec(cid, topic, sub))
+            members = workload.consumer_per_subscription
+            for k in range(members):
+                consumers.append(ConsumerSpec(cid, topic, sub, member=k, members=members))
                 cid += 1
     n = max(1, min(plan.workers, max(len(producers), len(consumers), 1)))
     out = [
@@ -261,101 +277,312 @@ def _is_steady(periods: list[PeriodStats], plan: RunPlan) -> bool:
     return all(abs(v - mid) <= plan.steady_p99_tolerance * max(mid, 1.0) for v in vals)
 
 
-def run_workload(
-    driver: Driver,
-    workload: Workload,
-    plan: RunPlan,
-    *,
-    payloads: list[bytes],
-    on_period: Callable[[PeriodStats], None] | None = None,
-) -> RunOutcome:
-    """Run ``workload`` against ``driver``'s broker and return what was measured."""
-    begin = _now_iso()
-    prefix = safe_name(plan.topic_prefix)
-    topics = [f"{prefix}-{i:03d}" for i in range(workload.topics)]
-    subs_by_topic = {
-        t: [f"{prefix}-{i:03d}-sub{j:03d}" for j in range(workload.subscriptions_per_topic)]
-        for i, t in enumerate(topics)
-    }
-    subscriptions = [s for ss in subs_by_topic.values() for s in ss]
-    partitions = [workload.partitions_for_topic(i) for i in range(workload.topics)]
-    admin = driver.admin()
-    created = False
-    workers: list[_WorkerHandle] = []
-    try:
-        admin.create_topics(topics, partitions)
-        created = True
-        read_back = admin.read_back(topics)
-        assignments = _assign(workload, plan, driver, topics, subs_by_topic, payloads, prefix)
-        ctx = mp.get_context("spawn")
-        workers = [_WorkerHandle(ctx, a) for a in assignments]
-        _broadcast(workers, "create_consumers", timeout_s=120)
-        _broadcast(workers, "create_producers", timeout_s=120)
-        probe_wait = _await_readiness(workers, subscriptions, plan.probe_timeout_s)
+@dataclass(frozen=True)
+class Rung:
+    """One fixed-rate step of a session: settle (warm-up), then a measured window.
 
-        nprod = [len(a.producers) for a in assignments]
-        total_prod = sum(nprod)
-        start_ns = _mono() + 50_000_000
-        for w, k in zip(workers, nprod, strict=True):
-            w.call("start_load", (plan.rate * k / total_prod if total_prod else 0.0, start_ns))
-        prev: dict[int, dict[str, int]] = {}
-        subs_per_topic = workload.subscriptions_per_topic
-        sleep_until = start_ns
-        # The snapshot at load start opens the first period.
-        _wait_until(sleep_until)
-        _merge_period(-1, "setup", sleep_until, 0.0, _broadcast(workers, "snapshot"), prev,
-                      subs_per_topic, plan.rate)
-        last_tick = _mono()
+    ``warmup_until_steady`` ends the warm-up early once the last periods are steady
+    (rate and p99, :func:`_is_steady`), capped at ``warmup_max_s``; otherwise the
+    warm-up lasts exactly ``warmup_max_s`` (OMB). ``drain_before_s`` > 0 first lowers
+    the rate to the 1 msg/s floor and waits (bounded) until the client queues and the
+    consumer backlog are empty, so an overdriven step does not leak into the next.
+    """
+
+    rate: float
+    warmup_max_s: float
+    measure_s: float
+    warmup_until_steady: bool = True
+    drain_before_s: float = 0.0
+    label: str = ""
+
+
+@dataclass
+class SessionEnd:
+    """What the end of a session adds: delivery over the whole session, final totals."""
+
+    delivery: DeliveryReport
+    totals: dict[str, int]
+    client_stats: list[str]
+    worker_errors: list[str]
+    drain_complete: bool
+    outstanding_after_flush: int
+    end_time: str
+    begin_time: str = ""  # the session's start, before topics were created
+
+    def apply(self, outcome: RunOutcome, *, end_time: bool = True) -> RunOutcome:
+        """Fill the session-wide fields of ``outcome`` (one rung) in place; return it."""
+        outcome.delivery = self.delivery
+        outcome.totals = self.totals
+        outcome.client_stats = self.client_stats
+        outcome.drain_complete = self.drain_complete
+        outcome.outstanding_after_flush = self.outstanding_after_flush
+        if end_time:  # the outcome is the whole session (run_workload)
+            outcome.end_time = self.end_time
+            outcome.worker_errors = list(self.worker_errors)
+        return outcome
+
+
+#: Called while the coordinator waits between periods (about every 50 ms).
+WaitHook = Callable[["LoadSession"], None]
+
+
+class LoadSession:
+    """Topics, worker processes and clients of one workload, for one or more rungs.
+
+    Use as a context manager: entering creates the topics and clients and waits for
+    readiness; leaving closes every worker and deletes the topics (unless
+    ``plan.keep_topics``), also on errors. Between the two, :meth:`run_rung` any number
+    of times, then :meth:`finish` once for the delivery report.
+    """
+
+    def __init__(self, driver: Driver, workload: Workload, plan: RunPlan, *,
+                 payloads: list[bytes],
+                 on_period: Callable[[PeriodStats], None] | None = None) -> None:
+        self.driver = driver
+        self.workload = workload
+        self.plan = plan
+        self.payloads = payloads
+        self.on_period = on_period
+        self.begin_time = _now_iso()
+        prefix = safe_name(plan.topic_prefix)
+        self.prefix = prefix
+        self.topics = [f"{prefix}-{i:03d}" for i in range(workload.topics)]
+        self.subs_by_topic = {
+            t: [f"{prefix}-{i:03d}-sub{j:03d}" for j in range(workload.subscriptions_per_topic)]
+            for i, t in enumerate(self.topics)
+        }
+        self.subscriptions = [s for ss in self.subs_by_topic.values() for s in ss]
+        self.subs_per_topic = workload.subscriptions_per_topic
+        self.workers: list[_WorkerHandle] = []
+        self.assignments: list[WorkerAssignment] = []
+        self.read_back: dict[str, Any] = {}
+        self.probe_wait_s = 0.0
+        self.errors: list[str] = []
+        self.rate = 0.0
+        self._admin: Any = None
+        self._created = False
+        self._started = False
+        self._nprod: list[int] = []
+        self._prev: dict[int, dict[str, int]] = {}
+        self._last_tick = 0
+        self._cpu: Any = None  # /proc/stat snapshot at the last tick
+        self._finished: SessionEnd | None = None
+
+    # -- lifecycle --------------------------------------------------------------------
+    def __enter__(self) -> LoadSession:
+        try:
+            self.open()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def open(self) -> None:
+        """Create topics, spawn workers, create consumers then producers, probe readiness."""
+        wl, plan = self.workload, self.plan
+        partitions = [wl.partitions_for_topic(i) for i in range(wl.topics)]
+        self._admin = self.driver.admin()
+        self._admin.create_topics(self.topics, partitions)
+        self._created = True
+        self.assignments = _assign(wl, plan, self.driver, self.topics, self.subs_by_topic,
+                                   self.payloads, self.prefix)
+        ctx = mp.get_context("spawn")
+        for a in self.assignments:
+            self.workers.append(_WorkerHandle(ctx, a))
+        _broadcast(self.workers, "create_consumers", timeout_s=120)
+        _broadcast(self.workers, "create_producers", timeout_s=120)
+        self.probe_wait_s = _await_readiness(self.workers, self.subscriptions,
+                                             plan.probe_timeout_s)
+        # Read back once consumers exist: RabbitMQ subscription queues are theirs.
+        self.read_back = self._admin.read_back(self.topics)
+        self._nprod = [len(a.producers) for a in self.assignments]
+
+    def close(self) -> None:
+        """Close every worker, delete the topics and consumer groups (bounded, idempotent)."""
+        workers, self.workers = self.workers, []
+        for w in workers:
+            w.close()
+        admin, self._admin = self._admin, None
+        if admin is None:
+            return
+        try:
+            if self._created and not self.plan.keep_topics:
+                self._created = False
+                admin.delete_topics(self.topics)
+                groups = getattr(admin, "delete_groups", None)
+                if groups is not None:
+                    groups(self.subscriptions)
+        finally:
+            admin.close()
+
+    # -- rate -------------------------------------------------------------------------
+    @property
+    def producing_workers(self) -> int:
+        return sum(1 for k in self._nprod if k)
+
+    def set_rate(self, rate: float) -> None:
+        """Offer ``rate`` msg/s in total from now on, split by each worker's producers.
+
+        The first call starts the load on one common schedule; later calls rebase every
+        worker's schedule at the new rate (OMB ``adjustPublishRate``: 1 msg/s floor).
+        """
+        total = sum(self._nprod)
+        if not self._started:
+            start_ns = _mono() + 50_000_000
+            for w, k in zip(self.workers, self._nprod, strict=True):
+                w.call("start_load", (rate * k / total if total else 0.0, start_ns))
+            self._started = True
+            _wait_until(start_ns)
+            self._baseline()
+        else:
+            for w, k in zip(self.workers, self._nprod, strict=True):
+                w.send("adjust_rate", max(rate * k / total, 1.0) if total else 1.0)
+            for w in self.workers:
+                w.recv("adjust_rate", 60)
+        self.rate = float(rate)
+
+    def _baseline(self) -> None:
+        """Open a new stats window now: what happened since the last tick is discarded."""
+        _merge_period(-1, "setup", _mono(), 0.0, _broadcast(self.workers, "snapshot"),
+                      self._prev, self.subs_per_topic, self.rate)
+        self._last_tick = _mono()
+        self._cpu = _cpu_snapshot()
+
+    def _generator_cpu_busy(self) -> float | None:
+        """Busy share of the generator's CPUs since the last tick (all processes)."""
+        from pytest_brokerperf.metrics.sysstats import system_cpu_delta
+
+        prev, cur = self._cpu, _cpu_snapshot()
+        self._cpu = cur
+        if prev is None or cur is None:
+            return None
+        busy = system_cpu_delta(prev, cur).per_cpu_busy
+        cpus = self.plan.generator_cpus or tuple(sorted(busy))
+        values = [busy[c] for c in cpus if c in busy]
+        return sum(values) / len(values) if values else None
+
+    # -- periods ----------------------------------------------------------------------
+    def tick(self, index: int, phase: str, on_wait: WaitHook | None = None) -> PeriodStats:
+        """Wait for the end of the current stats period and merge every worker's snapshot."""
+        deadline = self._last_tick + int(self.plan.period_s * 1e9)
+        if on_wait is None:
+            _wait_until(deadline)
+        else:
+            while True:
+                on_wait(self)
+                left = (deadline - _mono()) / 1e9
+                if left <= 0:
+                    break
+                time.sleep(min(left, 0.05))
+        snaps = _broadcast(self.workers, "snapshot")
+        now = _mono()
+        ps = _merge_period(index, phase, self._last_tick, (now - self._last_tick) / 1e9, snaps,
+                           self._prev, self.subs_per_topic, self.rate)
+        ps.generator_cpu_busy = self._generator_cpu_busy()
+        self._last_tick = now
+        for s in snaps:
+            self.errors.extend(s["errors"])
+        negative = sum(s["totals"]["negative_e2e"] for s in snaps)
+        if negative:
+            raise MeasurementError(
+                f"{negative} end-to-end latencies <= 0 on one clock (CLOCK_MONOTONIC): "
+                "this is a harness bug, not a broker figure"
+            )
+        if self.on_period is not None:
+            self.on_period(ps)
+        return ps
+
+    def run_rung(self, rung: Rung, on_wait: WaitHook | None = None) -> RunOutcome:
+        """Set the rung's rate, settle (warm-up), measure; return this rung's outcome.
+
+        The outcome's delivery report is empty until :meth:`finish` (delivery is
+        reconciled once per session); ``SessionEnd.apply`` fills it in.
+        """
+        if rung.drain_before_s > 0 and self._started:
+            self.drain(rung.drain_before_s)
+        begin = _now_iso()
+        errors_before = len(self.errors)
+        first = not self._started
+        self.set_rate(rung.rate)
+        if not first:
+            self._baseline()
+        plan = replace(self.plan, rate=rung.rate, warmup_max_s=rung.warmup_max_s,
+                       measure_s=rung.measure_s)
         warmup: list[PeriodStats] = []
         steady = False
-        warm_deadline = last_tick + int(plan.warmup_max_s * 1e9)
-        period_ns = int(plan.period_s * 1e9)
-        errors: list[str] = []
-
-        def tick(index: int, phase: str) -> PeriodStats:
-            nonlocal last_tick
-            _wait_until(last_tick + period_ns)
-            snaps = _broadcast(workers, "snapshot")
-            now = _mono()
-            ps = _merge_period(index, phase, last_tick, (now - last_tick) / 1e9, snaps, prev,
-                               subs_per_topic, plan.rate)
-            last_tick = now
-            for s in snaps:
-                errors.extend(s["errors"])
-            negative = sum(s["totals"]["negative_e2e"] for s in snaps)
-            if negative:
-                raise MeasurementError(
-                    f"{negative} end-to-end latencies <= 0 on one clock (CLOCK_MONOTONIC): "
-                    "this is a harness bug, not a broker figure"
-                )
-            if on_period is not None:
-                on_period(ps)
-            return ps
-
-        if plan.warmup_max_s > 0:
-            while _mono() < warm_deadline:
-                warmup.append(tick(len(warmup), "warmup"))
-                if _is_steady(warmup, plan):
+        if rung.warmup_max_s > 0:
+            deadline = self._last_tick + int(rung.warmup_max_s * 1e9)
+            while _mono() < deadline - int(plan.period_s * 1e9 * 0.05):
+                warmup.append(self.tick(len(warmup), "warmup", on_wait))
+                if rung.warmup_until_steady and _is_steady(warmup, plan):
                     steady = True
                     break
+            if not rung.warmup_until_steady:
+                steady = True  # a fixed warm-up (OMB) is never "capped"
         else:
             steady = True
         measure_begin = _now_iso()
         periods: list[PeriodStats] = []
-        n_periods = max(1, math.ceil(plan.measure_s / plan.period_s - 1e-9))
+        n_periods = max(1, math.ceil(rung.measure_s / plan.period_s - 1e-9))
         for i in range(n_periods):
-            periods.append(tick(i, "measure"))
+            periods.append(self.tick(i, "measure", on_wait))
+        cumulative = {m: periods[0].histograms[m].copy() for m in METRICS}
+        for p in periods[1:]:
+            for m in METRICS:
+                cumulative[m].add(p.histograms[m])
+        return RunOutcome(
+            plan=plan, topics=self.topics, subscriptions=self.subscriptions, warmup=warmup,
+            warmup_steady=steady, periods=periods, cumulative=cumulative,
+            delivery=DeliveryReport(acknowledged=0), totals={}, begin_time=begin,
+            end_time=_now_iso(), measure_begin_time=measure_begin,
+            probe_wait_s=self.probe_wait_s, read_back=self.read_back,
+            worker_errors=self.errors[errors_before:],
+            driver_description=self.driver.describe(),
+        )
 
-        flush = _broadcast(workers, "stop_producers", plan.flush_timeout_s,
+    # -- counters -----------------------------------------------------------------------
+    def totals(self) -> dict[str, int]:
+        """Lifetime counters summed over workers (acked, received, queue_depth, ...)."""
+        out: dict[str, int] = {}
+        for r in _broadcast(self.workers, "totals"):
+            self.errors.extend(r["errors"])
+            for k, v in r["totals"].items():
+                if isinstance(v, int):
+                    out[k] = out.get(k, 0) + v
+        return out
+
+    def drain(self, timeout_s: float) -> bool:
+        """Lower the rate to the 1 msg/s floor and wait (bounded) for queues and lag to empty."""
+        self.set_rate(1.0)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            t = self.totals()
+            backlog = self.subs_per_topic * t.get("acked", 0) - t.get("received", 0)
+            if t.get("queue_depth", 0) <= 10 and backlog <= 10 * max(1, self.subs_per_topic):
+                return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
+
+    # -- end --------------------------------------------------------------------------
+    def finish(self) -> SessionEnd:
+        """Stop producers, let consumers catch up (bounded), reconcile delivery."""
+        if self._finished is not None:
+            return self._finished
+        plan = self.plan
+        flush = _broadcast(self.workers, "stop_producers", plan.flush_timeout_s,
                            timeout_s=plan.flush_timeout_s + 30)
         outstanding = sum(f["outstanding"] for f in flush)
-        drain_complete = _await_drain(workers, subs_per_topic, plan.drain_timeout_s)
-        finals = _broadcast(workers, "final", timeout_s=120)
+        drain_complete = _await_drain(self.workers, self.subs_per_topic, plan.drain_timeout_s)
+        finals = _broadcast(self.workers, "final", timeout_s=120)
         end = _now_iso()
         for f in finals:
-            errors.extend(f["errors"])
+            self.errors.extend(f["errors"])
         subs_of_producer = {
-            p.pid: subs_by_topic[p.topic] for a in assignments for p in a.producers
+            p.pid: self.subs_by_topic[p.topic] for a in self.assignments for p in a.producers
         }
         delivery = reconcile(
             [f["acks"] for f in finals],
@@ -368,32 +595,66 @@ def run_workload(
             for k, v in f["totals"].items():
                 if isinstance(v, int):
                     totals[k] = totals.get(k, 0) + v
-        cumulative = {m: periods[0].histograms[m].copy() for m in METRICS}
-        for p in periods[1:]:
-            for m in METRICS:
-                cumulative[m].add(p.histograms[m])
-        return RunOutcome(
-            plan=plan, topics=topics, subscriptions=subscriptions, warmup=warmup,
-            warmup_steady=steady, periods=periods, cumulative=cumulative, delivery=delivery,
-            totals=totals, begin_time=begin, end_time=end, measure_begin_time=measure_begin,
-            probe_wait_s=probe_wait, read_back=read_back,
+        self._finished = SessionEnd(
+            delivery=delivery, totals=totals,
             client_stats=[d for f in finals for d in f["client_stats"]],
-            worker_errors=errors, drain_complete=drain_complete,
-            outstanding_after_flush=outstanding, driver_description=driver.describe(),
+            worker_errors=list(self.errors), drain_complete=drain_complete,
+            outstanding_after_flush=outstanding, end_time=end, begin_time=self.begin_time,
         )
-    finally:
-        for w in workers:
-            w.close()
-        if created and not plan.keep_topics:
-            try:
-                admin.delete_topics(topics)
-                groups = getattr(admin, "delete_groups", None)
-                if groups is not None:
-                    groups(subscriptions)
-            finally:
-                admin.close()
-        else:
-            admin.close()
+        return self._finished
+
+
+def run_workload(
+    driver: Driver,
+    workload: Workload,
+    plan: RunPlan,
+    *,
+    payloads: list[bytes],
+    on_period: Callable[[PeriodStats], None] | None = None,
+) -> RunOutcome:
+    """Run ``workload`` against ``driver``'s broker at ``plan.rate`` and return what was
+    measured (one rung: warm-up until steady, capped, then the measured window)."""
+    with LoadSession(driver, workload, plan, payloads=payloads, on_period=on_period) as s:
+        out = s.run_rung(Rung(plan.rate, plan.warmup_max_s, plan.measure_s))
+        out.begin_time = s.begin_time
+        return s.finish().apply(out)
+
+
+def run_rates(
+    driver: Driver,
+    workload: Workload,
+    plan: RunPlan,
+    next_rung: Callable[[list[RunOutcome]], Rung | None],
+    *,
+    payloads: list[bytes],
+    on_period: Callable[[PeriodStats], None] | None = None,
+    on_rung: Callable[[RunOutcome], None] | None = None,
+) -> tuple[list[RunOutcome], SessionEnd]:
+    """Run rungs in one session until ``next_rung(done so far)`` returns None.
+
+    Topics, workers and clients are set up once; each rung sets its rate, settles and
+    measures; delivery is reconciled once at the end and applied to every rung.
+    """
+    rungs: list[RunOutcome] = []
+    with LoadSession(driver, workload, plan, payloads=payloads, on_period=on_period) as s:
+        while (rung := next_rung(rungs)) is not None:
+            out = s.run_rung(rung)
+            rungs.append(out)
+            if on_rung is not None:
+                on_rung(out)
+        end = s.finish()
+        for out in rungs:
+            end.apply(out, end_time=False)
+        return rungs, end
+
+
+def _cpu_snapshot() -> Any:
+    from pytest_brokerperf.metrics.sysstats import cpu_snapshot
+
+    try:
+        return cpu_snapshot()
+    except (OSError, ValueError):  # pragma: no cover - no /proc/stat
+        return None
 
 
 def _wait_until(t_ns: int) -> None:
@@ -446,13 +707,21 @@ def _await_drain(workers: list[_WorkerHandle], subs_per_topic: int, timeout_s: f
         time.sleep(0.1)
 
 
-def default_generator_cpus(broker_cpus: list[int] | None) -> tuple[int, ...] | None:
-    """CPUs for load generators: every CPU the broker is not pinned to, if any remain."""
+def default_generator_cpus(broker_cpus: Any) -> tuple[int, ...] | None:
+    """CPUs for load generators: every CPU the broker is not pinned to, if any remain.
+
+    ``broker_cpus`` is a list of CPUs or a provisioner's ``info["cpu_affinity"]`` mapping
+    (``{"broker_cpus": [...], "generator_cpus": [...], ...}``); None when the broker is
+    not pinned.
+    """
     try:
         mine = sorted(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - non-Linux
         return None
+    if isinstance(broker_cpus, dict):
+        broker_cpus = broker_cpus.get("broker_cpus")
     if not broker_cpus:
         return None
-    rest = [c for c in mine if c not in set(broker_cpus)]
+    pinned = {int(c) for c in broker_cpus}
+    rest = [c for c in mine if c not in pinned]
     return tuple(rest) if rest else None

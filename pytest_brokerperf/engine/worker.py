@@ -50,6 +50,8 @@ class ConsumerSpec:
     cid: int
     topic: str
     subscription: str
+    member: int = 0  # this consumer's index among its subscription's consumers
+    members: int = 1
 
 
 @dataclass
@@ -289,24 +291,48 @@ class Worker:
         return {"outstanding": outstanding}
 
     # -- consumers --------------------------------------------------------------------
-    def create_consumers(self) -> None:
+    def create_consumers(self, timeout_s: float = 100.0) -> None:
+        """Start one thread per consumer and return once every client exists (OMB order:
+        consumers are created before producers, so nothing published is missed because a
+        subscription — a RabbitMQ queue, say — did not exist yet)."""
+        up: list[threading.Event] = []
         for spec in self.a.consumers:
             state = (_Counters(), _Buffers(), ReceiveLedger())
             self.consumer_state.append(state)
+            ready = threading.Event()
+            up.append(ready)
             t = threading.Thread(
-                target=self._guard(lambda s=spec, st=state: self._consume(s, *st)),
+                target=self._guard(
+                    lambda s=spec, st=state, r=ready: self._consume(s, st[0], st[1], st[2], r)),
                 name=f"consumer-{spec.cid}",
                 daemon=True,
             )
             self.consumer_threads.append(t)
             t.start()
+        deadline = time.monotonic() + timeout_s
+        for ready, t in zip(up, self.consumer_threads, strict=True):
+            while not ready.wait(0.05):
+                if not t.is_alive():
+                    raise RuntimeError(f"consumer thread {t.name} died while creating its "
+                                       "client:\n" + "\n".join(self.errors[-3:]))
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"consumer {t.name} not created within {timeout_s:.0f} s")
 
     def _consume(self, spec: ConsumerSpec, c: _Counters, bufs: _Buffers,
-                 ledger: ReceiveLedger) -> None:
-        client: ConsumerClient = self.a.driver.consumer(
-            spec.topic, spec.subscription, f"{self.a.client_prefix}-c{spec.cid}"
-        )
+                 ledger: ReceiveLedger, ready: threading.Event | None = None) -> None:
+        driver = self.a.driver
+        client_id = f"{self.a.client_prefix}-c{spec.cid}"
+        client: ConsumerClient
+        if spec.members > 1 and getattr(driver, "splits_subscriptions", False):
+            # e.g. RabbitMQ streams: every consumer would read every message otherwise
+            client = driver.consumer(  # type: ignore[call-arg]
+                spec.topic, spec.subscription, client_id, member=spec.member,
+                members=spec.members)
+        else:
+            client = driver.consumer(spec.topic, spec.subscription, client_id)
         self.consumers_ready += 1
+        if ready is not None:
+            ready.set()
         unpack = header.unpack
         magic_ok, probe = header.MAGIC, header.KIND_PROBE
         sub = spec.subscription

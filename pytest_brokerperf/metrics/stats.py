@@ -73,6 +73,10 @@ class PeriodStats:
     histograms: dict[str, LatencyHistogram] = field(default_factory=dict)
     workers: list[WorkerSample] = field(default_factory=list)
     target_rate: float = 0.0  # offered rate during the period (msg/s)
+    #: busy share of the generator's CPUs over the period, every process counted
+    #: (/proc/stat; None when not sampled): tells a starved generator from one
+    #: whose own threads queue behind each other
+    generator_cpu_busy: float | None = None
     phase: str = "measure"  # warmup | measure
 
     @property

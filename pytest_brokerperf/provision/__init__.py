@@ -40,8 +40,12 @@ def effective_mode(requested: str) -> str:
     return "process" if requested == "auto" else requested
 
 
-def start_broker(kind: str, settings: Settings, workdir: Path) -> ManagedBroker:
-    """Start (or reach) a broker of ``kind`` as the settings say; raise BrokerUnavailable."""
+def start_broker(kind: str, settings: Settings, workdir: Path,
+                 durability: int | None = None) -> ManagedBroker:
+    """Start (or reach) a broker of ``kind`` as the settings say; raise BrokerUnavailable.
+
+    ``durability`` (1-4) matters where it is broker-wide: Pulsar's bookie journal.
+    """
     mode = settings.provision_effective
     if kind == "kafka" and mode == "process":
         from pytest_brokerperf.provision.kafka_process import KafkaProcessCluster
@@ -49,14 +53,63 @@ def start_broker(kind: str, settings: Settings, workdir: Path) -> ManagedBroker:
         cluster = KafkaProcessCluster(
             nodes=settings.nodes, version=settings.kafka_version,
             kafka_home=settings.kafka_home, workdir=workdir,
+            metrics_agent=settings.broker_metrics,
         )
         endpoint = cluster.start()
         return ManagedBroker(endpoint, cluster)
+    if kind == "pulsar" and mode == "process":
+        from pytest_brokerperf.provision.pulsar_process import PulsarStandalone
+
+        # journal fsync is bookie-wide: one standalone serves one durability level
+        standalone = PulsarStandalone(
+            nodes=settings.nodes, version=settings.pulsar_version, workdir=workdir,
+            durability=durability,
+        )
+        return ManagedBroker(standalone.start(), standalone)
+    if kind == "rabbitmq" and mode == "process":
+        from pytest_brokerperf.provision.rabbitmq_process import RabbitMQProcessCluster
+
+        rmq = RabbitMQProcessCluster(nodes=settings.nodes, workdir=workdir)
+        endpoint = rmq.start()
+        if durability is not None:  # not broker-wide: the driver picks queue type/persistence
+            endpoint.info["durability"] = durability
+        return ManagedBroker(endpoint, rmq)
+    if kind == "tansu" and mode == "process":
+        from pytest_brokerperf.provision.tansu_process import IN_MEMORY_NOTE, TansuProcess
+
+        if durability is not None:
+            raise BrokerUnavailable(f"durability level {durability} on Tansu: {IN_MEMORY_NOTE}")
+        tansu = TansuProcess(nodes=settings.nodes, workdir=workdir)
+        return ManagedBroker(tansu.start(), tansu)
+    if kind in ("redpanda", "automq") and mode != "remote":
+        raise BrokerUnavailable(
+            f"{kind} cannot be started here (no artifact in any reachable registry); it is "
+            "accepted against a remote cluster only, which this version does not support for "
+            f"{kind} yet (untested)"
+        )
     if mode == "container":
         raise BrokerUnavailable(
             f"--brokerperf-provision=container is not available for {kind!r} in this version; "
             "use --brokerperf-provision=process (local processes, no Docker needed)"
         )
+    if kind == "kafka" and mode == "remote":
+        from pytest_brokerperf.provision.remote import remote_kafka_endpoint
+
+        return ManagedBroker(remote_kafka_endpoint(settings))  # nothing to stop
+    if kind == "pulsar" and mode == "remote":
+        from pytest_brokerperf.provision.pulsar_remote import remote_pulsar_endpoint
+
+        endpoint = remote_pulsar_endpoint(settings)
+        if durability is not None:  # declared by the user: the bookie journal is not visible
+            endpoint.info["durability"] = durability
+        return ManagedBroker(endpoint)  # nothing to stop
+    if kind == "rabbitmq" and mode == "remote":
+        from pytest_brokerperf.provision.rabbitmq_remote import remote_rabbitmq_endpoint
+
+        endpoint = remote_rabbitmq_endpoint(settings)
+        if durability is not None:  # the driver picks queue type and persistence
+            endpoint.info["durability"] = durability
+        return ManagedBroker(endpoint)  # nothing to stop
     if mode == "remote":
         raise BrokerUnavailable(
             f"--brokerperf-provision=remote for {kind!r} needs the remote-cluster flags, "
@@ -64,5 +117,5 @@ def start_broker(kind: str, settings: Settings, workdir: Path) -> ManagedBroker:
         )
     raise BrokerUnavailable(
         f"broker {kind!r} cannot be provisioned as {mode!r} in this version of "
-        "pytest-brokerperf (available: kafka as local processes)"
+        "pytest-brokerperf (available: kafka, pulsar, rabbitmq and tansu as local processes)"
     )

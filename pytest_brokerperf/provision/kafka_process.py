@@ -81,6 +81,7 @@ _TOOL_FLAGS: tuple[str, ...] = ("-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+Use
 _HEAP = re.compile(r"^[1-9][0-9]*[kKmMgG]?$")
 _LISTENER_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
 _RESERVED_LISTENERS = frozenset({"PLAINTEXT", "CONTROLLER"})
+_LISTENER_PROTOCOLS = frozenset({"PLAINTEXT", "SASL_PLAINTEXT"})
 _BIND_FAILURE = re.compile(r"Address already in use|BindException")
 
 
@@ -102,12 +103,15 @@ class ExtraListener:
 
     The advertised port is where the test puts a proxy (e.g. a delay proxy) that
     forwards to ``bind_port``; clients bootstrapping through it get metadata that
-    keeps them on the proxy.
+    keeps them on the proxy. ``protocol`` ``SASL_PLAINTEXT`` (with the broker's
+    ``sasl.enabled.mechanisms`` and ``listener.name.<name>.<mech>.sasl.jaas.config`` in the
+    overrides) makes it an authenticated listener, e.g. to test remote mode locally.
     """
 
     name: str
     bind_port: int
     advertised_port: int
+    protocol: str = "PLAINTEXT"  # security protocol: PLAINTEXT or SASL_PLAINTEXT
 
 
 def generate_cluster_id() -> str:
@@ -143,7 +147,7 @@ def node_config(
     for x in extra_listeners:
         listeners.append(f"{x.name}://{host}:{x.bind_port}")
         advertised.append(f"{x.name}://{host}:{x.advertised_port}")
-        protocols.append(f"{x.name}:PLAINTEXT")
+        protocols.append(f"{x.name}:{x.protocol}")
     cfg: dict[str, str] = {
         "process.roles": "broker,controller",
         "node.id": str(node.node_id),
@@ -358,7 +362,13 @@ class KafkaProcessCluster:
     ``cpus``: CPUs every broker JVM is pinned to; ``None`` = the last CPU when the
     machine has several (the load generator uses the others), ``set()`` = no pinning.
     ``extra_listeners``: listener name -> advertised port (single node only); each gets
-    its own bound port, reported in ``endpoint.info["listeners"]``.
+    its own bound port, reported in ``endpoint.info["listeners"]``; advertised port 0
+    advertises the bound port itself. ``listener_protocols``: listener name -> security
+    protocol (``PLAINTEXT`` default, ``SASL_PLAINTEXT``).
+    ``metrics_agent``: attach the Prometheus JMX exporter javaagent (from Maven Central)
+    to every node; ``endpoint.info["metrics_urls"]`` lists the scrape URLs in node
+    order. When the agent cannot be resolved the cluster starts without it and
+    ``endpoint.info["metrics_agent"]["error"]`` says why.
     ``kafka_home`` (or ``$KAFKA_HOME``) replaces the Maven cache, and then the version
     is the one of its jars, whatever ``version`` says; ``endpoint.version`` is always
     the version actually run. ``start_timeout`` bounds format + start + readiness,
@@ -381,6 +391,8 @@ class KafkaProcessCluster:
         stop_timeout: float = DEFAULT_STOP_TIMEOUT_S,
         keep_logs: bool = True,
         java: str | None = None,
+        listener_protocols: dict[str, str] | None = None,
+        metrics_agent: bool = False,
     ) -> None:
         if not isinstance(nodes, int) or nodes < 1:
             raise ConfigError(f"nodes must be a positive integer, got {nodes!r}")
@@ -393,6 +405,11 @@ class KafkaProcessCluster:
         self.cpus = set(cpus) if cpus is not None else None
         self.broker_overrides: dict[str, str] = dict(broker_overrides or {})
         self.extra_listeners: dict[str, int] = dict(extra_listeners or {})
+        self.listener_protocols: dict[str, str] = dict(listener_protocols or {})
+        self.metrics_agent = metrics_agent
+        self._agent_jar: Path | None = None
+        self._agent_error: str | None = None
+        self._metrics_ports: list[int] = []
         self.kafka_home = kafka_home
         self.quorum: Quorum = quorum
         self.start_timeout = start_timeout
@@ -448,9 +465,16 @@ class KafkaProcessCluster:
                     f"bad extra listener name {name!r}: use upper-case letters, digits and _, "
                     f"not {', '.join(sorted(_RESERVED_LISTENERS))}"
                 )
-            if not isinstance(port, int) or not 0 < port < 65536 or port in seen:
+            if not isinstance(port, int) or not 0 <= port < 65536 or port in seen:
                 raise ConfigError(f"bad advertised port {port!r} for listener {name}")
-            seen.add(port)
+            if port:
+                seen.add(port)
+        for name, protocol in self.listener_protocols.items():
+            if name not in self.extra_listeners or protocol not in _LISTENER_PROTOCOLS:
+                raise ConfigError(
+                    f"bad listener protocol {name}={protocol!r}: name an extra listener and "
+                    f"one of {', '.join(sorted(_LISTENER_PROTOCOLS))}"
+                )
         if self.cpus:
             allowed = os.sched_getaffinity(0)
             if not self.cpus <= allowed:
@@ -509,6 +533,7 @@ class KafkaProcessCluster:
                 "install a newer JDK or set JAVA_HOME to one"
             )
         workdir = self._prepare_workdir()
+        self._resolve_agent()
         began = time.monotonic()
         attempts = 3  # a new set of ports when another process took one meanwhile
         for attempt in range(attempts):
@@ -525,6 +550,19 @@ class KafkaProcessCluster:
                 raise
         self._endpoint = self._make_endpoint(lib, version, java, java_ver, began)
         return self._endpoint
+
+    def _resolve_agent(self) -> None:
+        """The JMX exporter jar, or the reason the cluster runs without it."""
+        self._agent_jar, self._agent_error = None, None
+        if not self.metrics_agent:
+            return
+        from pytest_brokerperf.errors import BrokerPerfError
+        from pytest_brokerperf.provision.jmx_exporter import resolve_agent
+
+        try:
+            self._agent_jar = resolve_agent()
+        except BrokerPerfError as e:
+            self._agent_error = str(e).splitlines()[0]
 
     def _prepare_workdir(self) -> Path:
         if self._workdir is None:
@@ -544,17 +582,30 @@ class KafkaProcessCluster:
     def _layout(self, workdir: Path, version: str) -> list[_Node]:
         """Pick ports and write config files for every node."""
         n = self.nodes
+        n_agent = n if self._agent_jar is not None else 0
         ports = free_ports(
-            2 * n + len(self.extra_listeners), exclude=set(self.extra_listeners.values())
+            2 * n + len(self.extra_listeners) + n_agent,
+            exclude=set(self.extra_listeners.values()),
         )
         all_ports = [
             NodePorts(node_id=i + 1, port=ports[2 * i], controller_port=ports[2 * i + 1])
             for i in range(n)
         ]
         extras = [
-            ExtraListener(name, bind_port=ports[2 * n + k], advertised_port=adv)
+            ExtraListener(
+                name,
+                bind_port=ports[2 * n + k],
+                advertised_port=adv or ports[2 * n + k],
+                protocol=self.listener_protocols.get(name, "PLAINTEXT"),
+            )
             for k, (name, adv) in enumerate(self.extra_listeners.items())
         ]
+        self._metrics_ports = ports[2 * n + len(extras):]
+        agent_config = workdir / "config" / "jmx-exporter.yaml"
+        if self._agent_jar is not None:
+            from pytest_brokerperf.provision.jmx_exporter import render_config
+
+            agent_config.write_text(render_config(), encoding="utf-8")
         major = _kafka_major(version)
         log_name = "log4j2.properties" if major >= 4 else "log4j.properties"
         log_config = workdir / "config" / log_name
@@ -586,6 +637,12 @@ class KafkaProcessCluster:
             for old in logs.glob(f"gc-{i}.log*"):  # the JVM would rotate, not truncate
                 old.unlink()
             flags = kafka_jvm_flags(self.heap, gc_log, logs) + logging_flags(version, log_config)
+            if self._agent_jar is not None:
+                from pytest_brokerperf.provision.jmx_exporter import agent_flag
+
+                flags.append(
+                    agent_flag(self._agent_jar, LOOPBACK, self._metrics_ports[i - 1], agent_config)
+                )
             nodes.append(
                 _Node(
                     ports=np_,
@@ -763,9 +820,18 @@ class KafkaProcessCluster:
                     "host": LOOPBACK,
                     "bind_port": x.bind_port,
                     "advertised_port": x.advertised_port,
+                    "protocol": x.protocol,
                 }
                 for x in self._extras
             },
+            "metrics_urls": [
+                f"http://{LOOPBACK}:{p}/metrics" for p in self._metrics_ports
+            ] if self._agent_jar is not None else [],
+            "metrics_agent": (
+                None if not self.metrics_agent
+                else {"jar": str(self._agent_jar), "ports": list(self._metrics_ports)}
+                if self._agent_jar is not None else {"error": self._agent_error}
+            ),
             "node_ports": [
                 {
                     "node_id": n.ports.node_id,

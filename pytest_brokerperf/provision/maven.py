@@ -12,7 +12,7 @@ workers, parallel CI jobs) from resolving the same version at once.
 
 Command line (CI pre-fetch)::
 
-    python -m pytest_brokerperf.provision.maven kafka [--version V]
+    python -m pytest_brokerperf.provision.maven kafka|pulsar [--version V]
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from pytest_brokerperf.provision.process import ManagedProcess, log_tail
 
 __all__ = [
     "KAFKA_DEFAULT_VERSION",
+    "PULSAR_DEFAULT_VERSION",
     "Artifact",
     "cache_root",
     "classpath_dir",
@@ -45,9 +46,12 @@ __all__ = [
     "kafka_artifacts",
     "kafka_version_of",
     "main",
+    "pulsar_artifacts",
+    "pulsar_version_of",
     "render_pom",
     "resolve_classpath",
     "resolve_kafka",
+    "resolve_pulsar",
 ]
 
 KAFKA_DEFAULT_VERSION = "4.3.1"
@@ -57,6 +61,13 @@ KAFKA_SCALA_VERSION = "2.13"
 LOG4J2_VERSION = "2.24.3"
 RELOAD4J_SLF4J_VERSION = "1.7.36"
 RELOAD4J_VERSION = "1.2.25"
+
+#: Pulsar 4.0 LTS, pinned (brokers.md §2.1). Not 4.0.8: its closure is incomplete on the
+#: reachable Maven Central (jetcd-core-shaded 4.0.8 is missing there); 4.0.7 resolves.
+PULSAR_DEFAULT_VERSION = "4.0.7"
+# Pulsar 4.0.x builds against log4j2 2.23.1 and logs through slf4j 2, so the binding is
+# log4j-slf4j2-impl (brokers.md §2.1); declared explicitly, as the distribution does.
+PULSAR_LOG4J2_VERSION = "2.23.1"
 
 CACHE_ENV = "BROKERPERF_CACHE_DIR"
 MARKER = "resolved.json"
@@ -390,24 +401,103 @@ def resolve_kafka(
     return resolve_classpath("kafka", version, artifacts, root=root, mvn=mvn, timeout=timeout)
 
 
+# -- Pulsar -----------------------------------------------------------------------------
+
+
+def pulsar_artifacts(version: str = PULSAR_DEFAULT_VERSION) -> list[Artifact]:
+    """The Maven artifacts whose runtime closure runs ``PulsarStandaloneStarter``.
+
+    The un-shaded ``pulsar-broker`` (``pulsar-broker-shaded`` breaks the bookie's
+    ``DbLedgerStorage``, brokers.md §2.6) plus the log4j2 backend bound through slf4j 2.
+    """
+    _check_name_version("pulsar", version)
+    try:
+        major = int(version.split(".", 1)[0])
+    except ValueError:
+        raise ConfigError(f"bad Pulsar version {version!r}: expected e.g. 4.0.7") from None
+    if major != 4:
+        raise ConfigError(
+            f"Pulsar {version} is not supported: the standalone provisioner is built and "
+            f"tested for 4.x (default {PULSAR_DEFAULT_VERSION})"
+        )
+    return [
+        Artifact("org.apache.pulsar", "pulsar-broker", version),
+        Artifact("org.apache.logging.log4j", "log4j-api", PULSAR_LOG4J2_VERSION),
+        Artifact("org.apache.logging.log4j", "log4j-core", PULSAR_LOG4J2_VERSION),
+        Artifact("org.apache.logging.log4j", "log4j-slf4j2-impl", PULSAR_LOG4J2_VERSION),
+    ]
+
+
+_PULSAR_JAR = re.compile(r"^pulsar-broker-(?P<version>\d[^-]*(?:-[A-Za-z0-9.]+)?)\.jar$")
+
+
+def pulsar_version_of(lib_dir: Path) -> str:
+    """The Pulsar version of a lib dir, from its ``pulsar-broker-<version>.jar``."""
+    versions: set[str] = set()
+    for jar in Path(lib_dir).glob("pulsar-broker-*.jar"):
+        m = _PULSAR_JAR.match(jar.name)
+        if m and not jar.name.removesuffix(".jar").endswith(_NOT_MAIN_JAR):
+            versions.add(m.group("version"))
+    if len(versions) != 1:
+        found = ", ".join(sorted(versions)) or "none"
+        raise ProvisionError(
+            f"{lib_dir} must hold exactly one pulsar-broker-<version>.jar (found: {found})"
+        )
+    return versions.pop()
+
+
+def resolve_pulsar(
+    version: str = PULSAR_DEFAULT_VERSION,
+    *,
+    root: Path | None = None,
+    mvn: str | None = None,
+    timeout: float = DEFAULT_MAVEN_TIMEOUT_S,
+) -> Path:
+    """A directory of jars that runs a Pulsar standalone of ``version`` (Maven cache).
+
+    The first call downloads the broker's runtime closure (a few hundred MB, rocksdbjni
+    and BookKeeper included) from Maven Central; later calls reuse the cache.
+    """
+    artifacts = pulsar_artifacts(version)
+    target = classpath_dir("pulsar", version, root)
+    if is_resolved(target, artifacts):
+        return target / "lib"
+    if not (mvn or shutil.which("mvn")):
+        raise BrokerUnavailable(
+            f"Pulsar {version} is not available: Maven ('mvn') is not on PATH. Install "
+            "Maven 3.8+ and a JDK 17+ (Debian: apt-get install maven openjdk-17-jdk-headless) "
+            f"so the broker jars can be fetched from Maven Central into {target}. To "
+            "pre-fetch: python -m pytest_brokerperf.provision.maven pulsar"
+        )
+    return resolve_classpath("pulsar", version, artifacts, root=root, mvn=mvn, timeout=timeout)
+
+
 # -- command line ------------------------------------------------------------------------
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m pytest_brokerperf.provision.maven kafka [--version V]``: print the lib dir."""
+    """``python -m pytest_brokerperf.provision.maven kafka|pulsar [--version V]``: the lib dir."""
     parser = argparse.ArgumentParser(
         prog="python -m pytest_brokerperf.provision.maven",
         description="Resolve a broker's jars into the pytest-brokerperf cache and print "
         "the lib directory (CI pre-fetch).",
     )
-    parser.add_argument("broker", choices=["kafka"])
-    parser.add_argument("--version", default=KAFKA_DEFAULT_VERSION, help="broker version")
+    parser.add_argument("broker", choices=["kafka", "pulsar"])
+    parser.add_argument(
+        "--version", default=None,
+        help=f"broker version (default: Kafka {KAFKA_DEFAULT_VERSION}, "
+        f"Pulsar {PULSAR_DEFAULT_VERSION})",
+    )
     parser.add_argument("--kafka-home", default=None, help="use this KAFKA_HOME instead")
     parser.add_argument("--cache-dir", default=None, help=f"cache root (default ${CACHE_ENV})")
     args = parser.parse_args(argv)
     root = Path(args.cache_dir) if args.cache_dir else None
     try:
-        lib = resolve_kafka(args.version, kafka_home=args.kafka_home, root=root)
+        if args.broker == "pulsar":
+            lib = resolve_pulsar(args.version or PULSAR_DEFAULT_VERSION, root=root)
+        else:
+            lib = resolve_kafka(args.version or KAFKA_DEFAULT_VERSION,
+                                kafka_home=args.kafka_home, root=root)
     except BrokerUnavailable as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

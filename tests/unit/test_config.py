@@ -381,6 +381,7 @@ def test_option_table_is_consistent() -> None:
         assert o.field in fields, o
         assert o.dest == o.ini == f"brokerperf_{o.name}"
         assert o.env == f"BROKERPERF_{o.name.upper()}"
-        assert o.flag == "--broker" or o.flag.startswith(("--brokerperf-", "--kafka-"))
+        assert o.flag == "--broker" or o.flag.startswith(("--brokerperf-", "--kafka-",
+                                                          "--pulsar-", "--rabbitmq-"))
         if o.kind not in ("file", "existing_dir"):  # the documented example is valid
             resolve(cli={o.dest: o.example})

@@ -127,7 +127,7 @@ def test_shipped_drivers_listed() -> None:
         shipped_driver("kafka-locl")
 
 
-@pytest.mark.parametrize("name", shipped_drivers())
+@pytest.mark.parametrize("name", [n for n in shipped_drivers() if n.startswith("kafka")])
 def test_shipped_driver_round_trips(name: str, tmp_path: Path) -> None:
     cfg = KafkaDriverConfig.from_yaml(shipped_driver(name))
     assert KafkaDriverConfig.from_dict(cfg.to_omb_dict()) == cfg

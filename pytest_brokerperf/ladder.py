@@ -1,0 +1,553 @@
+"""The throughput ladder's judgement: sustainable or not, what limited it, and the knee.
+
+Pure functions over measured rungs (no processes, no broker), so every rule has a unit
+test. Definitions (also in ``docs/explanation/throughput.md``):
+
+* **Sustainable rung** — over its measured window: the *acknowledged* rate is within
+  ``rate_tolerance`` (±5 %) of the target; consumer lag (backlog) and the client
+  library's local queue do not grow (least-squares slope over the period ends at most
+  ``growth_tolerance`` × target per second, or still below ``max(1000, 0.1 s × target)``
+  messages at the end); publish delay p99 stays within ``publish_delay_budget_us``
+  (10 ms); and no send failed.
+* **Limiting resource** of a rung that is not sustainable, from independent signals:
+  ``generator`` (a worker waited on a run queue ≥ 20 % of the time without using 90 %
+  of a core while the generator's CPUs were ≥ 90 % busy — another process took its
+  CPU —, or the offered rate per worker process
+  exceeds the harness's own calibrated ceiling, or a worker used ≥ 90 % of a core /
+  missed its schedule without client push-back while the harness alone could not do
+  that rate either), ``client-library`` (the same saturation at a
+  per-process rate the harness alone sustains — the client library's cost saturated the
+  process — or a rate above the driver's calibrated client-bound ceiling), and
+  ``broker-backpressure`` (the generator had CPU to spare while the client queue filled
+  or grew, consumer lag grew or acknowledgements fell short: the broker is the limit).
+  A sustainable rung's limit is ``none``.
+* **Knee** — scanning rungs by offered rate, the first rung whose p99 response time is
+  more than ``knee_factor`` (2×) the lowest p99 of the rungs below it, and stays so at
+  every higher rung, bends the curve; the knee is the rung before it: the highest
+  offered rate at which p99 is still within 2× of its floor. No such rung: no knee
+  within the ladder.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from pytest_brokerperf.engine.coordinator import RunOutcome
+
+__all__ = [
+    "BROKER",
+    "CLIENT_LIBRARY",
+    "CONFLUENT_LADDER",
+    "GENERATOR",
+    "LADDER_PROFILES",
+    "NONE",
+    "Knee",
+    "LadderPolicy",
+    "LadderProfile",
+    "LadderResult",
+    "RungResult",
+    "RungSignals",
+    "attribute_limit",
+    "find_knee",
+    "format_rate",
+    "judge_rung",
+    "ladder_rates",
+    "slope",
+    "summarize",
+]
+
+GENERATOR = "generator"
+CLIENT_LIBRARY = "client-library"
+BROKER = "broker-backpressure"
+NONE = "none"
+
+#: Confluent's fixed-rate ladder (msg/s), scaled per profile.
+CONFLUENT_LADDER: tuple[float, ...] = (10_000, 50_000, 100_000, 200_000, 500_000, 1_000_000)
+
+#: Latency views and percentiles recorded per rung.
+RUNG_VIEWS = ("publish_response", "e2e_response", "publish_latency", "e2e_latency",
+              "publish_delay")
+RUNG_PERCENTILES = (50.0, 99.0, 99.9)
+
+
+@dataclass(frozen=True)
+class LadderProfile:
+    """Per-rung timing and ladder scale of one ``--brokerperf-profile``.
+
+    ``None`` durations come from the workload file (the ``omb`` profile: each rung warms
+    up ``warmupDurationMinutes`` and measures ``testDurationMinutes``).
+    """
+
+    scale: float
+    warmup_max_s: float | None
+    measure_s: float | None
+    warmup_until_steady: bool = True
+
+
+LADDER_PROFILES: dict[str, LadderProfile] = {
+    # 2k, 10k, 20k, 40k, 100k, 200k: on a 2-core machine with 1 KiB messages one Python
+    # worker process generates about 100k msg/s, so even the smoke ladder reaches a
+    # failing rung (at 0.1 the 100k top rung sat right at that edge)
+    # rungs fail, so even the smoke ladder brackets a limit.
+    "smoke": LadderProfile(scale=0.2, warmup_max_s=5.0, measure_s=5.0),
+    "standard": LadderProfile(scale=1.0, warmup_max_s=30.0, measure_s=60.0),
+    "omb": LadderProfile(scale=1.0, warmup_max_s=None, measure_s=None,
+                         warmup_until_steady=False),
+}
+
+
+def ladder_rates(profile: str) -> tuple[float, ...]:
+    """Confluent's ladder scaled by the profile's factor."""
+    scale = LADDER_PROFILES[profile].scale
+    return tuple(round(r * scale) for r in CONFLUENT_LADDER)
+
+
+def format_rate(rate: float | None) -> str:
+    """20000 → ``20k``, 1500000 → ``1.5M``, 500 → ``500``."""
+    if rate is None:
+        return "n/a"
+    if rate >= 1e6:
+        return f"{rate / 1e6:g}M"
+    if rate >= 1e3:
+        return f"{rate / 1e3:g}k"
+    return f"{rate:g}"
+
+
+@dataclass(frozen=True)
+class LadderPolicy:
+    """The stated tolerances a rung is judged by (recorded with every ladder)."""
+
+    rate_tolerance: float = 0.05  # ack rate within ±5 % of target
+    growth_tolerance: float = 0.02  # lag/queue slope ≤ 2 % of target per second
+    growth_floor_messages: int = 1000  # OMB's backlog limit: below it nothing "grows"
+    growth_floor_s: float = 0.1  # ... or below 100 ms worth of messages at the target
+    publish_delay_budget_us: float = 10_000.0
+    cpu_share: float = 0.90  # of one core
+    runq_share: float = 0.20  # of wall time
+    knee_factor: float = 2.0
+    refuse_factor: float = 2.0  # refuse rungs above 2 × workers × harness ceiling
+
+    def growth_floor(self, target: float) -> float:
+        return max(float(self.growth_floor_messages), self.growth_floor_s * target)
+
+
+def slope(points: Sequence[tuple[float, float]]) -> float:
+    """Least-squares slope of (x, y) points; 0 with fewer than two distinct x."""
+    n = len(points)
+    if n < 2:
+        return 0.0
+    mx = sum(x for x, _ in points) / n
+    my = sum(y for _, y in points) / n
+    sxx = sum((x - mx) ** 2 for x, _ in points)
+    if sxx <= 0:
+        return 0.0
+    return sum((x - mx) * (y - my) for x, y in points) / sxx
+
+
+@dataclass
+class RungSignals:
+    """What one rung's measured window shows, merged over workers."""
+
+    target: float
+    ack_rate: float
+    consume_rate: float  # per subscription
+    duration_s: float
+    lag_slope: float  # messages per second
+    lag_end: float
+    queue_slope: float
+    queue_end: float
+    queue_full: int
+    publish_delay_p99_us: float | None
+    send_errors: int
+    worker_cpu: dict[int, float] = field(default_factory=dict)  # share of one core
+    worker_runq: dict[int, float] = field(default_factory=dict)  # share of wall time
+    producing_workers: int = 1
+    generator_cpu_busy: float | None = None  # the generator CPUs' busy share, all processes
+
+    @property
+    def ack_ratio(self) -> float:
+        return self.ack_rate / self.target if self.target > 0 else 0.0
+
+    @property
+    def per_worker_rate(self) -> float:
+        return self.target / max(1, self.producing_workers)
+
+    @classmethod
+    def from_outcome(cls, outcome: RunOutcome, *, subscriptions_per_topic: int = 1,
+                     producing_workers: int = 1) -> RungSignals:
+        periods = outcome.periods
+        t0 = periods[0].start_ns if periods else 0
+        lag_pts: list[tuple[float, float]] = []
+        queue_pts: list[tuple[float, float]] = []
+        cpu: dict[int, list[float]] = {}
+        runq: dict[int, list[float]] = {}
+        wall: dict[int, float] = {}
+        queue_full = 0
+        busy = [p.generator_cpu_busy for p in periods if p.generator_cpu_busy is not None]
+        for p in periods:
+            t = (p.start_ns - t0) / 1e9 + p.elapsed_s
+            lag_pts.append((t, float(p.backlog)))
+            queue_pts.append((t, float(sum(w.client_queue_depth for w in p.workers))))
+            for w in p.workers:
+                cpu.setdefault(w.worker, []).append(w.cpu_s)
+                runq.setdefault(w.worker, []).append(w.runq_delay_s)
+                wall[w.worker] = wall.get(w.worker, 0.0) + w.elapsed_s
+                queue_full += w.queue_full
+        return cls(
+            target=outcome.plan.rate,
+            ack_rate=outcome.ack_rate,
+            consume_rate=outcome.consume_rate / max(1, subscriptions_per_topic),
+            duration_s=outcome.measured_s,
+            lag_slope=slope(lag_pts),
+            lag_end=lag_pts[-1][1] if lag_pts else 0.0,
+            queue_slope=slope(queue_pts),
+            queue_end=queue_pts[-1][1] if queue_pts else 0.0,
+            queue_full=queue_full,
+            publish_delay_p99_us=outcome.cumulative["publish_delay"].percentile(
+                99, allow_undersampled=True),
+            send_errors=sum(p.send_errors for p in periods),
+            worker_cpu={k: sum(v) / max(wall[k], 1e-9) for k, v in cpu.items()},
+            worker_runq={k: sum(v) / max(wall[k], 1e-9) for k, v in runq.items()},
+            producing_workers=producing_workers,
+            generator_cpu_busy=sum(busy) / len(busy) if busy else None,
+        )
+
+
+def _grows(slope_: float, end: float, target: float, policy: LadderPolicy) -> bool:
+    return slope_ > policy.growth_tolerance * target and end > policy.growth_floor(target)
+
+
+def judge_rung(sig: RungSignals, policy: LadderPolicy | None = None) -> list[str]:
+    """Why a rung is not sustainable (an empty list: it is sustainable)."""
+    pol = policy or LadderPolicy()
+    why: list[str] = []
+    if sig.target <= 0 or abs(sig.ack_rate - sig.target) > pol.rate_tolerance * sig.target:
+        why.append(
+            f"acknowledged {sig.ack_rate:,.0f} msg/s is {sig.ack_ratio:.1%} of the target "
+            f"{sig.target:,.0f} (tolerance ±{pol.rate_tolerance:.0%})"
+        )
+    if _grows(sig.lag_slope, sig.lag_end, sig.target, pol):
+        why.append(f"consumer lag grew {sig.lag_slope:+,.0f} msg/s to {sig.lag_end:,.0f}")
+    if _grows(sig.queue_slope, sig.queue_end, sig.target, pol):
+        why.append(
+            f"client local queue grew {sig.queue_slope:+,.0f} msg/s to {sig.queue_end:,.0f}")
+    d = sig.publish_delay_p99_us
+    if d is not None and d > pol.publish_delay_budget_us:
+        why.append(f"publish delay p99 {d / 1000:,.1f} ms over the "
+                   f"{pol.publish_delay_budget_us / 1000:g} ms budget")
+    if sig.send_errors:
+        why.append(f"{sig.send_errors} sends failed")
+    return why
+
+
+def attribute_limit(sig: RungSignals, failures: Sequence[str],
+                    policy: LadderPolicy | None = None, *,
+                    harness_ceiling: float | None = None,
+                    client_ceiling: float | None = None) -> tuple[str, list[str]]:
+    """The limiting resource of a rung and the signals behind it.
+
+    ``harness_ceiling`` is the per-process ceiling of the harness alone (loopback
+    calibration); ``client_ceiling`` the per-process ceiling of this driver when its
+    calibration was limited by the client process (not by the broker). Either may be
+    unknown (None).
+    """
+    pol = policy or LadderPolicy()
+    if not failures:
+        return NONE, []
+    per_worker = sig.per_worker_rate
+    starved = {k: v for k, v in sig.worker_runq.items() if v >= pol.runq_share}
+    hot = {k: v for k, v in sig.worker_cpu.items() if v >= pol.cpu_share}
+    queue_grew = _grows(sig.queue_slope, sig.queue_end, sig.target, pol)
+    pushback = sig.queue_full > 0 or queue_grew
+    d = sig.publish_delay_p99_us
+    late = d is not None and d > pol.publish_delay_budget_us
+    if harness_ceiling is not None and per_worker > harness_ceiling:
+        return GENERATOR, [
+            f"{per_worker:,.0f} msg/s per worker process is above the harness's own "
+            f"calibrated ceiling of {harness_ceiling:,.0f} msg/s (loopback, no broker)"
+        ]
+    # Run-queue wait alone also counts a worker's own threads queueing behind each other
+    # (librdkafka runs several); starvation needs the generator's CPUs to be full too.
+    busy = sig.generator_cpu_busy
+    cpus_full = busy is None or busy >= pol.cpu_share
+    if starved and not hot and cpus_full:
+        full = "" if busy is None else f", its CPUs {busy:.0%} busy"
+        return GENERATOR, [
+            "worker process CPU-starved: waited on a run queue "
+            + ", ".join(f"{v:.0%} (worker {k})" for k, v in sorted(starved.items()))
+            + f" of the rung (≥ {pol.runq_share:.0%}) while using less than "
+            f"{pol.cpu_share:.0%} of a core{full}: another process took its CPU"
+        ]
+    if hot or (late and not pushback):
+        if hot:
+            why = ("worker CPU at " + ", ".join(
+                f"{v:.0%} of a core (worker {k})" for k, v in sorted(hot.items()))
+                + f" (≥ {pol.cpu_share:.0%})")
+        else:
+            why = (f"publish delay p99 {(d or 0) / 1000:,.1f} ms while the client library "
+                   "still accepted messages (no queue-full events, queue not growing): the "
+                   "generator missed its own schedule")
+        if harness_ceiling is not None and per_worker < harness_ceiling * (
+                1 - pol.rate_tolerance):
+            return CLIENT_LIBRARY, [
+                why + f"; the harness alone sustains {harness_ceiling:,.0f} msg/s per process "
+                f"(loopback calibration) against {per_worker:,.0f} here, so the client "
+                "library's cost saturated the process"
+            ]
+        return GENERATOR, [why]
+    if client_ceiling is not None and per_worker > client_ceiling:
+        return CLIENT_LIBRARY, [
+            f"{per_worker:,.0f} msg/s per worker process is above the driver's calibrated "
+            f"per-process ceiling of {client_ceiling:,.0f} msg/s"
+        ]
+    reasons = []
+    if sig.queue_full:
+        reasons.append(f"client local queue full {sig.queue_full} times")
+    if queue_grew:
+        reasons.append(f"client queue grew {sig.queue_slope:+,.0f} msg/s")
+    if _grows(sig.lag_slope, sig.lag_end, sig.target, pol):
+        reasons.append(f"consumer lag grew {sig.lag_slope:+,.0f} msg/s")
+    if not reasons:
+        reasons.append(f"acknowledged only {sig.ack_ratio:.1%} of the target")
+    cpu = max(sig.worker_cpu.values(), default=0.0)
+    reasons.append(f"while the generator had CPU to spare (busiest worker {cpu:.0%} of a "
+                   "core, no run-queue starvation): the broker is the limit")
+    return BROKER, ["; ".join(reasons)]
+
+
+@dataclass(frozen=True)
+class Knee:
+    """Where p99 response time bends up (see the module docstring)."""
+
+    metric: str
+    rate_msg_s: float | None  # the knee: highest rate with p99 ≤ factor × floor
+    bend_rate_msg_s: float  # the first rung past it
+    floor_us: float
+    bend_p99_us: float
+    factor: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def find_knee(points: Iterable[tuple[float, float | None]], factor: float = 2.0,
+              metric: str = "e2e_response.p99") -> Knee | None:
+    """The knee of (offered rate, p99 µs) points; None when p99 never bends by ``factor``.
+
+    Points with no p99 (undersampled) are skipped.
+    """
+    pts = sorted((r, float(v)) for r, v in points if v is not None and math.isfinite(v))
+    floor: float | None = None
+    prev_rate: float | None = None
+    for i, (rate, p99) in enumerate(pts):
+        if floor is not None:
+            limit = factor * max(floor, 1.0)
+            # the bend must hold: every higher rung stays above it (noise is not a knee)
+            if p99 > limit and all(v > limit for _, v in pts[i + 1:]):
+                return Knee(metric=metric, rate_msg_s=prev_rate, bend_rate_msg_s=rate,
+                            floor_us=floor, bend_p99_us=p99, factor=factor)
+        floor = p99 if floor is None else min(floor, p99)
+        prev_rate = rate
+    return None
+
+
+@dataclass
+class RungResult:
+    """One rung of a ladder: its figures, its judgement and its limit."""
+
+    index: int
+    target_rate: float
+    status: str  # sustainable | unsustainable | refused
+    signals: RungSignals | None
+    failures: list[str]
+    limit: str
+    limit_reasons: list[str]
+    verdict: dict[str, Any]
+    latency_us: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    warmup_s: float = 0.0
+    warmup_periods: int = 0
+    warmup_steady: bool = True
+    client_bound: bool = False  # target above workers × the driver's client ceiling
+    publish_mib_s: float = 0.0
+    begin_time: str | None = None
+    end_time: str | None = None
+    broker_cpu_cores: float | None = None  # the broker processes' CPU, when sampled
+
+    @property
+    def sustainable(self) -> bool:
+        return self.status == "sustainable"
+
+    @property
+    def measured(self) -> bool:
+        return self.signals is not None
+
+    def p(self, view: str, q: str) -> float | None:
+        return self.latency_us.get(view, {}).get(q)
+
+    def as_dict(self) -> dict[str, Any]:
+        s = self.signals
+        return {
+            "index": self.index,
+            "target_rate_msg_s": self.target_rate,
+            "status": self.status,
+            "sustainable": self.sustainable,
+            "duration_s": s.duration_s if s else 0.0,
+            "warmup_s": self.warmup_s,
+            "warmup_periods": self.warmup_periods,
+            "warmup_steady": self.warmup_steady,
+            "ack_rate_msg_s": s.ack_rate if s else None,
+            "consume_rate_msg_s": s.consume_rate if s else None,
+            "ack_ratio": s.ack_ratio if s else None,
+            "publish_mib_s": self.publish_mib_s,
+            "lag_slope_msg_s": s.lag_slope if s else None,
+            "lag_end": s.lag_end if s else None,
+            "queue_slope_msg_s": s.queue_slope if s else None,
+            "queue_end": s.queue_end if s else None,
+            "queue_full_events": s.queue_full if s else None,
+            "send_errors": s.send_errors if s else None,
+            "publish_delay_p99_us": s.publish_delay_p99_us if s else None,
+            "worker_cpu_share": {str(k): round(v, 3) for k, v in (s.worker_cpu if s else {}
+                                                                  ).items()},
+            "worker_runq_share": {str(k): round(v, 3) for k, v in (s.worker_runq if s else {}
+                                                                   ).items()},
+            "producing_workers": s.producing_workers if s else None,
+            "generator_cpu_busy": s.generator_cpu_busy if s else None,
+            "latency_us": self.latency_us,
+            "failures": self.failures,
+            "limit": self.limit,
+            "limit_reasons": self.limit_reasons,
+            "client_bound": self.client_bound,
+            "broker_cpu_cores": self.broker_cpu_cores,
+            "verdict": self.verdict,
+            "begin_time": self.begin_time,
+            "end_time": self.end_time,
+        }
+
+    CSV_HEADER: ClassVar[tuple[str, ...]] = (
+        "index", "target_rate_msg_s", "status", "limit", "verdict", "duration_s",
+        "warmup_s", "warmup_steady", "ack_rate_msg_s", "consume_rate_msg_s", "ack_ratio",
+        "publish_mib_s", "lag_slope_msg_s", "lag_end", "queue_slope_msg_s", "queue_end",
+        "queue_full_events", "publish_delay_p99_us",
+        "publish_response_p50_us", "publish_response_p99_us", "publish_response_p999_us",
+        "e2e_response_p50_us", "e2e_response_p99_us", "e2e_response_p999_us",
+        "max_worker_cpu_share", "max_worker_runq_share", "generator_cpu_busy",
+        "broker_cpu_cores", "client_bound", "reasons",
+    )
+
+    def csv_row(self) -> list[Any]:
+        d = self.as_dict()
+        s = self.signals
+
+        def r(x: float | None, nd: int = 1) -> Any:
+            return "" if x is None else round(x, nd)
+
+        return [
+            self.index, self.target_rate, self.status, self.limit,
+            self.verdict.get("status", ""), r(d["duration_s"], 2), r(self.warmup_s, 2),
+            self.warmup_steady, r(d["ack_rate_msg_s"]), r(d["consume_rate_msg_s"]),
+            r(d["ack_ratio"], 4), r(self.publish_mib_s, 3), r(d["lag_slope_msg_s"]),
+            r(d["lag_end"], 0), r(d["queue_slope_msg_s"]), r(d["queue_end"], 0),
+            "" if s is None else s.queue_full, r(d["publish_delay_p99_us"], 0),
+            r(self.p("publish_response", "p50"), 0), r(self.p("publish_response", "p99"), 0),
+            r(self.p("publish_response", "p99.9"), 0), r(self.p("e2e_response", "p50"), 0),
+            r(self.p("e2e_response", "p99"), 0), r(self.p("e2e_response", "p99.9"), 0),
+            r(max(s.worker_cpu.values(), default=0.0) if s else None, 3),
+            r(max(s.worker_runq.values(), default=0.0) if s else None, 3),
+            r(s.generator_cpu_busy if s else None, 3), r(self.broker_cpu_cores, 3),
+            self.client_bound,
+            " | ".join(self.failures + self.limit_reasons),
+        ]
+
+
+@dataclass
+class LadderResult:
+    """A whole ladder: its rungs, the highest sustainable rate, the limit and the knee."""
+
+    rates: tuple[float, ...]
+    rungs: list[RungResult]
+    policy: LadderPolicy
+    highest_sustainable_rate: float | None
+    outcome: str  # limit-found | limit-not-reached | harness-limited
+    limit: str  # limiting resource of the ladder (none when not reached)
+    limit_rate: float | None  # the first rung that failed or was refused
+    knee: Knee | None
+    knee_publish: Knee | None
+    workers: int = 1
+    ceilings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def top_rung(self) -> RungResult | None:
+        """The highest sustainable rung (the headline's figures), if any."""
+        ok = [r for r in self.rungs if r.sustainable]
+        return ok[-1] if ok else None
+
+    @property
+    def limit_reached(self) -> bool:
+        return self.outcome != "limit-not-reached"
+
+    def summary(self) -> str:
+        hs = self.highest_sustainable_rate
+        best = f"{hs:,.0f} msg/s" if hs is not None else "none"
+        if self.outcome == "limit-not-reached":
+            return (f"limit not reached at {self.rates[-1]:,.0f} msg/s: every rung was "
+                    f"sustainable (highest sustainable {best})")
+        at = f"{self.limit_rate:,.0f} msg/s" if self.limit_rate is not None else "?"
+        if self.outcome == "limit-found":
+            return (f"highest sustainable {best}; limit {self.limit} at {at} (the broker's "
+                    f"limit lies between {best} and {at})")
+        return (f"highest sustainable {best}; limit {self.limit} at {at}: the harness, not "
+                f"the broker, stopped the ladder (the broker sustains at least {best})")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "mode": "ladder",
+            "rates_msg_s": list(self.rates),
+            "policy": asdict(self.policy),
+            "workers": self.workers,
+            "ceilings": self.ceilings,
+            "rungs": [r.as_dict() for r in self.rungs],
+            "highest_sustainable_rate_msg_s": self.highest_sustainable_rate,
+            "outcome": self.outcome,
+            "limit_reached": self.limit_reached,
+            "limit": self.limit,
+            "limit_rate_msg_s": self.limit_rate,
+            "knee": self.knee.as_dict() if self.knee else None,
+            "knee_publish_response": self.knee_publish.as_dict() if self.knee_publish else None,
+            "curve": [
+                {"offered_rate_msg_s": r.target_rate,
+                 "ack_rate_msg_s": r.signals.ack_rate if r.signals else None,
+                 "sustainable": r.sustainable,
+                 **{f"{v}_{q.replace('.', '')}_us": r.p(v, q)
+                    for v in ("publish_response", "e2e_response")
+                    for q in ("p50", "p99", "p99.9")}}
+                for r in self.rungs if r.measured
+            ],
+            "summary": self.summary(),
+        }
+
+
+def summarize(rates: Sequence[float], rungs: list[RungResult], policy: LadderPolicy, *,
+              workers: int = 1, ceilings: dict[str, Any] | None = None) -> LadderResult:
+    """Fold judged rungs into the ladder's result."""
+    ok = [r.target_rate for r in rungs if r.sustainable]
+    failed = next((r for r in rungs if not r.sustainable), None)
+    if failed is None:
+        outcome, limit, limit_rate = "limit-not-reached", NONE, None
+    else:
+        limit, limit_rate = failed.limit, failed.target_rate
+        outcome = "limit-found" if limit == BROKER else "harness-limited"
+    measured = [r for r in rungs if r.measured]
+    knee = find_knee(((r.target_rate, r.p("e2e_response", "p99")) for r in measured),
+                     policy.knee_factor, "e2e_response.p99")
+    knee_pub = find_knee(((r.target_rate, r.p("publish_response", "p99")) for r in measured),
+                         policy.knee_factor, "publish_response.p99")
+    return LadderResult(
+        rates=tuple(rates), rungs=rungs, policy=policy,
+        highest_sustainable_rate=max(ok) if ok else None, outcome=outcome, limit=limit,
+        limit_rate=limit_rate, knee=knee, knee_publish=knee_pub, workers=workers,
+        ceilings=dict(ceilings or {}),
+    )

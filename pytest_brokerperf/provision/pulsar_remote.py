@@ -1,0 +1,162 @@
+"""A remote Pulsar cluster named by ``--pulsar-url`` / ``--pulsar-admin-url`` (DESIGN §5, §7).
+
+Nothing is started. The client config file is Pulsar's own ``conf/client.conf`` format
+(what ``pulsar-admin`` and ``pulsar-client`` read): ``authPlugin``, ``authParams``,
+``tlsTrustCertsFilePath``, ``tlsAllowInsecureConnection``,
+``tlsEnableHostnameVerification``. ``authParams`` is a secret: it lives only in
+:attr:`BrokerEndpoint.client_config` under ``auth_secret`` (which
+:meth:`BrokerEndpoint.redacted` hides) and no message quotes it.
+
+Remote-safety rules the driver follows (DESIGN §7): the run creates one namespace of
+its own in an *existing* tenant (creating a tenant is a cluster-wide change and needs
+``--brokerperf-allow-cluster-changes``), gives it a bounded retention, and deletes its
+topics and the namespace afterwards. The bookie journal (durability levels 1 vs 2) is
+bookie configuration, not visible through the admin API: on a remote cluster the user
+declares the level.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_brokerperf.endpoint import BrokerEndpoint
+from pytest_brokerperf.errors import BrokerUnavailable, ConfigError
+
+if TYPE_CHECKING:
+    from pytest_brokerperf.config import Settings
+
+__all__ = ["CLIENT_CONF_KEYS", "load_pulsar_client_config", "remote_pulsar_endpoint"]
+
+CONNECT_TIMEOUT_S = 15.0
+
+#: client.conf key -> endpoint client_config key
+CLIENT_CONF_KEYS = {
+    "authPlugin": "auth_plugin",
+    "authParams": "auth_secret",
+    "tlsTrustCertsFilePath": "tls_trust_certs_file_path",
+    "tlsAllowInsecureConnection": "tls_allow_insecure_connection",
+    "tlsEnableHostnameVerification": "tls_validate_hostname",
+}
+_IGNORED_WITH_REASON = {
+    "brokerServiceUrl": "--pulsar-url wins",
+    "webServiceUrl": "--pulsar-admin-url wins",
+    "useTls": "the URL scheme (pulsar+ssl://, https://) decides",
+    "tlsEnableHostnameVerfication": "misspelt in old client.conf files; use "
+                                    "tlsEnableHostnameVerification",
+}
+
+
+def load_pulsar_client_config(path: Path) -> tuple[dict[str, str], list[str]]:
+    """Client settings from a ``client.conf``-style file, and notes that quote no value."""
+    from pytest_brokerperf.drivers.kafka_config import JavaProperties
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        why = e.strerror if isinstance(e, OSError) else "not UTF-8 text"
+        raise ConfigError(f"{path}: cannot read the Pulsar client config: {why}") from None
+    try:
+        props = JavaProperties.parse(text, source=str(path))
+    except ConfigError:
+        raise ConfigError(
+            f"{path}: a line of the Pulsar client config has no property name. Fix: write "
+            "`name=value` lines (authPlugin=..., authParams=..., tlsTrustCertsFilePath=...)."
+        ) from None
+    settings: dict[str, str] = {}
+    notes: list[str] = []
+    for key, value in props.items():
+        if not value.strip():
+            continue
+        if key in CLIENT_CONF_KEYS:
+            settings[CLIENT_CONF_KEYS[key]] = value.strip()
+        elif key in _IGNORED_WITH_REASON:
+            notes.append(f"{key} in the client config ignored: {_IGNORED_WITH_REASON[key]}")
+        else:
+            notes.append(f"{key} in the client config is not used by pytest-brokerperf")
+    for key in ("tls_allow_insecure_connection", "tls_validate_hostname"):
+        if key in settings and settings[key].lower() not in ("true", "false"):
+            raise ConfigError(f"{path}: {key}: expected true or false")
+    return settings, notes
+
+
+def _get(url: str, token: str | None, context: Any) -> tuple[int, str]:
+    headers = {"Accept": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    req = urllib.request.Request(url, headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=CONNECT_TIMEOUT_S, context=context) as r:
+            return int(r.status), r.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as e:
+        return int(e.code), ""
+
+
+def remote_pulsar_endpoint(settings: Settings) -> BrokerEndpoint:
+    """Reach the cluster named by ``--pulsar-url``/``--pulsar-admin-url`` (read-only).
+
+    Raises :class:`BrokerUnavailable` (the test skips with the reason) when the admin API
+    does not answer within :data:`CONNECT_TIMEOUT_S`.
+    """
+    service, admin = settings.pulsar_url, settings.pulsar_admin_url
+    if not service or not admin:
+        raise BrokerUnavailable(
+            "remote Pulsar needs --pulsar-url=pulsar://HOST:6650 (and --pulsar-admin-url, "
+            "--pulsar-config for TLS or authentication)"
+        )
+    client: dict[str, str] = {}
+    notes: list[str] = []
+    if settings.pulsar_config is not None:
+        client, notes = load_pulsar_client_config(Path(settings.pulsar_config))
+    from pytest_brokerperf.drivers.pulsar import admin_ssl_context, auth_token
+
+    token = auth_token(client.get("auth_plugin"), client.get("auth_secret"))
+    context = admin_ssl_context(admin, client.get("tls_trust_certs_file_path"),
+                                client.get("tls_allow_insecure_connection") == "true")
+    info: dict[str, Any] = {
+        "client_config_file": str(settings.pulsar_config) if settings.pulsar_config else None,
+        "client_config_notes": notes,
+        "auth_plugin": client.get("auth_plugin"),
+        "tls": service.startswith("pulsar+ssl://"),
+        "allow_cluster_changes": bool(settings.allow_cluster_changes),
+        "durability": None,  # bookie journal settings are not visible remotely
+    }
+    try:
+        code, body = _get(f"{admin}/admin/v2/clusters", token, context)
+    except (OSError, urllib.error.URLError) as e:
+        raise BrokerUnavailable(
+            f"the remote Pulsar admin API at {admin} did not answer within "
+            f"{CONNECT_TIMEOUT_S:.0f} s ({type(e).__name__}: {str(e)[:300]}); check "
+            "--pulsar-admin-url, --pulsar-config (authPlugin, authParams, tls*) and the "
+            "network path"
+        ) from None
+    if code in (401, 403):
+        info["clusters"] = f"not readable (HTTP {code}): the role may lack superuser rights"
+    elif code == 200:
+        try:
+            info["clusters"] = json.loads(body)
+        except ValueError:
+            info["clusters"] = body[:200]
+    else:
+        raise BrokerUnavailable(f"the remote Pulsar admin API at {admin} answered HTTP {code}")
+    version = "unknown (remote)"
+    try:
+        code, body = _get(f"{admin}/admin/v2/brokers/version", token, context)
+        if code == 200 and body.strip():
+            version = body.strip().strip('"')
+    except (OSError, urllib.error.URLError):
+        pass
+    return BrokerEndpoint(
+        kind="pulsar",
+        bootstrap=service,
+        mode="remote",
+        nodes=1,
+        version=version,
+        admin_url=admin,
+        client_config=client,
+        topology_check=False,
+        info=info,
+    )

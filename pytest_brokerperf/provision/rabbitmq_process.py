@@ -1,0 +1,624 @@
+"""RabbitMQ nodes as local Erlang processes, from Debian's ``rabbitmq-server`` package.
+
+Why not the packaged service: ``/usr/sbin/rabbitmq-*`` are wrappers that ``su`` to the
+``rabbitmq`` user (changing HOME and therefore the Erlang cookie) and the system node
+owns 5672/15672/25672. So every node here runs ``/usr/lib/rabbitmq/bin/rabbitmq-server``
+in the foreground as a :class:`ManagedProcess` (its own process group, pinned to the
+broker CPU like the Kafka JVM) with a private everything (brokers.md §3.2):
+
+* a HOME holding the cluster's ``.erlang.cookie`` (mode 0400), shared with the CLI;
+* a private ``epmd`` started by us on a free loopback port (``ERL_EPMD_PORT``; nodes and
+  CLI get ``-start_epmd false``), so no daemonised epmd outlives the session;
+* node names ``rmqN@localhost``, AMQP and distribution ports, a CLI distribution port
+  range, data (mnesia) and log directories, and an empty ``rabbitmq-env.conf`` so the
+  system's ``/etc/rabbitmq`` files are never read;
+* ``+sbwt none +sbwtdcpu none +sbwtdio none`` (pitfalls.md §5: idle schedulers would
+  otherwise spin and burn the generator's core) and distribution bound to 127.0.0.1.
+
+Three nodes are clustered with ``stop_app``/``join_cluster``/``start_app`` (brokers.md
+§3.3) and labelled a topology check. Memory and disk alarm state is read at start and
+on demand (:meth:`RabbitMQProcessCluster.alarms`): an alarm blocks publishers, which is
+broker back-pressure (pitfalls.md §7).
+
+Usage::
+
+    with RabbitMQProcessCluster(nodes=1) as rmq:
+        pika.BlockingConnection(pika.URLParameters(rmq.endpoint.bootstrap))
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import string
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from pytest_brokerperf.endpoint import BrokerEndpoint
+from pytest_brokerperf.errors import BrokerUnavailable, ConfigError, ProvisionError
+from pytest_brokerperf.provision.ports import LOOPBACK, free_port, free_ports, port_open
+from pytest_brokerperf.provision.process import (
+    ManagedProcess,
+    discard_cleanup_path,
+    log_tail,
+    register_cleanup_path,
+)
+
+__all__ = [
+    "RABBITMQ_BIN_DIR",
+    "SCHEDULER_FLAGS",
+    "CtlAccess",
+    "RabbitMQProcessCluster",
+    "node_conf",
+    "parse_ctl_json",
+    "rabbitmq_available",
+]
+
+RABBITMQ_BIN_DIR = Path("/usr/lib/rabbitmq/bin")
+DEFAULT_START_TIMEOUT_S = 90.0
+DEFAULT_STOP_TIMEOUT_S = 30.0
+CTL_TIMEOUT_S = 60.0
+LOG_TAIL_LINES = 40
+#: Scheduler busy-wait off (pitfalls.md §5) — passed explicitly even where the
+#: package's rabbitmq-env already defaults to it, so the flags are visible in results.
+SCHEDULER_FLAGS: tuple[str, ...] = ("+sbwt", "none", "+sbwtdcpu", "none", "+sbwtdio", "none")
+_DIST_LOOPBACK = ("-kernel", "inet_dist_use_interface", "{127,0,0,1}")
+_CTL_PORT_RANGE = 10  # concurrent CLI invocations each need a distribution port
+
+
+def rabbitmq_available(bin_dir: Path = RABBITMQ_BIN_DIR) -> str | None:
+    """None when the package's scripts and ``epmd`` are usable here, else the reason."""
+    missing = [n for n in ("rabbitmq-server", "rabbitmqctl")
+               if not os.access(bin_dir / n, os.X_OK)]
+    if missing:
+        return (
+            f"RabbitMQ is not installed ({', '.join(str(bin_dir / m) for m in missing)} "
+            "missing). Install Debian's package: apt-get install -y rabbitmq-server "
+            "(ci/setup.sh does this), or point --rabbitmq-url at a running broker"
+        )
+    if shutil.which("epmd") is None:
+        return "epmd (Erlang port mapper, part of erlang-base) is not on PATH"
+    return None
+
+
+def node_conf(amqp_port: int, *, nodes: int, overrides: Mapping[str, str] | None = None
+              ) -> dict[str, str]:
+    """``rabbitmq.conf`` (new-style) keys of one node; ``overrides`` merged last."""
+    conf = {
+        "listeners.tcp.1": f"{LOOPBACK}:{amqp_port}",
+        # 3.10 defaults, written out so results show what the alarms trip at.
+        "vm_memory_high_watermark.relative": "0.4",
+        "disk_free_limit.absolute": "50MB",
+        "log.file.level": "info",
+        "log.console": "true",
+        "log.console.level": "warning",
+    }
+    if nodes > 1:
+        conf["cluster_partition_handling"] = "pause_minority"  # as OMB's deploy playbook
+    for k, v in (overrides or {}).items():
+        conf[str(k)] = str(v)
+    return conf
+
+
+def render_conf(conf: Mapping[str, str]) -> str:
+    return "".join(f"{k} = {v}\n" for k, v in conf.items())
+
+
+def parse_ctl_json(text: str) -> Any:
+    """The JSON document of ``rabbitmqctl … --formatter json`` output.
+
+    The CLI may print banner lines ("Listing queues …") before the document even with
+    ``-q`` on some commands; the first line that starts a JSON value begins it.
+    """
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.lstrip().startswith(("[", "{")):
+            return json.loads("\n".join(lines[i:]))
+    raise ValueError(f"no JSON in rabbitmqctl output: {text[:300]!r}")
+
+
+@dataclass(frozen=True)
+class CtlAccess:
+    """How to run the RabbitMQ CLI against a node this session started (picklable).
+
+    Stored in ``endpoint.info["ctl"]`` so the driver's admin can read queue types and
+    arguments back and set policies. Holds paths and ports, never the cookie itself.
+    """
+
+    bin_dir: str
+    node: str
+    env: dict[str, str]
+
+    def run(self, tool: str, *args: str, node: str | None = None,
+            timeout: float = CTL_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+        env = dict(os.environ)
+        env.update(self.env)
+        argv = [str(Path(self.bin_dir) / tool), "-n", node or self.node, *args]
+        try:
+            return subprocess.run(argv, capture_output=True, text=True, env=env,
+                                  timeout=timeout, check=False, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired as e:
+            raise ProvisionError(f"{' '.join(argv)} timed out after {timeout:.0f} s") from e
+
+    def check(self, tool: str, *args: str, node: str | None = None,
+              timeout: float = CTL_TIMEOUT_S) -> str:
+        out = self.run(tool, *args, node=node, timeout=timeout)
+        if out.returncode != 0:
+            raise ProvisionError(
+                f"{tool} -n {node or self.node} {' '.join(args)} failed (exit "
+                f"{out.returncode}):\n{(out.stderr or out.stdout).strip()[-2000:]}"
+            )
+        return out.stdout
+
+    def json(self, tool: str, *args: str, node: str | None = None,
+             timeout: float = CTL_TIMEOUT_S) -> Any:
+        return parse_ctl_json(self.check(tool, *args, "--formatter", "json", node=node,
+                                         timeout=timeout))
+
+
+class _StartFailure(Exception):
+    def __init__(self, message: str, retry: bool = False) -> None:
+        super().__init__(message)
+        self.retry = retry
+
+
+@dataclass
+class _Node:
+    index: int
+    name: str
+    amqp_port: int
+    dist_port: int
+    base: Path
+    conf_file: Path
+    out_log: Path
+    proc: ManagedProcess | None = None
+
+    @property
+    def mnesia(self) -> Path:
+        return self.base / "mnesia"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.base / "log"
+
+    @property
+    def node_log(self) -> Path:
+        return self.log_dir / f"{self.name}.log"
+
+
+_BIND_FAILURE = re.compile(r"eaddrinuse|Address already in use|could not bind|"
+                           r"failed to start ranch listener", re.I)
+
+
+class RabbitMQProcessCluster:
+    """One or three RabbitMQ nodes on loopback, testcontainers-style.
+
+    ``cpus``: CPUs every node is pinned to; ``None`` = the last CPU when the machine has
+    several (the load generator keeps the others), ``set()`` = no pinning.
+    ``conf_overrides`` are extra ``rabbitmq.conf`` keys for every node.
+    """
+
+    def __init__(
+        self,
+        nodes: int = 1,
+        workdir: Path | None = None,
+        cpus: set[int] | None = None,
+        conf_overrides: dict[str, str] | None = None,
+        *,
+        start_timeout: float = DEFAULT_START_TIMEOUT_S,
+        stop_timeout: float = DEFAULT_STOP_TIMEOUT_S,
+        keep_logs: bool = True,
+        bin_dir: Path = RABBITMQ_BIN_DIR,
+    ) -> None:
+        if not isinstance(nodes, int) or isinstance(nodes, bool) or nodes < 1:
+            raise ConfigError(f"nodes must be a positive integer, got {nodes!r}")
+        self.nodes = nodes
+        self.workdir_arg = Path(workdir) if workdir is not None else None
+        self.cpus = set(cpus) if cpus is not None else None
+        self.conf_overrides = dict(conf_overrides or {})
+        self.start_timeout = start_timeout
+        self.stop_timeout = stop_timeout
+        self.keep_logs = keep_logs
+        self.bin_dir = Path(bin_dir)
+        self._workdir: Path | None = None
+        self._owns_workdir = False
+        self._nodes: list[_Node] = []
+        self._epmd: ManagedProcess | None = None
+        self._epmd_port = 0
+        self._ctl_ports = (0, 0)
+        self._home: Path | None = None
+        self._endpoint: BrokerEndpoint | None = None
+        self._launched_at = 0.0
+
+    # -- properties ---------------------------------------------------------------------
+    @property
+    def endpoint(self) -> BrokerEndpoint:
+        if self._endpoint is None:
+            raise RuntimeError("RabbitMQProcessCluster is not running; call start() first")
+        return self._endpoint
+
+    @property
+    def processes(self) -> list[ManagedProcess]:
+        """Node processes (epmd excluded), in node order."""
+        return [n.proc for n in self._nodes if n.proc is not None]
+
+    @property
+    def epmd(self) -> ManagedProcess | None:
+        return self._epmd
+
+    @property
+    def ctl(self) -> CtlAccess:
+        """CLI access to node 1 (``ctl.run("rabbitmqctl", "list_queues")``)."""
+        if not self._nodes or self._home is None:
+            raise RuntimeError("RabbitMQProcessCluster is not running")
+        return CtlAccess(str(self.bin_dir), self._nodes[0].name, self._ctl_env())
+
+    def broker_cpus(self) -> set[int] | None:
+        if self.cpus is not None:
+            return set(self.cpus) or None
+        from pytest_brokerperf.provision.kafka_process import default_broker_cpus
+
+        return default_broker_cpus()
+
+    # -- environment ---------------------------------------------------------------------
+    def _common_env(self) -> dict[str, str]:
+        assert self._workdir is not None and self._home is not None
+        return {
+            "HOME": str(self._home),
+            "ERL_EPMD_PORT": str(self._epmd_port),
+            "ERL_EPMD_ADDRESS": LOOPBACK,
+            "RABBITMQ_CONF_ENV_FILE": str(self._workdir / "rabbitmq-env.conf"),
+            "RABBITMQ_CTL_DIST_PORT_MIN": str(self._ctl_ports[0]),
+            "RABBITMQ_CTL_DIST_PORT_MAX": str(self._ctl_ports[1]),
+            "RABBITMQ_CTL_ERL_ARGS": "-start_epmd false",
+            "LC_ALL": "C.UTF-8",
+        }
+
+    def _ctl_env(self) -> dict[str, str]:
+        return self._common_env()
+
+    def erl_args(self) -> list[str]:
+        return [*SCHEDULER_FLAGS, "-start_epmd", "false", *_DIST_LOOPBACK]
+
+    def _node_env(self, node: _Node) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("RABBITMQ_", "ERL_"))}
+        env.update(self._common_env())
+        env.update({
+            "RABBITMQ_NODENAME": node.name,
+            "RABBITMQ_USE_LONGNAME": "false",
+            "RABBITMQ_NODE_IP_ADDRESS": LOOPBACK,
+            "RABBITMQ_NODE_PORT": str(node.amqp_port),
+            "RABBITMQ_DIST_PORT": str(node.dist_port),
+            "RABBITMQ_BASE": str(node.base),
+            "RABBITMQ_MNESIA_BASE": str(node.mnesia),
+            "RABBITMQ_LOG_BASE": str(node.log_dir),
+            "RABBITMQ_CONFIG_FILE": str(node.conf_file),
+            "RABBITMQ_ADVANCED_CONFIG_FILE": str(node.base / "advanced.config"),
+            "RABBITMQ_ENABLED_PLUGINS_FILE": str(node.base / "enabled_plugins"),
+            "RABBITMQ_PID_FILE": str(node.base / "rabbitmq.pid"),
+            "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": " ".join(self.erl_args()),
+        })
+        return env
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def start(self, timeout: float | None = None) -> BrokerEndpoint:
+        """Start epmd and every node, cluster them, wait until ready; the endpoint.
+
+        Raises :class:`BrokerUnavailable` when the package is missing, otherwise
+        :class:`ProvisionError` with the nodes' log tails; nothing is left running.
+        """
+        if self._endpoint is not None:
+            raise RuntimeError("RabbitMQProcessCluster is already running")
+        reason = rabbitmq_available(self.bin_dir)
+        if reason is not None:
+            raise BrokerUnavailable(reason)
+        timeout = self.start_timeout if timeout is None else timeout
+        workdir = self._prepare_workdir()
+        began = time.monotonic()
+        for attempt in range(3):  # new ports when another process took one meanwhile
+            try:
+                self._start_once(workdir, began + timeout, timeout)
+                break
+            except _StartFailure as e:
+                self._teardown(remove_data=True)
+                if e.retry and attempt < 2 and time.monotonic() < began + timeout:
+                    continue
+                raise ProvisionError(str(e)) from None
+            except BaseException:
+                self._teardown(remove_data=True)
+                raise
+        try:
+            self._endpoint = self._make_endpoint(began)
+        except BaseException:
+            self._teardown(remove_data=True)
+            raise
+        return self._endpoint
+
+    def _prepare_workdir(self) -> Path:
+        if self._workdir is None:
+            if self.workdir_arg is not None:
+                self._workdir = self.workdir_arg.resolve()
+            else:
+                self._workdir = Path(tempfile.mkdtemp(prefix="brokerperf-rabbitmq-"))
+                self._owns_workdir = True
+        wd = self._workdir
+        wd.mkdir(parents=True, exist_ok=True)
+        home = wd / "home"
+        home.mkdir(exist_ok=True)
+        cookie = home / ".erlang.cookie"
+        if cookie.exists():
+            cookie.chmod(0o600)
+        alphabet = string.ascii_uppercase
+        cookie.write_text("".join(secrets.choice(alphabet) for _ in range(20)), encoding="ascii")
+        cookie.chmod(0o400)
+        self._home = home
+        (wd / "rabbitmq-env.conf").write_text("# empty: keeps /etc/rabbitmq out\n")
+        return wd
+
+    def _ctl_port_range(self, exclude: set[int]) -> tuple[int, int]:
+        for _ in range(50):
+            base = free_port(exclude=exclude)
+            ports = range(base, base + _CTL_PORT_RANGE)
+            if base + _CTL_PORT_RANGE < 65536 and not exclude & set(ports) and all(
+                not port_open(LOOPBACK, p, timeout=0.05) for p in ports
+            ):
+                return base, base + _CTL_PORT_RANGE - 1
+        raise OSError("no free range of ports for the RabbitMQ CLI")
+
+    def _layout(self, workdir: Path) -> list[_Node]:
+        n = self.nodes
+        ports = free_ports(2 * n + 1)
+        self._epmd_port = ports[-1]
+        self._ctl_ports = self._ctl_port_range(set(ports))
+        nodes = []
+        for i in range(n):
+            base = workdir / f"rmq{i + 1}"
+            shutil.rmtree(base / "mnesia", ignore_errors=True)  # fresh data every start
+            for sub in ("mnesia", "log"):
+                (base / sub).mkdir(parents=True, exist_ok=True)
+            node = _Node(index=i + 1, name=f"rmq{i + 1}@localhost", amqp_port=ports[2 * i],
+                         dist_port=ports[2 * i + 1], base=base,
+                         conf_file=base / "rabbitmq.conf", out_log=base / "log" / "stdout.log")
+            node.conf_file.write_text(
+                render_conf(node_conf(node.amqp_port, nodes=n, overrides=self.conf_overrides)),
+                encoding="utf-8")
+            (base / "enabled_plugins").write_text("[].\n")
+            (base / "advanced.config").write_text("[].\n")
+            for old in node.log_dir.glob("*.log*"):
+                old.unlink()
+            register_cleanup_path(node.mnesia)
+            nodes.append(node)
+        return nodes
+
+    def _start_once(self, workdir: Path, deadline: float, timeout: float) -> None:
+        self._nodes = self._layout(workdir)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ERL_")}
+        self._epmd = ManagedProcess(
+            ["epmd", "-port", str(self._epmd_port), "-address", LOOPBACK],
+            log_file=workdir / "epmd.log", name="epmd", env=env,
+        ).start()
+        while not port_open(LOOPBACK, self._epmd_port, timeout=0.2):
+            if not self._epmd.alive():
+                raise _StartFailure(
+                    f"epmd on port {self._epmd_port} exited with {self._epmd.returncode}:\n"
+                    f"{self._epmd.log_tail()}", retry=True)
+            if time.monotonic() > deadline:
+                raise _StartFailure(f"epmd did not listen on port {self._epmd_port}")
+            time.sleep(0.05)
+        cpus = self.broker_cpus()
+        self._launched_at = time.time()
+        for node in self._nodes:
+            node.proc = ManagedProcess(
+                [str(self.bin_dir / "rabbitmq-server")], log_file=node.out_log,
+                name=node.name, env=self._node_env(node), cwd=node.base, cpus=cpus,
+            ).start()
+        self._wait_ready(deadline, timeout)
+        if self.nodes > 1:
+            self._join_cluster(deadline)
+
+    def _failure_text(self, headline: str) -> str:
+        parts = [headline]
+        for node in self._nodes:
+            state = "not started"
+            if node.proc is not None:
+                rc = node.proc.returncode
+                state = f"pid {node.proc.pid}, " + ("running" if rc is None else f"exit {rc}")
+            for f in (node.out_log, node.node_log):
+                tail = log_tail(f, LOG_TAIL_LINES)
+                if tail:
+                    parts.append(f"--- {node.name} ({state}), last lines of {f} ---\n{tail}")
+        return "\n".join(parts)
+
+    def _check_alive(self) -> None:
+        for node in self._nodes:
+            if node.proc is not None and not node.proc.alive():
+                tails = log_tail(node.out_log, 200) + log_tail(node.node_log, 200)
+                raise _StartFailure(
+                    self._failure_text(
+                        f"RabbitMQ node {node.name} exited with code {node.proc.returncode} "
+                        "during start-up"),
+                    retry=bool(_BIND_FAILURE.search(tails)),
+                )
+        if self._epmd is not None and not self._epmd.alive():
+            raise _StartFailure(f"epmd exited with {self._epmd.returncode} during start-up")
+
+    def _wait_ready(self, deadline: float, timeout: float) -> None:
+        """AMQP port open on every node, then ``rabbitmqctl await_startup`` on each."""
+        pending = list(self._nodes)
+        while pending:
+            self._check_alive()
+            pending = [n for n in pending if not port_open(LOOPBACK, n.amqp_port, timeout=0.3)]
+            if not pending:
+                break
+            if time.monotonic() >= deadline:
+                raise _StartFailure(self._failure_text(
+                    f"RabbitMQ ({self.nodes} node(s)) not ready within {timeout:.0f} s: "
+                    f"AMQP ports {[n.amqp_port for n in pending]} not accepting connections"))
+            time.sleep(0.1)
+        ctl = self.ctl
+        for node in self._nodes:
+            left = max(5.0, deadline - time.monotonic())
+            out = ctl.run("rabbitmqctl", "await_startup", "--timeout", str(int(left)),
+                          node=node.name, timeout=left + 15)
+            if out.returncode != 0:
+                self._check_alive()
+                raise _StartFailure(self._failure_text(
+                    f"rabbitmqctl -n {node.name} await_startup failed (exit {out.returncode}): "
+                    f"{(out.stderr or out.stdout).strip()[-1500:]}"))
+
+    def _join_cluster(self, deadline: float) -> None:
+        """``stop_app`` / ``join_cluster rmq1@localhost`` / ``start_app`` for nodes 2..N."""
+        ctl = self.ctl
+        first = self._nodes[0].name
+        for node in self._nodes[1:]:
+            for args in (("stop_app",), ("join_cluster", first), ("start_app",)):
+                left = max(10.0, deadline - time.monotonic())
+                out = ctl.run("rabbitmqctl", *args, node=node.name, timeout=left)
+                if out.returncode != 0:
+                    raise _StartFailure(self._failure_text(
+                        f"rabbitmqctl -n {node.name} {' '.join(args)} failed: "
+                        f"{(out.stderr or out.stdout).strip()[-1500:]}"))
+        left = max(10.0, deadline - time.monotonic())
+        out = ctl.run("rabbitmqctl", "await_online_nodes", str(self.nodes), "--timeout",
+                      str(int(left)), timeout=left + 15)
+        if out.returncode != 0:
+            raise _StartFailure(self._failure_text(
+                f"the {self.nodes} RabbitMQ nodes did not form one cluster: "
+                f"{(out.stderr or out.stdout).strip()[-1500:]}"))
+
+    # -- inspection ----------------------------------------------------------------------
+    def status(self) -> dict[str, Any]:
+        """``rabbitmqctl status`` of node 1 as a mapping."""
+        data = self.ctl.json("rabbitmqctl", "status")
+        return data if isinstance(data, dict) else {"status": data}
+
+    def alarms(self) -> dict[str, Any]:
+        """Memory and disk alarms in force now (``rabbitmq-diagnostics alarms``)."""
+        return read_alarms(self.ctl)
+
+    def cluster_nodes(self) -> list[str]:
+        data = self.ctl.json("rabbitmqctl", "cluster_status")
+        return sorted(data.get("running_nodes", [])) if isinstance(data, dict) else []
+
+    def _make_endpoint(self, began: float) -> BrokerEndpoint:
+        status = self.status()
+        version = str(status.get("rabbitmq_version", "unknown"))
+        ctl = self.ctl
+        schedulers = ctl.check("rabbitmqctl", "eval", "erlang:system_info(schedulers_online).")
+        cpus = self.broker_cpus()
+        available = set(os.sched_getaffinity(0))
+        per_node: dict[str, list[int] | None] = {}
+        for node in self._nodes:
+            assert node.proc is not None
+            aff = node.proc.affinity()
+            per_node[node.name] = sorted(aff) if aff is not None else None
+        running = self.cluster_nodes() if self.nodes > 1 else [self._nodes[0].name]
+        info: dict[str, Any] = {
+            "pids": [p.pid for p in self.processes],
+            "epmd_pid": self._epmd.pid if self._epmd is not None else None,
+            "data_dirs": [str(n.mnesia) for n in self._nodes],
+            "log_files": [str(n.node_log) for n in self._nodes]
+            + [str(n.out_log) for n in self._nodes],
+            "config_files": [str(n.conf_file) for n in self._nodes],
+            "node_names": [n.name for n in self._nodes],
+            "running_nodes": running,
+            "node_ports": [{"node": n.name, "amqp_port": n.amqp_port,
+                            "dist_port": n.dist_port} for n in self._nodes],
+            "epmd_port": self._epmd_port,
+            "erlang_version": status.get("erlang_version"),
+            "erl_args": self.erl_args(),
+            "schedulers_online": schedulers.strip(),
+            "conf": node_conf(self._nodes[0].amqp_port, nodes=self.nodes,
+                              overrides=self.conf_overrides),
+            "alarms_at_start": self.alarms(),
+            "memory_high_watermark": status.get("vm_memory_high_watermark_setting"),
+            "memory_limit_bytes": status.get("vm_memory_high_watermark_limit"),
+            "disk_free_bytes": status.get("disk_free"),
+            "disk_free_limit_bytes": status.get("disk_free_limit"),
+            "cpu_affinity": {
+                "broker_cpus": sorted(cpus) if cpus else None,
+                "generator_cpus": sorted(available - cpus) if cpus else sorted(available),
+                "nodes": per_node,
+            },
+            "started_at": self._launched_at,
+            "ready_at": time.time(),
+            "startup_s": round(time.monotonic() - began, 3),
+            "workdir": str(self._workdir),
+            "ctl": {"bin_dir": ctl.bin_dir, "node": ctl.node, "env": dict(ctl.env)},
+            "storage": "disk (mnesia, quorum and stream directories under data_dirs)",
+        }
+        return BrokerEndpoint(
+            kind="rabbitmq",
+            bootstrap=",".join(f"amqp://{LOOPBACK}:{n.amqp_port}" for n in self._nodes),
+            mode="process",
+            nodes=self.nodes,
+            version=version,
+            topology_check=self.nodes > 1,
+            info=info,
+        )
+
+    def _teardown(self, *, remove_data: bool, timeout: float | None = None) -> None:
+        """SIGTERM every node (RabbitMQ shuts down cleanly on it), then epmd; drop data."""
+        timeout = self.stop_timeout if timeout is None else timeout
+        procs = self.processes
+        for p in procs:
+            p.terminate()
+        deadline = time.monotonic() + timeout
+        for p in procs:
+            p.stop(timeout=max(0.0, deadline - time.monotonic()))
+        if self._epmd is not None:
+            self._epmd.stop(timeout=5.0)
+            self._epmd = None
+        if remove_data:
+            for n in self._nodes:
+                shutil.rmtree(n.mnesia, ignore_errors=True)
+                discard_cleanup_path(n.mnesia)
+        self._nodes = []
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop every node and epmd, remove the data; logs stay unless ``keep_logs=False``."""
+        self._teardown(remove_data=True, timeout=timeout)
+        self._endpoint = None
+        if not self.keep_logs and self._owns_workdir and self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            self._workdir = None
+
+    def alive(self) -> bool:
+        procs = self.processes
+        return bool(procs) and all(p.alive() for p in procs)
+
+    def uptime_s(self) -> float:
+        procs = [p for p in self.processes if p.alive()]
+        return min((p.uptime_s() for p in procs), default=0.0)
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = self._endpoint.bootstrap if self._endpoint else "stopped"
+        return f"<RabbitMQProcessCluster nodes={self.nodes} {state}>"
+
+
+def read_alarms(ctl: CtlAccess) -> dict[str, Any]:
+    """``{"memory": bool, "disk": bool, "raw": [...]}`` from ``rabbitmq-diagnostics alarms``."""
+    try:
+        raw = ctl.json("rabbitmq-diagnostics", "alarms")
+    except (ProvisionError, ValueError) as e:
+        return {"error": str(e)[:500]}
+    items: Sequence[Any] = raw if isinstance(raw, list) else [raw]
+    text = json.dumps(items)
+    return {"memory": "memory" in text, "disk": "disk" in text, "raw": list(items)}

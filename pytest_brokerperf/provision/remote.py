@@ -1,0 +1,161 @@
+"""Remote clusters named by flags: ``--kafka-bootstrap`` plus ``--kafka-config`` (DESIGN §5, §7).
+
+Nothing is started here; the endpoint describes how to reach a cluster someone else
+runs. The client properties file is Java-style (what ``kafka-*.sh --command-config``
+takes: ``security.protocol``, ``sasl.mechanism``, ``sasl.jaas.config``, ``ssl.*``) and
+is translated to librdkafka names by the same code as OMB driver files. Its values may
+be secrets: they live only in :attr:`BrokerEndpoint.client_config`, which results show
+through :meth:`BrokerEndpoint.redacted` only, and no message here quotes a value.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_brokerperf.endpoint import BrokerEndpoint
+from pytest_brokerperf.errors import BrokerUnavailable, ConfigError
+
+if TYPE_CHECKING:
+    from pytest_brokerperf.config import Settings
+
+__all__ = ["dry_run_endpoint", "load_client_config", "remote_kafka_endpoint", "secret_key"]
+
+_SECRET_WORDS = ("password", "secret", "jaas", "token", "private", "credential")
+
+#: The connectivity check's time budget, seconds (a dry run waits less).
+CONNECT_TIMEOUT_S = 15.0
+DRY_RUN_CONNECT_TIMEOUT_S = 5.0
+
+
+def secret_key(key: str) -> bool:
+    """Whether a client property's value must never be shown."""
+    return any(w in key.lower() for w in _SECRET_WORDS)
+
+
+def load_client_config(path: Path) -> tuple[dict[str, str], list[str]]:
+    """librdkafka settings from a Java client properties file, and notes without values.
+
+    ``bootstrap.servers`` in the file is ignored (``--kafka-bootstrap`` names the
+    cluster). Errors cite the file and the key, never a value.
+    """
+    from pytest_brokerperf.drivers.kafka_config import JavaProperties, _translate
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        why = e.strerror if isinstance(e, OSError) else "not UTF-8 text"
+        raise ConfigError(f"{path}: cannot read the Kafka client config: {why}") from None
+    try:
+        props = JavaProperties.parse(text, source=str(path))
+    except ConfigError:
+        raise ConfigError(
+            f"{path}: a line of the Kafka client config has no property name. Fix: write "
+            "`name=value` lines (security.protocol=SASL_SSL, sasl.mechanism=PLAIN, ...)."
+        ) from None
+    notes: list[str] = []
+    settings: dict[str, str] = {}
+    secrets = [v for k, v in props.items() if secret_key(k) and v]
+    for key, value in props.items():
+        if key == "bootstrap.servers":
+            notes.append("bootstrap.servers in the client config ignored: --kafka-bootstrap wins")
+            continue
+        out, key_notes = _translate({key: value}, "admin")
+        # _translate drops producer/consumer-only keys for the admin role; a client config
+        # file is for every client, so keep them.
+        if not out and not any("dropped" in n for n in key_notes):
+            out = {key: value}
+            key_notes = []
+        settings.update(out)
+        for note in key_notes:
+            for secret in secrets:
+                note = note.replace(secret, "***")
+            notes.append(note.replace("admin: ", "", 1))
+    return settings, notes
+
+
+def remote_kafka_endpoint(settings: Settings, timeout_s: float = CONNECT_TIMEOUT_S
+                          ) -> BrokerEndpoint:
+    """Reach the cluster named by ``--kafka-bootstrap`` (read-only: metadata only).
+
+    Raises :class:`BrokerUnavailable` (the test skips with the reason) when the cluster
+    does not answer within ``timeout_s``.
+    """
+    bootstrap = settings.kafka_bootstrap
+    if not bootstrap:
+        raise BrokerUnavailable(
+            "remote Kafka needs --kafka-bootstrap=HOST:PORT[,HOST:PORT] (and --kafka-config "
+            "for TLS or SASL)"
+        )
+    client: dict[str, str] = {}
+    notes: list[str] = []
+    if settings.kafka_config is not None:
+        client, notes = load_client_config(Path(settings.kafka_config))
+    info: dict[str, Any] = {
+        "client_config_file": str(settings.kafka_config) if settings.kafka_config else None,
+        "client_config_notes": notes,
+        "security_protocol": client.get("security.protocol", "PLAINTEXT"),
+        "sasl_mechanism": client.get("sasl.mechanism"),
+    }
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({**client, "bootstrap.servers": bootstrap, "log_level": 0})
+    try:
+        desc = admin.describe_cluster(request_timeout=timeout_s).result(timeout=timeout_s + 5)
+    except (KafkaException, TimeoutError, RuntimeError) as e:
+        raise BrokerUnavailable(
+            f"the remote Kafka cluster at {bootstrap} did not answer within "
+            f"{timeout_s:.0f} s ({type(e).__name__}: {str(e)[:300]}); check "
+            "--kafka-bootstrap, --kafka-config (security.protocol, sasl.*, ssl.*) and the "
+            "network path"
+        ) from None
+    info["cluster_id"] = desc.cluster_id
+    info["brokers"] = sorted(
+        (f"{n.id}@{n.host}:{n.port}" for n in desc.nodes), key=lambda x: int(x.split("@")[0])
+    )
+    info["controller"] = getattr(desc.controller, "id", None)
+    return BrokerEndpoint(
+        kind="kafka",
+        bootstrap=bootstrap,
+        mode="remote",
+        nodes=len(desc.nodes),
+        version="unknown (remote)",
+        client_config=client,
+        topology_check=False,
+        info=info,
+    )
+
+
+def dry_run_endpoint(kind: str, settings: Settings) -> BrokerEndpoint:
+    """The endpoint a dry run plans against: nothing is started or created.
+
+    A remote Kafka cluster is asked for its metadata (read-only), so the plan picks the
+    driver config the real run would (RF 3 on three or more brokers); when it does not
+    answer, the plan assumes ``--brokerperf-nodes`` brokers and says so. Local brokers
+    are not started: the plan uses ``--brokerperf-nodes``.
+    """
+    info: dict[str, Any] = {"dry_run": True}
+    if settings.remote and kind == "kafka":
+        try:
+            endpoint = remote_kafka_endpoint(settings, timeout_s=DRY_RUN_CONNECT_TIMEOUT_S)
+        except BrokerUnavailable as exc:
+            info["unreached"] = (
+                f"cluster not reached ({str(exc).split(' (')[0]}); the plan assumes "
+                f"{settings.nodes} broker(s) (--brokerperf-nodes)"
+            )
+        else:
+            endpoint.info.update(info)
+            return endpoint
+    if settings.kafka_config is not None and kind == "kafka":
+        client, _ = load_client_config(Path(settings.kafka_config))
+        info["security_protocol"] = client.get("security.protocol", "PLAINTEXT")
+        info["sasl_mechanism"] = client.get("sasl.mechanism")
+    return BrokerEndpoint(
+        kind=kind,
+        bootstrap=settings.kafka_bootstrap or "(not started: dry run)",
+        mode=settings.provision_effective,
+        nodes=settings.nodes,
+        topology_check=False,
+        info=info,
+    )

@@ -1,0 +1,688 @@
+"""Running the throughput scenario: calibrate, climb the ladder (or run OMB's rate
+discovery), judge, and write the results.
+
+Called by :meth:`pytest_brokerperf.scenarios.Throughput.execute` from the ``brokerperf``
+fixture. One session of topics and worker processes runs every rung (setup once → per
+rung: set rate, settle, measure, judge → teardown); the ladder stops at the first rung
+that is not sustainable, or reports "limit not reached". The JSONL record is the usual
+one (its top-level figures are the highest sustainable rung's) plus ``ladder``,
+``throughput`` and ``calibration`` fields; the artefact directory adds ``ladder.csv``,
+``calibration.json`` and one OMB result per rung under ``rungs/``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+import math
+import os
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_brokerperf import ladder as lad
+from pytest_brokerperf.runner import DEFAULT_PER_PROCESS_RATE, ScenarioResult
+from pytest_brokerperf.verdict import (
+    BACKPRESSURE,
+    CLIENT_BOUND,
+    GENERATOR_BOUND,
+    JUDGEABLE,
+    VALID,
+    Thresholds,
+    Verdict,
+    assess,
+)
+
+if TYPE_CHECKING:
+    from pytest_brokerperf.calibration import Ceiling
+    from pytest_brokerperf.drivers.base import Driver
+    from pytest_brokerperf.engine.coordinator import RunOutcome, RunPlan
+    from pytest_brokerperf.metrics.stats import PeriodStats
+    from pytest_brokerperf.runner import BrokerPerf
+    from pytest_brokerperf.scenarios import Throughput, ThroughputPrepared
+
+__all__ = ["LIMIT_STATUS", "ThroughputResult", "ladder_verdict", "run_throughput",
+           "size_workers"]
+
+#: Rung/ladder limit → validity verdict status.
+LIMIT_STATUS = {
+    lad.GENERATOR: GENERATOR_BOUND,
+    lad.CLIENT_LIBRARY: CLIENT_BOUND,
+    lad.BROKER: BACKPRESSURE,
+    lad.NONE: VALID,
+}
+
+
+@dataclass
+class ThroughputResult(ScenarioResult):
+    """A throughput run: the usual result (headline = highest sustainable rung) plus the
+    ladder (or the rate-discovery log) and the calibration it used."""
+
+    ladder: lad.LadderResult | None = None
+    discovery: dict[str, Any] | None = None
+    calibration: dict[str, Any] = field(default_factory=dict)
+    rung_outcomes: list[RunOutcome] = field(default_factory=list)
+
+
+def size_workers(top_rate: float, *, per_process: float | None,
+                 cpus: tuple[int, ...] | None, requested: int | None,
+                 single_process: bool = False) -> int:
+    """Worker processes for a ladder whose top rung is ``top_rate``: enough processes for
+    the rate at the calibrated per-process rate, at most one per generator CPU."""
+    if single_process:
+        return 1
+    if requested:
+        return requested
+    limit = len(cpus) if cpus else (os.cpu_count() or 1)
+    per = per_process if per_process and per_process > 0 else DEFAULT_PER_PROCESS_RATE
+    return max(1, min(limit, math.ceil(top_rate / per)))
+
+
+def _latency(outcome: RunOutcome) -> dict[str, dict[str, float | None]]:
+    out: dict[str, dict[str, float | None]] = {}
+    for view in lad.RUNG_VIEWS:
+        pct = outcome.cumulative[view].percentiles(lad.RUNG_PERCENTILES)
+        out[view] = {f"p{q:g}": pct[q] for q in lad.RUNG_PERCENTILES}
+    return out
+
+
+def judge(outcome: RunOutcome, index: int, *, policy: lad.LadderPolicy,
+          subscriptions_per_topic: int, producing_workers: int,
+          harness_ceiling: float | None, client_ceiling: float | None) -> lad.RungResult:
+    """One measured rung → its judgement, limiting resource and validity verdict."""
+    sig = lad.RungSignals.from_outcome(outcome, subscriptions_per_topic=subscriptions_per_topic,
+                                       producing_workers=producing_workers)
+    failures = lad.judge_rung(sig, policy)
+    limit, reasons = lad.attribute_limit(sig, failures, policy,
+                                         harness_ceiling=harness_ceiling,
+                                         client_ceiling=client_ceiling)
+    aggregate_client = client_ceiling * producing_workers if client_ceiling else None
+    v = assess(outcome, Thresholds(cpu_share=policy.cpu_share, runq_share=policy.runq_share,
+                                   publish_delay_p99_us=policy.publish_delay_budget_us),
+               client_ceiling=aggregate_client)
+    if failures:  # the limit decides a failed rung's status; its signals are the reasons
+        status = LIMIT_STATUS[limit]
+        v = Verdict(status=status, reasons=failures + reasons,
+                    flags=sorted(set(v.flags) | ({status} if status != VALID else set())),
+                    details=v.details)
+    return lad.RungResult(
+        index=index, target_rate=outcome.plan.rate,
+        status="sustainable" if not failures else "unsustainable", signals=sig,
+        failures=failures, limit=limit, limit_reasons=reasons, verdict=v.as_dict(),
+        latency_us=_latency(outcome), warmup_s=sum(p.elapsed_s for p in outcome.warmup),
+        warmup_periods=len(outcome.warmup), warmup_steady=outcome.warmup_steady,
+        client_bound=aggregate_client is not None and outcome.plan.rate > aggregate_client,
+        publish_mib_s=outcome.publish_mib_s, begin_time=outcome.begin_time,
+        end_time=outcome.end_time,
+    )
+
+
+def ladder_verdict(ladder: lad.LadderResult) -> Verdict:
+    """The whole ladder's validity: its limit, and the headline rung's own verdict.
+
+    A ladder stopped by the generator or the client library is not a broker figure
+    (``generator-bound`` / ``client-bound``: INCONCLUSIVE); stopped by the broker it is
+    ``broker-backpressure`` (a broker result); a ladder whose every rung held is ``valid``
+    with the flag ``limit-not-reached``.
+    """
+    reasons: list[str] = []
+    flags: list[str] = []
+    status = LIMIT_STATUS.get(ladder.limit, VALID)
+    failed = next((r for r in ladder.rungs if not r.sustainable), None)
+    if status not in JUDGEABLE:
+        reasons.append(ladder.summary())
+        if failed is not None:
+            reasons += failed.limit_reasons
+    if status != VALID:
+        flags.append(status)
+    if ladder.outcome == "limit-not-reached":
+        flags.append("limit-not-reached")
+    top = ladder.top_rung
+    if top is None:
+        status = status if status not in JUDGEABLE else GENERATOR_BOUND
+        reasons.append(f"no rung was sustainable (lowest {ladder.rates[0]:,.0f} msg/s): no "
+                       "throughput figure")
+    else:
+        t = str(top.verdict.get("status", VALID))
+        if t not in JUDGEABLE and status in JUDGEABLE:
+            status = t
+            reasons += [f"highest sustainable rung {top.target_rate:,.0f} msg/s: {x}"
+                        for x in top.verdict.get("reasons", [])]
+        if t != VALID and t not in flags:
+            flags.append(t)
+    details = {"summary": ladder.summary(), "outcome": ladder.outcome, "limit": ladder.limit,
+               "highest_sustainable_rate_msg_s": ladder.highest_sustainable_rate,
+               "limit_rate_msg_s": ladder.limit_rate}
+    return Verdict(status=status, reasons=reasons, flags=flags, details=details)
+
+
+# ------------------------------------------------------------------------------ helpers
+
+
+def _ceiling_dict(c: Ceiling | None) -> dict[str, Any] | None:
+    return None if c is None else c.as_dict()
+
+
+def _calibrate(bp: BrokerPerf, driver: Driver, prepared: ThroughputPrepared,
+               cpus: tuple[int, ...] | None, prefix: str) -> dict[str, Any]:
+    """The harness and driver ceilings (cached per machine and version)."""
+    from pytest_brokerperf.calibration import cached_or_measured
+    from pytest_brokerperf.drivers.loopback import LoopbackDriver
+
+    mode = getattr(bp.settings, "calibration", "auto")
+    wl = prepared.workload
+    out: dict[str, Any] = {"mode": mode, "harness": None, "driver": None, "notes": []}
+    if mode == "off":
+        out["notes"].append("calibration off (--brokerperf-calibration=off): no per-process "
+                            "ceilings; rungs are judged from CPU, run-queue, queue and lag "
+                            "signals only")
+        return out
+    cache = bp.session_info.setdefault("calibration", {})
+
+    def get(target: str, drv: Driver, broker_kind: str, version: str) -> Ceiling | None:
+        memo = (target, drv.kind, drv.name, version, wl.message_size, wl.partitions_per_topic)
+        if memo in cache:
+            return cache[memo]
+        c = cached_or_measured(
+            drv, target=target, broker=broker_kind, broker_version=version,
+            message_size=wl.message_size, partitions=wl.partitions_per_topic,
+            generator_cpus=cpus, mode=mode, progress=bp._progress,
+            topic_prefix=f"{prefix}-cal-{target}",
+        )
+        cache[memo] = c
+        return c
+
+    harness = get("harness", LoopbackDriver(partitions=wl.partitions_per_topic), "loopback",
+                  "in-process")
+    out["harness"] = harness
+    if bp.broker.kind == "loopback":
+        out["driver"] = harness
+    elif bp.broker.mode == "remote":
+        out["notes"].append("no driver calibration against a remote cluster (it would add "
+                            "load the run's caps do not cover); harness ceiling only")
+    else:
+        out["driver"] = get("driver", driver, bp.broker.kind, bp.broker.version)
+    return out
+
+
+def _progress_rung(kind: str, rr: lad.RungResult, n: int) -> str:
+    s = rr.signals
+    assert s is not None
+    cpu = ", ".join(f"w{k} {v:.0%}" for k, v in sorted(s.worker_cpu.items()))
+    head = (f"brokerperf: {kind} throughput rung {rr.index + 1}/{n} "
+            f"{rr.target_rate:,.0f} msg/s: ack {s.ack_rate:,.0f}/s recv {s.consume_rate:,.0f}/s"
+            f" lag {s.lag_slope:+,.0f}/s queue {s.queue_slope:+,.0f}/s p99 publish "
+            f"{_ms(rr.p('publish_response', 'p99'))} e2e {_ms(rr.p('e2e_response', 'p99'))}"
+            f" cpu {cpu}")
+    if rr.sustainable:
+        return head + " -> sustainable"
+    return head + f" -> NOT sustainable, limit {rr.limit}: " + "; ".join(
+        rr.failures[:2] + rr.limit_reasons[:1])
+
+
+def _ms(us: float | None) -> str:
+    from pytest_brokerperf.summary import format_ms
+
+    return format_ms(us) + " ms"
+
+
+def _session_outcome(rungs: list[RunOutcome], headline: RunOutcome, end: Any) -> RunOutcome:
+    """One outcome spanning the whole session (every rung's periods in order), for the
+    shared artefacts (periods.csv, hlogs, manifest); figures stay the headline's."""
+    periods = [p for r in rungs for p in (*r.warmup, *r.periods)]
+    return replace(headline, warmup=[], periods=periods, begin_time=end.begin_time,
+                   end_time=end.end_time, measure_begin_time=rungs[0].begin_time,
+                   worker_errors=list(end.worker_errors))
+
+
+def _write_ladder_csv(path: Path, ladder: lad.LadderResult) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(lad.RungResult.CSV_HEADER)
+        for r in ladder.rungs:
+            w.writerow(r.csv_row())
+
+
+def _broker_per_rung(sampler: Any, rungs: list[RunOutcome],
+                     results: list[lad.RungResult]) -> None:
+    """Attach the broker's own CPU (when sampled) to each measured rung."""
+    rows = list(getattr(sampler, "rows", []) or [])
+    if not rows:
+        return
+    by_rate = {o.plan.rate: o for o in rungs}
+    for rr in results:
+        out = by_rate.get(rr.target_rate)
+        if out is None or not out.periods:
+            continue
+        lo = out.periods[0].start_ns
+        hi = out.periods[-1].start_ns + int(out.periods[-1].elapsed_s * 1e9)
+        cpu = [v for r in rows if r.phase == "measure" and lo - 1_000_000 <= r.start_ns <= hi
+               and (v := r.figures.get("broker_cpu_cores")) is not None]
+        if cpu:
+            rr.broker_cpu_cores = round(sum(cpu) / len(cpu), 3)
+            if not rr.sustainable:
+                rr.limit_reasons.append(
+                    f"(broker processes used {rr.broker_cpu_cores:.2f} cores on average)")
+
+
+# ------------------------------------------------------------------------------ main
+
+
+def run_throughput(bp: BrokerPerf, scenario: Throughput,
+                   extra_slos: tuple[str, ...]) -> ThroughputResult:
+    """Run ``scenario`` on ``bp``'s broker; judge it; write record and artefacts."""
+    from pytest_brokerperf import safety
+    from pytest_brokerperf.drivers import create_driver
+    from pytest_brokerperf.engine.coordinator import RunPlan, default_generator_cpus
+    from pytest_brokerperf.errors import ConfigError
+    from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
+    from pytest_brokerperf.safety import format_bytes
+    from pytest_brokerperf.scenarios import RATE_DISCOVERY
+
+    settings, broker = bp.settings, bp.broker
+    prepared = scenario.prepare(settings, broker)
+    slos = bp._slos_for(prepared, (*scenario.slos, *extra_slos))
+    seed = int.from_bytes(os.urandom(4), "little")
+    driver = create_driver(broker, prepared.driver_file, "throughput",
+                           stats_interval_ms=max(1000, int(prepared.period_s * 1000)))
+    cpus = default_generator_cpus(broker.info.get("cpu_affinity"))
+    test_id = bp.request.node.nodeid
+    prefix = safety.topic_prefix(settings, prepared.scenario, test_id)
+    discovery = prepared.mode == RATE_DISCOVERY
+    n_rungs = max(1, len(prepared.rates))
+    # The safety plan, worst case: every rung at the top rate (nothing created yet).
+    guard_plan = RunPlan(
+        rate=prepared.rate, period_s=prepared.period_s,
+        warmup_max_s=prepared.warmup_s * n_rungs, measure_s=prepared.measure_s * n_rungs,
+        workers=1, topic_prefix=prefix, keep_topics=settings.keep_topics,
+        generator_cpus=cpus, seed=seed,
+    )
+    driver, safety_notes = safety.safe_driver(driver, settings, broker, prepared, guard_plan)
+    prepared.notes.extend(safety_notes)
+    splan = safety.build_plan(settings, broker, prepared, driver, guard_plan, test_id=test_id)
+    bp._guard(splan)  # prints, refuses over a cap, stops here in a dry run
+
+    calib = _calibrate(bp, driver, prepared, cpus, prefix)
+    harness: Ceiling | None = calib["harness"]
+    drv_c: Ceiling | None = calib["driver"]
+    harness_ceiling = harness.rate_msg_s if harness is not None and harness.bound == "client" \
+        else None
+    client_ceiling = drv_c.client_ceiling if drv_c is not None else None
+    known = [c.sizing_rate for c in (harness, drv_c) if c is not None and c.sizing_rate]
+    per_process = min(known) if known else None
+    # OMB's controller may climb anywhere: give it every generator CPU
+    top_rate = 1e12 if discovery else prepared.rate
+    workers = size_workers(top_rate, per_process=per_process, cpus=cpus,
+                           requested=settings.workers,
+                           single_process=broker.kind == "loopback")
+    wl = prepared.workload
+    if wl.total_producers < workers or wl.total_consumers < workers:
+        subs = max(1, wl.topics * wl.subscriptions_per_topic)
+        wl = wl.replace(
+            producers_per_topic=max(wl.producers_per_topic, math.ceil(workers / wl.topics)),
+            consumer_per_subscription=max(wl.consumer_per_subscription,
+                                          math.ceil(workers / subs)))
+        prepared.notes.append(
+            f"{workers} worker processes: producers per topic raised to "
+            f"{wl.producers_per_topic} and consumers per subscription to "
+            f"{wl.consumer_per_subscription} so every process generates and consumes")
+        prepared.workload = wl
+        prepared.params.update(producers=wl.total_producers, consumers=wl.total_consumers)
+    producing = min(workers, wl.total_producers)
+    plan = replace(guard_plan, rate=prepared.rate, warmup_max_s=prepared.warmup_s,
+                   measure_s=prepared.measure_s, workers=workers)
+    policy = prepared.policy or lad.LadderPolicy()
+    refuse_above = (policy.refuse_factor * producing * harness_ceiling
+                    if harness_ceiling else None)
+    ceilings_doc = {
+        "mode": calib["mode"], "notes": calib["notes"],
+        "harness": _ceiling_dict(harness), "driver": _ceiling_dict(drv_c),
+        "harness_ceiling_msg_s": harness_ceiling, "client_ceiling_msg_s": client_ceiling,
+        "workers": workers, "producing_workers": producing,
+        "generator_capacity_msg_s": per_process * producing if per_process else None,
+        "refuse_above_msg_s": refuse_above,
+    }
+    for c in (harness, drv_c if drv_c is not harness else None):
+        if c is not None:
+            bp._progress(f"brokerperf: calibrated ceiling: {c.describe()}")
+
+    sampler = BrokerMetricsSampler.for_endpoint(broker, settings)
+    verbose = bp.request.config.getoption("verbose", 0) > 0
+    acked_bytes = 0
+    every = max(1, round(5.0 / prepared.period_s))
+
+    def on_period(p: PeriodStats) -> None:
+        nonlocal acked_bytes
+        if sampler is not None:
+            sampler.on_period(p)
+        acked_bytes += p.bytes_sent
+        if splan.max_bytes is not None and acked_bytes > splan.max_bytes:
+            raise ConfigError(f"REFUSED: {format_bytes(acked_bytes)} acknowledged, over "
+                              f"the byte cap {format_bytes(splan.max_bytes)} "
+                              "(--brokerperf-max-bytes); the run was stopped")
+        if verbose or (discovery and p.index % every == every - 1):
+            from pytest_brokerperf.summary import format_progress
+
+            bp._progress(format_progress(broker.kind, prepared.scenario, p))
+
+    payloads = wl.payloads(prepared.workload_file.parent if prepared.workload_file else None,
+                           seed=seed)
+    if sampler is not None:
+        sampler.start()
+    try:
+        if discovery:
+            result = _run_discovery(bp, driver, prepared, plan, payloads, on_period,
+                                    ceilings_doc, slos, seed, splan)
+        else:
+            result = _run_ladder(bp, driver, prepared, plan, payloads, on_period, policy,
+                                 ceilings_doc, slos, seed, splan, sampler,
+                                 harness_ceiling=harness_ceiling,
+                                 client_ceiling=client_ceiling, producing=producing,
+                                 refuse_above=refuse_above)
+    finally:
+        if sampler is not None:
+            sampler.stop()
+    return result
+
+
+def _run_ladder(bp: BrokerPerf, driver: Driver, prepared: ThroughputPrepared, plan: RunPlan,
+                payloads: list[bytes], on_period: Any, policy: lad.LadderPolicy,
+                ceilings_doc: dict[str, Any], slos: list[Any], seed: int, splan: Any,
+                sampler: Any, *, harness_ceiling: float | None,
+                client_ceiling: float | None, producing: int,
+                refuse_above: float | None) -> ThroughputResult:
+    from pytest_brokerperf.engine.coordinator import Rung, run_rates
+
+    broker = bp.broker
+    wl = prepared.workload
+    rates = prepared.rates
+    if refuse_above is not None and rates[0] > refuse_above:
+        pytest.fail(
+            f"REFUSED before anything was created: the lowest rung {rates[0]:,.0f} msg/s is "
+            f"above {policy.refuse_factor:g} x {producing} worker process(es) x the harness's "
+            f"calibrated ceiling {harness_ceiling:,.0f} msg/s; lower --brokerperf-ladder",
+            pytrace=False)
+    bp._progress(
+        f"brokerperf: {broker.kind} throughput ladder "
+        f"{','.join(lad.format_rate(r) for r in rates)} msg/s: per rung warm-up"
+        f"{'≤' if prepared.warmup_until_steady else '='}{prepared.warmup_s:g}s measure="
+        f"{prepared.measure_s:g}s period={prepared.period_s:g}s workers={plan.workers} "
+        f"size={wl.message_size}B partitions={wl.partitions_per_topic}")
+    results: list[lad.RungResult] = []
+
+    def next_rung(done: list[RunOutcome]) -> Rung | None:
+        if results and not results[-1].sustainable:
+            return None
+        k = len(results)
+        if k >= len(rates):
+            return None
+        rate = rates[k]
+        if refuse_above is not None and rate > refuse_above:
+            reason = (f"refused: {rate:,.0f} msg/s is above {policy.refuse_factor:g} x "
+                      f"{producing} worker process(es) x the harness's calibrated ceiling "
+                      f"{harness_ceiling:,.0f} msg/s: only the generator would be measured")
+            results.append(lad.RungResult(
+                index=k, target_rate=rate, status="refused", signals=None, failures=[reason],
+                limit=lad.GENERATOR, limit_reasons=[reason],
+                verdict={"status": GENERATOR_BOUND, "reasons": [reason],
+                         "flags": [GENERATOR_BOUND], "details": {}}))
+            bp._progress(f"brokerperf: {broker.kind} throughput rung {k + 1}/{len(rates)} "
+                         f"{reason}")
+            return None
+        return Rung(rate=rate, warmup_max_s=prepared.warmup_s, measure_s=prepared.measure_s,
+                    warmup_until_steady=prepared.warmup_until_steady, label=f"rung{k}")
+
+    def on_rung(out: RunOutcome) -> None:
+        rr = judge(out, len(results), policy=policy,
+                   subscriptions_per_topic=wl.subscriptions_per_topic,
+                   producing_workers=producing, harness_ceiling=harness_ceiling,
+                   client_ceiling=client_ceiling)
+        results.append(rr)
+        bp._progress(_progress_rung(broker.kind, rr, len(rates)))
+
+    rungs, end = run_rates(driver, wl, plan, next_rung, payloads=payloads, on_period=on_period,
+                           on_rung=on_rung)
+    if sampler is not None:
+        with contextlib.suppress(Exception):
+            sampler.stop()
+        _broker_per_rung(sampler, rungs, results)
+    ladder = lad.summarize(rates, results, policy, workers=plan.workers, ceilings=ceilings_doc)
+    top = ladder.top_rung
+    by_rate = {o.plan.rate: o for o in rungs}
+    headline = by_rate[top.target_rate] if top is not None else rungs[0]
+    verdict = ladder_verdict(ladder)
+    bp._progress(f"brokerperf: {broker.kind} throughput: {ladder.summary()}"
+                 + (f"; knee {ladder.knee.rate_msg_s:,.0f} msg/s"
+                    if ladder.knee and ladder.knee.rate_msg_s else ""))
+    extra = {
+        "max_sustainable_rate": ladder.highest_sustainable_rate,
+        "knee_rate": ladder.knee.rate_msg_s if ladder.knee else None,
+    }
+    throughput_doc = {
+        "mode": "ladder", "label": "ladder",
+        "highest_sustainable_rate_msg_s": ladder.highest_sustainable_rate,
+        "limit": ladder.limit, "outcome": ladder.outcome,
+        "limit_rate_msg_s": ladder.limit_rate, "summary": ladder.summary(),
+    }
+    return _finish(bp, driver, prepared, headline, _session_outcome(rungs, headline, end),
+                   verdict, slos, seed, splan, sampler, extra=extra,
+                   record_extra={"ladder": ladder.as_dict(), "throughput": throughput_doc,
+                                 "calibration": ceilings_doc, "rate_discovery": None},
+                   ladder=ladder, rung_outcomes=rungs, calibration=ceilings_doc,
+                   row_params=f"ladder {lad.format_rate(rates[0])}..{lad.format_rate(rates[-1])}")
+
+
+def _run_discovery(bp: BrokerPerf, driver: Driver, prepared: ThroughputPrepared,
+                   plan: RunPlan, payloads: list[bytes], on_period: Any,
+                   ceilings_doc: dict[str, Any], slos: list[Any], seed: int,
+                   splan: Any) -> ThroughputResult:
+    from dataclasses import asdict
+
+    from pytest_brokerperf.engine.coordinator import LoadSession, Rung
+    from pytest_brokerperf.engine.rate_controller import (
+        CONTROL_PERIOD_S,
+        INITIAL_RATE,
+        LABEL,
+        DiscoveryLoop,
+        RateController,
+        RateControllerLimits,
+    )
+
+    limits = RateControllerLimits.from_env()
+    loop = DiscoveryLoop(RateController(limits), INITIAL_RATE, CONTROL_PERIOD_S)
+    bp._progress(
+        f"brokerperf: {bp.broker.kind} throughput {LABEL}: start {INITIAL_RATE:,.0f} msg/s, "
+        f"control every {CONTROL_PERIOD_S:g}s, warm-up={prepared.warmup_s:g}s "
+        f"measure={prepared.measure_s:g}s workers={plan.workers} limits {asdict(limits)}")
+    wl = prepared.workload
+    with LoadSession(driver, wl, plan, payloads=payloads, on_period=on_period) as session:
+        out = session.run_rung(Rung(INITIAL_RATE, prepared.warmup_s, prepared.measure_s,
+                                    warmup_until_steady=False, label=LABEL),
+                               on_wait=loop.poll)
+        end = session.finish()
+        end.apply(out)
+        out.begin_time = end.begin_time
+    verdict = assess(out)
+    verdict.details["target_rate"] = None
+    verdict.details["note"] = ("omb-rate-discovery: the target changes every 3 s, so the "
+                               "measured window mixes rates")
+    measured_rate = out.ack_rate
+    doc = {
+        "label": LABEL, "control_period_s": CONTROL_PERIOD_S,
+        "initial_rate_msg_s": INITIAL_RATE, "limits": asdict(limits),
+        "steps": loop.steps, "final_rate_msg_s": loop.rate,
+        "measured_ack_rate_msg_s": measured_rate,
+        "measured_publish_rate_msg_s": [p.publish_rate for p in out.periods],
+        "note": "OMB's RateController (PR #329) reproduced: the figure is the measured "
+                "window's acknowledged rate while the controller keeps adjusting; it is not "
+                "a ladder result",
+    }
+    bp._progress(f"brokerperf: {bp.broker.kind} throughput {LABEL}: measured "
+                 f"{measured_rate:,.0f} msg/s acknowledged, controller at {loop.rate:,.0f} "
+                 f"msg/s after {len(loop.steps)} steps")
+    throughput_doc = {
+        "mode": LABEL, "label": LABEL, "highest_sustainable_rate_msg_s": measured_rate,
+        "limit": None, "outcome": LABEL, "limit_rate_msg_s": None,
+        "summary": f"{LABEL}: {measured_rate:,.0f} msg/s acknowledged in the measured window",
+    }
+    prepared.rate = measured_rate
+    return _finish(bp, driver, prepared, out, out, verdict, slos, seed, splan, None,
+                   extra={"max_sustainable_rate": measured_rate, "knee_rate": None},
+                   record_extra={"ladder": None, "throughput": throughput_doc,
+                                 "calibration": ceilings_doc, "rate_discovery": doc},
+                   discovery=doc, rung_outcomes=[out], calibration=ceilings_doc,
+                   row_params=LABEL, steps_csv=loop.steps)
+
+
+def _finish(bp: BrokerPerf, driver: Driver, prepared: ThroughputPrepared,
+            headline: RunOutcome, session_outcome: RunOutcome, verdict: Verdict,
+            slos: list[Any], seed: int, splan: Any, sampler: Any, *,
+            extra: dict[str, float | None], record_extra: dict[str, Any],
+            ladder: lad.LadderResult | None = None, discovery: dict[str, Any] | None = None,
+            rung_outcomes: list[RunOutcome] | None = None,
+            calibration: dict[str, Any] | None = None, row_params: str = "",
+            steps_csv: list[dict[str, Any]] | None = None) -> ThroughputResult:
+    """SLOs, record, artefacts, summary rows, JUnit properties: as the tail-read path."""
+    from pytest_brokerperf import results as res
+    from pytest_brokerperf import slo
+    from pytest_brokerperf._stash import SUMMARY_ROWS_KEY
+    from pytest_brokerperf.figures import compute_figures
+    from pytest_brokerperf.omb_result import build_omb_result, default_result_filename
+    from pytest_brokerperf.runner import _short_params
+    from pytest_brokerperf.summary import LadderRow, SummaryRow
+
+    settings, broker = bp.settings, bp.broker
+    wl = prepared.workload
+    figures = compute_figures(headline)
+    figures.update(extra)
+    slo_results = (slo.evaluate(slos, figures, context={"broker": broker.kind,
+                                                         "scenario": prepared.scenario})
+                   if verdict.judgeable else [])
+    failures = [r.message for r in slo_results if r.failed]
+    inconclusive = list(verdict.reasons) if not verdict.judgeable else []
+    inconclusive += [r.message for r in slo_results if r.inconclusive]
+    test_id = bp.request.node.nodeid
+    directory, attempt = res.artefact_dir(Path(settings.results_dir), settings.run_id, test_id)
+    manifest = res.manifest(broker=broker, prepared=prepared, outcome=session_outcome,
+                            session_info=bp.session_info, seed=seed)
+    slo_dicts = [
+        {"expr": str(r.slo), "metric": r.slo.metric, "observed": r.observed,
+         "status": str(r.status), "message": r.message, "source": r.slo.source}
+        for r in slo_results
+    ]
+    record = res.build_record(
+        run_id=settings.run_id, test_id=test_id, attempt=attempt, broker=broker,
+        prepared=prepared, outcome=headline, verdict=verdict, slo_results=slo_dicts,
+        figures=figures, profile=settings.profile, env_label=settings.env,
+        artefacts=directory, manifest=manifest,
+    )
+    record["target_rate_msg_s"] = headline.plan.rate if ladder is not None else None
+    record["begin_time"] = session_outcome.begin_time
+    record["end_time"] = session_outcome.end_time
+    record.update(record_extra)
+    record["manifest"]["plan"] = splan.as_dict()
+    record["broker_metrics"] = None
+    if sampler is not None:
+        with contextlib.suppress(Exception):
+            sampler.write_csv(directory / "broker-metrics.csv")
+            record["broker_metrics"] = sampler.summary("broker-metrics.csv")
+    stem = prepared.workload_file.stem if prepared.workload_file else prepared.scenario
+    now = datetime.now()
+
+    def omb_for(out: RunOutcome) -> dict[str, Any]:
+        return build_omb_result(
+            workload_name=wl.name or stem, driver_name=driver.name,
+            message_size=wl.message_size, topics=wl.topics,
+            partitions=wl.partitions_per_topic, producers_per_topic=wl.producers_per_topic,
+            consumers_per_topic=wl.consumer_per_subscription, periods=out.periods,
+            cumulative=out.cumulative, period_s=prepared.period_s,
+            begin_time=out.begin_time, end_time=out.end_time,
+        )
+
+    if ladder is not None:
+        _write_ladder_csv(directory / "ladder.csv", ladder)
+        rungs_dir = directory / "rungs"
+        for out in rung_outcomes or []:
+            k = next((r.index for r in ladder.rungs if r.target_rate == out.plan.rate), 0)
+            d = rungs_dir / f"{k + 1:02d}-{lad.format_rate(out.plan.rate)}"
+            d.mkdir(parents=True, exist_ok=True)
+            (d / default_result_filename(stem, driver.name, now)).write_text(
+                json.dumps(omb_for(out), indent=2, allow_nan=False))
+    if steps_csv is not None:
+        with open(directory / "rate-discovery.csv", "w", newline="", encoding="utf-8") as fh:
+            keys = ["t_s", "period_s", "rate_msg_s", "total_published", "total_received",
+                    "next_rate_msg_s", "applied_rate_msg_s", "ramping_factor", "reason"]
+            w = csv.DictWriter(fh, fieldnames=keys)
+            w.writeheader()
+            for step in steps_csv:
+                w.writerow(step)
+    (directory / "calibration.json").write_text(json.dumps(calibration or {}, indent=2,
+                                                           default=str))
+    res.write_artefacts(directory=directory, record=record, prepared=prepared,
+                        outcome=session_outcome, broker=broker,
+                        results_root=Path(settings.results_dir), omb_result=omb_for(headline),
+                        omb_filename=default_result_filename(stem, driver.name, now))
+    if failures:
+        slo_text = "FAIL: " + ", ".join(r.slo.metric for r in slo_results if r.failed)
+    elif inconclusive:
+        slo_text = "inconclusive"
+    elif slo_results:
+        slo_text = "pass"
+    else:
+        slo_text = "-"
+    scenario_label = prepared.scenario if ladder is not None else (
+        f"{prepared.scenario}[{prepared.mode}]")
+    params = _short_params(prepared.params).rsplit(" rate=", 1)[0] + f" {row_params}"
+    row = SummaryRow(
+        nodeid=test_id, broker=broker.kind, scenario=scenario_label, params=params,
+        ack_rate=headline.ack_rate, mib_s=headline.publish_mib_s,
+        pub_p50=figures["publish_response.p50"], pub_p99=figures["publish_response.p99"],
+        pub_p999=figures["publish_response.p99.9"],
+        e2e_p50=figures["e2e_response.p50"], e2e_p99=figures["e2e_response.p99"],
+        e2e_p999=figures["e2e_response.p99.9"], verdict=verdict.status, slo=slo_text,
+        topology_check=broker.topology_check,
+    )
+    config = bp.request.config
+    config.stash.setdefault(SUMMARY_ROWS_KEY, []).append(row)
+    from pytest_brokerperf._stash import LADDER_ROWS_KEY
+
+    if ladder is not None:
+        top = ladder.top_rung
+        cpu_top = (max(top.signals.worker_cpu.values(), default=0.0)
+                   if top is not None and top.signals else None)
+        config.stash.setdefault(LADDER_ROWS_KEY, []).append(LadderRow(
+            nodeid=test_id, broker=broker.kind, mode="ladder",
+            rungs=" ".join(("+" if r.sustainable else ("x" if r.measured else "-"))
+                           + lad.format_rate(r.target_rate) for r in ladder.rungs),
+            highest=ladder.highest_sustainable_rate,
+            highest_mib_s=(top.publish_mib_s if top is not None else None),
+            limit=ladder.limit if ladder.outcome != "limit-not-reached" else (
+                f"not reached at {lad.format_rate(ladder.rates[-1])}"),
+            limit_rate=ladder.limit_rate, knee=ladder.knee.rate_msg_s if ladder.knee else None,
+            cpu_top=cpu_top, verdict=verdict.status))
+    else:
+        config.stash.setdefault(LADDER_ROWS_KEY, []).append(LadderRow(
+            nodeid=test_id, broker=broker.kind, mode=prepared.mode, rungs="(controller)",
+            highest=extra.get("max_sustainable_rate"), highest_mib_s=headline.publish_mib_s,
+            limit="n/a (omb-rate-discovery)", limit_rate=None, knee=None, cpu_top=None,
+            verdict=verdict.status))
+    props = bp.request.node.user_properties
+    for key in ("max_sustainable_rate", "knee_rate", "ack_rate", "publish_mib_s",
+                "publish_response.p99", "e2e_response.p50", "e2e_response.p99",
+                "e2e_response.p99.9", "lost", "duplicates"):
+        props.append((f"brokerperf.{key}", figures.get(key)))
+    props.append(("brokerperf.verdict", verdict.status))
+    if ladder is not None:
+        props.append(("brokerperf.limit", ladder.limit))
+        props.append(("brokerperf.ladder_outcome", ladder.outcome))
+    props.append(("brokerperf.artefacts", str(directory)))
+    return ThroughputResult(
+        prepared=prepared, outcome=headline, verdict=verdict, figures=figures,
+        slo_results=slo_results, record=record, artefacts=directory, failures=failures,
+        inconclusive=inconclusive, ladder=ladder, discovery=discovery,
+        calibration=calibration or {}, rung_outcomes=list(rung_outcomes or []),
+    )

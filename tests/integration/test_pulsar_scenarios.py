@@ -1,0 +1,58 @@
+"""The tail-read scenario on a local Pulsar standalone, through pytest as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import psutil
+import pytest
+
+from pytest_brokerperf.errors import BrokerUnavailable
+from pytest_brokerperf.omb_result import read_omb_result
+from pytest_brokerperf.provision.maven import resolve_pulsar
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _pulsar_available(_broker_session_lock: None) -> None:
+    try:
+        resolve_pulsar()
+    except BrokerUnavailable as e:
+        pytest.skip(str(e))
+
+
+def test_tailread_scenario_end_to_end_through_pytest(pytester: pytest.Pytester) -> None:
+    """``pytest scenarios -m tailread --broker=pulsar``, shortened: results, JUnit, no orphans."""
+    repo = Path(__file__).resolve().parents[2]
+    results = pytester.path / "res"
+    junit = pytester.path / "junit.xml"
+    pytester.makeini("[pytest]\n")
+    run = pytester.runpytest_subprocess(
+        str(repo / "scenarios"), "-m", "tailread", "--broker=pulsar",
+        f"--brokerperf-results={results}", f"--junitxml={junit}",
+        "--brokerperf-duration=6", "--brokerperf-warmup=5", "-p", "no:cacheprovider",
+        "--rootdir", str(pytester.path), timeout=600,
+    )
+    run.assert_outcomes(passed=1)
+    run.stdout.fnmatch_lines(["*brokerperf summary*", "*pulsar*tailread*valid*pass*"])
+    (rec,) = [json.loads(x) for x in (results / "results.jsonl").read_text().splitlines()]
+    assert rec["broker"] == "pulsar" and rec["broker_version"] == "4.0.7"
+    assert rec["verdict"]["status"] == "valid"
+    assert rec["delivery"]["lost"] == 0 and rec["delivery"]["acknowledged"] > 3000
+    assert rec["latency"]["e2e_response"]["p50_us"] > 0
+    assert rec["manifest"]["broker_warmup"]["acknowledged"] > 0
+    art = Path(rec["artefacts"])
+    (omb_file,) = [p for p in art.glob("*.json")
+                   if p.name not in ("manifest.json", "record.json", "broker-settings.json")]
+    omb = read_omb_result(omb_file)
+    assert len(omb["publishRate"]) == 6 and omb["driver"] == "Pulsar"
+    settings = json.loads((art / "broker-settings.json").read_text())
+    assert settings["persistence"]["bookkeeperEnsemble"] == 1  # pulsar-local.yaml
+    assert settings["cluster"]["brokers"] == 1 and settings["cluster"]["bookies"] == 1
+    props = {p.get("name"): p.get("value") for p in ET.parse(junit).iter("property")}
+    assert props["brokerperf.verdict"] == "valid"
+    leftovers = [p for p in psutil.process_iter(["cmdline"])
+                 if "PulsarStandaloneStarter" in " ".join(p.info["cmdline"] or [])
+                 and str(pytester.path) in " ".join(p.info["cmdline"] or [])]
+    assert leftovers == []

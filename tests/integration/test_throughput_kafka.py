@@ -1,0 +1,82 @@
+"""The throughput ladder against a real local Kafka (smoke profile, 1 KiB messages).
+
+The ladder must bracket a limit — reach a rung that is not sustainable — and name what
+limited it from independent signals; on a two-core machine that is usually the one
+generator core, and then the run is INCONCLUSIVE (warned here), never a broker figure.
+The calibration measures the Kafka driver's per-process ceiling against this broker.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_brokerperf.provision.maven import cache_root
+
+#: The real cache (Kafka jars, calibration): pytester points HOME at a temporary directory.
+CACHE = cache_root()
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_smoke_ladder_on_kafka_brackets_a_limit(pytester: pytest.Pytester,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BROKERPERF_CACHE_DIR", str(CACHE))
+    results = pytester.path / "res"
+    pytester.makeini("[pytest]\n")
+    run = pytester.runpytest_subprocess(
+        str(REPO / "scenarios" / "test_throughput.py"), "-m", "throughput", "--broker=kafka",
+        f"--brokerperf-results={results}", "--brokerperf-profile=smoke",
+        "--brokerperf-inconclusive=warn", "-W",
+        "default::pytest_brokerperf.warnings.BrokerPerfWarning", "-p", "no:cacheprovider",
+        "--rootdir", str(pytester.path), timeout=1200,
+    )
+    run.assert_outcomes(passed=1, warnings=run.parseoutcomes().get("warnings", 0))
+    run.stdout.fnmatch_lines([
+        "*kafka throughput ladder 2k,10k,20k,40k,100k,200k msg/s*",
+        "*kafka throughput rung 1/6 2,000 msg/s*",
+        "*throughput (rungs: + sustainable*",
+    ])
+    (rec,) = [json.loads(x) for x in (results / "results.jsonl").read_text().splitlines()]
+    lad = rec["ladder"]
+    rungs = lad["rungs"]
+    # the ladder brackets a limit: it climbed until a rung failed, and stopped there
+    assert lad["outcome"] in ("limit-found", "harness-limited"), lad["summary"]
+    assert lad["limit_reached"] and lad["limit_rate_msg_s"] == rungs[-1]["target_rate_msg_s"]
+    assert rungs[-1]["status"] == "unsustainable" and rungs[-1]["failures"]
+    assert all(r["status"] == "sustainable" for r in rungs[:-1])
+    assert lad["highest_sustainable_rate_msg_s"] == (
+        rungs[-2]["target_rate_msg_s"] if len(rungs) > 1 else None)
+    # named from independent signals, and a harness limit is never a broker result
+    assert lad["limit"] in ("generator", "client-library", "broker-backpressure")
+    assert rungs[-1]["limit_reasons"]
+    expected = {"generator": "generator-bound", "client-library": "client-bound",
+                "broker-backpressure": "broker-backpressure"}[lad["limit"]]
+    assert rec["verdict"]["status"] == expected
+    if lad["limit"] == "broker-backpressure":  # a broker result: its SLOs are judged
+        assert [s["metric"] for s in rec["slo"]] == ["lost"]
+    else:  # a harness limit is never judged as a broker figure
+        assert rec["slo"] == []
+    for r in rungs:
+        assert r["worker_cpu_share"] and r["latency_us"]["e2e_response"]["p50"] > 0
+        if r["status"] == "sustainable":
+            assert r["ack_ratio"] == pytest.approx(1.0, abs=0.05)
+    # the curve and the knee
+    assert [c["offered_rate_msg_s"] for c in lad["curve"]] == [
+        r["target_rate_msg_s"] for r in rungs]
+    if lad["knee"] is not None:
+        assert lad["knee"]["bend_p99_us"] > 2 * lad["knee"]["floor_us"]
+    # calibration against this broker and against the loopback harness
+    cal = rec["calibration"]
+    assert cal["harness"]["rate_msg_s"] > 0 and cal["driver"]["driver"] == "Kafka"
+    assert cal["driver"]["broker"] == "kafka" and cal["driver"]["steps"]
+    # delivery over the whole session, every rung
+    assert rec["delivery"]["lost"] == 0 and rec["delivery"]["acknowledged"] > 100_000
+    assert rec["broker_version"] == "4.3.1"
+    art = Path(rec["artefacts"])
+    rows = list(csv.DictReader((art / "ladder.csv").read_text().splitlines()))
+    assert [float(r["target_rate_msg_s"]) for r in rows] == [
+        r["target_rate_msg_s"] for r in rungs]
+    assert len(list((art / "rungs").iterdir())) == len(rungs)

@@ -1,0 +1,95 @@
+"""--brokerperf-dry-run and the remote caps through the real plugin: nothing is started.
+
+No broker is needed: a dry run neither starts a local broker nor contacts a remote one,
+and a plan over a cap is refused before anything is contacted.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+TEST = """
+import pytest
+from pytest_brokerperf.scenarios import TailRead
+
+@pytest.mark.tailread
+def test_tailread(brokerperf):
+    brokerperf.run(TailRead())
+"""
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    for name in list(os.environ):
+        if name.startswith("BROKERPERF_") and name != "BROKERPERF_CACHE_DIR":
+            monkeypatch.delenv(name)
+    pytester.makepyfile(test_scn=TEST)
+    return pytester
+
+
+def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-rs", f"--brokerperf-results={pytester.path}/res", *args)
+
+
+def test_local_dry_run_starts_nothing_and_prints_the_plan(suite: pytest.Pytester) -> None:
+    result = _run(suite, "--brokerperf-dry-run")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines([
+        "*DRY-RUN*",
+        "*brokerperf plan for test_scn.py::test_tailread?kafka? ?tailread? (DRY RUN*",
+        "*target      kafka process (not started: dry run)*",
+        "*topics      bp-*: 4 partitions each, replication factor 1*",
+        "*brokerperf dry run: nothing was started or created*",
+        "*SKIPPED*DRY RUN: plan printed, nothing created*",
+    ])
+    assert not (suite.path / "res").exists()
+
+
+def test_remote_dry_run_shows_retention_caps_and_cleanup(suite: pytest.Pytester) -> None:
+    result = _run(suite, "--brokerperf-dry-run", "--kafka-bootstrap=127.0.0.1:1",
+                  "--brokerperf-owner=ci")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines([
+        "*provision=auto(remote)*DRY-RUN*",
+        "*target      kafka remote 127.0.0.1:1; owner ci*",
+        "*topic cfg   min.insync.replicas=1, retention.ms=3600000, retention.bytes=*",
+        "*caps        bytes 1 GiB, rate 10 MiB/s: within caps*",
+        "*afterwards  topics and consumer groups deleted; leftovers*brokerperf cleanup "
+        "--prefix bp-ci- --older-than 1d*",
+        "*note        cluster not reached*the plan assumes 1 broker(s)*",
+        "*afterwards  topics and consumer groups deleted; leftovers*brokerperf cleanup "
+        "--prefix bp-ci- --older-than 1d*",
+    ])
+
+
+def test_over_the_remote_rate_cap_is_refused_naming_the_flag(suite: pytest.Pytester) -> None:
+    result = _run(suite, "--brokerperf-dry-run", "--kafka-bootstrap=127.0.0.1:1",
+                  "--brokerperf-rate=20000")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*REFUSED     the peak publish rate 19.5 MiB/s is over the rate cap 10 MiB/s*",
+        "*REFUSED before anything was created*--brokerperf-max-rate=RATE*",
+    ])
+
+
+def test_byte_cap_applies_locally_when_given(suite: pytest.Pytester) -> None:
+    result = _run(suite, "--brokerperf-dry-run", "--brokerperf-max-bytes=1MB")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*over the byte cap 976.6 KiB (--brokerperf-max-bytes)*"])
+
+
+def test_reset_true_is_refused_against_a_remote_cluster(suite: pytest.Pytester) -> None:
+    suite.makefile(".yaml", reset_driver="""
+name: Kafka
+replicationFactor: 1
+reset: true
+producerConfig: |
+  acks=all
+""")
+    result = _run(suite, "--brokerperf-dry-run", "--kafka-bootstrap=127.0.0.1:1",
+                  f"--brokerperf-driver={suite.path / 'reset_driver.yaml'}")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*sets OMB's `reset: true`*refused against a remote*"])

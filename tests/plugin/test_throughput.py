@@ -1,0 +1,141 @@
+"""The throughput scenario through the real plugin, on the in-process loopback driver.
+
+What is checked here is the plugin's logic — ladder outcomes, verdicts, records,
+artefacts, the summary — where the right outcome is known. Real-broker ladders are in
+tests/integration/test_throughput_kafka.py.
+"""
+
+import csv
+import json
+
+import pytest
+
+CONFTEST = """
+import pytest
+from pytest_brokerperf.endpoint import BrokerEndpoint
+
+@pytest.fixture(scope="session")
+def broker(broker_kind):
+    yield BrokerEndpoint(kind="loopback", bootstrap="in-process", mode="process")
+"""
+
+FAST = [
+    "--brokerperf-duration=1.5", "--brokerperf-warmup=1", "--brokerperf-period=0.5",
+    "--brokerperf-calibration=off", "-p", "no:cacheprovider", "-p", "no:randomly",
+]
+
+BODY = """
+import pytest
+from pytest_brokerperf.ladder import LadderPolicy
+from pytest_brokerperf.scenarios import Throughput
+
+@pytest.mark.throughput
+def test_ladder(brokerperf):
+    brokerperf.run(Throughput(message_size=256, partitions=2, policy=POLICY))
+"""
+#: The plugin's logic is under test, not this (shared, busy) machine's scheduling: a
+#: 200 ms publish-delay budget keeps a stray stall from failing a 1k msg/s rung.
+LENIENT = "LadderPolicy(publish_delay_budget_us=200_000)"
+
+
+@pytest.fixture
+def suite(pytester):
+    pytester.makeconftest(CONFTEST)
+    pytester.makeini("[pytest]\nfilterwarnings =\n    error\n")
+    return pytester
+
+
+def _run(pytester, body, *args, policy=LENIENT):
+    pytester.makepyfile(test_scn=body.replace("POLICY", policy))
+    return pytester.runpytest_subprocess(*FAST, f"--brokerperf-results={pytester.path}/res",
+                                         *args)
+
+
+def _record(pytester):
+    (rec,) = [json.loads(x) for x in (pytester.path / "res" / "results.jsonl").read_text()
+              .splitlines()]
+    return rec
+
+
+def test_ladder_that_never_fails_reports_limit_not_reached(suite):
+    result = _run(suite, BODY, "--brokerperf-ladder=1k,2k")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([
+        "*throughput ladder 1k,2k msg/s*",
+        "*rung 1/2 1,000 msg/s*-> sustainable",
+        "*rung 2/2 2,000 msg/s*-> sustainable",
+        "*limit not reached at 2,000 msg/s*",
+        "*brokerperf summary*",
+        "*throughput (rungs: + sustainable*",
+        "*+1k +2k*2,000*not reached at 2k*valid*",
+    ])
+    rec = _record(suite)
+    assert rec["scenario"] == "throughput" and rec["verdict"]["status"] == "valid"
+    lad = rec["ladder"]
+    assert lad["outcome"] == "limit-not-reached" and lad["limit_reached"] is False
+    assert lad["highest_sustainable_rate_msg_s"] == 2000 and lad["limit"] == "none"
+    assert [r["status"] for r in lad["rungs"]] == ["sustainable", "sustainable"]
+    assert [c["offered_rate_msg_s"] for c in lad["curve"]] == [1000, 2000]
+    assert rec["throughput"]["mode"] == "ladder" and rec["rate_discovery"] is None
+    assert rec["calibration"]["mode"] == "off"
+    assert rec["target_rate_msg_s"] == 2000
+    assert rec["delivery"]["lost"] == 0
+    assert {s["metric"] for s in rec["slo"]} == {"lost"}
+    art = suite.path / "res" / rec["run_id"]
+    (d,) = list(art.iterdir())
+    rows = list(csv.DictReader((d / "ladder.csv").read_text().splitlines()))
+    assert [r["target_rate_msg_s"] for r in rows] == ["1000.0", "2000.0"]
+    assert {r["status"] for r in rows} == {"sustainable"}
+    assert sorted(p.name for p in (d / "rungs").iterdir()) == ["01-1k", "02-2k"]
+    periods = list(csv.DictReader((d / "periods.csv").read_text().splitlines()))
+    assert {float(p["target_rate_msg_s"]) for p in periods} == {1000.0, 2000.0}
+    assert (d / "calibration.json").is_file()
+
+
+def test_ladder_stopped_by_the_generator_is_inconclusive_and_stops_climbing(suite):
+    result = _run(suite, BODY, "--brokerperf-ladder=2k,3M,5M", policy="LadderPolicy()")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*rung 2/3 3,000,000 msg/s*NOT sustainable, limit generator*",
+        "*INCONCLUSIVE: highest sustainable 2,000 msg/s; limit generator at 3,000,000*",
+    ])
+    assert "rung 3/3" not in result.stdout.str()
+    rec = _record(suite)
+    assert rec["verdict"]["status"] == "generator-bound"
+    assert rec["ladder"]["outcome"] == "harness-limited"
+    assert [r["target_rate_msg_s"] for r in rec["ladder"]["rungs"]] == [2000, 3_000_000]
+    assert rec["slo"] == []  # a harness limit is never judged as a broker figure
+
+
+def test_slo_on_the_highest_sustainable_rate(suite):
+    body = BODY.replace("@pytest.mark.throughput",
+                        '@pytest.mark.throughput\n@pytest.mark.slo("max_sustainable_rate '
+                        '>= 1000000 msg/s")')
+    result = _run(suite, body, "--brokerperf-ladder=1k,2k")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*SLO violated*", "*max_sustainable_rate = 2000 msg/s*"])
+
+
+def test_omb_rate_discovery_is_labelled(suite):
+    result = _run(suite, BODY, "--brokerperf-rate-discovery", "--brokerperf-duration=4",
+                  "--brokerperf-warmup=0")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*throughput omb-rate-discovery: start 10,000 msg/s*",
+                                 "*throughput[[]omb-rate-discovery[]]*"])
+    rec = _record(suite)
+    assert rec["throughput"]["label"] == "omb-rate-discovery"
+    assert rec["ladder"] is None
+    rd = rec["rate_discovery"]
+    assert rd["label"] == "omb-rate-discovery" and rd["control_period_s"] == 3.0
+    assert rd["limits"]["receive_backlog_limit"] == 1000
+    assert rd["steps"] and rd["steps"][0]["rate_msg_s"] == 10_000
+    d = next((suite.path / "res" / rec["run_id"]).iterdir())
+    assert (d / "rate-discovery.csv").is_file()
+
+
+def test_bad_ladder_is_a_usage_error(pytester):
+    pytester.makepyfile(test_x="def test_x(): pass")
+    result = pytester.runpytest_subprocess("--brokerperf-ladder=5k,lots",
+                                           "-p", "no:cacheprovider")
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(["*invalid throughput ladder '5k,lots'*'lots' is not a rate*"])

@@ -1,0 +1,286 @@
+"""The Pulsar driver against a fake pulsar.Client: settings passed, acks, queue-full, acks.
+
+The key test reads pulsar-client's *own* defaults from its signatures and shows that
+every default pitfalls.md §2 names is overridden with OMB's value.
+"""
+
+from __future__ import annotations
+
+import inspect
+import pickle
+from typing import Any, ClassVar
+
+import _pulsar
+import pulsar
+import pytest
+
+from pytest_brokerperf.drivers import create_driver
+from pytest_brokerperf.drivers.base import QueueFull
+from pytest_brokerperf.drivers.pulsar import PulsarDriver
+from pytest_brokerperf.drivers.pulsar_config import JAVA_INT_MAX, PulsarDriverConfig
+from pytest_brokerperf.endpoint import BrokerEndpoint
+from pytest_brokerperf.engine import header
+
+REAL_CLIENT = pulsar.Client  # the fixture below replaces pulsar.Client
+ENDPOINT = BrokerEndpoint(kind="pulsar", bootstrap="pulsar://127.0.0.1:6650", mode="process",
+                          admin_url="http://127.0.0.1:8080")
+
+
+class FakeRawProducer:
+    def __init__(self) -> None:
+        self.sent: list[tuple[Any, Any]] = []
+        self.reject = False
+
+    def send_async(self, msg: Any, cb: Any) -> None:
+        if self.reject:  # what the C++ client does with block_if_queue_full=False
+            cb(_pulsar.Result.ProducerQueueIsFull, None)
+            return
+        self.sent.append((msg, cb))
+
+
+class FakeProducer:
+    def __init__(self) -> None:
+        self._producer = FakeRawProducer()
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class FakeMessage:
+    def __init__(self, data: bytes, topic: str) -> None:
+        self._data, self._topic = data, topic
+
+    def data(self) -> bytes:
+        return self._data
+
+    def topic_name(self) -> str:
+        return self._topic
+
+
+class FakeRawConsumer:
+    def __init__(self) -> None:
+        self.queue: list[FakeMessage] = []
+        self.cumulative: list[FakeMessage] = []
+        self.individual: list[FakeMessage] = []
+
+    def receive(self, timeout_ms: int) -> FakeMessage:
+        if not self.queue:
+            raise _pulsar.Timeout("Pulsar error: TimeOut")
+        return self.queue.pop(0)
+
+    def acknowledge_cumulative(self, m: FakeMessage) -> None:
+        self.cumulative.append(m)
+
+    def acknowledge(self, m: FakeMessage) -> None:
+        self.individual.append(m)
+
+
+class FakeConsumer:
+    def __init__(self) -> None:
+        self._consumer = FakeRawConsumer()
+
+    def close(self) -> None:
+        pass
+
+
+class FakeClient:
+    instances: ClassVar[list[FakeClient]] = []
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.kwargs = kwargs
+        self.producers: list[tuple[str, dict[str, Any], FakeProducer]] = []
+        self.consumers: list[tuple[str, str, dict[str, Any], FakeConsumer]] = []
+        self.closed = False
+        FakeClient.instances.append(self)
+
+    def create_producer(self, topic: str, **kwargs: Any) -> FakeProducer:
+        p = FakeProducer()
+        self.producers.append((topic, kwargs, p))
+        return p
+
+    def get_topic_partitions(self, topic: str) -> list[str]:
+        return [f"{topic}-partition-{i}" for i in range(4)]
+
+    def subscribe(self, topic: str, subscription: str, **kwargs: Any) -> FakeConsumer:
+        c = FakeConsumer()
+        self.consumers.append((topic, subscription, kwargs, c))
+        return c
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.fixture
+def fake_client(monkeypatch: pytest.MonkeyPatch) -> type[FakeClient]:
+    FakeClient.instances = []
+    monkeypatch.setattr(pulsar, "Client", FakeClient)
+    return FakeClient
+
+
+def test_every_python_default_named_in_pitfalls_is_overridden(
+        fake_client: type[FakeClient]) -> None:
+    """pitfalls.md §2: batching off, block_if_queue_full off, 1000 pending, 30 s send
+    timeout, receiver queue 1000, 50 000 across partitions, Exclusive subscription."""
+    driver = create_driver(ENDPOINT, None)
+    producer = driver.producer("t", "p0", lambda v, lat: None, lambda v, e: None)
+    consumer = driver.consumer("t", "sub", "c0")
+    ((_, pkw, _),) = fake_client.instances[0].producers
+    ((_, _, ckw, _),) = fake_client.instances[0].consumers
+    # pulsar-client's own defaults, read from the library itself
+    pdef = {k: v.default for k, v in
+            inspect.signature(REAL_CLIENT.create_producer).parameters.items()}
+    cdef = {k: v.default for k, v in
+            inspect.signature(REAL_CLIENT.subscribe).parameters.items()}
+    named = {
+        # setting: (Python default per pitfalls.md, OMB value we must pass)
+        "batching_enabled": (False, True),
+        "block_if_queue_full": (False, True),
+        "max_pending_messages": (1000, 0),
+        "send_timeout_millis": (30000, 0),
+    }
+    for key, (python_default, omb) in named.items():
+        assert pdef[key] == python_default, f"pulsar-client's default of {key} changed"
+        assert key in pkw and pkw[key] == omb != python_default, key
+    consumer_named = {
+        "receiver_queue_size": (1000, 10000),
+        "max_total_receiver_queue_size_across_partitions": (50000, JAVA_INT_MAX),
+        "consumer_type": (pulsar.ConsumerType.Exclusive, pulsar.ConsumerType.Failover),
+    }
+    for key, (python_default, omb) in consumer_named.items():
+        assert cdef[key] == python_default, f"pulsar-client's default of {key} changed"
+        assert key in ckw and ckw[key] == omb != python_default, key
+    assert pkw["batching_max_publish_delay_ms"] == 1 != pdef["batching_max_publish_delay_ms"]
+    assert pkw["batching_max_messages"] == JAVA_INT_MAX != pdef["batching_max_messages"]
+    assert pkw["compression_type"] == pulsar.CompressionType.NONE
+    # every create_producer/subscribe setting the driver config names reaches the client
+    assert set(driver.config.producer_kwargs()) <= set(pkw)
+    assert set(driver.config.subscribe_kwargs("c0")) <= set(ckw)
+    ck = fake_client.instances[0].kwargs
+    assert ck["service_url"] == "pulsar://127.0.0.1:6650"
+    assert ck["operation_timeout_seconds"] == 600 and ck["io_threads"] == 16
+    producer.close()
+    consumer.close()
+    assert fake_client.instances[0].closed  # last user gone: client closed
+
+
+def test_topic_and_namespace_names(fake_client: type[FakeClient]) -> None:
+    driver = create_driver(ENDPOINT, None)
+    tenant, _, rest = driver.namespace.partition("/")
+    assert tenant == "benchmark" and rest.startswith("ns-") and len(rest) == 11
+    assert driver.full_topic("bp-000") == f"persistent://{driver.namespace}/bp-000"
+    again = pickle.loads(pickle.dumps(driver))  # what a worker process gets
+    assert again.namespace == driver.namespace
+    assert PulsarDriver(ENDPOINT, driver.config).namespace != driver.namespace
+
+
+def test_yaml_service_url_wins_only_for_remote_endpoints(fake_client: type[FakeClient]) -> None:
+    cfg = PulsarDriverConfig.from_dict({"client": {"serviceUrl": "pulsar://far:6650",
+                                                   "httpUrl": "http://far:8080"}})
+    local = PulsarDriver(ENDPOINT, cfg)
+    assert local.service_url == ENDPOINT.bootstrap and local.admin_url == ENDPOINT.admin_url
+    remote = PulsarDriver(BrokerEndpoint(kind="pulsar", bootstrap="pulsar://x:6650",
+                                         mode="remote", admin_url="http://x:8080"), cfg)
+    assert remote.service_url == "pulsar://far:6650" and remote.admin_url == "http://far:8080"
+
+
+def _value(pid: int, seq: int, sent: int) -> bytes:
+    return header.pack(header.MAGIC, header.VERSION, header.KIND_DATA, pid, seq, sent - 5,
+                       sent) + b"x" * 32
+
+
+def test_acks_are_delivered_from_service_with_callback_time(
+        fake_client: type[FakeClient]) -> None:
+    acks: list[tuple[bytes, int | None]] = []
+    errors: list[tuple[bytes, str]] = []
+    driver = create_driver(ENDPOINT, None)
+    prod = driver.producer("t", "p0", lambda v, lat: acks.append((v, lat)),
+                           lambda v, e: errors.append((v, e)))
+    raw = fake_client.instances[0].producers[0][2]._producer
+    v1, v2 = _value(0, 0, 1000), _value(0, 1, 2000)
+    prod.send(v1, None)
+    prod.send(v2, b"key-1")
+    assert prod.queue_depth() == 2 and len(raw.sent) == 2
+    raw.sent[0][1](_pulsar.Result.Ok, None)  # as a C++ thread would
+    assert acks == []  # nothing reaches the engine outside service()
+    prod.service()
+    ((value, latency),) = acks
+    assert value == v1 and latency is not None and latency > 0
+    raw.sent[1][1](_pulsar.Result.Timeout, None)
+    prod.service()
+    assert errors and "Timeout" in errors[0][1] and prod.queue_depth() == 0
+
+
+def test_sync_mode_and_synchronous_rejection_raise_queue_full(
+        fake_client: type[FakeClient]) -> None:
+    from pytest_brokerperf.drivers.kafka_config import shipped_driver
+
+    sync = create_driver(ENDPOINT, shipped_driver("pulsar-sync"))
+    prod = sync.producer("t", "p0", lambda v, lat: None, lambda v, e: None)
+    prod.send(_value(0, 0, 1), None)
+    with pytest.raises(QueueFull, match="limit 1"):
+        prod.send(_value(0, 1, 2), None)
+    raw = fake_client.instances[0].producers[0][2]._producer
+    raw.sent[0][1](_pulsar.Result.Ok, None)
+    prod.service()
+    prod.send(_value(0, 1, 3), None)  # the slot is free again
+
+    asyn = create_driver(ENDPOINT, None)
+    prod2 = asyn.producer("t", "p1", lambda v, lat: None, lambda v, e: None)
+    raw2 = fake_client.instances[-1].producers[-1][2]._producer
+    raw2.reject = True  # the client refuses inside send_async (queue full)
+    with pytest.raises(QueueFull, match="ProducerQueueIsFull"):
+        prod2.send(_value(1, 0, 1), None)
+    assert prod2.queue_depth() == 0
+
+
+def test_memory_limit_is_enforced_by_the_driver(fake_client: type[FakeClient]) -> None:
+    cfg = PulsarDriverConfig().with_overrides(
+        client={"client_memory_limit_mb": 0, "namespace_prefix": "t/ns"})
+    driver = PulsarDriver(ENDPOINT, cfg.with_overrides(persistence={"ensemble_size": 1,
+                                                                    "write_quorum": 1,
+                                                                    "ack_quorum": 1}))
+    prod = driver.producer("t", "p0", lambda v, lat: None, lambda v, e: None)
+    prod._mem_limit = 100  # bytes, to test the rule without megabytes of payload
+    prod.send(b"y" * 64 + _value(0, 0, 1), None)  # one message may always go
+    with pytest.raises(QueueFull, match="bytes pending"):
+        prod.send(_value(0, 1, 2), None)
+
+
+def test_consumer_acks_cumulatively_per_partition(fake_client: type[FakeClient]) -> None:
+    driver = create_driver(ENDPOINT, None)
+    cons = driver.consumer("t", "sub", "c0")
+    raw = fake_client.instances[0].consumers[0][3]._consumer
+    t = driver.full_topic("t")
+    msgs = [FakeMessage(b"a", f"{t}-partition-0"), FakeMessage(b"b", f"{t}-partition-3"),
+            FakeMessage(b"c", f"{t}-partition-0")]
+    raw.queue = list(msgs)
+    assert cons.receive(500, 0.01) == [(b"a", 0), (b"b", 3), (b"c", 0)]
+    assert raw.cumulative == [msgs[2], msgs[1]] and raw.individual == []
+    assert cons.receive(500, 0.01) == []  # timeout: nothing, no error
+    raw.queue = [FakeMessage(b"d", t)]  # a non-partitioned topic is partition 0
+    assert cons.receive(1, 0.01) == [(b"d", 0)]
+
+
+def test_shared_subscription_acks_every_message(fake_client: type[FakeClient]) -> None:
+    cfg = PulsarDriverConfig.from_dict({"consumer": {"subscriptionType": "Shared"},
+                                        "client": {"persistence": {"ensembleSize": 1,
+                                                                   "writeQuorum": 1,
+                                                                   "ackQuorum": 1}}})
+    cons = PulsarDriver(ENDPOINT, cfg).consumer("t", "sub", "c0")
+    raw = fake_client.instances[0].consumers[0][3]._consumer
+    raw.queue = [FakeMessage(b"a", "x-partition-1"), FakeMessage(b"b", "x-partition-1")]
+    assert len(cons.receive(10, 0.01)) == 2
+    assert len(raw.individual) == 2 and raw.cumulative == []
+
+
+def test_describe_and_driver_yaml_redact_auth(fake_client: type[FakeClient]) -> None:
+    cfg = PulsarDriverConfig.from_dict({"client": {"authentication": {
+        "plugin": "org.apache.pulsar.client.impl.auth.AuthenticationToken",
+        "data": "token:secret-value"}}})
+    d = PulsarDriver(ENDPOINT, cfg)
+    text = repr(d.describe()) + repr(d.driver_yaml())
+    assert "secret-value" not in text
+    desc = d.describe()
+    assert desc["client"] == "pulsar-client" and desc["namespace"] == d.namespace
+    assert desc["producer"]["batching_enabled"] is True

@@ -1,0 +1,128 @@
+"""RabbitMQ and Tansu provisioning pieces that need no running broker."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+
+from pytest_brokerperf.config import Settings
+from pytest_brokerperf.errors import BrokerUnavailable, ConfigError
+from pytest_brokerperf.provision import start_broker
+from pytest_brokerperf.provision.rabbitmq_process import (
+    SCHEDULER_FLAGS,
+    RabbitMQProcessCluster,
+    node_conf,
+    parse_ctl_json,
+    rabbitmq_available,
+    render_conf,
+)
+from pytest_brokerperf.provision.tansu_process import TansuProcess, tansu_argv
+
+
+def test_node_conf_binds_loopback_and_states_alarm_thresholds() -> None:
+    conf = node_conf(5681, nodes=1)
+    assert conf["listeners.tcp.1"] == "127.0.0.1:5681"
+    assert conf["vm_memory_high_watermark.relative"] == "0.4"
+    assert conf["disk_free_limit.absolute"] == "50MB"
+    assert "cluster_partition_handling" not in conf
+    three = node_conf(5681, nodes=3, overrides={"disk_free_limit.absolute": "1GB"})
+    assert three["cluster_partition_handling"] == "pause_minority"
+    assert three["disk_free_limit.absolute"] == "1GB"
+    assert render_conf({"a.b": "1"}) == "a.b = 1\n"
+
+
+def test_erlang_flags_turn_scheduler_busy_wait_off() -> None:
+    args = RabbitMQProcessCluster().erl_args()
+    assert " ".join(SCHEDULER_FLAGS) == "+sbwt none +sbwtdcpu none +sbwtdio none"
+    assert " ".join(SCHEDULER_FLAGS) in " ".join(args)
+    assert "-start_epmd false" in " ".join(args)  # our own epmd, never a daemonised one
+    assert "inet_dist_use_interface {127,0,0,1}" in " ".join(args)
+
+
+def test_cookie_is_private_and_regenerated(tmp_path: Path) -> None:
+    c = RabbitMQProcessCluster(workdir=tmp_path)
+    wd = c._prepare_workdir()
+    cookie = wd / "home" / ".erlang.cookie"
+    mode = stat.S_IMODE(cookie.stat().st_mode)
+    assert mode == 0o400
+    first = cookie.read_text()
+    assert len(first) == 20 and first.isalpha()
+    c._prepare_workdir()
+    assert cookie.read_text() != first  # every start gets a fresh cookie
+    assert (wd / "rabbitmq-env.conf").is_file()  # /etc/rabbitmq stays out
+
+
+def test_parse_ctl_json_skips_banner_lines() -> None:
+    text = "Timeout: 60.0 seconds ...\nListing queues for vhost / ...\n[\n{\"name\":\"q\"}\n]\n"
+    assert parse_ctl_json(text) == [{"name": "q"}]
+    with pytest.raises(ValueError):
+        parse_ctl_json("nothing here")
+
+
+def test_missing_package_is_a_skip_reason(tmp_path: Path) -> None:
+    reason = rabbitmq_available(tmp_path)
+    assert reason is not None and "apt-get install -y rabbitmq-server" in reason
+    with pytest.raises(BrokerUnavailable, match="rabbitmq-server"):
+        RabbitMQProcessCluster(bin_dir=tmp_path, workdir=tmp_path / "w").start()
+
+
+def test_bad_node_count() -> None:
+    with pytest.raises(ConfigError):
+        RabbitMQProcessCluster(nodes=0)
+
+
+def test_tansu_binds_loopback_with_memory_storage() -> None:
+    argv = tansu_argv("/bin/tansu", 9099)
+    assert argv[:2] == ["/bin/tansu", "broker"]
+    assert argv[argv.index("--listener-url") + 1] == "tcp://127.0.0.1:9099"
+    assert argv[argv.index("--advertised-listener-url") + 1] == "tcp://127.0.0.1:9099"
+    assert argv[argv.index("--storage-engine") + 1] == "memory://tansu/"
+
+
+def test_tansu_has_no_cluster_and_no_durability_levels(tmp_path: Path) -> None:
+    with pytest.raises(BrokerUnavailable, match="single stateless broker"):
+        TansuProcess(nodes=3)
+    with pytest.raises(BrokerUnavailable, match="durability levels do not apply"):
+        start_broker("tansu", Settings(brokers=("tansu",)), tmp_path, durability=1)
+
+
+@pytest.mark.parametrize("kind", ["redpanda", "automq"])
+def test_redpanda_and_automq_skip_with_a_reason(kind: str, tmp_path: Path) -> None:
+    with pytest.raises(BrokerUnavailable, match=f"{kind} cannot be started here"):
+        start_broker(kind, Settings(brokers=(kind,)), tmp_path)
+
+
+def test_remote_uris_lose_their_password_before_anything_records_them() -> None:
+    from pytest_brokerperf.provision.rabbitmq_remote import split_credentials
+
+    assert split_credentials("amqp://u%40x:p%3Aw@mq1:5673/vh") == (
+        "amqp://mq1:5673/vh", "u@x", "p:w")
+    assert split_credentials("amqps://mq1") == ("amqps://mq1", None, None)
+    s = Settings.resolve({"brokerperf_rabbitmq_url": "amqp://u:secret@h:5672/%2F"}, {}, {})
+    assert s.provision_effective == "remote"
+    assert "secret" not in str(s.as_dict())
+
+
+def test_remote_uri_validation_never_echoes_a_password() -> None:
+    with pytest.raises(ConfigError) as exc:
+        Settings.resolve({"brokerperf_rabbitmq_url": "http://u:secret@h"}, {}, {})
+    assert "secret" not in str(exc.value)
+    with pytest.raises(ConfigError, match="needs the broker's address for rabbitmq"):
+        Settings.resolve({"brokerperf_provision": "remote", "brokerperf_broker": "rabbitmq"},
+                         {}, {})
+    with pytest.raises(ConfigError, match="--rabbitmq-url"):
+        Settings.resolve({"brokerperf_provision": "process",
+                          "brokerperf_rabbitmq_url": "amqp://h"}, {}, {})
+
+
+def test_unreachable_remote_broker_is_a_skip_reason(tmp_path: Path) -> None:
+    from pytest_brokerperf.provision.ports import free_port
+
+    port = free_port()
+    s = Settings.resolve({"brokerperf_rabbitmq_url": f"amqp://u:secret@127.0.0.1:{port}"},
+                         {}, {})
+    with pytest.raises(BrokerUnavailable, match="did not accept a connection") as exc:
+        start_broker("rabbitmq", s, tmp_path)
+    assert "secret" not in str(exc.value)

@@ -1,0 +1,154 @@
+"""The ladder engine end to end on the in-process loopback driver (no broker).
+
+One session runs several rungs; a generator asked for far more than the harness can
+generate is classified as the generator's limit — never as a broker result; OMB's rate
+discovery runs its control loop; calibration finds and caches a ceiling. (The CPU-starved
+generator, which burns a CPU on purpose, is in tests/integration/test_throughput_starved.py.)
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_brokerperf import calibration as cal
+from pytest_brokerperf.drivers.loopback import LoopbackDriver
+from pytest_brokerperf.engine.coordinator import (
+    LoadSession,
+    Rung,
+    RunOutcome,
+    RunPlan,
+    run_rates,
+)
+from pytest_brokerperf.engine.rate_controller import DiscoveryLoop, RateController
+from pytest_brokerperf.ladder import GENERATOR, LadderPolicy
+from pytest_brokerperf.throughput import judge
+from pytest_brokerperf.workload import Workload
+
+
+def _workload(**kw: object) -> Workload:
+    base: dict[str, object] = dict(
+        name="loop-ladder", topics=1, partitions_per_topic=2, message_size=512,
+        subscriptions_per_topic=1, producers_per_topic=1, consumer_per_subscription=1,
+        producer_rate=1000, test_duration_minutes=1, warmup_duration_minutes=0)
+    base.update(kw)
+    return Workload(**base)  # type: ignore[arg-type]
+
+
+def _plan(prefix: str, **kw: object) -> RunPlan:
+    base: dict[str, object] = dict(rate=1000, period_s=0.5, warmup_max_s=1.0, measure_s=1.5,
+                                   warmup_min_periods=2, steady_periods=2, workers=1,
+                                   topic_prefix=prefix, probe_timeout_s=20)
+    base.update(kw)
+    return RunPlan(**base)  # type: ignore[arg-type]
+
+
+def _ladder(rates: list[float], plan: RunPlan, wl: Workload, *,
+            harness_ceiling: float | None = None, policy: LadderPolicy | None = None):
+    """The throughput scenario's climb: rungs in order, stop at the first failure."""
+    results = []
+
+    def next_rung(done: list[RunOutcome]) -> Rung | None:
+        if (results and not results[-1].sustainable) or len(results) >= len(rates):
+            return None
+        return Rung(rates[len(results)], plan.warmup_max_s, plan.measure_s)
+
+    def on_rung(out: RunOutcome) -> None:
+        results.append(judge(out, len(results), policy=policy or LadderPolicy(),
+                             subscriptions_per_topic=wl.subscriptions_per_topic,
+                             producing_workers=1, harness_ceiling=harness_ceiling,
+                             client_ceiling=None))
+
+    outs, end = run_rates(LoopbackDriver(partitions=wl.partitions_per_topic), wl, plan,
+                          next_rung, payloads=wl.payloads(None, seed=5), on_rung=on_rung)
+    return results, outs, end
+
+
+def test_one_session_runs_several_rungs():
+    wl = _workload()
+    # a lenient delay budget: this checks the session, not this busy machine's scheduler
+    results, outs, end = _ladder([1_000, 3_000], _plan("loop-rungs"), wl,
+                                 policy=LadderPolicy(publish_delay_budget_us=200_000))
+    assert [o.plan.rate for o in outs] == [1_000, 3_000]
+    assert [r.sustainable for r in results] == [True, True], [r.failures for r in results]
+    for o in outs:
+        assert o.ack_rate == pytest.approx(o.plan.rate, rel=0.05)
+        assert {p.target_rate for p in o.periods} == {o.plan.rate}
+        assert o.delivery is end.delivery  # reconciled once, for the whole session
+    # lifetime counters span the session: the second rung continues the first's totals
+    assert outs[1].periods[0].total_sent > outs[0].periods[-1].total_sent
+    d = end.delivery
+    assert d.acknowledged > 4_000 and d.lost == 0 and d.duplicates == 0
+    assert d.received == d.acknowledged
+    assert end.begin_time <= outs[0].begin_time <= outs[1].begin_time <= end.end_time
+
+
+def test_drain_empties_queues_between_rungs():
+    wl = _workload()
+    with LoadSession(LoopbackDriver(partitions=2), wl, _plan("loop-drain"),
+                     payloads=wl.payloads(None, seed=1)) as s:
+        s.run_rung(Rung(2_000, 0.0, 1.0))
+        assert s.drain(10.0)
+        t = s.totals()
+        assert t["queue_depth"] <= 10 and t["acked"] - t["received"] <= 10
+        out = s.run_rung(Rung(1_000, 0.0, 1.0, drain_before_s=5.0))
+        assert out.ack_rate == pytest.approx(1_000, rel=0.1)
+        assert s.finish().delivery.lost == 0
+
+
+def test_rate_far_above_the_harness_is_generator_bound_not_a_broker_result():
+    wl = _workload(message_size=1024)
+    results, _, _ = _ladder([5_000, 3_000_000], _plan("loop-overdrive"), wl)
+    last = results[-1]  # 3M, or 5k already on a very busy machine: the generator either way
+    assert not last.sustainable and last.limit == GENERATOR, last.limit_reasons
+    assert last.verdict["status"] == "generator-bound"
+    # with the harness's calibrated ceiling the reason is the ceiling itself
+    results, _, _ = _ladder([3_000_000], _plan("loop-overdrive2"), wl,
+                            harness_ceiling=150_000)
+    assert results[0].limit == GENERATOR
+    assert "harness's own calibrated ceiling" in results[0].limit_reasons[0]
+
+
+def test_omb_rate_discovery_runs_its_control_loop_on_loopback():
+    wl = _workload(message_size=256)
+    loop = DiscoveryLoop(RateController(), 10_000, control_period_s=1.0)
+    plan = _plan("loop-discovery", period_s=1.0)
+    with LoadSession(LoopbackDriver(partitions=2), wl, plan,
+                     payloads=wl.payloads(None, seed=2)) as s:
+        out = s.run_rung(Rung(10_000, 0.0, 4.0, warmup_until_steady=False), on_wait=loop.poll)
+        end = s.finish()
+    assert len(loop.steps) >= 2
+    first = loop.steps[0]
+    assert first["rate_msg_s"] == 10_000
+    # the loopback keeps up at 10k: no backlog, so OMB ramps up (×2 with factor 1)
+    assert first["reason"] == "no backlog" and first["next_rate_msg_s"] == 20_000
+    assert [p.target_rate for p in out.periods][-1] == loop.rate  # periods see the changes
+    assert end.delivery.lost == 0
+
+
+def test_calibration_finds_and_caches_a_ceiling(tmp_path, monkeypatch):
+    monkeypatch.setenv("BROKERPERF_CACHE_DIR", str(tmp_path))
+    drv = LoopbackDriver()
+    c = cal.calibrate(drv, target="harness", broker="loopback", message_size=256,
+                      start_rate=2_000, max_rate=8_000, period_s=0.5, warmup_s=1.0,
+                      measure_s=1.0, topic_prefix="loop-cal",
+                      # the mechanics are under test, not this busy machine's scheduler
+                      policy=LadderPolicy(publish_delay_budget_us=500_000, rate_tolerance=0.2))
+    assert c.bound == "not-reached" and c.rate_msg_s == 8_000
+    assert [s["rate_msg_s"] for s in c.steps] == [2_000, 4_000, 8_000]
+    assert c.client_ceiling is None and c.sizing_rate == 8_000
+    key = cal.calibration_key(drv, broker_version="in-process", message_size=256,
+                              partitions=1, generator_cpus=None)
+    c.key = key
+    cal.store(c)
+    assert cal.cache_path() == tmp_path / "calibration.json"
+    hit = cal.load_cached(key)
+    assert hit is not None and hit.cached and hit.rate_msg_s == 8_000
+    other = dict(key, message_size=1024)
+    assert cal.load_cached(other) is None
+    assert cal.cached_or_measured(drv, target="harness", broker="loopback",
+                                  broker_version="in-process", message_size=256, partitions=1,
+                                  generator_cpus=None, mode="off") is None
+    got = cal.cached_or_measured(drv, target="harness", broker="loopback",
+                                 broker_version="in-process", message_size=256, partitions=1,
+                                 generator_cpus=None, mode="auto")
+    assert got is not None and got.cached and got.rate_msg_s == 8_000
