@@ -153,7 +153,7 @@ PROFILES: Final[Mapping[str, ProfileSpec]] = MappingProxyType(
 _Kind = Literal[
     "brokers", "choice", "int", "workers", "seconds", "rate", "bool", "dir", "file",
     "existing_dir", "label", "version", "hostports", "bytes", "maxrate", "owner", "urls",
-    "rates", "url", "amqpurls",
+    "rates", "url", "amqpurls", "levels",
 ]
 
 
@@ -234,6 +234,14 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
         choices=PROFILE_NAMES,
         help="run length: smoke (10 s warm-up cap, 15 s measured), standard (60 s, 120 s), "
         "omb (durations and rate exactly from the workload file)",
+    ),
+    OptionSpec(
+        name="durability", field="durability", flag="--brokerperf-durability", kind="levels",
+        default=(), metavar="LEVELS", what="durability levels", example="1,2",
+        default_text="none: the driver file's settings as they are (driver-defined)",
+        help="durability levels 1-4 to run every broker scenario at, comma-separated or all "
+        "(1: sync replication + fsync, 2: sync replication + page cache, 3: async "
+        "replication + fsync, 4: async replication + page cache); test ids get -d1, -d2",
     ),
     OptionSpec(
         name="results", field="results_dir", flag="--brokerperf-results", kind="dir",
@@ -790,6 +798,43 @@ def _pulsar_urls(service: str | None, admin: str | None) -> tuple[str, str]:
     return service, admin
 
 
+#: Seed 003 table 6, for messages (pytest_brokerperf.durability has the full table).
+_LEVEL_NAMES: Final = (
+    "1: sync replication + fsync, 2: sync replication + page cache, "
+    "3: async replication + fsync, 4: async replication + page cache"
+)
+
+
+def _parse_levels(spec: OptionSpec, raw: object, src: _Source) -> tuple[int, ...]:
+    """``1,2`` / ``all`` / a TOML int or list → ascending, de-duplicated levels 1-4."""
+    items: list[object]
+    if isinstance(raw, str):
+        if raw.strip().lower() == "all":
+            return (1, 2, 3, 4)
+        items = [x.strip() for x in raw.split(",") if x.strip()]
+    elif isinstance(raw, list | tuple):
+        items = list(raw)
+    else:
+        items = [raw]
+    if not items:
+        raise _invalid(spec, raw, src, f"expected levels 1-4 such as 1,2 or all ({_LEVEL_NAMES})")
+    levels: set[int] = set()
+    for item in items:
+        level: int | None = None
+        if isinstance(item, int) and not isinstance(item, bool):
+            level = item
+        elif isinstance(item, str) and re.fullmatch(r"[dD]?\d+", item.strip()):
+            level = int(item.strip().lstrip("dD"))
+        if level not in (1, 2, 3, 4):
+            raise _invalid(
+                spec, raw, src,
+                f"{item!r} is not a durability level; expected 1, 2, 3 or 4 ({_LEVEL_NAMES}), "
+                "comma-separated, or all",
+            )
+        levels.add(level)
+    return tuple(sorted(levels))
+
+
 def _parse_rates(spec: OptionSpec, raw: object, src: _Source) -> tuple[float, ...]:
     """Comma-separated rates (``5k,10k,20k``) → ascending, de-duplicated msg/s."""
     items: list[object]
@@ -833,6 +878,7 @@ _PARSERS: Final[Mapping[str, Callable[[OptionSpec, object, _Source], Any]]] = {
     "rates": _parse_rates,
     "url": _parse_url,
     "amqpurls": _parse_amqp_urls,
+    "levels": _parse_levels,
 }
 
 
@@ -866,6 +912,7 @@ class Settings:
     provision_effective: str = AUTO_PROVISION  # what "auto" became
     nodes: int = 1
     profile: str = "smoke"
+    durability: tuple[int, ...] = ()  # --brokerperf-durability; () = driver-defined
     results_dir: Path = Path("brokerperf-results")
     workload: Path | None = None
     driver: Path | None = None

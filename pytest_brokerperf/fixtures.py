@@ -1,15 +1,23 @@
 """The fixtures pytest-brokerperf provides; heavy imports stay inside the bodies.
 
 * ``brokerperf_settings`` (session): the validated :class:`~pytest_brokerperf.config.Settings`.
-* ``broker`` (session, parametrized by ``--broker``): a started, warmed
-  :class:`~pytest_brokerperf.endpoint.BrokerEndpoint`; one broker at a time, stopped
-  when the next kind is needed and at session end (also on errors and Ctrl-C).
+* ``broker_durability`` (session): the test's durability level, ``None`` unless
+  ``--brokerperf-durability`` or ``@pytest.mark.durability`` parametrize it (ids ``-d1``).
+* ``broker`` (session, parametrized by ``--broker`` and the level): a started, warmed
+  :class:`~pytest_brokerperf.endpoint.BrokerEndpoint` whose ``info["durability"]`` is the
+  level. Processes come from one session-wide :class:`_BrokerProcesses`, keyed by
+  (kind, the broker-wide part of the level): Kafka and RabbitMQ keep one process for
+  every level (a level is per topic / queue), Pulsar restarts its standalone for another
+  level (bookie journal). One broker at a time, stopped when the next one is needed and
+  at session end (also on errors and Ctrl-C).
 * ``brokerperf`` (function): the scenario API, ``brokerperf.run(TailRead())``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -19,9 +27,13 @@ from pytest_brokerperf._stash import SETTINGS_KEY
 if TYPE_CHECKING:
     from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.provision import ManagedBroker
     from pytest_brokerperf.runner import BrokerPerf
 
-__all__ = ["broker", "brokerperf", "brokerperf_session_info", "brokerperf_settings"]
+__all__ = [
+    "broker", "broker_durability", "brokerperf", "brokerperf_session_info",
+    "brokerperf_settings",
+]
 
 
 @pytest.fixture(scope="session")
@@ -46,48 +58,128 @@ def brokerperf_session_info(brokerperf_settings: Settings) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="session")
-def broker(
-    request: pytest.FixtureRequest,
-    broker_kind: str,
-    brokerperf_settings: Settings,
-    brokerperf_session_info: dict[str, Any],
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[BrokerEndpoint]:
-    """A running, warmed broker of ``broker_kind`` (skips with the reason if unavailable)."""
-    from pytest_brokerperf.errors import BrokerUnavailable
-    from pytest_brokerperf.provision import start_broker
-    from pytest_brokerperf.warmup import warm_broker
+def broker_durability() -> int | None:
+    """This test's durability level 1-4; None = the driver file's settings as they are.
 
-    if brokerperf_settings.dry_run:  # nothing is started or created
-        from pytest_brokerperf.provision.remote import dry_run_endpoint
+    ``--brokerperf-durability`` and ``@pytest.mark.durability`` parametrize it (see
+    :mod:`pytest_brokerperf.durability` for what a level means on each broker).
+    """
+    return None
 
-        yield dry_run_endpoint(broker_kind, brokerperf_settings)
-        return
-    workdir = tmp_path_factory.mktemp(f"broker-{broker_kind}")
-    try:
-        managed = start_broker(broker_kind, brokerperf_settings, workdir)
-    except BrokerUnavailable as exc:
-        pytest.skip(str(exc))
-    try:
+
+@dataclass
+class _BrokerProcesses:
+    """The session's broker processes: one running at a time, keyed by what needs a restart.
+
+    pytest would tear a session fixture down whenever any of its parameters changes; a
+    Kafka broker must not restart because the next test wants another per-topic level,
+    so the process outlives the ``broker`` fixture and is replaced only when the key
+    (kind, :func:`~pytest_brokerperf.durability.restart_key`) changes. A start that
+    failed is remembered for its key, so later tests skip (or error) at once.
+    """
+
+    settings: Settings
+    session_info: dict[str, Any]
+    tmp_path_factory: pytest.TempPathFactory
+    key: tuple[str, int | None] | None = None
+    current: ManagedBroker | None = None
+    failed: dict[tuple[str, int | None], Exception] = field(default_factory=dict)
+
+    def get(self, kind: str, level: int | None) -> BrokerEndpoint:
+        from pytest_brokerperf.durability import restart_key
+        from pytest_brokerperf.provision import start_broker
+
+        key = (kind, restart_key(kind, level))
+        if key in self.failed:
+            raise self.failed[key]
+        if self.key == key and self.current is not None:
+            return self.current.endpoint
+        self.stop()
+        suffix = f"-d{key[1]}" if key[1] is not None else ""
+        workdir = self.tmp_path_factory.mktemp(f"broker-{kind}{suffix}")
+        try:
+            managed = start_broker(kind, self.settings, workdir, durability=key[1])
+        except Exception as exc:
+            self.failed[key] = exc
+            raise
+        self.key, self.current = key, managed
+        try:
+            self._warm(kind, managed, workdir)
+        except BaseException as exc:
+            if isinstance(exc, Exception):
+                self.failed[key] = exc
+            self.stop()
+            raise
+        return managed.endpoint
+
+    def _warm(self, kind: str, managed: ManagedBroker, workdir: Path) -> None:
+        info = self.session_info
         if managed.endpoint.mode == "remote":
             # A running cluster someone else owns: no extra load, no local data dir.
-            brokerperf_session_info["broker_warmup"][broker_kind] = {
+            info["broker_warmup"][kind] = {
                 "skipped": "remote cluster: already running; no warm-up load is sent"}
-            yield managed.endpoint
             return
-        if brokerperf_session_info.get("fsync_probe") is None:
-            from pathlib import Path
-
+        if info.get("fsync_probe") is None:
             from pytest_brokerperf.metrics.sysstats import fsync_probe
 
             dirs = managed.endpoint.info.get("data_dirs") or [str(workdir)]
-            brokerperf_session_info["fsync_probe"] = fsync_probe(Path(dirs[0]).parent)
-        brokerperf_session_info["broker_warmup"][broker_kind] = warm_broker(
-            managed.endpoint, brokerperf_settings
-        )
-        yield managed.endpoint
+            info["fsync_probe"] = fsync_probe(Path(dirs[0]).parent)
+        from pytest_brokerperf.warmup import warm_broker
+
+        info["broker_warmup"][kind] = warm_broker(managed.endpoint, self.settings)
+
+    def stop(self) -> None:
+        managed, self.current, self.key = self.current, None, None
+        if managed is not None:
+            managed.stop()
+
+
+@pytest.fixture(scope="session")
+def _brokerperf_processes(
+    brokerperf_settings: Settings,
+    brokerperf_session_info: dict[str, Any],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[_BrokerProcesses]:
+    """The session's broker processes; whatever still runs is stopped at session end."""
+    processes = _BrokerProcesses(brokerperf_settings, brokerperf_session_info,
+                                 tmp_path_factory)
+    try:
+        yield processes
     finally:
-        managed.stop()
+        processes.stop()
+
+
+def _at_level(endpoint: BrokerEndpoint, level: int | None) -> BrokerEndpoint:
+    """The endpoint as this test sees it: ``info["durability"]`` is the test's level."""
+    if endpoint.info.get("durability") == level:
+        return endpoint
+    return replace(endpoint, info={**endpoint.info, "durability": level})
+
+
+@pytest.fixture(scope="session")
+def broker(
+    broker_kind: str,
+    broker_durability: int | None,
+    brokerperf_settings: Settings,
+    _brokerperf_processes: _BrokerProcesses,
+) -> BrokerEndpoint:
+    """A running, warmed broker of ``broker_kind`` at ``broker_durability`` (skips with
+    the reason if the broker, or that level on it, is unavailable)."""
+    from pytest_brokerperf.durability import check_offered
+    from pytest_brokerperf.errors import BrokerUnavailable
+
+    settings = brokerperf_settings
+    try:
+        # refuse a level the cluster cannot offer before anything starts
+        check_offered(broker_kind, broker_durability, settings.nodes, remote=settings.remote)
+        if settings.dry_run:  # nothing is started or created
+            from pytest_brokerperf.provision.remote import dry_run_endpoint
+
+            return _at_level(dry_run_endpoint(broker_kind, settings), broker_durability)
+        endpoint = _brokerperf_processes.get(broker_kind, broker_durability)
+    except BrokerUnavailable as exc:
+        pytest.skip(str(exc))
+    return _at_level(endpoint, broker_durability)
 
 
 @pytest.fixture

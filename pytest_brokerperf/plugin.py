@@ -18,10 +18,11 @@ import pytest
 
 from pytest_brokerperf._stash import SETTINGS_KEY, SUMMARY_ROWS_KEY
 from pytest_brokerperf.config import KNOWN_BROKERS, OPTIONS, OptionSpec, Settings
+from pytest_brokerperf.durability import LEVELS, level_id, restart_key
 from pytest_brokerperf.errors import ConfigError
 
 #: Fixtures that make a test a performance scenario (refused inside xdist workers).
-SCENARIO_FIXTURES = frozenset({"broker_kind", "broker", "brokerperf"})
+SCENARIO_FIXTURES = frozenset({"broker_kind", "broker", "brokerperf", "broker_durability"})
 
 MARKERS = (
     "tailread: tail-read latency scenario (fixed-rate publishing, tailing consumers)",
@@ -31,6 +32,9 @@ MARKERS = (
     "by --broker is deselected",
     'slo(*exprs): SLO expressions for this test, e.g. @pytest.mark.slo("e2e_response.p99 '
     '< 50 ms")',
+    "durability(*levels): run this test at these durability levels (1: sync replication + "
+    "fsync, 2: sync replication + page cache, 3: async replication + fsync, 4: async "
+    "replication + page cache), overriding --brokerperf-durability; ids read test[kafka-d1]",
 )
 
 
@@ -104,7 +108,9 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     return (
         f"brokerperf: brokers={','.join(settings.brokers)} "
         f"provision={settings.provision_display} nodes={settings.nodes} "
-        f"profile={settings.profile} results={results} run_id={settings.run_id}"
+        + (f"durability={','.join(map(str, settings.durability))} "
+           if settings.durability else "")
+        + f"profile={settings.profile} results={results} run_id={settings.run_id}"
         + (" DRY-RUN" if settings.dry_run else "")
     )
 
@@ -133,6 +139,25 @@ def _marker_brokers(node: pytest.Item) -> tuple[str, ...] | None:
     return names
 
 
+def _marker_levels(node: pytest.Item) -> tuple[int, ...] | None:
+    """The levels of the closest ``@pytest.mark.durability``, validated; None if absent."""
+    mark = node.get_closest_marker("durability")
+    if mark is None:
+        return None
+    where = f"@pytest.mark.durability{mark.args!r} on {node.nodeid}"
+    ok = (not mark.kwargs and bool(mark.args)
+          and all(isinstance(a, int) and not isinstance(a, bool) for a in mark.args))
+    if not ok or any(a not in LEVELS for a in mark.args):
+        bad = next((a for a in mark.args if a not in LEVELS), None) if ok else None
+        what = f"{bad!r} is not a durability level; " if bad is not None else ""
+        raise ConfigError(
+            f"{where}: {what}expected one or more levels 1-4 as integers (1: sync "
+            "replication + fsync, 2: sync replication + page cache, 3: async replication + "
+            "fsync, 4: async replication + page cache), e.g. @pytest.mark.durability(1, 2)"
+        )
+    return tuple(sorted(set(mark.args)))
+
+
 def _parametrized_by_user(metafunc: pytest.Metafunc, argname: str) -> bool:
     for mark in metafunc.definition.iter_markers("parametrize"):
         names = mark.args[0] if mark.args else mark.kwargs.get("argnames", ())
@@ -159,10 +184,34 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         # Nothing selected: keep the marker's own names; these items get deselected.
         brokers = [b for b in brokers if b in wanted] or list(dict.fromkeys(wanted))
     metafunc.parametrize("broker_kind", brokers, ids=brokers, scope="session")
+    _parametrize_durability(metafunc, settings)
 
 
+def _parametrize_durability(metafunc: pytest.Metafunc, settings: Settings | None) -> None:
+    """Parametrize ``broker_durability`` by the marker's levels, else the option's.
+
+    Session scope, after ``broker_kind``, so ids read ``test_x[kafka-d1]``; without levels
+    the ``broker_durability`` fixture gives None and ids stay ``test_x[kafka]``.
+    """
+    if "broker_durability" not in metafunc.fixturenames:
+        return
+    if _parametrized_by_user(metafunc, "broker_durability"):
+        return
+    try:
+        levels = _marker_levels(metafunc.definition)
+    except ConfigError:
+        return  # reported once, as a usage error, in pytest_collection_modifyitems
+    if levels is None:
+        levels = settings.durability if settings is not None else ()
+    if levels:
+        metafunc.parametrize("broker_durability", list(levels),
+                             ids=[level_id(lv) for lv in levels], scope="session")
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's own fixture-based reordering
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Deselect tests whose ``broker`` marker or ``broker_kind`` is not selected."""
+    """Deselect tests whose ``broker`` marker or ``broker_kind`` is not selected; group
+    durability-parametrized tests so a broker restarts only when it must."""
     settings = config.stash.get(SETTINGS_KEY, None)
     if settings is None:
         return
@@ -173,6 +222,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         try:
             wanted = _marker_brokers(item)
+            _marker_levels(item)
         except ConfigError as exc:
             problems.append(str(exc))
             continue
@@ -189,6 +239,33 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = remaining
+    _group_by_broker_process(items)
+
+
+def _broker_process_key(item: pytest.Item) -> tuple[str, int | None] | None:
+    """(kind, the part of the level that needs its own process) of a broker test."""
+    callspec = getattr(item, "callspec", None)
+    if callspec is None or "broker_kind" not in callspec.params:
+        return None
+    kind = str(callspec.params["broker_kind"])
+    return kind, restart_key(kind, callspec.params.get("broker_durability"))
+
+
+def _group_by_broker_process(items: list[pytest.Item]) -> None:
+    """Stable grouping by broker process, groups in order of first appearance.
+
+    Only with durability levels: Kafka and RabbitMQ serve every level from one process,
+    a Pulsar standalone serves one (bookie-wide journal), so ``[kafka-d1]``,
+    ``[kafka-d2]`` share a broker and ``[pulsar-d1]``, ``[pulsar-d2]`` restart it once.
+    """
+    if not any("broker_durability" in getattr(getattr(i, "callspec", None), "params", {})
+               for i in items):
+        return
+    groups: dict[object, list[pytest.Item]] = {}
+    for n, item in enumerate(items):
+        key = _broker_process_key(item)
+        groups.setdefault(key if key is not None else ("", n), []).append(item)
+    items[:] = [item for group in groups.values() for item in group]
 
 
 # --------------------------------------------------------------------------- xdist guard
@@ -257,7 +334,9 @@ def pytest_terminal_summary(
 
 
 from pytest_brokerperf.fixtures import (  # noqa: E402,F401
+    _brokerperf_processes,
     broker,
+    broker_durability,
     brokerperf,
     brokerperf_session_info,
     brokerperf_settings,

@@ -325,4 +325,6 @@ def _short_params(params: dict[str, Any]) -> str:
     size_s = f"{size // 1024}KiB" if size and size % 1024 == 0 else f"{size}B"
     rate = params.get("rate", 0)
     rate_s = f"{rate / 1000:g}k" if rate >= 1000 else f"{rate:g}"
-    return f"p={params.get('partitions')} size={size_s} rate={rate_s}"
+    level = params.get("durability")
+    level_s = f" d={level}" if level is not None else ""
+    return f"p={params.get('partitions')} size={size_s}{level_s} rate={rate_s}"

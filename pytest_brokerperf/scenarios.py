@@ -49,6 +49,13 @@ class PreparedRun:
     notes: list[str] = field(default_factory=list)
 
 
+def durability_param(endpoint: BrokerEndpoint) -> int | None:
+    """The run's durability level (the ``broker`` fixture's), None = driver-defined; a
+    scenario parameter, so SLO selectors can say ``when: {params: {durability: 1}}``."""
+    level = endpoint.info.get("durability")
+    return level if isinstance(level, int) and not isinstance(level, bool) else None
+
+
 class Scenario:
     """Base class: a named question asked of a broker."""
 
@@ -172,6 +179,7 @@ class TailRead(Scenario):
             "subscriptions": wl.subscriptions_per_topic,
             "consumers": wl.total_consumers,
             "rate": rate,
+            "durability": durability_param(endpoint),
         }
         driver_file = self.driver_file or (Path(settings.driver) if settings.driver else None)
         return PreparedRun(
@@ -340,6 +348,7 @@ class Throughput(Scenario):
             "subscriptions": wl.subscriptions_per_topic,
             "consumers": wl.total_consumers,
             "rate": top,
+            "durability": durability_param(endpoint),
             "mode": mode,
             "ladder": ",".join(lad.format_rate(r) for r in rates) if rates else None,
         }

@@ -10,6 +10,10 @@ broker's and broker back-pressure is never thrown away as a harness limit:
 * ``broker-backpressure`` — the client's local queue filled up (librdkafka
   ``BufferError``, Pulsar pending queue, AMQP ``connection.blocked``): a *broker*
   result, the run stays valid;
+* ``unsteady`` — the measured window acknowledged more than the target rate (beyond
+  the steady-state tolerance): an open-loop schedule can only do that by catching up on
+  slots a stall left behind before the window began, so its figures mix the stall and
+  its catch-up, not a steady state at the offered rate;
 * ``undersampled`` — per percentile, never a whole-run status: q needs
   n ≥ 10/(1−q) samples, else it is reported n/a;
 * ``clock-uncertain`` — only when producers and consumers use different hosts' clocks
@@ -33,6 +37,7 @@ BACKPRESSURE = "broker-backpressure"
 HOT_CACHE = "hot-cache"
 CLOCK_UNCERTAIN = "clock-uncertain"
 UNDERSAMPLED = "undersampled"
+UNSTEADY = "unsteady"
 
 #: Statuses whose figures SLOs and gates may judge.
 JUDGEABLE = frozenset({VALID, BACKPRESSURE})
@@ -43,6 +48,8 @@ class Thresholds:
     cpu_share: float = 0.90
     runq_share: float = 0.20
     publish_delay_p99_us: float = 10_000.0  # 10 ms behind schedule at p99
+    #: measured ack rate above target × (1 + this) = catch-up of an earlier stall
+    overshoot: float = 0.10
 
 
 @dataclass
@@ -126,8 +133,22 @@ def assess(outcome: RunOutcome, thresholds: Thresholds | None = None,
             f"target {outcome.plan.rate:.0f} msg/s exceeds the calibrated per-process "
             f"client ceiling {client_ceiling:.0f} msg/s"
         )
+    target = outcome.plan.rate
+    overshoot = target > 0 and outcome.ack_rate > target * (1 + th.overshoot)
+    if overshoot:
+        flags.append(UNSTEADY)
+        reasons.append(
+            f"the measured window acknowledged {outcome.ack_rate:,.0f} msg/s, more than "
+            f"{1 + th.overshoot:.0%} of the target {target:,.0f} msg/s: an open-loop "
+            "schedule only does that while catching up on a stall that began before the "
+            "window, so these figures are not a steady state"
+            + (" (the warm-up reached its time cap before it was steady)"
+               if not outcome.warmup_steady else "")
+            + ". Fix: a longer warm-up (--brokerperf-warmup) or a warmer broker"
+        )
     if not outcome.warmup_steady:
-        reasons.append("warm-up reached its time cap before rate and p99 were steady")
+        if not overshoot:
+            reasons.append("warm-up reached its time cap before rate and p99 were steady")
         details["warmup_capped"] = True
     n = outcome.cumulative["e2e_response"].total_count
     if n < 10 / (1 - 0.999):
@@ -136,6 +157,8 @@ def assess(outcome: RunOutcome, thresholds: Thresholds | None = None,
         status = GENERATOR_BOUND
     elif CLIENT_BOUND in flags:
         status = CLIENT_BOUND
+    elif UNSTEADY in flags:
+        status = UNSTEADY
     elif BACKPRESSURE in flags:
         status = BACKPRESSURE
     else:

@@ -25,6 +25,10 @@ def default_driver_file(kind: str, nodes: int, scenario: str = "tailread") -> Pa
     """
     from pytest_brokerperf.drivers.kafka_config import shipped_driver
 
+    if kind == "automq":  # AutoMQ's own config: RF 1 + flush.messages=1 (WAL durability)
+        return shipped_driver("automq")
+    if kind == "redpanda" and nodes >= 3:  # Raft, fsync per batch by Redpanda's default
+        return shipped_driver("redpanda")
     if kind in KAFKA_PROTOCOL:
         if nodes >= 3:
             return shipped_driver("kafka-throughput" if scenario == "throughput" else
@@ -39,7 +43,16 @@ def default_driver_file(kind: str, nodes: int, scenario: str = "tailread") -> Pa
 
 def create_driver(endpoint: BrokerEndpoint, driver_file: Path | None,
                   scenario: str = "tailread", stats_interval_ms: int = 5000) -> Driver:
-    """Build the driver for ``endpoint`` from an OMB driver YAML (or the shipped default)."""
+    """Build the driver for ``endpoint`` from an OMB driver YAML (or the shipped default).
+
+    A durability level in ``endpoint.info["durability"]`` (set by the ``broker`` fixture)
+    is applied on top of the file through :mod:`pytest_brokerperf.durability`; a level
+    the broker cannot offer raises BrokerUnavailable (the test skips with the reason).
+    """
+    from pytest_brokerperf import durability
+
+    raw = endpoint.info.get("durability")
+    level = durability.check_level(raw, "endpoint.info['durability']") if raw is not None else None
     if endpoint.kind == "loopback":
         from pytest_brokerperf.drivers.loopback import LoopbackDriver
 
@@ -49,20 +62,19 @@ def create_driver(endpoint: BrokerEndpoint, driver_file: Path | None,
         from pytest_brokerperf.drivers.kafka_config import KafkaDriverConfig
 
         path = driver_file or default_driver_file(endpoint.kind, endpoint.nodes, scenario)
-        return KafkaDriver(endpoint, KafkaDriverConfig.from_yaml(path),
-                           stats_interval_ms=stats_interval_ms, kind=endpoint.kind)
+        kcfg = KafkaDriverConfig.from_yaml(path)
+        if level is not None:  # per topic: producer acks and topic configs of that level
+            kcfg = durability.apply_kafka(kcfg, level, endpoint.kind)
+        return KafkaDriver(endpoint, kcfg, stats_interval_ms=stats_interval_ms,
+                           kind=endpoint.kind)
     if endpoint.kind == "rabbitmq":
         from pytest_brokerperf.drivers.rabbitmq import RabbitMQDriver
-        from pytest_brokerperf.drivers.rabbitmq_config import (
-            RabbitMQDriverConfig,
-            config_for_durability,
-        )
+        from pytest_brokerperf.drivers.rabbitmq_config import RabbitMQDriverConfig
 
         path = driver_file or default_driver_file(endpoint.kind, endpoint.nodes, scenario)
         rcfg = RabbitMQDriverConfig.from_yaml(path)
-        level = endpoint.info.get("durability")
-        if isinstance(level, int):  # queue type and persistence of that level
-            rcfg = config_for_durability(level, endpoint.nodes, rcfg)
+        if level is not None:  # per queue: queue type, replicas and persistence
+            rcfg = durability.apply_rabbitmq(rcfg, level, endpoint.nodes)
         return RabbitMQDriver(endpoint, rcfg)
     if endpoint.kind == "pulsar":
         from pytest_brokerperf.drivers.pulsar import PulsarDriver
@@ -70,9 +82,8 @@ def create_driver(endpoint: BrokerEndpoint, driver_file: Path | None,
 
         path = driver_file or default_driver_file(endpoint.kind, endpoint.nodes, scenario)
         cfg = PulsarDriverConfig.from_yaml(path)
-        level = endpoint.info.get("durability")
-        if isinstance(level, int):  # the namespace half of the broker's level: ack quorum
-            cfg = cfg.with_durability(level)
+        if level is not None:  # the namespace half of the broker's level: ack quorum
+            cfg = durability.apply_pulsar(cfg, level)
         return PulsarDriver(endpoint, cfg)
     raise BrokerUnavailable(
         f"broker kind {endpoint.kind!r} has no driver in this version of pytest-brokerperf"

@@ -340,6 +340,9 @@ class KafkaDriver:
         storage = self.endpoint.info.get("durability_note")
         if storage:
             notes.append(f"{self.kind}: {storage}")
+        flavour = self.endpoint.info.get("flavour_note")
+        if flavour:
+            notes.append(flavour)
         return notes
 
     def describe(self) -> dict[str, Any]:

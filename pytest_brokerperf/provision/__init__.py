@@ -83,19 +83,19 @@ def start_broker(kind: str, settings: Settings, workdir: Path,
         return ManagedBroker(tansu.start(), tansu)
     if kind in ("redpanda", "automq") and mode != "remote":
         raise BrokerUnavailable(
-            f"{kind} cannot be started here (no artifact in any reachable registry); it is "
-            "accepted against a remote cluster only, which this version does not support for "
-            f"{kind} yet (untested)"
+            f"{kind} cannot be started by pytest-brokerperf (no artifact it can install); "
+            f"point it at a running {kind} cluster: --kafka-bootstrap=HOST:PORT (remote mode)"
         )
     if mode == "container":
         raise BrokerUnavailable(
             f"--brokerperf-provision=container is not available for {kind!r} in this version; "
             "use --brokerperf-provision=process (local processes, no Docker needed)"
         )
-    if kind == "kafka" and mode == "remote":
+    if kind in ("kafka", "redpanda", "automq") and mode == "remote":
         from pytest_brokerperf.provision.remote import remote_kafka_endpoint
 
-        return ManagedBroker(remote_kafka_endpoint(settings))  # nothing to stop
+        # nothing to stop; Redpanda and AutoMQ speak the Kafka protocol
+        return ManagedBroker(remote_kafka_endpoint(settings, kind=kind))
     if kind == "pulsar" and mode == "remote":
         from pytest_brokerperf.provision.pulsar_remote import remote_pulsar_endpoint
 

@@ -74,9 +74,23 @@ def load_client_config(path: Path) -> tuple[dict[str, str], list[str]]:
     return settings, notes
 
 
-def remote_kafka_endpoint(settings: Settings, timeout_s: float = CONNECT_TIMEOUT_S
-                          ) -> BrokerEndpoint:
+#: Kafka-protocol flavours reached through the Kafka driver in remote mode, and why
+#: their results need a note.
+FLAVOUR_NOTES: dict[str, str] = {
+    "redpanda": ("Redpanda through the Kafka driver (untested by this project: Redpanda "
+                 "cannot be started on its CI machines)"),
+    "automq": ("AutoMQ through the Kafka driver (untested by this project: AutoMQ cannot be "
+               "started on its CI machines); its default driver config is AutoMQ's own, RF 1 "
+               "+ flush.messages=1, durability claimed from its WAL/object storage"),
+}
+
+
+def remote_kafka_endpoint(settings: Settings, timeout_s: float = CONNECT_TIMEOUT_S,
+                          kind: str = "kafka") -> BrokerEndpoint:
     """Reach the cluster named by ``--kafka-bootstrap`` (read-only: metadata only).
+
+    ``kind`` names the Kafka-protocol flavour (``kafka``, ``redpanda``, ``automq``): it
+    picks the default driver config and labels the results.
 
     Raises :class:`BrokerUnavailable` (the test skips with the reason) when the cluster
     does not answer within ``timeout_s``.
@@ -84,8 +98,8 @@ def remote_kafka_endpoint(settings: Settings, timeout_s: float = CONNECT_TIMEOUT
     bootstrap = settings.kafka_bootstrap
     if not bootstrap:
         raise BrokerUnavailable(
-            "remote Kafka needs --kafka-bootstrap=HOST:PORT[,HOST:PORT] (and --kafka-config "
-            "for TLS or SASL)"
+            f"remote {kind} needs --kafka-bootstrap=HOST:PORT[,HOST:PORT] (and "
+            "--kafka-config for TLS or SASL)"
         )
     client: dict[str, str] = {}
     notes: list[str] = []
@@ -105,7 +119,7 @@ def remote_kafka_endpoint(settings: Settings, timeout_s: float = CONNECT_TIMEOUT
         desc = admin.describe_cluster(request_timeout=timeout_s).result(timeout=timeout_s + 5)
     except (KafkaException, TimeoutError, RuntimeError) as e:
         raise BrokerUnavailable(
-            f"the remote Kafka cluster at {bootstrap} did not answer within "
+            f"the remote {kind} cluster at {bootstrap} did not answer within "
             f"{timeout_s:.0f} s ({type(e).__name__}: {str(e)[:300]}); check "
             "--kafka-bootstrap, --kafka-config (security.protocol, sasl.*, ssl.*) and the "
             "network path"
@@ -115,8 +129,10 @@ def remote_kafka_endpoint(settings: Settings, timeout_s: float = CONNECT_TIMEOUT
         (f"{n.id}@{n.host}:{n.port}" for n in desc.nodes), key=lambda x: int(x.split("@")[0])
     )
     info["controller"] = getattr(desc.controller, "id", None)
+    if kind in FLAVOUR_NOTES:
+        info["flavour_note"] = FLAVOUR_NOTES[kind]
     return BrokerEndpoint(
-        kind="kafka",
+        kind=kind,
         bootstrap=bootstrap,
         mode="remote",
         nodes=len(desc.nodes),
@@ -136,9 +152,11 @@ def dry_run_endpoint(kind: str, settings: Settings) -> BrokerEndpoint:
     are not started: the plan uses ``--brokerperf-nodes``.
     """
     info: dict[str, Any] = {"dry_run": True}
-    if settings.remote and kind == "kafka":
+    kafka_protocol = kind in ("kafka", *FLAVOUR_NOTES)
+    if settings.remote and kafka_protocol:
         try:
-            endpoint = remote_kafka_endpoint(settings, timeout_s=DRY_RUN_CONNECT_TIMEOUT_S)
+            endpoint = remote_kafka_endpoint(settings, timeout_s=DRY_RUN_CONNECT_TIMEOUT_S,
+                                             kind=kind)
         except BrokerUnavailable as exc:
             info["unreached"] = (
                 f"cluster not reached ({str(exc).split(' (')[0]}); the plan assumes "
@@ -147,7 +165,7 @@ def dry_run_endpoint(kind: str, settings: Settings) -> BrokerEndpoint:
         else:
             endpoint.info.update(info)
             return endpoint
-    if settings.kafka_config is not None and kind == "kafka":
+    if settings.kafka_config is not None and kafka_protocol:
         client, _ = load_client_config(Path(settings.kafka_config))
         info["security_protocol"] = client.get("security.protocol", "PLAINTEXT")
         info["sasl_mechanism"] = client.get("sasl.mechanism")

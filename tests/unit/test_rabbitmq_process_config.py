@@ -90,8 +90,36 @@ def test_tansu_has_no_cluster_and_no_durability_levels(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("kind", ["redpanda", "automq"])
 def test_redpanda_and_automq_skip_with_a_reason(kind: str, tmp_path: Path) -> None:
-    with pytest.raises(BrokerUnavailable, match=f"{kind} cannot be started here"):
+    with pytest.raises(BrokerUnavailable, match=f"{kind} cannot be started by .*"
+                       "--kafka-bootstrap=HOST:PORT"):
         start_broker(kind, Settings(brokers=(kind,)), tmp_path)
+
+
+@pytest.mark.parametrize("kind", ["redpanda", "automq"])
+def test_redpanda_and_automq_are_reached_remotely_through_the_kafka_driver(
+        kind: str, tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as s:  # a loopback port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    settings = Settings.resolve({"brokerperf_kafka_bootstrap": f"127.0.0.1:{port}"}, {}, {})
+    assert settings.provision_effective == "remote"
+    with pytest.raises(BrokerUnavailable, match=f"the remote {kind} cluster at 127.0.0.1:{port} "
+                       "did not answer"):
+        start_broker(kind, settings, tmp_path)
+
+
+def test_flavours_get_their_own_default_driver_configs() -> None:
+    from pytest_brokerperf.drivers import default_driver_file
+    from pytest_brokerperf.drivers.kafka_config import KafkaDriverConfig
+
+    automq = KafkaDriverConfig.from_yaml(default_driver_file("automq", 3))
+    assert automq.replication_factor == 1  # AutoMQ's own file: durability from its WAL
+    assert dict(automq.topic_config) == {"min.insync.replicas": "1", "flush.messages": "1"}
+    redpanda = KafkaDriverConfig.from_yaml(default_driver_file("redpanda", 3))
+    assert redpanda.replication_factor == 3 and redpanda.producer_config["acks"] == "all"
+    assert KafkaDriverConfig.from_yaml(default_driver_file("redpanda", 1)).replication_factor == 1
 
 
 def test_remote_uris_lose_their_password_before_anything_records_them() -> None:
