@@ -293,10 +293,16 @@ def attribute_limit(sig: RungSignals, failures: Sequence[str],
                    "generator missed its own schedule")
         if harness_ceiling is not None and per_worker < harness_ceiling * (
                 1 - pol.rate_tolerance):
+            if hot:
+                blame = "so the client library's cost saturated the process"
+            else:  # not CPU: the sender was held up inside the client's send call
+                cpu = max(sig.worker_cpu.values(), default=0.0)
+                blame = (f"and the busiest worker used only {cpu:.0%} of a core, so sends "
+                         "blocked inside the client library (waiting on its own queues or "
+                         "on the broker without reporting a full queue)")
             return CLIENT_LIBRARY, [
                 why + f"; the harness alone sustains {harness_ceiling:,.0f} msg/s per process "
-                f"(loopback calibration) against {per_worker:,.0f} here, so the client "
-                "library's cost saturated the process"
+                f"(loopback calibration) against {per_worker:,.0f} here, " + blame
             ]
         return GENERATOR, [why]
     if client_ceiling is not None and per_worker > client_ceiling:

@@ -252,7 +252,9 @@ def _broker_process_key(item: pytest.Item) -> tuple[str, int | None] | None:
 
 
 def _group_by_broker_process(items: list[pytest.Item]) -> None:
-    """Stable grouping by broker process, groups in order of first appearance.
+    """Group broker tests by broker process: kinds in order of first appearance, within
+    a kind by the level that needs its own process (driver-defined first, then 1-4);
+    each group keeps its tests' order, and tests without a broker keep their place.
 
     Only with durability levels: Kafka and RabbitMQ serve every level from one process,
     a Pulsar standalone serves one (bookie-wide journal), so ``[kafka-d1]``,
@@ -261,11 +263,21 @@ def _group_by_broker_process(items: list[pytest.Item]) -> None:
     if not any("broker_durability" in getattr(getattr(i, "callspec", None), "params", {})
                for i in items):
         return
-    groups: dict[object, list[pytest.Item]] = {}
-    for n, item in enumerate(items):
+    groups: dict[str, dict[int | None, list[pytest.Item]]] = {}
+    for item in items:
         key = _broker_process_key(item)
-        groups.setdefault(key if key is not None else ("", n), []).append(item)
-    items[:] = [item for group in groups.values() for item in group]
+        if key is not None:
+            groups.setdefault(key[0], {}).setdefault(key[1], []).append(item)
+    ordered: list[pytest.Item] = []
+    for item in items:
+        key = _broker_process_key(item)
+        if key is None:
+            ordered.append(item)
+        elif key[0] in groups:
+            by_level = groups.pop(key[0])
+            for level in sorted(by_level, key=lambda lv: -1 if lv is None else lv):
+                ordered += by_level[level]
+    items[:] = ordered
 
 
 # --------------------------------------------------------------------------- xdist guard

@@ -24,7 +24,7 @@ def _pulsar_available(_broker_session_lock: None) -> None:
 
 
 def test_tailread_and_throughput_end_to_end_through_pytest(
-        pytester: pytest.Pytester, check_ladder: Callable[[dict, str], None]) -> None:
+        pytester: pytest.Pytester, check_ladder: Callable[..., None]) -> None:
     """``pytest scenarios -m "tailread or throughput" --broker=pulsar``, shortened: one
     standalone serves both scenarios; results, JUnit, no orphans."""
     repo = Path(__file__).resolve().parents[2]
@@ -46,7 +46,10 @@ def test_tailread_and_throughput_end_to_end_through_pytest(
     recs = {r["scenario"]: r for r in
             (json.loads(x) for x in (results / "results.jsonl").read_text().splitlines())}
     assert set(recs) == {"tailread", "throughput"}
-    check_ladder(recs["throughput"], "pulsar")
+    # Known here: at 16 partitions pulsar-client's send blocks for up to ~0.4 s on this
+    # 2-core machine even at 1k msg/s (worker CPU ~30 %), so the first rung may not hold;
+    # the ladder must then say so (INCONCLUSIVE, limit named), never report a figure.
+    check_ladder(recs["throughput"], "pulsar", first_rung_holds=False)
     rec = recs["tailread"]
     assert rec["broker"] == "pulsar" and rec["broker_version"] == "4.0.7"
     assert rec["verdict"]["status"] == "valid"
