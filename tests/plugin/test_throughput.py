@@ -93,7 +93,9 @@ def test_ladder_that_never_fails_reports_limit_not_reached(suite):
 
 
 def test_ladder_stopped_by_the_generator_is_inconclusive_and_stops_climbing(suite):
-    result = _run(suite, BODY, "--brokerperf-ladder=2k,3M,5M", policy="LadderPolicy()")
+    # the lenient delay budget keeps a scheduling stall from failing the 2k rung; 3M msg/s
+    # saturates the worker's CPU whatever the budget
+    result = _run(suite, BODY, "--brokerperf-ladder=2k,3M,5M")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([
         "*rung 2/3 3,000,000 msg/s*NOT sustainable, limit generator*",
