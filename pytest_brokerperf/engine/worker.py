@@ -456,6 +456,11 @@ def worker_main(conn: Connection, assignment: WorkerAssignment) -> None:
     if assignment.cpus:
         with contextlib.suppress(OSError):
             os.sched_setaffinity(0, assignment.cpus)
+    # Imported now, not at the first snapshot: an import holds the GIL for tens of ms,
+    # which would stall the pacer once load runs.
+    from pytest_brokerperf.metrics.histogram import LatencyHistogram  # noqa: F401
+    from pytest_brokerperf.metrics.sysstats import ProcessSampler  # noqa: F401
+
     w = Worker(assignment)
     while True:
         try:

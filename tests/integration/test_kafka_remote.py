@@ -22,6 +22,7 @@ from pytest_brokerperf.config import Settings
 from pytest_brokerperf.errors import BrokerUnavailable
 from pytest_brokerperf.provision.kafka_process import KafkaProcessCluster
 from pytest_brokerperf.provision.remote import load_client_config, remote_kafka_endpoint
+from pytest_brokerperf.warmup import warm_broker
 
 PASSWORD = f"pw-{secrets.token_hex(12)}"
 ADMIN_PASSWORD = f"adm-{secrets.token_hex(12)}"
@@ -69,6 +70,10 @@ def sasl_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslKafka]:
         metrics_agent=True,
     )
     with cluster:
+        # Remote mode never sends warm-up load to a cluster it does not own, and real
+        # remote clusters are warm; this one is a fresh JVM, so warm it as the plugin
+        # warms the brokers it starts (through its plain listener).
+        warm_broker(cluster.endpoint, Settings())
         info = cluster.endpoint.info
         port = info["listeners"]["SASL"]["bind_port"]
         assert info["listeners"]["SASL"]["advertised_port"] == port
@@ -101,7 +106,8 @@ def test_remote_tailread_is_safe_and_never_leaks_the_password(
     run = pytester.runpytest_subprocess(
         *_remote_args(sasl_kafka, results, f"--junitxml={junit}",
                       f"--brokerperf-prometheus={sasl_kafka.metrics_url}",
-                      "--brokerperf-duration=5", "--brokerperf-warmup=4"),
+                      # the warm-up ends once steady, capped at 15 s
+                      "--brokerperf-duration=5", "--brokerperf-warmup=15"),
         "--rootdir", str(pytester.path), timeout=600)
     run.assert_outcomes(passed=1)
     run.stdout.fnmatch_lines([

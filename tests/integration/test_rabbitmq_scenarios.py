@@ -38,6 +38,7 @@ def test_tailread_and_throughput_on_rabbitmq_and_tansu_through_pytest(
         # a short ladder whose top may be the Python client's limit here: INCONCLUSIVE
         # turns into a warning so the ladder's own record can be checked
         "--brokerperf-ladder=1k,30k", "--brokerperf-inconclusive=warn",
+        "--brokerperf-calibration=refresh",  # never a ceiling cached by an earlier run
         "-W", "default::pytest_brokerperf.warnings.BrokerPerfWarning",
         "-p", "no:cacheprovider", "--rootdir", str(pytester.path), timeout=900,
     )

@@ -29,6 +29,7 @@ def test_smoke_ladder_on_kafka_brackets_a_limit(pytester: pytest.Pytester,
     run = pytester.runpytest_subprocess(
         str(REPO / "scenarios" / "test_throughput.py"), "-m", "throughput", "--broker=kafka",
         f"--brokerperf-results={results}", "--brokerperf-profile=smoke",
+        "--brokerperf-calibration=refresh",  # never a ceiling cached by an earlier run
         "--brokerperf-inconclusive=warn", "-W",
         "default::pytest_brokerperf.warnings.BrokerPerfWarning", "-p", "no:cacheprovider",
         "--rootdir", str(pytester.path), timeout=1200,

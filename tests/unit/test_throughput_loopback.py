@@ -152,3 +152,18 @@ def test_calibration_finds_and_caches_a_ceiling(tmp_path, monkeypatch):
                                  broker_version="in-process", message_size=256, partitions=1,
                                  generator_cpus=None, mode="auto")
     assert got is not None and got.cached and got.rate_msg_s == 8_000
+
+
+def test_calibration_measures_a_stalled_step_again_before_it_counts(tmp_path, monkeypatch):
+    # a 1 µs publish-delay budget fails every step while the process idles: a failure
+    # that is not saturation is measured once more (here at most once) before it counts
+    monkeypatch.setenv("BROKERPERF_CACHE_DIR", str(tmp_path))
+    c = cal.calibrate(LoopbackDriver(), target="harness", broker="loopback", message_size=256,
+                      start_rate=2_000, max_rate=8_000, period_s=0.5, warmup_s=0.5,
+                      measure_s=0.5, topic_prefix="loop-cal-retry", retries=1,
+                      policy=LadderPolicy(publish_delay_budget_us=1))
+    rates = [s["rate_msg_s"] for s in c.steps]
+    assert rates[:3] == [2_000, 2_000, 1_000]
+    assert c.steps[0].get("retried") is True and "retried" not in c.steps[1]
+    assert all(not s["sustainable"] for s in c.steps)
+    assert c.rate_msg_s is None and c.bound == "client"
