@@ -107,9 +107,14 @@ def test_remote_tailread_is_safe_and_never_leaks_the_password(
         *_remote_args(sasl_kafka, results, f"--junitxml={junit}",
                       f"--brokerperf-prometheus={sasl_kafka.metrics_url}",
                       # the warm-up ends once steady, capped at 15 s
-                      "--brokerperf-duration=5", "--brokerperf-warmup=15"),
+                      "--brokerperf-duration=5", "--brokerperf-warmup=15",
+                      # Safety and secrecy are under test, not a figure: in remote mode
+                      # the generator is not pinned away from this (local) broker's CPU,
+                      # so on 2 cores the verdict may honestly be generator-bound.
+                      "--brokerperf-inconclusive=warn",
+                      "-W", "default::pytest_brokerperf.warnings.BrokerPerfWarning"),
         "--rootdir", str(pytester.path), timeout=600)
-    run.assert_outcomes(passed=1)
+    run.assert_outcomes(passed=1, warnings=run.parseoutcomes().get("warnings", 0))
     run.stdout.fnmatch_lines([
         "*provision=auto(remote)*",
         "*brokerperf plan for*before anything is created*",
@@ -117,10 +122,11 @@ def test_remote_tailread_is_safe_and_never_leaks_the_password(
         "ci-remote*",
         "*topic cfg   min.insync.replicas=1, retention.ms=3600000, retention.bytes=*",
         "*caps        bytes 1 GiB, rate 10 MiB/s: within caps*",
-        "*kafka*tailread*valid*pass*",
+        "*kafka*tailread*",
     ])
     (rec,) = [json.loads(x) for x in (results / "results.jsonl").read_text().splitlines()]
     assert rec["provision"] == "remote" and rec["delivery"]["lost"] == 0
+    assert rec["verdict"]["status"] in ("valid", "generator-bound"), rec["verdict"]
     assert rec["manifest"]["broker_warmup"]["skipped"].startswith("remote cluster")
     assert rec["manifest"]["plan"]["prefix"].startswith("bp-ci-remote-")
     settings = json.loads((Path(rec["artefacts"]) / "broker-settings.json").read_text())

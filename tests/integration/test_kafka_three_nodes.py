@@ -41,16 +41,22 @@ slos:
         # core stall for seconds while they compile, and a window that catches such a
         # stall up is `unsteady`, not a figure
         "--brokerperf-duration=12", "--brokerperf-warmup=30", "-p", "no:cacheprovider",
+        # The topology is under test, not a figure: three JVMs on one of two cores can
+        # leave the generator late (an honest generator-bound verdict), so INCONCLUSIVE
+        # is a warning here.
+        "--brokerperf-inconclusive=warn",
+        "-W", "default::pytest_brokerperf.warnings.BrokerPerfWarning",
         "-p", "no:randomly", "--rootdir", str(pytester.path), timeout=900,
     )
-    run.assert_outcomes(passed=1)
+    run.assert_outcomes(passed=1, warnings=run.parseoutcomes().get("warnings", 0))
     run.stdout.fnmatch_lines([
         "*brokerperf: brokers=kafka provision=auto(process) nodes=3*",
-        "*kafka*tailread*rate=100*valid [[]topology check[]]*pass*",
+        "*kafka*tailread*rate=100*[[]topology check[]]*",
         "[[]topology check[]]: several broker nodes share this one machine*",
     ])
     (rec,) = [json.loads(x) for x in (results / "results.jsonl").read_text().splitlines()]
     assert rec["nodes"] == 3 and rec["topology_check"] is True
+    assert rec["verdict"]["status"] in ("valid", "generator-bound", "unsteady"), rec["verdict"]
     assert rec["delivery"]["lost"] == 0 and rec["delivery"]["acknowledged"] > 500
     assert any("topology check" in n for n in rec["notes"])
     assert rec["manifest"]["broker_warmup"]["until_steady"] is True
