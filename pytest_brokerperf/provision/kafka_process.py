@@ -40,9 +40,11 @@ from pytest_brokerperf.provision.maven import (
 from pytest_brokerperf.provision.ports import LOOPBACK, free_ports, port_open
 from pytest_brokerperf.provision.process import (
     ManagedProcess,
+    check_cpus_allowed,
     discard_cleanup_path,
     log_tail,
     register_cleanup_path,
+    stop_all,
 )
 
 __all__ = [
@@ -475,13 +477,7 @@ class KafkaProcessCluster:
                     f"bad listener protocol {name}={protocol!r}: name an extra listener and "
                     f"one of {', '.join(sorted(_LISTENER_PROTOCOLS))}"
                 )
-        if self.cpus:
-            allowed = os.sched_getaffinity(0)
-            if not self.cpus <= allowed:
-                raise ConfigError(
-                    f"cpus={sorted(self.cpus)} is not a subset of the CPUs this process may "
-                    f"use ({sorted(allowed)})"
-                )
+        check_cpus_allowed(self.cpus)
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -861,12 +857,7 @@ class KafkaProcessCluster:
     def _teardown(self, *, remove_data: bool, timeout: float | None = None) -> None:
         """Stop every node in parallel (SIGTERM, wait, SIGKILL) and drop the data."""
         timeout = self.stop_timeout if timeout is None else timeout
-        procs = self.processes
-        for p in procs:
-            p.terminate()
-        deadline = time.monotonic() + timeout
-        for p in procs:
-            p.stop(timeout=max(0.0, deadline - time.monotonic()))
+        stop_all(self.processes, timeout)
         if self._workdir is not None and remove_data:
             shutil.rmtree(self._workdir / "data", ignore_errors=True)
             discard_cleanup_path(self._workdir / "data")

@@ -59,6 +59,7 @@ from pytest_brokerperf.provision.maven import (
 from pytest_brokerperf.provision.ports import LOOPBACK, free_ports
 from pytest_brokerperf.provision.process import (
     ManagedProcess,
+    check_cpus_allowed,
     discard_cleanup_path,
     log_tail,
     register_cleanup_path,
@@ -359,13 +360,7 @@ class PulsarStandalone:
         for key in self.overrides:
             if not _OVERRIDE_KEY.match(key):
                 raise ConfigError(f"bad standalone.conf key {key!r} in overrides")
-        if self.cpus:
-            allowed = os.sched_getaffinity(0)
-            if not self.cpus <= allowed:
-                raise ConfigError(
-                    f"cpus={sorted(self.cpus)} is not a subset of the CPUs this process may "
-                    f"use ({sorted(allowed)})"
-                )
+        check_cpus_allowed(self.cpus)
 
     # -- properties -------------------------------------------------------------------
 

@@ -51,6 +51,7 @@ from pytest_brokerperf.provision.process import (
     discard_cleanup_path,
     log_tail,
     register_cleanup_path,
+    stop_all,
 )
 
 __all__ = [
@@ -569,12 +570,7 @@ class RabbitMQProcessCluster:
     def _teardown(self, *, remove_data: bool, timeout: float | None = None) -> None:
         """SIGTERM every node (RabbitMQ shuts down cleanly on it), then epmd; drop data."""
         timeout = self.stop_timeout if timeout is None else timeout
-        procs = self.processes
-        for p in procs:
-            p.terminate()
-        deadline = time.monotonic() + timeout
-        for p in procs:
-            p.stop(timeout=max(0.0, deadline - time.monotonic()))
+        stop_all(self.processes, timeout)
         if self._epmd is not None:
             self._epmd.stop(timeout=5.0)
             self._epmd = None
