@@ -24,8 +24,9 @@ cancels. A discarded warm-up run comes first (a fresh broker JVM is slower, and 
 publish latency bimodal, for its first few thousand messages); then D = 0, 5, 20, 0 ms,
 and the baseline is the mean of the two zero-delay runs, so a slow drift cancels and a
 baseline that moves by more than the tolerance fails the attempt. A missed attempt is
-repeated once (a neighbour's CPU burst on a shared 2-core machine can move one run's
-p50 by a millisecond); a systematic error misses both and fails. The shipped
+repeated, up to three attempts (a neighbour's CPU burst on a shared 2-core machine can
+move one run's p50 by milliseconds; a whole busy minute was seen to spoil two attempts
+in a row); a systematic error misses all three and fails. The shipped
 ``kafka-local`` driver config is used unchanged (acks=all, linger.ms=1), so the claim
 is about the configuration users run. Tolerance: |shift − D| ≤ max(10 % of D, 0.5 ms).
 """
@@ -56,7 +57,7 @@ WARM_MEASURE_S = 8.0  # the discarded warm-up run
 #: The whole A-B-C-A sequence is repeated once when it misses: on a shared 2-core
 #: machine a neighbour's CPU burst can move one run's p50 by a millisecond. A real
 #: error (delay bypassed, harness-made latency) misses every attempt.
-ATTEMPTS = 2
+ATTEMPTS = 3
 WARMUP_MAX_S = 3.0
 REL_TOL = 0.10
 ABS_TOL_MS = 0.5
