@@ -95,6 +95,7 @@ class Ceiling:
     def describe(self) -> str:
         r = "none" if self.rate_msg_s is None else f"{self.rate_msg_s:,.0f} msg/s"
         what = {"client": "process-bound ceiling", "broker": "broker-bound, a lower bound",
+                "host": "stopped by hypervisor steal time, a lower bound; not cached",
                 "not-reached": "ceiling not reached"}.get(self.bound, self.bound)
         src = "cached" if self.cached else "measured"
         return f"{self.driver} {r}/process ({what}; {src} {self.measured_at[:19]})"
@@ -242,6 +243,7 @@ def calibrate(
             "worker_cpu_share": round(max(sig.worker_cpu.values(), default=0.0), 3),
             "worker_runq_share": round(max(sig.worker_runq.values(), default=0.0), 3),
             "publish_delay_p99_us": sig.publish_delay_p99_us,
+            "host_steal_share": sig.host_steal_share,
             "queue_full_events": sig.queue_full, "limit": limit,
             "failures": failures, "limit_reasons": reasons,
         })
@@ -283,9 +285,9 @@ def calibrate(
         return _step_rung(round(math.sqrt(lo * hi), -2), warmup_s, measure_s, 20.0)
 
     def _transient(step: dict[str, Any], limit: str) -> bool:
-        return (limit in (lad.GENERATOR, lad.CLIENT_LIBRARY)
-                and step["worker_cpu_share"] < pol.cpu_share
-                and not step["queue_full_events"])
+        return limit == lad.HOST or (limit in (lad.GENERATOR, lad.CLIENT_LIBRARY)
+                                     and step["worker_cpu_share"] < pol.cpu_share
+                                     and not step["queue_full_events"])
 
     t0 = time.monotonic()
     run_rates(driver, wl, plan, next_rung, payloads=wl.payloads(None, seed=11), on_rung=on_rung)
@@ -295,7 +297,8 @@ def calibrate(
     if failed:
         above = [x for x in failed if best is None or x[0] > best]
         first_fail = min(above or failed, key=lambda x: x[0])
-        bound = "client" if first_fail[1] in (lad.GENERATOR, lad.CLIENT_LIBRARY) else "broker"
+        bound = ("client" if first_fail[1] in (lad.GENERATOR, lad.CLIENT_LIBRARY)
+                 else "host" if first_fail[1] == lad.HOST else "broker")
         failed_rate: float | None = first_fail[0]
         reasons = list(first_fail[2])
     else:
@@ -326,6 +329,7 @@ def cached_or_measured(driver: Driver, *, target: str, broker: str, broker_versi
     ceiling = calibrate(driver, target=target, broker=broker, message_size=message_size,
                         partitions=partitions, generator_cpus=generator_cpus, key=key,
                         progress=progress, topic_prefix=topic_prefix)
-    with contextlib.suppress(OSError):
-        store(ceiling)
+    if ceiling.bound != "host":  # a noisy host's figure must not outlive the noise
+        with contextlib.suppress(OSError):
+            store(ceiling)
     return ceiling

@@ -153,7 +153,7 @@ PROFILES: Final[Mapping[str, ProfileSpec]] = MappingProxyType(
 _Kind = Literal[
     "brokers", "choice", "int", "workers", "seconds", "rate", "bool", "dir", "file",
     "existing_dir", "label", "version", "hostports", "bytes", "maxrate", "owner", "urls",
-    "rates", "url", "amqpurls", "levels",
+    "rates", "url", "amqpurls", "levels", "percent", "count",
 ]
 
 
@@ -199,9 +199,9 @@ class OptionSpec:
     @property
     def ini_type(self) -> Literal["int", "float", "bool", "string"]:
         """The native type a TOML ``[tool.pytest]`` table may use for this key."""
-        if self.kind == "int":
+        if self.kind in ("int", "count"):
             return "int"
-        if self.kind in ("seconds", "rate"):
+        if self.kind in ("seconds", "rate", "percent"):
             return "float"
         if self.kind == "bool":
             return "bool"
@@ -276,6 +276,21 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
         example="warn", choices=INCONCLUSIVE_MODES,
         help="what an invalid measurement does to its test: fail (with an INCONCLUSIVE: "
         "reason) or warn (pass with a warning)",
+    ),
+    OptionSpec(
+        name="max_steal", field="max_steal", flag="--brokerperf-max-steal", kind="percent",
+        default=5.0, metavar="PERCENT", what="steal-time limit", example="10",
+        default_text="5",
+        help="hypervisor steal time (percent of the machine's CPU time, from /proc/stat) "
+        "at or above which a measured window is host-noise: INCONCLUSIVE, never a figure; "
+        "0 < PERCENT <= 100 (100 turns the check off)",
+    ),
+    OptionSpec(
+        name="noise_retries", field="noise_retries", flag="--brokerperf-noise-retries",
+        kind="count", default=1, metavar="N", what="host-noise retries", example="2",
+        help="how many times a measured window judged host-noise (see "
+        "--brokerperf-max-steal) is measured again before the test reports it; an integer "
+        ">= 0 (0: report the first window). Each throughput rung gets as many",
     ),
     OptionSpec(
         name="period", field="period", flag="--brokerperf-period", kind="seconds",
@@ -546,6 +561,17 @@ def _parse_int(spec: OptionSpec, raw: object, src: _Source) -> int:
     return value
 
 
+def _parse_count(spec: OptionSpec, raw: object, src: _Source) -> int:
+    value: int | None = None
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        value = raw
+    elif isinstance(raw, str) and re.fullmatch(r"\s*\+?\d+\s*", raw):
+        value = int(raw)
+    if value is None or value < 0:
+        raise _invalid(spec, raw, src, "expected an integer >= 0")
+    return value
+
+
 def _parse_workers(spec: OptionSpec, raw: object, src: _Source) -> int | None:
     if isinstance(raw, str) and raw.strip().lower() == "auto":
         return None
@@ -572,6 +598,17 @@ def _parse_seconds(spec: OptionSpec, raw: object, src: _Source) -> float:
         value = float(m["num"]) * _UNIT_SECONDS[unit]
     if value is None or not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
         raise _invalid(spec, raw, src, requirement)
+    return value
+
+
+def _parse_percent(spec: OptionSpec, raw: object, src: _Source) -> float:
+    value: float | None = None
+    if isinstance(raw, int | float) and not isinstance(raw, bool):
+        value = float(raw)
+    elif isinstance(raw, str) and (m := re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*%?\s*", raw)):
+        value = float(m[1])
+    if value is None or not math.isfinite(value) or not 0 < value <= 100:
+        raise _invalid(spec, raw, src, "expected a percentage 0 < PERCENT <= 100, e.g. 5 or 5%")
     return value
 
 
@@ -863,6 +900,8 @@ _PARSERS: Final[Mapping[str, Callable[[OptionSpec, object, _Source], Any]]] = {
     "int": _parse_int,
     "workers": _parse_workers,
     "seconds": _parse_seconds,
+    "percent": _parse_percent,
+    "count": _parse_count,
     "rate": _parse_rate,
     "bool": _parse_bool,
     "dir": _parse_dir,
@@ -919,6 +958,8 @@ class Settings:
     slo: Path | None = None  # --brokerperf-slo file
     keep_topics: bool = False
     inconclusive: str = "fail"
+    max_steal: float = 5.0  # percent of the machine's CPU time (--brokerperf-max-steal)
+    noise_retries: int = 1  # host-noise windows measured again (--brokerperf-noise-retries)
     period: float | None = None
     duration: float | None = None
     warmup: float | None = None

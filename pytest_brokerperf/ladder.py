@@ -18,6 +18,8 @@ test. Definitions (also in ``docs/explanation/throughput.md``):
   that rate either), ``client-library`` (the same saturation at a
   per-process rate the harness alone sustains — the client library's cost saturated the
   process — or a rate above the driver's calibrated client-bound ceiling), and
+  ``host-noise`` (checked first: the hypervisor took ≥ 5 % of the machine's CPU time
+  during the rung — steal time —, so nothing in it is the broker's or the harness's),
   ``broker-backpressure`` (the generator had CPU to spare while the client queue filled
   or grew, consumer lag grew or acknowledgements fell short: the broker is the limit).
   A sustainable rung's limit is ``none``.
@@ -35,6 +37,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from pytest_brokerperf.verdict import host_noise_reason, window_steal_share
+
 if TYPE_CHECKING:
     from pytest_brokerperf.engine.coordinator import RunOutcome
 
@@ -43,6 +47,7 @@ __all__ = [
     "CLIENT_LIBRARY",
     "CONFLUENT_LADDER",
     "GENERATOR",
+    "HOST",
     "LADDER_PROFILES",
     "NONE",
     "Knee",
@@ -63,6 +68,7 @@ __all__ = [
 GENERATOR = "generator"
 CLIENT_LIBRARY = "client-library"
 BROKER = "broker-backpressure"
+HOST = "host-noise"
 NONE = "none"
 
 #: Confluent's fixed-rate ladder (msg/s), scaled per profile.
@@ -130,6 +136,7 @@ class LadderPolicy:
     runq_share: float = 0.20  # of wall time
     knee_factor: float = 2.0
     refuse_factor: float = 2.0  # refuse rungs above 2 × workers × harness ceiling
+    steal_share: float = 0.05  # hypervisor steal, share of all the machine's CPU time
 
     def growth_floor(self, target: float) -> float:
         return max(float(self.growth_floor_messages), self.growth_floor_s * target)
@@ -167,6 +174,7 @@ class RungSignals:
     worker_runq: dict[int, float] = field(default_factory=dict)  # share of wall time
     producing_workers: int = 1
     generator_cpu_busy: float | None = None  # the generator CPUs' busy share, all processes
+    host_steal_share: float | None = None  # hypervisor steal over the rung (/proc/stat)
 
     @property
     def ack_ratio(self) -> float:
@@ -214,6 +222,7 @@ class RungSignals:
             worker_runq={k: sum(v) / max(wall[k], 1e-9) for k, v in runq.items()},
             producing_workers=producing_workers,
             generator_cpu_busy=sum(busy) / len(busy) if busy else None,
+            host_steal_share=window_steal_share(periods),
         )
 
 
@@ -258,6 +267,8 @@ def attribute_limit(sig: RungSignals, failures: Sequence[str],
     pol = policy or LadderPolicy()
     if not failures:
         return NONE, []
+    if sig.host_steal_share is not None and sig.host_steal_share >= pol.steal_share:
+        return HOST, [host_noise_reason(sig.host_steal_share, pol.steal_share, "rung")]
     per_worker = sig.per_worker_rate
     starved = {k: v for k, v in sig.worker_runq.items() if v >= pol.runq_share}
     hot = {k: v for k, v in sig.worker_cpu.items() if v >= pol.cpu_share}
@@ -422,6 +433,7 @@ class RungResult:
                                                                    ).items()},
             "producing_workers": s.producing_workers if s else None,
             "generator_cpu_busy": s.generator_cpu_busy if s else None,
+            "host_steal_share": s.host_steal_share if s else None,
             "latency_us": self.latency_us,
             "failures": self.failures,
             "limit": self.limit,
@@ -441,7 +453,7 @@ class RungResult:
         "publish_response_p50_us", "publish_response_p99_us", "publish_response_p999_us",
         "e2e_response_p50_us", "e2e_response_p99_us", "e2e_response_p999_us",
         "max_worker_cpu_share", "max_worker_runq_share", "generator_cpu_busy",
-        "broker_cpu_cores", "client_bound", "reasons",
+        "host_steal_share", "broker_cpu_cores", "client_bound", "reasons",
     )
 
     def csv_row(self) -> list[Any]:
@@ -463,7 +475,8 @@ class RungResult:
             r(self.p("e2e_response", "p99"), 0), r(self.p("e2e_response", "p99.9"), 0),
             r(max(s.worker_cpu.values(), default=0.0) if s else None, 3),
             r(max(s.worker_runq.values(), default=0.0) if s else None, 3),
-            r(s.generator_cpu_busy if s else None, 3), r(self.broker_cpu_cores, 3),
+            r(s.generator_cpu_busy if s else None, 3),
+            r(s.host_steal_share if s else None, 4), r(self.broker_cpu_cores, 3),
             self.client_bound,
             " | ".join(self.failures + self.limit_reasons),
         ]
@@ -505,8 +518,11 @@ class LadderResult:
         if self.outcome == "limit-found":
             return (f"highest sustainable {best}; limit {self.limit} at {at} (the broker's "
                     f"limit lies between {best} and {at})")
-        return (f"highest sustainable {best}; limit {self.limit} at {at}: the harness, not "
-                f"the broker, stopped the ladder (the broker sustains at least {best})")
+        who = ("the host (hypervisor steal time)" if self.limit == HOST else "the harness")
+        floor = f"the broker sustains at least {best}" if hs is not None else (
+            "no broker figure")
+        return (f"highest sustainable {best}; limit {self.limit} at {at}: {who}, not "
+                f"the broker, stopped the ladder ({floor})")
 
     def as_dict(self) -> dict[str, Any]:
         return {

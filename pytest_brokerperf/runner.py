@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import os
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -176,7 +176,13 @@ class BrokerPerf:
         from pytest_brokerperf.omb_result import build_omb_result, default_result_filename
         from pytest_brokerperf.safety import format_bytes
         from pytest_brokerperf.summary import SummaryRow, format_progress
-        from pytest_brokerperf.verdict import assess
+        from pytest_brokerperf.verdict import (
+            HOST_NOISE,
+            Thresholds,
+            assess,
+            discarded_windows_note,
+            noise_note,
+        )
 
         settings = self.settings
         prepared = scenario.prepare(settings, self.broker)
@@ -204,7 +210,7 @@ class BrokerPerf:
                                   test_id=test_id,
                                   cluster_changes=tuple(getattr(scenario, "cluster_changes", ())))
         self._guard(splan)  # prints, refuses over a cap, stops here in a dry run
-        sampler = BrokerMetricsSampler.for_endpoint(self.broker, settings)
+        sampler: BrokerMetricsSampler | None = None
         every = max(1, round(5.0 / prepared.period_s))
         verbose = self.request.config.getoption("verbose", 0) > 0
         acked_bytes = 0
@@ -226,14 +232,31 @@ class BrokerPerf:
             f"warm-up≤{prepared.warmup_s:g}s measure={prepared.measure_s:g}s "
             f"period={prepared.period_s:g}s workers={workers}"
         )
-        if sampler is not None:
-            sampler.start()
-        try:
-            outcome = run_workload(driver, wl, plan, payloads=payloads, on_period=on_period)
-        finally:
+        thresholds = Thresholds(steal_share=settings.max_steal / 100)
+        discarded: list[dict[str, Any]] = []
+        for attempt_no in range(1, settings.noise_retries + 2):
+            sampler = BrokerMetricsSampler.for_endpoint(self.broker, settings)
+            run_plan = plan if attempt_no == 1 else replace(
+                plan, topic_prefix=f"{plan.topic_prefix}-m{attempt_no}")  # fresh topics
             if sampler is not None:
-                sampler.stop()
-        verdict = assess(outcome)
+                sampler.start()
+            try:
+                outcome = run_workload(driver, wl, run_plan, payloads=payloads,
+                                       on_period=on_period)
+            finally:
+                if sampler is not None:
+                    sampler.stop()
+            verdict = assess(outcome, thresholds)
+            if verdict.status != HOST_NOISE or attempt_no > settings.noise_retries:
+                break
+            discarded.append(noise_note(attempt_no, verdict))
+            self._progress(
+                f"brokerperf: {self.broker.kind} {prepared.scenario}: measured window "
+                f"{attempt_no} is host-noise (steal "
+                f"{verdict.details['host_steal_share']:.1%}): measuring again "
+                f"({attempt_no}/{settings.noise_retries}, --brokerperf-noise-retries)")
+        if discarded:
+            prepared.notes.append(discarded_windows_note(discarded))
         figures = compute_figures(outcome)
         slo_results = (
             slo.evaluate(slos, figures, context={"broker": self.broker.kind,
@@ -259,6 +282,7 @@ class BrokerPerf:
             artefacts=directory, manifest=manifest,
         )
         record["manifest"]["plan"] = splan.as_dict()
+        record["noise_retries"] = discarded
         record["broker_metrics"] = None
         if sampler is not None:
             sampler.write_csv(directory / "broker-metrics.csv")

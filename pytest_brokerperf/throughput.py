@@ -30,11 +30,14 @@ from pytest_brokerperf.verdict import (
     BACKPRESSURE,
     CLIENT_BOUND,
     GENERATOR_BOUND,
+    HOST_NOISE,
     JUDGEABLE,
     VALID,
     Thresholds,
     Verdict,
     assess,
+    discarded_windows_note,
+    noise_note,
 )
 
 if TYPE_CHECKING:
@@ -53,6 +56,7 @@ LIMIT_STATUS = {
     lad.GENERATOR: GENERATOR_BOUND,
     lad.CLIENT_LIBRARY: CLIENT_BOUND,
     lad.BROKER: BACKPRESSURE,
+    lad.HOST: HOST_NOISE,
     lad.NONE: VALID,
 }
 
@@ -102,7 +106,8 @@ def judge(outcome: RunOutcome, index: int, *, policy: lad.LadderPolicy,
                                          client_ceiling=client_ceiling)
     aggregate_client = client_ceiling * producing_workers if client_ceiling else None
     v = assess(outcome, Thresholds(cpu_share=policy.cpu_share, runq_share=policy.runq_share,
-                                   publish_delay_p99_us=policy.publish_delay_budget_us),
+                                   publish_delay_p99_us=policy.publish_delay_budget_us,
+                                   steal_share=policy.steal_share),
                client_ceiling=aggregate_client)
     if failures:  # the limit decides a failed rung's status; its signals are the reasons
         status = LIMIT_STATUS[limit]
@@ -335,7 +340,8 @@ def run_throughput(bp: BrokerPerf, scenario: Throughput,
     producing = min(workers, wl.total_producers)
     plan = replace(guard_plan, rate=prepared.rate, warmup_max_s=prepared.warmup_s,
                    measure_s=prepared.measure_s, workers=workers)
-    policy = prepared.policy or lad.LadderPolicy()
+    policy = replace(prepared.policy or lad.LadderPolicy(),
+                     steal_share=bp.settings.max_steal / 100)
     refuse_above = (policy.refuse_factor * producing * harness_ceiling
                     if harness_ceiling else None)
     ceilings_doc = {
@@ -413,9 +419,27 @@ def _run_ladder(bp: BrokerPerf, driver: Driver, prepared: ThroughputPrepared, pl
         f"{prepared.measure_s:g}s period={prepared.period_s:g}s workers={plan.workers} "
         f"size={wl.message_size}B partitions={wl.partitions_per_topic}")
     results: list[lad.RungResult] = []
+    discarded: list[dict[str, Any]] = []
+    retries_left = {r: bp.settings.noise_retries for r in rates}
 
     def next_rung(done: list[RunOutcome]) -> Rung | None:
-        if results and not results[-1].sustainable:
+        last = results[-1] if results else None
+        if last is not None and retries_left[last.target_rate] > 0 and (
+                last.limit == lad.HOST or last.verdict.get("status") == HOST_NOISE):
+            # the hypervisor took the CPU during this rung: its figures say nothing;
+            # measure the same rate again instead of ending the ladder on the host's noise
+            retries_left[last.target_rate] -= 1
+            results.pop()
+            discarded.append(noise_note(
+                len(discarded) + 1, Verdict(**last.verdict), target_rate_msg_s=last.target_rate))
+            bp._progress(f"brokerperf: {broker.kind} throughput rung {last.index + 1}/"
+                         f"{len(rates)} {last.target_rate:,.0f} msg/s is host-noise: "
+                         "measuring it again (--brokerperf-noise-retries)")
+            return Rung(rate=last.target_rate, warmup_max_s=prepared.warmup_s,
+                        measure_s=prepared.measure_s,
+                        warmup_until_steady=prepared.warmup_until_steady,
+                        label=f"rung{last.index}-again")
+        if last is not None and not last.sustainable:
             return None
         k = len(results)
         if k >= len(rates):
@@ -451,6 +475,8 @@ def _run_ladder(bp: BrokerPerf, driver: Driver, prepared: ThroughputPrepared, pl
             sampler.stop()
         _broker_per_rung(sampler, rungs, results)
     ladder = lad.summarize(rates, results, policy, workers=plan.workers, ceilings=ceilings_doc)
+    if discarded:
+        prepared.notes.append(discarded_windows_note(discarded))
     top = ladder.top_rung
     by_rate = {o.plan.rate: o for o in rungs}
     headline = by_rate[top.target_rate] if top is not None else rungs[0]
@@ -468,9 +494,11 @@ def _run_ladder(bp: BrokerPerf, driver: Driver, prepared: ThroughputPrepared, pl
         "limit": ladder.limit, "outcome": ladder.outcome,
         "limit_rate_msg_s": ladder.limit_rate, "summary": ladder.summary(),
     }
+    ladder_doc = {**ladder.as_dict(), "noise_retries": discarded}
     return _finish(bp, driver, prepared, headline, _session_outcome(rungs, headline, end),
                    verdict, slos, seed, splan, sampler, extra=extra,
-                   record_extra={"ladder": ladder.as_dict(), "throughput": throughput_doc,
+                   record_extra={"ladder": ladder_doc, "throughput": throughput_doc,
+                                 "noise_retries": discarded,
                                  "calibration": ceilings_doc, "rate_discovery": None},
                    ladder=ladder, rung_outcomes=rungs, calibration=ceilings_doc,
                    row_params=f"ladder {lad.format_rate(rates[0])}..{lad.format_rate(rates[-1])}")
@@ -506,7 +534,7 @@ def _run_discovery(bp: BrokerPerf, driver: Driver, prepared: ThroughputPrepared,
         end = session.finish()
         end.apply(out)
         out.begin_time = end.begin_time
-    verdict = assess(out)
+    verdict = assess(out, Thresholds(steal_share=bp.settings.max_steal / 100))
     verdict.details["target_rate"] = None
     verdict.details["note"] = ("omb-rate-discovery: the target changes every 3 s, so the "
                                "measured window mixes rates")
@@ -533,6 +561,7 @@ def _run_discovery(bp: BrokerPerf, driver: Driver, prepared: ThroughputPrepared,
     return _finish(bp, driver, prepared, out, out, verdict, slos, seed, splan, None,
                    extra={"max_sustainable_rate": measured_rate, "knee_rate": None},
                    record_extra={"ladder": None, "throughput": throughput_doc,
+                                 "noise_retries": [],
                                  "calibration": ceilings_doc, "rate_discovery": doc},
                    discovery=doc, rung_outcomes=[out], calibration=ceilings_doc,
                    row_params=LABEL, steps_csv=loop.steps)

@@ -14,6 +14,10 @@ broker's and broker back-pressure is never thrown away as a harness limit:
   the steady-state tolerance): an open-loop schedule can only do that by catching up on
   slots a stall left behind before the window began, so its figures mix the stall and
   its catch-up, not a steady state at the offered rate;
+* ``host-noise`` — the hypervisor took ≥ 5 % of the machine's CPU time during the
+  measured window (``/proc/stat`` steal): a paused virtual machine delays messages that
+  neither the generator nor the broker held, so the figures are the host's. It outranks
+  every other status, since a late generator on a robbed VM says nothing about either;
 * ``undersampled`` — per percentile, never a whole-run status: q needs
   n ≥ 10/(1−q) samples, else it is reported n/a;
 * ``clock-uncertain`` — only when producers and consumers use different hosts' clocks
@@ -26,9 +30,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.engine.coordinator import RunOutcome
+    from collections.abc import Sequence
 
-__all__ = ["Thresholds", "Verdict", "assess"]
+    from pytest_brokerperf.engine.coordinator import RunOutcome
+    from pytest_brokerperf.metrics.stats import PeriodStats
+
+__all__ = ["Thresholds", "Verdict", "assess", "discarded_windows_note", "host_noise_reason",
+           "noise_note", "window_steal_share"]
 
 VALID = "valid"
 GENERATOR_BOUND = "generator-bound"
@@ -38,6 +46,7 @@ HOT_CACHE = "hot-cache"
 CLOCK_UNCERTAIN = "clock-uncertain"
 UNDERSAMPLED = "undersampled"
 UNSTEADY = "unsteady"
+HOST_NOISE = "host-noise"
 
 #: Statuses whose figures SLOs and gates may judge.
 JUDGEABLE = frozenset({VALID, BACKPRESSURE})
@@ -50,6 +59,8 @@ class Thresholds:
     publish_delay_p99_us: float = 10_000.0  # 10 ms behind schedule at p99
     #: measured ack rate above target × (1 + this) = catch-up of an earlier stall
     overshoot: float = 0.10
+    #: hypervisor steal over the measured window, as a share of all the machine's CPU time
+    steal_share: float = 0.05
 
 
 @dataclass
@@ -89,6 +100,7 @@ def assess(outcome: RunOutcome, thresholds: Thresholds | None = None,
         k: sum(r for _, r, _ in v) / max(sum(e for _, _, e in v), 1e-9)
         for k, v in by_worker.items()
     }
+    steal = window_steal_share(periods)
     delay_p99 = outcome.cumulative["publish_delay"].percentile(99)
     late = delay_p99 is not None and delay_p99 > th.publish_delay_p99_us
     details: dict[str, Any] = {
@@ -99,8 +111,12 @@ def assess(outcome: RunOutcome, thresholds: Thresholds | None = None,
         "target_rate": outcome.plan.rate,
         "ack_rate": outcome.ack_rate,
         "warmup_steady": outcome.warmup_steady,
+        "host_steal_share": None if steal is None else round(steal, 4),
         "thresholds": vars(th),
     }
+    if steal is not None and steal >= th.steal_share:
+        flags.append(HOST_NOISE)
+        reasons.append(host_noise_reason(steal, th.steal_share, "measured window"))
     hot = [k for k, v in cpu_share.items() if v >= th.cpu_share]
     if hot:
         flags.append(GENERATOR_BOUND)
@@ -153,7 +169,9 @@ def assess(outcome: RunOutcome, thresholds: Thresholds | None = None,
     n = outcome.cumulative["e2e_response"].total_count
     if n < 10 / (1 - 0.999):
         details["undersampled_note"] = f"only {n} e2e samples: p99.9 and above are n/a"
-    if GENERATOR_BOUND in flags:
+    if HOST_NOISE in flags:
+        status = HOST_NOISE
+    elif GENERATOR_BOUND in flags:
         status = GENERATOR_BOUND
     elif CLIENT_BOUND in flags:
         status = CLIENT_BOUND
@@ -164,3 +182,38 @@ def assess(outcome: RunOutcome, thresholds: Thresholds | None = None,
     else:
         status = VALID
     return Verdict(status=status, reasons=reasons, flags=flags, details=details)
+
+
+def window_steal_share(periods: Sequence[PeriodStats]) -> float | None:
+    """Hypervisor steal over the periods (time-weighted); None when never sampled."""
+    sampled = [(p.host_steal_share, p.elapsed_s) for p in periods
+               if p.host_steal_share is not None and p.elapsed_s > 0]
+    wall = sum(e for _, e in sampled)
+    if not sampled or wall <= 0:
+        return None
+    return sum(s * e for s, e in sampled) / wall
+
+
+def host_noise_reason(steal: float, threshold: float, window: str) -> str:
+    """Why steal time voids a window's figures, and what to do about it."""
+    return (
+        f"the hypervisor took {steal:.1%} of the machine's CPU time during the {window} "
+        f"(steal time in /proc/stat, ≥ {threshold:.0%}): a paused virtual machine delays "
+        "messages that neither the generator nor the broker held, so these figures are the "
+        "host's. Fix: rerun when the host is quiet, or on a dedicated (non-burstable) instance"
+    )
+
+
+def noise_note(attempt: int, verdict: Verdict, **extra: Any) -> dict[str, Any]:
+    """What a measured window discarded as host-noise showed (kept in the record)."""
+    return {"attempt": attempt, **extra,
+            "host_steal_share": verdict.details.get("host_steal_share"),
+            "status": verdict.status, "reasons": list(verdict.reasons)}
+
+
+def discarded_windows_note(discarded: Sequence[dict[str, Any]]) -> str:
+    """The result note that says which windows were measured again, and why."""
+    steals = ", ".join(f"{d['host_steal_share']:.1%}" for d in discarded
+                       if d.get("host_steal_share") is not None)
+    return (f"{len(discarded)} measured window(s) discarded as host-noise (hypervisor steal "
+            f"{steals}) and measured again (--brokerperf-noise-retries); see noise_retries")

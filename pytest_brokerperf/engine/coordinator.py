@@ -451,18 +451,20 @@ class LoadSession:
         self._last_tick = _mono()
         self._cpu = _cpu_snapshot()
 
-    def _generator_cpu_busy(self) -> float | None:
-        """Busy share of the generator's CPUs since the last tick (all processes)."""
+    def _machine_cpu(self) -> tuple[float | None, float | None]:
+        """Since the last tick: busy share of the generator's CPUs (all processes) and
+        the share of the whole machine's CPU time the hypervisor stole."""
         from pytest_brokerperf.metrics.sysstats import system_cpu_delta
 
         prev, cur = self._cpu, _cpu_snapshot()
         self._cpu = cur
         if prev is None or cur is None:
-            return None
-        busy = system_cpu_delta(prev, cur).per_cpu_busy
+            return None, None
+        delta = system_cpu_delta(prev, cur)
+        busy = delta.per_cpu_busy
         cpus = self.plan.generator_cpus or tuple(sorted(busy))
         values = [busy[c] for c in cpus if c in busy]
-        return sum(values) / len(values) if values else None
+        return (sum(values) / len(values) if values else None), delta.steal_share
 
     # -- periods ----------------------------------------------------------------------
     def tick(self, index: int, phase: str, on_wait: WaitHook | None = None) -> PeriodStats:
@@ -481,7 +483,7 @@ class LoadSession:
         now = _mono()
         ps = _merge_period(index, phase, self._last_tick, (now - self._last_tick) / 1e9, snaps,
                            self._prev, self.subs_per_topic, self.rate)
-        ps.generator_cpu_busy = self._generator_cpu_busy()
+        ps.generator_cpu_busy, ps.host_steal_share = self._machine_cpu()
         self._last_tick = now
         for s in snaps:
             self.errors.extend(s["errors"])

@@ -77,6 +77,9 @@ class PeriodStats:
     #: (/proc/stat; None when not sampled): tells a starved generator from one
     #: whose own threads queue behind each other
     generator_cpu_busy: float | None = None
+    #: share of the machine's CPU time the hypervisor took over the period (/proc/stat
+    #: steal; None when not sampled): a VM paused by its host delays every message
+    host_steal_share: float | None = None
     phase: str = "measure"  # warmup | measure
 
     @property

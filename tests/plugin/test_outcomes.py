@@ -9,6 +9,8 @@ import json
 
 import pytest
 
+from pytest_brokerperf.testing import skip_if_host_noise
+
 CONFTEST = """
 import pytest
 from pytest_brokerperf.endpoint import BrokerEndpoint
@@ -21,6 +23,8 @@ def broker(broker_kind):
 FAST = [
     "--brokerperf-duration=2", "--brokerperf-warmup=1", "--brokerperf-period=0.5",
     "-p", "no:cacheprovider", "-p", "no:randomly",
+    # a window the hypervisor stole from is measured again, twice; still robbed: skipped
+    "--brokerperf-noise-retries=2",
 ]
 
 
@@ -33,8 +37,11 @@ def suite(pytester):
 
 def _run(pytester, body, *args):
     pytester.makepyfile(test_scn=body)
-    return pytester.runpytest_subprocess(*FAST, f"--brokerperf-results={pytester.path}/res",
-                                         *args)
+    result = pytester.runpytest_subprocess(*FAST, f"--brokerperf-results={pytester.path}/res",
+                                           *args)
+    if (pytester.path / "res" / "results.jsonl").is_file():
+        skip_if_host_noise(_records(pytester))
+    return result
 
 
 def _records(pytester):
@@ -106,7 +113,7 @@ from pytest_brokerperf.scenarios import TailRead
 
 def test_overdriven(brokerperf):
     brokerperf.run(TailRead(message_size=128))
-""", "--brokerperf-rate=400000")
+""", "--brokerperf-rate=400000", "--brokerperf-max-steal=100")  # the generator, not the host
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*INCONCLUSIVE:*"])
     (rec,) = _records(suite)
@@ -120,7 +127,8 @@ from pytest_brokerperf.scenarios import TailRead
 
 def test_overdriven(brokerperf):
     brokerperf.run(TailRead(message_size=128))
-""", "--brokerperf-rate=400000", "--brokerperf-inconclusive=warn", "-W",
+""", "--brokerperf-rate=400000", "--brokerperf-max-steal=100", "--brokerperf-inconclusive=warn",
+                  "-W",
                   "default::pytest_brokerperf.warnings.BrokerPerfWarning")
     result.assert_outcomes(passed=1, warnings=1)
     result.stdout.fnmatch_lines(["*BrokerPerfWarning: INCONCLUSIVE:*"])

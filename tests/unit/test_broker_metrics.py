@@ -167,7 +167,7 @@ def test_sampler_rows_line_up_with_client_periods(exporter: str, tmp_path: Path)
     for prev, row in zip(sampler.rows, rest, strict=False):
         assert row.start_ns == prev.end_ns  # consecutive: base = previous period's end sample
         assert row.base_offset_ms == pytest.approx(prev.lag_ms, abs=0.01)
-        assert 0 <= row.lag_ms < 200
+        assert 0 <= row.lag_ms < 500
         assert row.figures["produce_requests"] == 100  # one exporter step per boundary
         assert row.figures["broker_cpu_cores"] is not None
     sampler.write_csv(tmp_path / "broker-metrics.csv")

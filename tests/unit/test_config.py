@@ -281,7 +281,17 @@ INVALID = [
     ("cli", "workers", "0", ["'0'", "--brokerperf-workers", ">= 1 or auto"]),
     ("env", "env", "my lab", ["'my lab'", "BROKERPERF_ENV", "letters, digits"]),
     ("cli", "kafka_version", "latest", ["'latest'", "--kafka-version", "4.3.1"]),
+    ("cli", "max_steal", "0", ["'0'", "--brokerperf-max-steal", "0 < PERCENT <= 100"]),
+    ("env", "max_steal", "lots", ["'lots'", "BROKERPERF_MAX_STEAL", "e.g. 5 or 5%"]),
+    ("ini", "noise_retries", "-1", ["'-1'", "brokerperf_noise_retries", "integer >= 0"]),
 ]
+
+
+def test_steal_limit_and_noise_retries() -> None:
+    assert (resolve().max_steal, resolve().noise_retries) == (5.0, 1)
+    s = resolve(cli={"brokerperf_max_steal": "12.5%", "brokerperf_noise_retries": "0"})
+    assert (s.max_steal, s.noise_retries) == (12.5, 0)
+    assert resolve(ini={"brokerperf_max_steal": 100}).max_steal == 100.0
 
 
 @pytest.mark.parametrize(("where", "key", "raw", "fragments"), INVALID,

@@ -9,7 +9,7 @@ import pytest
 
 from pytest_brokerperf.drivers.loopback import LoopbackDriver
 from pytest_brokerperf.engine.coordinator import RunPlan, run_workload
-from pytest_brokerperf.verdict import assess
+from pytest_brokerperf.verdict import Thresholds, assess, window_steal_share
 from pytest_brokerperf.workload import Workload
 
 
@@ -28,11 +28,19 @@ def outcome():
     # is not caught up inside the measured window
     plan = RunPlan(rate=2000, period_s=0.5, warmup_max_s=4.0, measure_s=2.0, workers=1,
                    topic_prefix="loop", probe_timeout_s=20)
-    periods = []
-    out = run_workload(LoopbackDriver(partitions=2), wl, plan, payloads=wl.payloads(None, seed=3),
-                       on_period=periods.append)
-    out.seen_periods = periods
+    for _ in range(3):  # a window the hypervisor stole from is measured again (as runs are)
+        periods = []
+        out = run_workload(LoopbackDriver(partitions=2), wl, plan,
+                           payloads=wl.payloads(None, seed=3), on_period=periods.append)
+        out.seen_periods = periods
+        if not _noisy(out):
+            break
     return out
+
+
+def _noisy(out) -> bool:
+    steal = window_steal_share(out.periods)
+    return steal is not None and steal >= Thresholds().steal_share
 
 
 def test_every_acked_message_received_once_per_subscription(outcome):
@@ -64,8 +72,8 @@ def test_latency_views_are_consistent(outcome):
     assert c["e2e_response"].percentile(50) >= c["e2e_latency"].percentile(50)
     # in-process delivery: the harness floor is well below 50 ms
     assert 0 < c["e2e_latency"].percentile(50) < 50_000
-    # at 2000 msg/s the pacer keeps its schedule
-    assert c["publish_delay"].percentile(99) < 10_000
+    # at 2000 msg/s the pacer keeps its schedule (unless the hypervisor took the CPU)
+    assert c["publish_delay"].percentile(99) < 10_000 or _noisy(outcome)
 
 
 def test_lifetime_counters_and_backlog(outcome):
@@ -76,20 +84,46 @@ def test_lifetime_counters_and_backlog(outcome):
 
 def test_verdict_is_valid_at_low_rate(outcome):
     v = assess(outcome)
-    assert v.status == "valid", v.reasons
+    if _noisy(outcome):  # three windows in a row robbed by the hypervisor: say so
+        assert v.status == "host-noise" and "steal time" in v.reasons[0], v.reasons
+        assert not v.judgeable
+    else:
+        assert v.status == "valid", v.reasons
 
 
 def test_window_above_target_rate_is_unsteady_not_a_figure(outcome):
     # ~2000 msg/s acknowledged against a 1000 msg/s target: only a catch-up does that
     from dataclasses import replace
 
-    from pytest_brokerperf.verdict import Thresholds
-
     # this machine's load is not under test here: generator signals are switched off
-    th = Thresholds(cpu_share=9.0, runq_share=9.0, publish_delay_p99_us=1e12)
+    th = Thresholds(cpu_share=9.0, runq_share=9.0, publish_delay_p99_us=1e12, steal_share=9.0)
     catching_up = replace(outcome, plan=replace(outcome.plan, rate=1000))
     v = assess(catching_up, th)
     assert v.status == "unsteady" and not v.judgeable
     assert any("more than 110% of the target 1,000 msg/s" in r for r in v.reasons)
     # within the tolerance it stays valid
     assert assess(replace(outcome, plan=replace(outcome.plan, rate=1900)), th).status == "valid"
+
+
+def test_steal_time_over_the_limit_outranks_every_other_status(outcome):
+    from dataclasses import replace
+
+    from pytest_brokerperf.verdict import window_steal_share
+
+    robbed = replace(outcome, periods=[replace(p, host_steal_share=0.2)
+                                       for p in outcome.periods])
+    assert window_steal_share(robbed.periods) == pytest.approx(0.2)
+    # even a window that also caught up on a stall: the host comes first
+    v = assess(replace(robbed, plan=replace(robbed.plan, rate=1000)))
+    assert v.status == "host-noise" and {"host-noise", "unsteady"} <= set(v.flags)
+    assert "the hypervisor took 20.0% of the machine's CPU time" in v.reasons[0]
+    assert v.details["host_steal_share"] == pytest.approx(0.2)
+    # under a limit the user raised, the same window is judged on its other signals
+    th = Thresholds(steal_share=0.25, cpu_share=9.0, runq_share=9.0, publish_delay_p99_us=1e12)
+    assert assess(robbed, th).status == "valid"
+    # time-weighted: a 10 % period twice as long as a 40 % one is 20 %
+    a, b = robbed.periods[:2]
+    assert window_steal_share([replace(a, host_steal_share=0.1, elapsed_s=2.0),
+                               replace(b, host_steal_share=0.4, elapsed_s=1.0)]) == (
+        pytest.approx(0.2))
+    assert window_steal_share([replace(a, host_steal_share=None)]) is None

@@ -327,3 +327,34 @@ def test_worker_sizing_follows_the_calibrated_ceiling_and_the_cpus():
     assert size_workers(100_000, per_process=40_000, cpus=(0,), requested=2) == 2
     assert size_workers(100_000, per_process=1_000, cpus=(0, 1), requested=None,
                         single_process=True) == 1
+
+
+def test_steal_time_is_the_host_before_any_other_signal():
+    # a late, CPU-starved generator on a robbed VM says nothing about generator or broker
+    s = sig(ack_rate=6_000, publish_delay_p99_us=300_000, worker_runq={0: 0.6},
+            host_steal_share=0.12)
+    limit, (why,) = failing(s)
+    assert limit == lad.HOST
+    assert "the hypervisor took 12.0% of the machine's CPU time during the rung" in why
+    # below the policy's share the other signals decide
+    assert failing(sig(ack_rate=6_000, publish_delay_p99_us=300_000, worker_runq={0: 0.6},
+                       host_steal_share=0.02))[0] != lad.HOST
+    # a sustainable rung has no limit whatever the steal
+    assert attribute_limit(sig(host_steal_share=0.5), []) == (NONE, [])
+
+
+def test_a_ladder_stopped_by_the_host_is_not_a_broker_figure():
+    ok = RungResult(index=0, target_rate=1000, status="sustainable", signals=sig(1000),
+                    failures=[], limit=NONE, limit_reasons=[],
+                    verdict={"status": "valid", "reasons": [], "flags": [], "details": {}},
+                    latency_us={})
+    bad = RungResult(index=1, target_rate=2000, status="unsustainable",
+                     signals=sig(2000, host_steal_share=0.3), failures=["x"], limit=lad.HOST,
+                     limit_reasons=["the hypervisor took 30.0%"],
+                     verdict={"status": "host-noise", "reasons": [], "flags": [],
+                              "details": {}}, latency_us={})
+    res = summarize([1000, 2000], [ok, bad], LadderPolicy())
+    assert res.outcome == "harness-limited" and res.limit == lad.HOST
+    assert "the host (hypervisor steal time), not the broker" in res.summary()
+    v = ladder_verdict(res)
+    assert v.status == "host-noise" and not v.judgeable
