@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import fcntl
 import time
+import warnings
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_brokerperf.errors import BrokerUnavailable
 from pytest_brokerperf.provision.maven import cache_root, resolve_kafka
+from pytest_brokerperf.verdict import Verdict, assess
+
+if TYPE_CHECKING:
+    from pytest_brokerperf.engine.coordinator import RunOutcome
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -62,9 +67,14 @@ def _check_ladder(rec: dict[str, Any], broker: str) -> None:
     rungs = lad["rungs"]
     assert [r["target_rate_msg_s"] for r in rungs][:1] == [1000]
     assert lad["outcome"] in ("limit-found", "harness-limited", "limit-not-reached")
-    assert rungs[0]["status"] == "sustainable", rungs[0]
-    assert rungs[0]["ack_ratio"] == pytest.approx(1.0, abs=0.05)
-    assert lad["highest_sustainable_rate_msg_s"] >= 1000
+    if rungs[0]["limit"] == "host-noise":  # measured again, still robbed: honestly so
+        assert lad["noise_retries"] and lad["outcome"] == "harness-limited", lad
+        assert rec["verdict"]["status"] == "host-noise", rec["verdict"]
+        warnings.warn(f"{broker} ladder: {rungs[0]['limit_reasons'][0]}", stacklevel=2)
+    else:
+        assert rungs[0]["status"] == "sustainable", rungs[0]
+        assert rungs[0]["ack_ratio"] == pytest.approx(1.0, abs=0.05)
+        assert lad["highest_sustainable_rate_msg_s"] >= 1000
     for r in rungs:
         if r["status"] == "refused":  # above what the workers can generate: never run
             assert r["limit"] == "generator" and r["limit_reasons"]
@@ -80,3 +90,56 @@ def _check_ladder(rec: dict[str, Any], broker: str) -> None:
 def check_ladder() -> Callable[..., None]:
     """Checks a throughput record from a short ladder on a real broker."""
     return _check_ladder
+
+
+def _measure_quietly(run: Callable[[int], RunOutcome], attempts: int = 2) -> RunOutcome:
+    """``run(attempt)`` again while its measured window is host-noise, as the plugin
+    does (--brokerperf-noise-retries); the last outcome either way."""
+    for attempt in range(1, attempts + 1):
+        out = run(attempt)
+        if assess(out).status != "host-noise":
+            break
+    return out
+
+
+def _expect_valid(out: RunOutcome) -> Verdict:
+    """The run's verdict, which must be ``valid`` — or ``host-noise``, the harness's honest
+    answer on a host whose hypervisor took the CPU: then a warning, and the caller's
+    timing checks must not apply."""
+    v = assess(out)
+    if v.status == "host-noise":
+        warnings.warn(f"timing checks not applicable: {v.reasons[0]}", stacklevel=2)
+        return v
+    assert v.status == "valid", v.reasons
+    return v
+
+
+@pytest.fixture
+def measure_quietly() -> Callable[..., RunOutcome]:
+    """``measure_quietly(run, attempts=2)``: measure again while the host is noisy."""
+    return _measure_quietly
+
+
+@pytest.fixture
+def expect_valid() -> Callable[[RunOutcome], Verdict]:
+    """``expect_valid(outcome)``: valid, or honestly host-noise (warns); the verdict."""
+    return _expect_valid
+
+
+def _valid_or_noise(rec: dict[str, Any]) -> tuple[str, str]:
+    """A scenario record's verdict, which must be ``valid`` or — having been measured
+    again as the plugin does — ``host-noise``; returns (status, summary SLO column)."""
+    v = rec["verdict"]
+    if v["status"] == "host-noise":
+        assert rec["noise_retries"], "a host-noise window must be measured again first"
+        assert "steal time" in v["reasons"][0] and rec["slo"] == [], v
+        warnings.warn(f"{rec['test_id']}: {v['reasons'][0]}", stacklevel=2)
+        return "host-noise", "inconclusive"
+    assert v["status"] == "valid", v
+    return "valid", "pass"
+
+
+@pytest.fixture
+def valid_or_noise() -> Callable[[dict[str, Any]], tuple[str, str]]:
+    """``valid_or_noise(record)`` → (status, SLO column): valid, or honestly host-noise."""
+    return _valid_or_noise

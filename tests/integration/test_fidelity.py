@@ -26,7 +26,10 @@ and the baseline is the mean of the two zero-delay runs, so a slow drift cancels
 baseline that moves by more than the tolerance fails the attempt. A missed attempt is
 repeated, up to three attempts (a neighbour's CPU burst on a shared 2-core machine can
 move one run's p50 by milliseconds; a whole busy minute was seen to spoil two attempts
-in a row); a systematic error misses all three and fails. The shipped
+in a row); a systematic error misses all three and fails. When every attempt was
+measurably disturbed — hypervisor steal at the harness's host-noise limit, or the proxy's
+own sends late by more than half the tolerance — the test skips with those figures:
+like a host-noise run, it then can say nothing either way. The shipped
 ``kafka-local`` driver config is used unchanged (acks=all, linger.ms=1), so the claim
 is about the configuration users run. Tolerance: |shift − D| ≤ max(10 % of D, 0.5 ms).
 """
@@ -44,6 +47,7 @@ import pytest
 
 from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.testing.delayproxy import DelayProxy, ProxyStats
+from pytest_brokerperf.verdict import Thresholds, window_steal_share
 
 pytestmark = pytest.mark.integration
 
@@ -160,6 +164,9 @@ def _run_once(rig: Rig, delay_ms: float, index: int,
     qs = (10, 25, 50, 75, 90, 99)
     runq = [w.runq_share for p in outcome.periods for w in p.workers]
     return {
+        # The hypervisor's steal time over the measured window (the harness's host-noise
+        # signal): a paused VM adds delay nobody injected.
+        "host_steal_share": window_steal_share(outcome.periods),
         # How busy the machine was (all CPUs, everything on it, ours included) and how
         # long the worker waited for a CPU: a noisy neighbour explains a missed run.
         "machine_busy": _busy_share(cpu_before, cpu_after),
@@ -212,20 +219,26 @@ def _late_mean_us(before: ProxyStats, after: ProxyStats) -> float:
 
 def _table(rows: list[dict[str, Any]]) -> str:
     lines = [
-        "injected D | publish p50   shift   error | e2e p50   shift   error | proxy late | busy",
-        "-----------+-----------------------------+-------------------------+------------+-----",
+        "injected D | publish p50   shift   error | e2e p50   shift   error | proxy late | busy"
+        " | steal",
+        "-----------+-----------------------------+-------------------------+------------+-----"
+        "+------",
     ]
     for r in rows:
         busy = r["machine_busy"]
+        steal = r.get("host_steal_share")
         lines.append(
             f"{r['delay_ms']:7.1f} ms | {r['publish_p50_ms']:11.3f} {r['publish_shift_ms']:7.3f} "
             f"{r['publish_error_ms']:+7.3f} | {r['e2e_p50_ms']:7.3f} {r['e2e_shift_ms']:7.3f} "
             f"{r['e2e_error_ms']:+7.3f} | {r['proxy_late_mean_us_up']:7.0f} µs | "
             + (f"{busy:4.0%}" if busy is not None else " n/a")
+            + (f" | {steal:5.1%}" if steal is not None else " |   n/a")
+            + (" noisy" if r.get("noisy") else "")
         )
     lines.append(
         f"(ms; baseline = mean of the two D=0 runs; tolerance |shift − D| ≤ "
-        f"max({REL_TOL:.0%} of D, {ABS_TOL_MS} ms); busy = all CPUs of the machine)"
+        f"max({REL_TOL:.0%} of D, {ABS_TOL_MS} ms); busy = all CPUs of the machine; steal = "
+        "what the hypervisor took of them)"
     )
     return "\n".join(lines)
 
@@ -240,6 +253,8 @@ def _evaluate(rows: list[dict[str, Any]]) -> tuple[dict[str, float], list[str]]:
         for view in ("publish", "e2e"):
             r[f"{view}_shift_ms"] = r[f"{view}_p50_ms"] - base[view]
             r[f"{view}_error_ms"] = r[f"{view}_shift_ms"] - r["delay_ms"]
+    for r in rows:
+        r["noisy"] = _noise(r)
     # The zero-delay rows are checked too: each must be within the tolerance of their
     # mean, or the baseline drifted and no shift can be trusted.
     failures = [
@@ -250,6 +265,20 @@ def _evaluate(rows: list[dict[str, Any]]) -> tuple[dict[str, float], list[str]]:
         if abs(r[f"{view}_error_ms"]) > r["tolerance_ms"]
     ]
     return base, failures
+
+
+def _noise(r: dict[str, Any]) -> list[str]:
+    """Why a run's figures say nothing about the harness: measured, never guessed."""
+    why = []
+    steal = r.get("host_steal_share")
+    if steal is not None and steal >= Thresholds().steal_share:
+        why.append(f"D={r['delay_ms']} ms: the hypervisor took {steal:.1%} of the CPUs")
+    # the proxy's own sends were late by more than half the tolerance: the delay actually
+    # injected is not D, so the shift cannot be held to D
+    if r["proxy_late_mean_us_up"] / 1000 > r["tolerance_ms"] / 2:
+        why.append(f"D={r['delay_ms']} ms: the proxy itself ran "
+                   f"{r['proxy_late_mean_us_up']:.0f} µs late on average")
+    return why
 
 
 def _check_path(r: dict[str, Any]) -> None:
@@ -280,8 +309,9 @@ def test_injected_delay_shifts_publish_and_e2e_latency(rig: Rig, tmp_path: Path)
             _check_path(r)  # never retried: a bypassed proxy is a bug, not noise
         base, failures = _evaluate(rows)
         table = _table(rows)
+        noise = [w for r in rows for w in r["noisy"]]
         attempts.append({"baseline_p50_ms": base, "runs": rows, "failures": failures,
-                         "table": table})
+                         "noise": noise, "table": table})
         print(f"\nfidelity, attempt {attempt} (the proxy delays client→broker only):\n{table}")
         if not failures:
             break
@@ -295,6 +325,11 @@ def test_injected_delay_shifts_publish_and_e2e_latency(rig: Rig, tmp_path: Path)
     }, indent=2, default=str))
     print(f"written to {out}")
     last = attempts[-1]
+    if last["failures"] and all(a["noise"] for a in attempts):
+        # every attempt ran while the host (or the proxy's own scheduling) was measurably
+        # disturbed: no claim about the harness can be made either way
+        pytest.skip(f"host too noisy in all {len(attempts)} attempts: "
+                    + "; ".join(w for a in attempts for w in a["noise"][:2]))
     assert not last["failures"], (
         f"missed in all {len(attempts)} attempts:\n"
         + "\n\n".join("\n".join(a["failures"]) + "\n" + a["table"] for a in attempts)

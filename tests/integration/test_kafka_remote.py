@@ -126,7 +126,7 @@ def test_remote_tailread_is_safe_and_never_leaks_the_password(
     ])
     (rec,) = [json.loads(x) for x in (results / "results.jsonl").read_text().splitlines()]
     assert rec["provision"] == "remote" and rec["delivery"]["lost"] == 0
-    assert rec["verdict"]["status"] in ("valid", "generator-bound"), rec["verdict"]
+    assert rec["verdict"]["status"] in ("valid", "generator-bound", "host-noise"), rec["verdict"]
     assert rec["manifest"]["broker_warmup"]["skipped"].startswith("remote cluster")
     assert rec["manifest"]["plan"]["prefix"].startswith("bp-ci-remote-")
     settings = json.loads((Path(rec["artefacts"]) / "broker-settings.json").read_text())

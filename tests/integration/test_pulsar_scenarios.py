@@ -24,7 +24,8 @@ def _pulsar_available(_broker_session_lock: None) -> None:
 
 
 def test_tailread_and_throughput_end_to_end_through_pytest(
-        pytester: pytest.Pytester, check_ladder: Callable[..., None]) -> None:
+        pytester: pytest.Pytester, check_ladder: Callable[..., None],
+        valid_or_noise: Callable[..., tuple[str, str]]) -> None:
     """``pytest scenarios -m "tailread or throughput" --broker=pulsar``, shortened: one
     standalone serves both scenarios; results, JUnit, no orphans."""
     repo = Path(__file__).resolve().parents[2]
@@ -43,16 +44,16 @@ def test_tailread_and_throughput_end_to_end_through_pytest(
         "--rootdir", str(pytester.path), timeout=900,
     )
     run.assert_outcomes(passed=2, warnings=run.parseoutcomes().get("warnings", 0))
-    run.stdout.fnmatch_lines(["*brokerperf summary*", "*pulsar*tailread*valid*pass*"])
     recs = {r["scenario"]: r for r in
             (json.loads(x) for x in (results / "results.jsonl").read_text().splitlines())}
+    status, slo = valid_or_noise(recs["tailread"])
+    run.stdout.fnmatch_lines(["*brokerperf summary*", f"*pulsar*tailread*{status}*{slo}*"])
     assert set(recs) == {"tailread", "throughput"}
     # 16 partitions at 1k msg/s must hold: with OMB's 16 I/O threads on a one-CPU
     # generator it did not (see docs/reference/pulsar.md)
     check_ladder(recs["throughput"], "pulsar")
     rec = recs["tailread"]
     assert rec["broker"] == "pulsar" and rec["broker_version"] == "4.0.7"
-    assert rec["verdict"]["status"] == "valid"
     assert rec["delivery"]["lost"] == 0 and rec["delivery"]["acknowledged"] > 3000
     assert rec["latency"]["e2e_response"]["p50_us"] > 0
     assert rec["manifest"]["broker_warmup"]["acknowledged"] > 0
@@ -66,7 +67,7 @@ def test_tailread_and_throughput_end_to_end_through_pytest(
     assert settings["cluster"]["brokers"] == 1 and settings["cluster"]["bookies"] == 1
     verdicts = [p.get("value") for p in ET.parse(junit).iter("property")
                 if p.get("name") == "brokerperf.verdict"]
-    assert len(verdicts) == 2 and "valid" in verdicts
+    assert len(verdicts) == 2 and status in verdicts
     leftovers = [p for p in psutil.process_iter(["cmdline"])
                  if "PulsarStandaloneStarter" in " ".join(p.info["cmdline"] or [])
                  and str(pytester.path) in " ".join(p.info["cmdline"] or [])]

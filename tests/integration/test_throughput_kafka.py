@@ -51,12 +51,15 @@ def test_smoke_ladder_on_kafka_brackets_a_limit(pytester: pytest.Pytester,
     assert lad["highest_sustainable_rate_msg_s"] == (
         rungs[-2]["target_rate_msg_s"] if len(rungs) > 1 else None)
     # named from independent signals, and a harness limit is never a broker result
-    assert lad["limit"] in ("generator", "client-library", "broker-backpressure")
+    # (host-noise: the hypervisor took the CPU during a rung even when measured again)
+    assert lad["limit"] in ("generator", "client-library", "broker-backpressure", "host-noise")
     assert rungs[-1]["limit_reasons"]
     expected = {"generator": "generator-bound", "client-library": "client-bound",
-                "broker-backpressure": "broker-backpressure"}[lad["limit"]]
-    assert rec["verdict"]["status"] == expected
-    if lad["limit"] == "broker-backpressure":  # a broker result: its SLOs are judged
+                "broker-backpressure": "broker-backpressure",
+                "host-noise": "host-noise"}[lad["limit"]]
+    # a noisy headline rung turns a broker limit's verdict into host-noise too
+    assert rec["verdict"]["status"] in (expected, "host-noise"), rec["verdict"]
+    if rec["verdict"]["status"] == "broker-backpressure":  # a broker result: SLOs judged
         assert [s["metric"] for s in rec["slo"]] == ["lost"]
     else:  # a harness limit is never judged as a broker figure
         assert rec["slo"] == []
