@@ -77,7 +77,10 @@ slos:
     # the brokers' side of the same periods: three JVMs, agent and /proc
     bm = rec["broker_metrics"]
     assert bm["nodes"] == 3 and len(bm["pids"]) == 3 and len(bm["endpoints"]) == 3
-    assert bm["errors"] == []
+    # a scrape that timed out (three JVMs on a busy or robbed host) is a named gap, never
+    # a wrong figure; any other error is a bug
+    assert all("timed out" in e for e in bm["errors"]), bm["errors"]
+    assert len(bm["errors"]) < bm["measured_periods"], bm["errors"]
     assert bm["measured"]["replication_in_mib_s"]["mean"] > 0  # followers fetch for real
     with open(art / "broker-metrics.csv") as fh:
         broker_rows = [(r["phase"], r["index"]) for r in csv.DictReader(fh)]
