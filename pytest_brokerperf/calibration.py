@@ -316,7 +316,8 @@ def cached_or_measured(driver: Driver, *, target: str, broker: str, broker_versi
                        message_size: int, partitions: int,
                        generator_cpus: tuple[int, ...] | None, mode: str = "auto",
                        progress: Callable[[str], None] | None = None,
-                       topic_prefix: str = "bp-calibration") -> Ceiling | None:
+                       topic_prefix: str = "bp-calibration",
+                       policy: lad.LadderPolicy | None = None) -> Ceiling | None:
     """The cached ceiling for this key, or a fresh measurement (stored); None when off."""
     if mode == "off":
         return None
@@ -328,7 +329,7 @@ def cached_or_measured(driver: Driver, *, target: str, broker: str, broker_versi
             return hit
     ceiling = calibrate(driver, target=target, broker=broker, message_size=message_size,
                         partitions=partitions, generator_cpus=generator_cpus, key=key,
-                        progress=progress, topic_prefix=topic_prefix)
+                        progress=progress, topic_prefix=topic_prefix, policy=policy)
     if ceiling.bound != "host":  # a noisy host's figure must not outlive the noise
         with contextlib.suppress(OSError):
             store(ceiling)

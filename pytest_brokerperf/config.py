@@ -550,26 +550,23 @@ def _parse_choice(spec: OptionSpec, raw: object, src: _Source) -> str:
     return _one_of(spec, raw, _as_text(spec, raw, src), src)
 
 
-def _parse_int(spec: OptionSpec, raw: object, src: _Source) -> int:
+def _parse_integer(spec: OptionSpec, raw: object, src: _Source, minimum: int) -> int:
     value: int | None = None
     if isinstance(raw, int) and not isinstance(raw, bool):
         value = raw
     elif isinstance(raw, str) and re.fullmatch(r"\s*[+-]?\d+\s*", raw):
         value = int(raw)
-    if value is None or value < 1:
-        raise _invalid(spec, raw, src, "expected an integer >= 1")
+    if value is None or value < minimum:
+        raise _invalid(spec, raw, src, f"expected an integer >= {minimum}")
     return value
+
+
+def _parse_int(spec: OptionSpec, raw: object, src: _Source) -> int:
+    return _parse_integer(spec, raw, src, 1)
 
 
 def _parse_count(spec: OptionSpec, raw: object, src: _Source) -> int:
-    value: int | None = None
-    if isinstance(raw, int) and not isinstance(raw, bool):
-        value = raw
-    elif isinstance(raw, str) and re.fullmatch(r"\s*\+?\d+\s*", raw):
-        value = int(raw)
-    if value is None or value < 0:
-        raise _invalid(spec, raw, src, "expected an integer >= 0")
-    return value
+    return _parse_integer(spec, raw, src, 0)
 
 
 def _parse_workers(spec: OptionSpec, raw: object, src: _Source) -> int | None:

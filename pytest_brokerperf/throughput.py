@@ -197,6 +197,8 @@ def _calibrate(bp: BrokerPerf, driver: Driver, prepared: ThroughputPrepared,
             message_size=wl.message_size, partitions=wl.partitions_per_topic,
             generator_cpus=cpus, mode=mode, progress=bp._progress,
             topic_prefix=f"{prefix}-cal-{target}",
+            # the user's steal limit holds for calibration steps as for rungs
+            policy=lad.LadderPolicy(steal_share=bp.settings.max_steal / 100),
         )
         cache[memo] = c
         return c
@@ -424,8 +426,9 @@ def _run_ladder(bp: BrokerPerf, driver: Driver, prepared: ThroughputPrepared, pl
 
     def next_rung(done: list[RunOutcome]) -> Rung | None:
         last = results[-1] if results else None
+        # (a failed rung limited by the host has the verdict host-noise too)
         if last is not None and retries_left[last.target_rate] > 0 and (
-                last.limit == lad.HOST or last.verdict.get("status") == HOST_NOISE):
+                last.verdict.get("status") == HOST_NOISE):
             # the hypervisor took the CPU during this rung: its figures say nothing;
             # measure the same rate again instead of ending the ladder on the host's noise
             retries_left[last.target_rate] -= 1
