@@ -216,6 +216,7 @@ def pulsar_settings(level: int, ensemble: int, write_quorum: int) -> dict[str, A
 
     Raises BrokerUnavailable for levels 1 and 2 when entries go to fewer than two bookies.
     """
+    from pytest_brokerperf.drivers.pulsar_config import durability_ack_quorum
     from pytest_brokerperf.provision.pulsar_process import journal_settings
 
     lv = LEVELS[check_level(level)]
@@ -227,11 +228,10 @@ def pulsar_settings(level: int, ensemble: int, write_quorum: int) -> dict[str, A
             "so the ack quorum would be the one bookie (level 3 or 4). Fix: "
             "--brokerperf-nodes=3 (three bookies, OMB's 3/3/2 pulsar.yaml)."
         )
-    ack = write_quorum // 2 + 1 if lv.replication == "sync" else 1
     return {
         "bookkeeperEnsemble": int(ensemble),
         "bookkeeperWriteQuorum": int(write_quorum),
-        "bookkeeperAckQuorum": ack,
+        "bookkeeperAckQuorum": durability_ack_quorum(level, write_quorum),
         **journal_settings(level),
     }
 

@@ -295,6 +295,14 @@ class _Reader:
         return text
 
 
+def durability_ack_quorum(level: int, write_quorum: int) -> int:
+    """The ack quorum of a durability level: a majority of the write quorum for the
+    synchronous levels 1 and 2, one bookie for 3 and 4 (omb.md §4.4)."""
+    if level not in (1, 2, 3, 4):
+        raise ConfigError(f"durability level {level!r} is not one of 1, 2, 3, 4")
+    return write_quorum // 2 + 1 if level in (1, 2) else 1
+
+
 @dataclass(frozen=True)
 class PulsarDriverConfig:
     """An OMB Pulsar driver file: ``client``, ``producer`` and ``consumer`` blocks.
@@ -692,10 +700,7 @@ class PulsarDriverConfig:
         acknowledge after one bookie. The journal half (fsync or not) is bookie-wide and
         belongs to the broker (``PulsarStandalone(durability=...)``).
         """
-        if level not in (1, 2, 3, 4):
-            raise ConfigError(f"durability level {level!r} is not one of 1, 2, 3, 4")
-        qw = self.client.persistence.write_quorum
-        ack = qw // 2 + 1 if level in (1, 2) else 1
+        ack = durability_ack_quorum(level, self.client.persistence.write_quorum)
         return self.with_overrides(persistence={"ack_quorum": ack},
                                    reason=f"durability level {level}")
 
