@@ -266,6 +266,10 @@ def calibrate(
             state["retried"].add(rate)
             steps[-1]["retried"] = True
             return _step_rung(rate, warmup_s, measure_s, 5.0)
+        if failures and limit == lad.HOST:
+            # the hypervisor, not the rate, failed the step (already measured again): a
+            # lower rate would say no more, so the ceiling stays unknown (bound "host")
+            return None
         if not failures:
             state["lo"] = rate if state["lo"] is None else max(state["lo"], rate)
         else:

@@ -74,7 +74,12 @@ def test_smoke_ladder_on_kafka_brackets_a_limit(pytester: pytest.Pytester,
         assert lad["knee"]["bend_p99_us"] > 2 * lad["knee"]["floor_us"]
     # calibration against this broker and against the loopback harness
     cal = rec["calibration"]
-    assert cal["harness"]["rate_msg_s"] > 0 and cal["driver"]["driver"] == "Kafka"
+    harness = cal["harness"]
+    # a harness calibration the hypervisor's steal time stopped has no figure (bound
+    # "host", never cached); otherwise it found one
+    assert (harness["rate_msg_s"] or 0) > 0 or (
+        harness["bound"] == "host" and harness["steps"][-1]["limit"] == "host-noise"), harness
+    assert cal["driver"]["driver"] == "Kafka"
     assert cal["driver"]["broker"] == "kafka" and cal["driver"]["steps"]
     # delivery over the whole session, every rung
     assert rec["delivery"]["lost"] == 0 and rec["delivery"]["acknowledged"] > 100_000

@@ -133,7 +133,8 @@ def _wait_for(cond: Callable[[], bool], timeout: float = 10.0) -> bool:
     return False
 
 
-def test_rtt_shift_equals_injected_delay(proxy: DelayProxy) -> None:
+def _rtt_misses(proxy: DelayProxy) -> list[str]:
+    """One pass: baseline, three delays, back to zero; what missed the tolerance."""
     s = _connect(proxy.port)
     try:
         _rtt_median_ms(s, 20)  # warm up the path
@@ -147,15 +148,37 @@ def test_rtt_shift_equals_injected_delay(proxy: DelayProxy) -> None:
         again = _rtt_median_ms(s, 100)
     finally:
         s.close()
+    misses = []
     for up, down, shift in rows:
         injected = up + down
         tol = max(0.10 * injected, 0.3)
-        assert abs(shift - injected) <= tol, (
-            f"delay up={up} down={down}: RTT shifted {shift:.3f} ms, expected "
-            f"{injected} ± {tol:.3f} ms (baseline {base:.3f} ms); all: {rows}"
-        )
+        if abs(shift - injected) > tol:
+            misses.append(f"delay up={up} down={down}: RTT shifted {shift:.3f} ms, expected "
+                          f"{injected} ± {tol:.3f} ms (baseline {base:.3f} ms); all: {rows}")
     # Going back to zero delay restores the baseline: set_delay really is dynamic.
-    assert abs(again - base) <= 0.3, (again, base)
+    if abs(again - base) > 0.3:
+        misses.append(f"back at zero delay the RTT is {again:.3f} ms, baseline {base:.3f} ms")
+    return misses
+
+
+def test_rtt_shift_equals_injected_delay(proxy: DelayProxy) -> None:
+    # Up to three passes: a pass robbed by the hypervisor (steal time at the harness's
+    # host-noise limit) says nothing; a real timing error misses every quiet pass.
+    from pytest_brokerperf.metrics.sysstats import cpu_snapshot, system_cpu_delta
+    from pytest_brokerperf.verdict import Thresholds
+
+    attempts: list[tuple[float, list[str]]] = []
+    for _ in range(3):
+        before = cpu_snapshot()
+        misses = _rtt_misses(proxy)
+        attempts.append((system_cpu_delta(before, cpu_snapshot()).steal_share, misses))
+        if not misses:
+            return
+    if all(steal >= Thresholds().steal_share for steal, _ in attempts):
+        pytest.skip("host too noisy: hypervisor steal "
+                    + ", ".join(f"{steal:.1%}" for steal, _ in attempts) + " in every pass")
+    raise AssertionError("\n".join(f"pass with steal {steal:.1%}: " + "; ".join(m)
+                                    for steal, m in attempts))
 
 
 def test_delay_set_at_construction_and_stats(echo: EchoServer) -> None:

@@ -170,3 +170,36 @@ def test_calibration_measures_a_stalled_step_again_before_it_counts(tmp_path, mo
     assert c.steps[0].get("retried") is True and "retried" not in c.steps[1]
     assert all(not s["sustainable"] for s in c.steps)
     assert c.rate_msg_s is None and c.bound == "client"
+
+
+def test_calibration_stopped_by_steal_time_has_no_ceiling_and_is_not_cached(tmp_path,
+                                                                           monkeypatch):
+    # /proc/stat as a hypervisor stealing 20 % would show it (the coordinator reads it)
+    import itertools
+    import time as _time
+
+    from pytest_brokerperf.metrics import sysstats
+
+    calls = itertools.count(1)
+
+    def robbed() -> sysstats.CpuSnapshot:
+        k = next(calls) * 1000
+        ticks = (k // 2, 0, 0, k // 2 - k // 5, 0, 0, 0, k // 5)
+        return sysstats.CpuSnapshot(_time.monotonic_ns(), ticks, {0: ticks, 1: ticks})
+
+    monkeypatch.setattr(sysstats, "cpu_snapshot", robbed)
+    monkeypatch.setenv("BROKERPERF_CACHE_DIR", str(tmp_path))
+    # a 1 µs delay budget fails every step; with the steal over the limit, the host is
+    # named as its limit (a step that holds despite steal is a lower bound, and counts)
+    pol = LadderPolicy(publish_delay_budget_us=1)
+    c = cal.cached_or_measured(LoopbackDriver(), target="harness", broker="loopback",
+                               broker_version="in-process", message_size=256, partitions=1,
+                               generator_cpus=None, mode="refresh", policy=pol,
+                               topic_prefix="loop-cal-steal")
+    assert c is not None and c.bound == "host" and c.rate_msg_s is None
+    # measured once more, then stopped: a lower rate would not make the host quieter
+    assert [s["rate_msg_s"] for s in c.steps] == [4_000, 4_000]
+    assert all(s["limit"] == "host-noise" for s in c.steps)
+    assert c.steps[0]["host_steal_share"] == pytest.approx(0.2, abs=0.01)
+    assert "not cached" in c.describe()
+    assert not (tmp_path / "calibration.json").exists()
