@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from pytest_brokerperf.provision.maven import cache_root
+from pytest_brokerperf.testing import skip_if_host_noise
 
 #: The real cache (Kafka jars, calibration): pytester points HOME at a temporary directory.
 CACHE = cache_root()
@@ -81,11 +82,21 @@ def test_smoke_ladder_on_kafka_brackets_a_limit(pytester: pytest.Pytester,
         harness["bound"] == "host" and harness["steps"][-1]["limit"] == "host-noise"), harness
     assert cal["driver"]["driver"] == "Kafka"
     assert cal["driver"]["broker"] == "kafka" and cal["driver"]["steps"]
-    # delivery over the whole session, every rung
-    assert rec["delivery"]["lost"] == 0 and rec["delivery"]["acknowledged"] > 100_000
+    # delivery over the whole session: every rung's measured window (and its warm-up and
+    # any discarded re-measurement on top) was acknowledged, none lost
+    measured = sum(r["ack_rate_msg_s"] * r["duration_s"] for r in rungs
+                   if r["status"] != "refused")
+    assert rec["delivery"]["lost"] == 0
+    assert rec["delivery"]["acknowledged"] >= 0.95 * measured > 0, (rec["delivery"], measured)
     assert rec["broker_version"] == "4.3.1"
     art = Path(rec["artefacts"])
     rows = list(csv.DictReader((art / "ladder.csv").read_text().splitlines()))
     assert [float(r["target_rate_msg_s"]) for r in rows] == [
         r["target_rate_msg_s"] for r in rungs]
     assert len(list((art / "rungs").iterdir())) == len(rungs)
+    if lad["limit"] == "host-noise":
+        # the hypervisor, not the broker, stopped the climb: the rung was measured again,
+        # the ladder said so, and nothing was judged; the bracketing itself went unchecked
+        assert lad["noise_retries"] and "steal" in " ".join(rungs[-1]["limit_reasons"])
+        skip_if_host_noise([rec])
+        pytest.skip(f"the host stopped the ladder (steal time): {lad['summary']}")
