@@ -22,6 +22,9 @@ def skip_if_host_noise(records: Iterable[dict[str, Any]]) -> None:
         v = rec.get("verdict") or {}
         if v.get("status") == "host-noise":
             steal = (v.get("details") or {}).get("host_steal_share")
+            rungs = (rec.get("ladder") or {}).get("rungs") or []
+            if steal is None and rungs:  # a ladder: the rung the host stopped
+                steal = rungs[-1].get("host_steal_share")
             retries = rec.get("noise_retries") or (rec.get("ladder") or {}).get(
                 "noise_retries") or []
             pytest.skip(

@@ -1,0 +1,30 @@
+"""``pytest_brokerperf.testing``: helpers for tests built on result records."""
+
+import pytest
+
+from pytest_brokerperf.testing import skip_if_host_noise
+
+
+def _noise(**extra):
+    return {"test_id": "t.py::test_x", "verdict": {"status": "host-noise", "details": {}},
+            **extra}
+
+
+def test_a_valid_record_is_left_to_the_test():
+    skip_if_host_noise([{"verdict": {"status": "valid"}},
+                        {"verdict": {"status": "generator-bound"}}])
+
+
+def test_a_window_record_names_its_steal_and_retries():
+    rec = _noise(noise_retries=[{}, {}])
+    rec["verdict"]["details"]["host_steal_share"] = 0.2049
+    with pytest.raises(pytest.skip.Exception, match=r"t\.py::test_x: hypervisor steal 20\.5% "
+                       r"after 2 re-measurement"):
+        skip_if_host_noise([rec])
+
+
+def test_a_ladder_record_names_the_steal_of_the_rung_the_host_stopped():
+    rec = _noise(ladder={"noise_retries": [{}], "rungs": [
+        {"host_steal_share": 0.01}, {"host_steal_share": 0.154}]})
+    with pytest.raises(pytest.skip.Exception, match=r"steal 15\.4% after 1 re-measurement"):
+        skip_if_host_noise([rec])
