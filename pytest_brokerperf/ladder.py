@@ -37,7 +37,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pytest_brokerperf.verdict import host_noise_reason, window_steal_share
+from pytest_brokerperf.verdict import HOST_NOISE, host_noise_reason, window_steal_share
 
 if TYPE_CHECKING:
     from pytest_brokerperf.engine.coordinator import RunOutcome
@@ -543,6 +543,8 @@ class LadderResult:
                 {"offered_rate_msg_s": r.target_rate,
                  "ack_rate_msg_s": r.signals.ack_rate if r.signals else None,
                  "sustainable": r.sustainable,
+                 # host-noise: these latencies are the hypervisor's (never in the knee)
+                 "verdict": r.verdict.get("status"),
                  **{f"{v}_{q.replace('.', '')}_us": r.p(v, q)
                     for v in ("publish_response", "e2e_response")
                     for q in ("p50", "p99", "p99.9")}}
@@ -562,7 +564,9 @@ def summarize(rates: Sequence[float], rungs: list[RungResult], policy: LadderPol
     else:
         limit, limit_rate = failed.limit, failed.target_rate
         outcome = "limit-found" if limit == BROKER else "harness-limited"
-    measured = [r for r in rungs if r.measured]
+    # a rung the hypervisor robbed may still have sustained its rate (noise only hurts),
+    # but its latencies are the host's: neither a floor nor a bend of the curve
+    measured = [r for r in rungs if r.measured and r.verdict.get("status") != HOST_NOISE]
     knee = find_knee(((r.target_rate, r.p("e2e_response", "p99")) for r in measured),
                      policy.knee_factor, "e2e_response.p99")
     knee_pub = find_knee(((r.target_rate, r.p("publish_response", "p99")) for r in measured),

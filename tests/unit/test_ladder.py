@@ -268,6 +268,27 @@ def test_ladder_that_reaches_a_broker_limit():
     assert doc["curve"][1]["e2e_response_p99_us"] == 6_000
 
 
+def test_a_robbed_rung_that_sustained_counts_but_its_latency_is_not_the_curves():
+    # steal time can only have hurt, so a rate sustained through it was sustained; its
+    # p99 is the hypervisor's, though: it neither sets the floor nor bends the curve
+    def ladder(robbed_verdict: str) -> lad.LadderResult:
+        robbed = rung(2, 10_000, True, p99=40_000)
+        robbed.verdict = {"status": robbed_verdict, "reasons": []}
+        return summarize((1_000, 5_000, 10_000, 20_000),
+                         [rung(0, 1_000, True), rung(1, 5_000, True, p99=6_000), robbed,
+                          rung(3, 20_000, False, BROKER, p99=90_000)], LadderPolicy())
+
+    res = ladder("host-noise")
+    assert res.highest_sustainable_rate == 10_000
+    assert res.knee is not None and (res.knee.rate_msg_s, res.knee.bend_rate_msg_s) == (
+        5_000, 20_000)
+    assert [c["verdict"] for c in res.as_dict()["curve"]] == [
+        "valid", "valid", "host-noise", "broker-backpressure"]
+    # the same 40 ms measured on a quiet host is the bend
+    quiet = ladder("valid")
+    assert quiet.knee is not None and quiet.knee.bend_rate_msg_s == 10_000
+
+
 def test_ladder_stopped_by_the_harness_is_not_a_broker_figure():
     res = summarize((1_000, 2_000), [rung(0, 1_000, True), rung(1, 2_000, False, GENERATOR)],
                     LadderPolicy())
