@@ -20,6 +20,8 @@ test. Definitions (also in ``docs/explanation/throughput.md``):
   process — or a rate above the driver's calibrated client-bound ceiling), and
   ``host-noise`` (checked first: the hypervisor took ≥ 5 % of the machine's CPU time
   during the rung — steal time —, so nothing in it is the broker's or the harness's),
+  ``unsteady`` (checked next: the rung acknowledged more than target + tolerance, which
+  an open-loop schedule only does while catching up on a stall from before its window),
   ``broker-backpressure`` (the generator had CPU to spare while the client queue filled
   or grew, consumer lag grew or acknowledgements fell short: the broker is the limit).
   A sustainable rung's limit is ``none``.
@@ -50,6 +52,7 @@ __all__ = [
     "HOST",
     "LADDER_PROFILES",
     "NONE",
+    "UNSTEADY",
     "Knee",
     "LadderPolicy",
     "LadderProfile",
@@ -69,6 +72,7 @@ GENERATOR = "generator"
 CLIENT_LIBRARY = "client-library"
 BROKER = "broker-backpressure"
 HOST = "host-noise"
+UNSTEADY = "unsteady"
 NONE = "none"
 
 #: Confluent's fixed-rate ladder (msg/s), scaled per profile.
@@ -269,6 +273,15 @@ def attribute_limit(sig: RungSignals, failures: Sequence[str],
         return NONE, []
     if sig.host_steal_share is not None and sig.host_steal_share >= pol.steal_share:
         return HOST, [host_noise_reason(sig.host_steal_share, pol.steal_share, "rung")]
+    if sig.target > 0 and sig.ack_rate > sig.target * (1 + pol.rate_tolerance):
+        # ahead of an open-loop schedule: the catch-up of a stall that began before the
+        # window (a cold topic, a GC pause); nothing in it is a steady rate or a limit
+        return UNSTEADY, [
+            f"acknowledged {sig.ack_rate:,.0f} msg/s, {sig.ack_ratio:.1%} of the target "
+            f"{sig.target:,.0f}: an open-loop schedule only runs ahead of its target while "
+            "catching up on a stall that began before the window, so the rung was not in "
+            "a steady state (neither sustained nor a limit)"
+        ]
     per_worker = sig.per_worker_rate
     starved = {k: v for k, v in sig.worker_runq.items() if v >= pol.runq_share}
     hot = {k: v for k, v in sig.worker_cpu.items() if v >= pol.cpu_share}
@@ -515,10 +528,15 @@ class LadderResult:
             return (f"limit not reached at {self.rates[-1]:,.0f} msg/s: every rung was "
                     f"sustainable (highest sustainable {best})")
         at = f"{self.limit_rate:,.0f} msg/s" if self.limit_rate is not None else "?"
-        if self.outcome == "limit-found":
+        if self.outcome == "limit-found" and hs is not None:
             return (f"highest sustainable {best}; limit {self.limit} at {at} (the broker's "
                     f"limit lies between {best} and {at})")
-        who = ("the host (hypervisor steal time)" if self.limit == HOST else "the harness")
+        if self.outcome == "limit-found":  # the broker failed even the lowest rung
+            return (f"no rung was sustainable; limit {self.limit} at {at}: the broker's limit "
+                    f"lies below the lowest rung (lower --brokerperf-ladder to bracket it)")
+        who = {HOST: "the host (hypervisor steal time)",
+               UNSTEADY: "an unsteady rung (catching up a stall from before its window)",
+               }.get(self.limit, "the harness")
         floor = f"the broker sustains at least {best}" if hs is not None else (
             "no broker figure")
         return (f"highest sustainable {best}; limit {self.limit} at {at}: {who}, not "

@@ -32,6 +32,7 @@ from pytest_brokerperf.verdict import (
     GENERATOR_BOUND,
     HOST_NOISE,
     JUDGEABLE,
+    UNSTEADY,
     VALID,
     Thresholds,
     Verdict,
@@ -57,6 +58,7 @@ LIMIT_STATUS = {
     lad.CLIENT_LIBRARY: CLIENT_BOUND,
     lad.BROKER: BACKPRESSURE,
     lad.HOST: HOST_NOISE,
+    lad.UNSTEADY: UNSTEADY,
     lad.NONE: VALID,
 }
 
@@ -148,9 +150,12 @@ def ladder_verdict(ladder: lad.LadderResult) -> Verdict:
         flags.append("limit-not-reached")
     top = ladder.top_rung
     if top is None:
-        status = status if status not in JUDGEABLE else GENERATOR_BOUND
+        # a broker that failed even the lowest rung is a broker result (its limit lies
+        # below the ladder); any other limit leaves no figure at all
         reasons.append(f"no rung was sustainable (lowest {ladder.rates[0]:,.0f} msg/s): no "
                        "throughput figure")
+        if status in JUDGEABLE:
+            reasons.insert(0, ladder.summary())
     else:
         t = str(top.verdict.get("status", VALID))
         if t not in JUDGEABLE and status in JUDGEABLE:
@@ -423,21 +428,28 @@ def _run_ladder(bp: BrokerPerf, driver: Driver, prepared: ThroughputPrepared, pl
     results: list[lad.RungResult] = []
     discarded: list[dict[str, Any]] = []
     retries_left = {r: bp.settings.noise_retries for r in rates}
+    settle_left = dict.fromkeys(rates, 1)  # an unsteady rung is measured again once
 
     def next_rung(done: list[RunOutcome]) -> Rung | None:
         last = results[-1] if results else None
         # (a failed rung limited by the host has the verdict host-noise too)
-        if last is not None and retries_left[last.target_rate] > 0 and (
-                last.verdict.get("status") == HOST_NOISE):
-            # the hypervisor took the CPU during this rung: its figures say nothing;
-            # measure the same rate again instead of ending the ladder on the host's noise
-            retries_left[last.target_rate] -= 1
+        budget = None
+        if last is not None and last.verdict.get("status") == HOST_NOISE:
+            budget, why = retries_left, ("host-noise: measuring it again "
+                                         "(--brokerperf-noise-retries)")
+        elif last is not None and last.limit == lad.UNSTEADY:
+            budget, why = settle_left, ("unsteady (catching up a stall from before its "
+                                        "window): measuring it again")
+        if last is not None and budget is not None and budget[last.target_rate] > 0:
+            # the hypervisor took the CPU during this rung, or the rung was still catching
+            # up a stall: its figures say nothing; measure the same rate again instead of
+            # ending the ladder on them
+            budget[last.target_rate] -= 1
             results.pop()
             discarded.append(noise_note(
                 len(discarded) + 1, Verdict(**last.verdict), target_rate_msg_s=last.target_rate))
             bp._progress(f"brokerperf: {broker.kind} throughput rung {last.index + 1}/"
-                         f"{len(rates)} {last.target_rate:,.0f} msg/s is host-noise: "
-                         "measuring it again (--brokerperf-noise-retries)")
+                         f"{len(rates)} {last.target_rate:,.0f} msg/s is {why}")
             return Rung(rate=last.target_rate, warmup_max_s=prepared.warmup_s,
                         measure_s=prepared.measure_s,
                         warmup_until_steady=prepared.warmup_until_steady,

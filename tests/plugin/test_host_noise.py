@@ -90,7 +90,8 @@ def test_a_robbed_window_is_measured_again_then_inconclusive(pytester: pytest.Py
     (first,) = rec["noise_retries"]
     assert first["attempt"] == 1 and first["status"] == "host-noise"
     assert first["host_steal_share"] == pytest.approx(0.20, abs=0.001)
-    assert any("1 measured window(s) discarded as host-noise" in n for n in rec["notes"])
+    assert any("1 measured window(s) discarded and measured again: 1 as host-noise" in n
+               for n in rec["notes"])
     assert rec["delivery"]["lost"] == 0
 
 
@@ -137,4 +138,5 @@ def test_each_robbed_rung_is_measured_again_and_the_ladder_says_host_noise(
     assert [d["target_rate_msg_s"] for d in lad["noise_retries"]] == [1000, 2000]
     assert all(r["host_steal_share"] == pytest.approx(0.10, abs=0.001) for r in lad["rungs"])
     assert rec["verdict"]["status"] == "host-noise"
-    assert any("2 measured window(s) discarded as host-noise" in n for n in rec["notes"])
+    assert any("2 measured window(s) discarded and measured again: 2 as host-noise" in n
+               for n in rec["notes"])

@@ -320,10 +320,18 @@ def test_refused_rung_and_no_sustainable_rung():
                    verdict={"status": "generator-bound"})], LadderPolicy())
     assert res.outcome == "harness-limited" and res.limit_rate == 9_000_000
     assert [c["offered_rate_msg_s"] for c in res.as_dict()["curve"]] == [1_000]
+    # a broker that fails even the lowest rung is a broker result: its limit lies below
     none = summarize((5_000,), [rung(0, 5_000, False, BROKER)], LadderPolicy())
-    assert none.highest_sustainable_rate is None
+    assert none.highest_sustainable_rate is None and none.outcome == "limit-found"
+    assert none.summary() == (
+        "no rung was sustainable; limit broker-backpressure at 5,000 msg/s: the broker's "
+        "limit lies below the lowest rung (lower --brokerperf-ladder to bracket it)")
     v = ladder_verdict(none)
-    assert not v.judgeable and any("no rung was sustainable" in r for r in v.reasons)
+    assert v.status == "broker-backpressure" and v.reasons[0] == none.summary()
+    assert any("no rung was sustainable (lowest 5,000 msg/s)" in r for r in v.reasons)
+    # any other limit on the lowest rung leaves no figure at all
+    v = ladder_verdict(summarize((5_000,), [rung(0, 5_000, False, GENERATOR)], LadderPolicy()))
+    assert v.status == "generator-bound" and not v.judgeable
 
 
 def test_headline_rung_verdict_carries_into_the_ladder_verdict():
@@ -379,3 +387,25 @@ def test_a_ladder_stopped_by_the_host_is_not_a_broker_figure():
     assert "the host (hypervisor steal time), not the broker" in res.summary()
     v = ladder_verdict(res)
     assert v.status == "host-noise" and not v.judgeable
+
+
+def test_a_rung_ahead_of_its_schedule_is_unsteady_not_a_limit():
+    # 110 % of the target with the queue draining: the catch-up of a stall (a cold topic)
+    # that began before the window; seen on a fresh 16-partition Kafka topic at 2k msg/s,
+    # where it had been blamed on the broker ("acknowledged only 110.3% of the target")
+    s = sig(2_000, ack_rate=2_205, queue_slope=-121.0, worker_cpu={0: 0.35})
+    limit, (why,) = failing(s)
+    assert limit == lad.UNSTEADY
+    assert why.startswith("acknowledged 2,205 msg/s, 110.2% of the target 2,000: an "
+                          "open-loop schedule only runs ahead")
+    # steal time still comes first
+    assert failing(sig(2_000, ack_rate=2_205, host_steal_share=0.2))[0] == lad.HOST
+    # within tolerance above target is not unsteady
+    assert attribute_limit(sig(2_000, ack_rate=2_090), []) == (NONE, [])
+    bad = rung(1, 2_000, False, lad.UNSTEADY)
+    res = summarize((1_000, 2_000), [rung(0, 1_000, True), bad], LadderPolicy())
+    assert res.outcome == "harness-limited" and res.limit == lad.UNSTEADY
+    assert "an unsteady rung (catching up a stall from before its window), not the broker" \
+        in res.summary()
+    v = ladder_verdict(res)
+    assert v.status == "unsteady" and not v.judgeable
