@@ -214,14 +214,15 @@ def noise_note(attempt: int, verdict: Verdict, **extra: Any) -> dict[str, Any]:
 def discarded_windows_note(discarded: Sequence[dict[str, Any]]) -> str:
     """The result note that says which windows were measured again, and why."""
     noisy = [d for d in discarded if d.get("status") == HOST_NOISE]
+    unsteady = [d for d in discarded if d.get("status") == UNSTEADY]
     steals = ", ".join(f"{d['host_steal_share']:.1%}" for d in noisy
                        if d.get("host_steal_share") is not None)
     parts = []
     if noisy:
         parts.append(f"{len(noisy)} as host-noise (hypervisor steal {steals}; "
                      "--brokerperf-noise-retries)")
-    if len(discarded) > len(noisy):
-        parts.append(f"{len(discarded) - len(noisy)} as unsteady (catching up a stall from "
-                     "before the window)")
+    if unsteady:
+        parts.append(f"{len(unsteady)} as unsteady (catching up a stall from before the "
+                     "window)")
     return (f"{len(discarded)} measured window(s) discarded and measured again: "
             f"{'; '.join(parts)}; see noise_retries")

@@ -178,7 +178,7 @@ def java_double_str(x: float) -> str:
 
 _INT_TYPECODES = frozenset("bBhHiIlLqQ")
 
-# Values are binned in chunks of 256k (2 MiB temporaries). Every numpy call releases the
+# Values are binned in chunks of 256k (2 MiB temporaries). numpy's inner loops release the
 # GIL, and in a worker whose pacer thread never sleeps (an overdriven generator) each
 # release costs a full switch interval (5 ms) to win the GIL back. With 8k chunks a
 # snapshot of an overdriven period binned ~20k values/s: it took longer than the period,

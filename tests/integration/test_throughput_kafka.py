@@ -52,12 +52,17 @@ def test_smoke_ladder_on_kafka_brackets_a_limit(pytester: pytest.Pytester,
     assert lad["highest_sustainable_rate_msg_s"] == (
         rungs[-2]["target_rate_msg_s"] if len(rungs) > 1 else None)
     # named from independent signals, and a harness limit is never a broker result
-    # (host-noise: the hypervisor took the CPU during a rung even when measured again)
-    assert lad["limit"] in ("generator", "client-library", "broker-backpressure", "host-noise")
+    # (host-noise: the hypervisor took the CPU during a rung even when measured again;
+    # unsteady: the rung was still catching up a stall when measured again)
+    assert lad["limit"] in ("generator", "client-library", "broker-backpressure", "host-noise",
+                            "unsteady")
     assert rungs[-1]["limit_reasons"]
     expected = {"generator": "generator-bound", "client-library": "client-bound",
                 "broker-backpressure": "broker-backpressure",
-                "host-noise": "host-noise"}[lad["limit"]]
+                "host-noise": "host-noise", "unsteady": "unsteady"}[lad["limit"]]
+    if lad["limit"] in ("host-noise", "unsteady"):  # never the first measurement's word
+        assert [d["target_rate_msg_s"] for d in lad["noise_retries"]
+                if d["status"] == expected] == [rungs[-1]["target_rate_msg_s"]], lad
     # a noisy headline rung turns a broker limit's verdict into host-noise too
     assert rec["verdict"]["status"] in (expected, "host-noise"), rec["verdict"]
     if rec["verdict"]["status"] == "broker-backpressure":  # a broker result: SLOs judged
@@ -95,8 +100,7 @@ def test_smoke_ladder_on_kafka_brackets_a_limit(pytester: pytest.Pytester,
         r["target_rate_msg_s"] for r in rungs]
     assert len(list((art / "rungs").iterdir())) == len(rungs)
     if lad["limit"] == "host-noise":
-        # the hypervisor, not the broker, stopped the climb: the rung was measured again,
-        # the ladder said so, and nothing was judged; the bracketing itself went unchecked
-        assert lad["noise_retries"] and "steal" in " ".join(rungs[-1]["limit_reasons"])
+        # the hypervisor, not the broker, stopped the climb (the verdict is host-noise,
+        # asserted above): nothing was judged; the bracketing itself went unchecked
+        assert "steal" in " ".join(rungs[-1]["limit_reasons"])
         skip_if_host_noise([rec])
-        pytest.skip(f"the host stopped the ladder (steal time): {lad['summary']}")

@@ -28,3 +28,16 @@ def test_a_ladder_record_names_the_steal_of_the_rung_the_host_stopped():
         {"host_steal_share": 0.01}, {"host_steal_share": 0.154}]})
     with pytest.raises(pytest.skip.Exception, match=r"steal 15\.4% after 1 re-measurement"):
         skip_if_host_noise([rec])
+
+
+def test_the_discarded_windows_note_counts_each_kind():
+    from pytest_brokerperf.verdict import discarded_windows_note
+
+    note = discarded_windows_note([
+        {"status": "host-noise", "host_steal_share": 0.291},
+        {"status": "unsteady", "host_steal_share": 0.004},
+        {"status": "host-noise", "host_steal_share": 0.062},
+    ])
+    assert note == ("3 measured window(s) discarded and measured again: 2 as host-noise "
+                    "(hypervisor steal 29.1%, 6.2%; --brokerperf-noise-retries); 1 as "
+                    "unsteady (catching up a stall from before the window); see noise_retries")
