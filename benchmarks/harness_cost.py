@@ -95,11 +95,11 @@ def main(argv: list[str] | None = None) -> int:
     if broker != "loopback":
         from pathlib import Path
 
-        from pytest_brokerperf.drivers import create_driver
-        from pytest_brokerperf.provision.kafka_process import KafkaProcessCluster
-        from pytest_brokerperf.provision.pulsar_process import PulsarStandalone
-        from pytest_brokerperf.provision.rabbitmq_process import RabbitMQProcessCluster
-        from pytest_brokerperf.provision.tansu_process import TansuProcess
+        from pytest_brokerperf.brokers import create_driver
+        from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster
+        from pytest_brokerperf.brokers.pulsar.process import PulsarStandalone
+        from pytest_brokerperf.brokers.rabbitmq.process import RabbitMQProcessCluster
+        from pytest_brokerperf.brokers.tansu.process import TansuProcess
 
         cluster: Any = {"kafka": KafkaProcessCluster, "pulsar": PulsarStandalone,
                         "rabbitmq": RabbitMQProcessCluster, "tansu": TansuProcess}[broker]()
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(measure(driver, r, args.seconds, args.message_size))
                 print(json.dumps(rows[-1]), flush=True)
     else:
-        from pytest_brokerperf.drivers.loopback import LoopbackDriver
+        from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
 
         for r in rates:
             rows.append(measure(LoopbackDriver(), r, args.seconds, args.message_size))

@@ -20,7 +20,7 @@ _EXPORTS = {
     "TailRead": "pytest_brokerperf.scenarios",
     "Scenario": "pytest_brokerperf.scenarios",
     "Workload": "pytest_brokerperf.workload",
-    "KafkaDriverConfig": "pytest_brokerperf.drivers.kafka_config",
+    "KafkaDriverConfig": "pytest_brokerperf.brokers.kafka.config",
     "LatencyHistogram": "pytest_brokerperf.metrics.histogram",
     "Settings": "pytest_brokerperf.config",
     "BrokerPerfWarning": "pytest_brokerperf.warnings",

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_brokerperf import ladder as lad
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.drivers.base import Driver
+    from pytest_brokerperf.brokers.driver import Driver
     from pytest_brokerperf.engine.coordinator import Rung, RunOutcome
 
 __all__ = [

@@ -92,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                           "fsync_probe_tmp": probe}, indent=2, default=str))
         return 0
     if args.command == "cleanup":
-        from pytest_brokerperf.cleanup import cleanup, parse_age
+        from pytest_brokerperf.brokers.kafka.cleanup import cleanup, parse_age
         from pytest_brokerperf.errors import ConfigError
 
         if not args.bootstrap:

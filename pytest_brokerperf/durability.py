@@ -30,12 +30,12 @@ level is a scenario parameter (``--brokerperf-durability=1,2``,
 * **Pulsar**: the ack quorum is a namespace policy (majority of the write quorum, or 1)
   set by the driver (``PulsarDriverConfig.with_durability`` in :mod:`.drivers.pulsar_config`);
   the bookie journal (``journalSyncData`` true or false) is **bookie-wide**
-  (:func:`~pytest_brokerperf.provision.pulsar_process.journal_settings`), so a local
+  (:func:`~pytest_brokerperf.brokers.pulsar.process.journal_settings`), so a local
   standalone is started per level and broker fixtures are keyed by it; on a remote
   cluster the level is the user's declaration. See :func:`pulsar_settings`.
 * **RabbitMQ** (per queue): quorum queues fsync before they confirm, streams never
   fsync, with 3 replicas (levels 1, 2) or one (3, 4)
-  (:data:`~pytest_brokerperf.drivers.rabbitmq_config.DURABILITY`). Classic queues have
+  (:data:`~pytest_brokerperf.brokers.rabbitmq.config.DURABILITY`). Classic queues have
   no level: a persistent message may be confirmed once consumed, before it reaches
   disk. See :func:`rabbitmq_settings`.
 * **Tansu** keeps everything in memory (no level); Redpanda and AutoMQ are not mapped.
@@ -63,9 +63,9 @@ from typing import TYPE_CHECKING, Any, Final
 from pytest_brokerperf.errors import BrokerPerfError, BrokerUnavailable, ConfigError
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.drivers.kafka_config import KafkaDriverConfig
-    from pytest_brokerperf.drivers.pulsar_config import PulsarDriverConfig
-    from pytest_brokerperf.drivers.rabbitmq_config import RabbitMQDriverConfig
+    from pytest_brokerperf.brokers.kafka.config import KafkaDriverConfig
+    from pytest_brokerperf.brokers.pulsar.config import PulsarDriverConfig
+    from pytest_brokerperf.brokers.rabbitmq.config import RabbitMQDriverConfig
     from pytest_brokerperf.endpoint import BrokerEndpoint
 
 __all__ = [
@@ -187,7 +187,7 @@ def apply_kafka(cfg: KafkaDriverConfig, level: int, kind: str = "kafka") -> Kafk
     """``cfg`` with the producer ``acks`` and topic configs of ``level`` (recorded in its
     notes as ``durability level N`` adjustments)."""
     if kind == "tansu":
-        from pytest_brokerperf.provision.tansu_process import IN_MEMORY_NOTE
+        from pytest_brokerperf.brokers.tansu.process import IN_MEMORY_NOTE
 
         raise BrokerUnavailable(f"durability level {level} on Tansu: {IN_MEMORY_NOTE}")
     if kind in _KAFKA_FLAVOURS_UNMAPPED:
@@ -216,8 +216,8 @@ def pulsar_settings(level: int, ensemble: int, write_quorum: int) -> dict[str, A
 
     Raises BrokerUnavailable for levels 1 and 2 when entries go to fewer than two bookies.
     """
-    from pytest_brokerperf.drivers.pulsar_config import durability_ack_quorum
-    from pytest_brokerperf.provision.pulsar_process import journal_settings
+    from pytest_brokerperf.brokers.pulsar.config import durability_ack_quorum
+    from pytest_brokerperf.brokers.pulsar.process import journal_settings
 
     lv = LEVELS[check_level(level)]
     if lv.replication == "sync" and write_quorum < _SYNC_MIN_REPLICAS:
@@ -265,7 +265,7 @@ def apply_rabbitmq(cfg: RabbitMQDriverConfig | None, level: int, nodes: int
                    ) -> RabbitMQDriverConfig:
     """``cfg`` with the queue type and persistence of ``level`` (the shipped DIRECT
     exchange when ``cfg`` is None); BrokerUnavailable when the cluster size does not fit."""
-    from pytest_brokerperf.drivers.rabbitmq_config import config_for_durability
+    from pytest_brokerperf.brokers.rabbitmq.config import config_for_durability
 
     return config_for_durability(check_level(level), nodes, cfg)
 
@@ -275,7 +275,7 @@ def apply_rabbitmq(cfg: RabbitMQDriverConfig | None, level: int, nodes: int
 
 def _unmapped(kind: str, level: int) -> BrokerUnavailable:
     if kind == "tansu":
-        from pytest_brokerperf.provision.tansu_process import IN_MEMORY_NOTE
+        from pytest_brokerperf.brokers.tansu.process import IN_MEMORY_NOTE
 
         return BrokerUnavailable(f"durability level {level} on Tansu: {IN_MEMORY_NOTE}")
     return BrokerUnavailable(f"durability levels are not mapped for {kind} in this version")
@@ -316,7 +316,7 @@ def describe(kind: str, level: int, *, nodes: int = 1, replication_factor: int |
                    + (", after fsyncing its journal" if lv.local == "fsync"
                       else "; journals reach disk every second (journalSyncData=false)"))
     elif kind == "rabbitmq":
-        from pytest_brokerperf.drivers.rabbitmq_config import DURABILITY
+        from pytest_brokerperf.brokers.rabbitmq.config import DURABILITY
 
         out.update(scope="per queue (queue type, replicas) and message (persistence)",
                    settings=rabbitmq_settings(level, nodes), why=DURABILITY[level]["why"])

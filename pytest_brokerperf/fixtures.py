@@ -173,7 +173,7 @@ def broker(
         # refuse a level the cluster cannot offer before anything starts
         check_offered(broker_kind, broker_durability, settings.nodes, remote=settings.remote)
         if settings.dry_run:  # nothing is started or created
-            from pytest_brokerperf.provision.remote import dry_run_endpoint
+            from pytest_brokerperf.brokers.kafka.remote import dry_run_endpoint
 
             return _at_level(dry_run_endpoint(broker_kind, settings), broker_durability)
         endpoint = _brokerperf_processes.get(broker_kind, broker_durability)

@@ -164,7 +164,7 @@ class BrokerPerf:
             return execute(self, extra_slos)
         from pytest_brokerperf import results as res
         from pytest_brokerperf import safety, slo
-        from pytest_brokerperf.drivers import create_driver
+        from pytest_brokerperf.brokers import create_driver
         from pytest_brokerperf.engine.coordinator import (
             RunPlan,
             default_generator_cpus,

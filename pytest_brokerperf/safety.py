@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any
 from pytest_brokerperf.errors import ConfigError
 
 if TYPE_CHECKING:
+    from pytest_brokerperf.brokers.driver import Driver
     from pytest_brokerperf.config import Settings
-    from pytest_brokerperf.drivers.base import Driver
     from pytest_brokerperf.endpoint import BrokerEndpoint
     from pytest_brokerperf.engine.coordinator import RunPlan
     from pytest_brokerperf.scenarios import PreparedRun

@@ -42,8 +42,8 @@ from pytest_brokerperf.verdict import (
 )
 
 if TYPE_CHECKING:
+    from pytest_brokerperf.brokers.driver import Driver
     from pytest_brokerperf.calibration import Ceiling
-    from pytest_brokerperf.drivers.base import Driver
     from pytest_brokerperf.engine.coordinator import RunOutcome, RunPlan
     from pytest_brokerperf.metrics.stats import PeriodStats
     from pytest_brokerperf.runner import BrokerPerf
@@ -180,8 +180,8 @@ def _ceiling_dict(c: Ceiling | None) -> dict[str, Any] | None:
 def _calibrate(bp: BrokerPerf, driver: Driver, prepared: ThroughputPrepared,
                cpus: tuple[int, ...] | None, prefix: str) -> dict[str, Any]:
     """The harness and driver ceilings (cached per machine and version)."""
+    from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
     from pytest_brokerperf.calibration import cached_or_measured
-    from pytest_brokerperf.drivers.loopback import LoopbackDriver
 
     mode = getattr(bp.settings, "calibration", "auto")
     wl = prepared.workload
@@ -288,7 +288,7 @@ def run_throughput(bp: BrokerPerf, scenario: Throughput,
                    extra_slos: tuple[str, ...]) -> ThroughputResult:
     """Run ``scenario`` on ``bp``'s broker; judge it; write record and artefacts."""
     from pytest_brokerperf import safety
-    from pytest_brokerperf.drivers import create_driver
+    from pytest_brokerperf.brokers import create_driver
     from pytest_brokerperf.engine.coordinator import RunPlan, default_generator_cpus
     from pytest_brokerperf.errors import ConfigError
     from pytest_brokerperf.metrics.broker import BrokerMetricsSampler

@@ -24,7 +24,7 @@ TOPOLOGY_WARMUP_CAP_S = 180.0
 
 def warm_broker(endpoint: BrokerEndpoint, settings: Settings) -> dict[str, Any]:
     """Run the profile's broker warm-up load; return what it did (for manifests)."""
-    from pytest_brokerperf.drivers import create_driver
+    from pytest_brokerperf.brokers import create_driver
     from pytest_brokerperf.engine.coordinator import RunPlan, default_generator_cpus, run_workload
     from pytest_brokerperf.workload import Workload, shipped_workload
 

@@ -40,7 +40,7 @@ from pytest_brokerperf.metrics.stats import METRICS, PeriodStats, WorkerSample
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
 
-    from pytest_brokerperf.drivers.base import Driver
+    from pytest_brokerperf.brokers.driver import Driver
     from pytest_brokerperf.metrics.histogram import LatencyHistogram
     from pytest_brokerperf.workload import Workload
 

@@ -22,7 +22,7 @@ from array import array
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pytest_brokerperf.drivers.base import QueueFull
+from pytest_brokerperf.brokers.driver import QueueFull
 from pytest_brokerperf.engine import header
 from pytest_brokerperf.engine.delivery import AckLedger, ReceiveLedger
 from pytest_brokerperf.engine.pacing import Schedule
@@ -30,7 +30,7 @@ from pytest_brokerperf.engine.pacing import Schedule
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
 
-    from pytest_brokerperf.drivers.base import ConsumerClient, Driver, ProducerClient
+    from pytest_brokerperf.brokers.driver import ConsumerClient, Driver, ProducerClient
 
 __all__ = ["ConsumerSpec", "ProducerSpec", "WorkerAssignment", "worker_main"]
 

@@ -5,7 +5,7 @@ or "ISR shrink" on the broker. A sampler thread in the pytest process reads, onc
 stats period and right after the coordinator closes that period:
 
 * every broker node's Prometheus endpoint: the JMX exporter agent the harness attaches
-  to local Kafka (:mod:`pytest_brokerperf.provision.jmx_exporter`) or the URLs given with
+  to local Kafka (:mod:`pytest_brokerperf.brokers.kafka.jmx_exporter`) or the URLs given with
   ``--brokerperf-prometheus`` for a remote cluster — request-queue time, produce and
   consumer-fetch total time, ISR shrinks/expands, under-replicated partitions, bytes
   in/out, GC time, and process CPU/RSS when ``/proc`` is out of reach;

@@ -48,7 +48,7 @@ def start_broker(kind: str, settings: Settings, workdir: Path,
     """
     mode = settings.provision_effective
     if kind == "kafka" and mode == "process":
-        from pytest_brokerperf.provision.kafka_process import KafkaProcessCluster
+        from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster
 
         cluster = KafkaProcessCluster(
             nodes=settings.nodes, version=settings.kafka_version,
@@ -58,7 +58,7 @@ def start_broker(kind: str, settings: Settings, workdir: Path,
         endpoint = cluster.start()
         return ManagedBroker(endpoint, cluster)
     if kind == "pulsar" and mode == "process":
-        from pytest_brokerperf.provision.pulsar_process import PulsarStandalone
+        from pytest_brokerperf.brokers.pulsar.process import PulsarStandalone
 
         # journal fsync is bookie-wide: one standalone serves one durability level
         standalone = PulsarStandalone(
@@ -67,7 +67,7 @@ def start_broker(kind: str, settings: Settings, workdir: Path,
         )
         return ManagedBroker(standalone.start(), standalone)
     if kind == "rabbitmq" and mode == "process":
-        from pytest_brokerperf.provision.rabbitmq_process import RabbitMQProcessCluster
+        from pytest_brokerperf.brokers.rabbitmq.process import RabbitMQProcessCluster
 
         rmq = RabbitMQProcessCluster(nodes=settings.nodes, workdir=workdir)
         endpoint = rmq.start()
@@ -75,7 +75,7 @@ def start_broker(kind: str, settings: Settings, workdir: Path,
             endpoint.info["durability"] = durability
         return ManagedBroker(endpoint, rmq)
     if kind == "tansu" and mode == "process":
-        from pytest_brokerperf.provision.tansu_process import IN_MEMORY_NOTE, TansuProcess
+        from pytest_brokerperf.brokers.tansu.process import IN_MEMORY_NOTE, TansuProcess
 
         if durability is not None:
             raise BrokerUnavailable(f"durability level {durability} on Tansu: {IN_MEMORY_NOTE}")
@@ -92,19 +92,19 @@ def start_broker(kind: str, settings: Settings, workdir: Path,
             "use --brokerperf-provision=process (local processes, no Docker needed)"
         )
     if kind in ("kafka", "redpanda", "automq") and mode == "remote":
-        from pytest_brokerperf.provision.remote import remote_kafka_endpoint
+        from pytest_brokerperf.brokers.kafka.remote import remote_kafka_endpoint
 
         # nothing to stop; Redpanda and AutoMQ speak the Kafka protocol
         return ManagedBroker(remote_kafka_endpoint(settings, kind=kind))
     if kind == "pulsar" and mode == "remote":
-        from pytest_brokerperf.provision.pulsar_remote import remote_pulsar_endpoint
+        from pytest_brokerperf.brokers.pulsar.remote import remote_pulsar_endpoint
 
         endpoint = remote_pulsar_endpoint(settings)
         if durability is not None:  # declared by the user: the bookie journal is not visible
             endpoint.info["durability"] = durability
         return ManagedBroker(endpoint)  # nothing to stop
     if kind == "rabbitmq" and mode == "remote":
-        from pytest_brokerperf.provision.rabbitmq_remote import remote_rabbitmq_endpoint
+        from pytest_brokerperf.brokers.rabbitmq.remote import remote_rabbitmq_endpoint
 
         endpoint = remote_rabbitmq_endpoint(settings)
         if durability is not None:  # the driver picks queue type and persistence

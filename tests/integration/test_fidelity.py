@@ -77,7 +77,7 @@ class Rig:
 @pytest.fixture(scope="module")
 def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
     """One broker for every delay: Kafka with a DELAYED listener behind a delay proxy."""
-    from pytest_brokerperf.provision.kafka_process import KafkaProcessCluster
+    from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster
     from pytest_brokerperf.provision.ports import free_port
 
     # tests/integration/conftest.py holds the one-broker-session lock and skips where
@@ -101,8 +101,8 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
 
 def _run_once(rig: Rig, delay_ms: float, index: int,
               measure_s: float = MEASURE_S) -> dict[str, Any]:
-    from pytest_brokerperf.drivers.kafka import KafkaDriver
-    from pytest_brokerperf.drivers.kafka_config import KafkaDriverConfig, shipped_driver
+    from pytest_brokerperf.brokers.kafka.config import KafkaDriverConfig, shipped_driver
+    from pytest_brokerperf.brokers.kafka.driver import KafkaDriver
     from pytest_brokerperf.engine.coordinator import RunPlan, default_generator_cpus, run_workload
     from pytest_brokerperf.workload import Workload
 

@@ -21,10 +21,10 @@ import psutil
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from pytest_brokerperf.brokers.kafka import process as kp
+from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster
 from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.errors import ProvisionError
-from pytest_brokerperf.provision import kafka_process as kp
-from pytest_brokerperf.provision.kafka_process import KafkaProcessCluster
 from pytest_brokerperf.provision.ports import free_port, free_ports
 from pytest_brokerperf.provision.process import running_processes
 

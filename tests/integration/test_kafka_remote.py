@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
+from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster
+from pytest_brokerperf.brokers.kafka.remote import load_client_config, remote_kafka_endpoint
 from pytest_brokerperf.cli import main as brokerperf_main
 from pytest_brokerperf.config import Settings
 from pytest_brokerperf.errors import BrokerUnavailable
-from pytest_brokerperf.provision.kafka_process import KafkaProcessCluster
-from pytest_brokerperf.provision.remote import load_client_config, remote_kafka_endpoint
 from pytest_brokerperf.warmup import warm_broker
 
 PASSWORD = f"pw-{secrets.token_hex(12)}"

@@ -17,14 +17,14 @@ from typing import Any
 import psutil
 import pytest
 
-from pytest_brokerperf.drivers import create_driver
-from pytest_brokerperf.drivers.kafka import KafkaDriver
-from pytest_brokerperf.drivers.kafka_config import KafkaDriverConfig, shipped_driver
+from pytest_brokerperf.brokers import create_driver
+from pytest_brokerperf.brokers.kafka.config import KafkaDriverConfig, shipped_driver
+from pytest_brokerperf.brokers.kafka.driver import KafkaDriver
+from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster
 from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.engine.coordinator import RunPlan, default_generator_cpus, run_workload
 from pytest_brokerperf.errors import ConfigError
 from pytest_brokerperf.omb_result import read_omb_result
-from pytest_brokerperf.provision.kafka_process import KafkaProcessCluster
 from pytest_brokerperf.workload import Workload
 
 

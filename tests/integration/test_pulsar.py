@@ -18,15 +18,15 @@ from typing import Any
 import psutil
 import pytest
 
-from pytest_brokerperf.drivers import create_driver
-from pytest_brokerperf.drivers.kafka_config import shipped_driver
-from pytest_brokerperf.drivers.pulsar import PulsarDriver
-from pytest_brokerperf.drivers.pulsar_config import PulsarDriverConfig
+from pytest_brokerperf.brokers import create_driver
+from pytest_brokerperf.brokers.kafka.config import shipped_driver
+from pytest_brokerperf.brokers.pulsar.config import PulsarDriverConfig
+from pytest_brokerperf.brokers.pulsar.driver import PulsarDriver
+from pytest_brokerperf.brokers.pulsar.process import PulsarStandalone
 from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.engine.coordinator import RunPlan, default_generator_cpus, run_workload
 from pytest_brokerperf.errors import BrokerUnavailable, ConfigError
 from pytest_brokerperf.provision.maven import resolve_pulsar
-from pytest_brokerperf.provision.pulsar_process import PulsarStandalone
 from pytest_brokerperf.workload import Workload
 
 

@@ -18,16 +18,16 @@ from typing import Any
 import psutil
 import pytest
 
-from pytest_brokerperf.drivers import create_driver
-from pytest_brokerperf.drivers.kafka_config import shipped_driver
-from pytest_brokerperf.drivers.rabbitmq import RabbitMQDriver
-from pytest_brokerperf.drivers.rabbitmq_config import RabbitMQDriverConfig
-from pytest_brokerperf.engine.coordinator import RunPlan, default_generator_cpus, run_workload
-from pytest_brokerperf.errors import BrokerUnavailable
-from pytest_brokerperf.provision.rabbitmq_process import (
+from pytest_brokerperf.brokers import create_driver
+from pytest_brokerperf.brokers.kafka.config import shipped_driver
+from pytest_brokerperf.brokers.rabbitmq.config import RabbitMQDriverConfig
+from pytest_brokerperf.brokers.rabbitmq.driver import RabbitMQDriver
+from pytest_brokerperf.brokers.rabbitmq.process import (
     RabbitMQProcessCluster,
     rabbitmq_available,
 )
+from pytest_brokerperf.engine.coordinator import RunPlan, default_generator_cpus, run_workload
+from pytest_brokerperf.errors import BrokerUnavailable
 from pytest_brokerperf.workload import Workload
 
 

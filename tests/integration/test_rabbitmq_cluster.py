@@ -11,12 +11,12 @@ from __future__ import annotations
 import psutil
 import pytest
 
-from pytest_brokerperf.drivers import create_driver
-from pytest_brokerperf.engine.coordinator import RunPlan, default_generator_cpus, run_workload
-from pytest_brokerperf.provision.rabbitmq_process import (
+from pytest_brokerperf.brokers import create_driver
+from pytest_brokerperf.brokers.rabbitmq.process import (
     RabbitMQProcessCluster,
     rabbitmq_available,
 )
+from pytest_brokerperf.engine.coordinator import RunPlan, default_generator_cpus, run_workload
 from pytest_brokerperf.workload import Workload
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from pytest_brokerperf.provision.rabbitmq_process import rabbitmq_available
+from pytest_brokerperf.brokers.rabbitmq.process import rabbitmq_available
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 
-from pytest_brokerperf.drivers.loopback import LoopbackDriver
+from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
 from pytest_brokerperf.engine.coordinator import Rung, RunOutcome, RunPlan, run_rates
 from pytest_brokerperf.ladder import BROKER, GENERATOR, LadderPolicy
 from pytest_brokerperf.throughput import judge

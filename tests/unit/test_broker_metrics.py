@@ -13,6 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from pytest_brokerperf.brokers.kafka.jmx_exporter import agent_flag, render_config
 from pytest_brokerperf.config import Settings
 from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.metrics.broker import (
@@ -25,7 +26,6 @@ from pytest_brokerperf.metrics.broker import (
     proc_figures,
     redact_url,
 )
-from pytest_brokerperf.provision.jmx_exporter import agent_flag, render_config
 
 
 def exporter_text(n: int) -> str:

@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 
 from pytest_brokerperf import durability as d
+from pytest_brokerperf.brokers import create_driver
+from pytest_brokerperf.brokers.kafka.config import KafkaDriverConfig, shipped_driver
+from pytest_brokerperf.brokers.pulsar.config import PulsarDriverConfig
+from pytest_brokerperf.brokers.pulsar.process import journal_settings
+from pytest_brokerperf.brokers.rabbitmq.config import DURABILITY, config_for_durability
 from pytest_brokerperf.config import Settings
-from pytest_brokerperf.drivers import create_driver
-from pytest_brokerperf.drivers.kafka_config import KafkaDriverConfig, shipped_driver
-from pytest_brokerperf.drivers.pulsar_config import PulsarDriverConfig
-from pytest_brokerperf.drivers.rabbitmq_config import DURABILITY, config_for_durability
 from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.errors import BrokerUnavailable, ConfigError
-from pytest_brokerperf.provision.pulsar_process import journal_settings
 from pytest_brokerperf.runner import _short_params
 
 NEVER = d.KAFKA_NEVER_FLUSH

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_brokerperf.drivers.kafka_config import (
+from pytest_brokerperf.brokers.kafka.config import (
     JavaProperties,
     KafkaDriverConfig,
     shipped_driver,

@@ -21,10 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_brokerperf.errors import BrokerUnavailable, ConfigError, ProvisionError
-from pytest_brokerperf.provision import kafka_process as kp
-from pytest_brokerperf.provision import maven
-from pytest_brokerperf.provision.kafka_process import (
+from pytest_brokerperf.brokers.kafka import process as kp
+from pytest_brokerperf.brokers.kafka.process import (
     ExtraListener,
     KafkaProcessCluster,
     NodePorts,
@@ -35,6 +33,8 @@ from pytest_brokerperf.provision.kafka_process import (
     render_log4j2_properties,
     render_properties,
 )
+from pytest_brokerperf.errors import BrokerUnavailable, ConfigError, ProvisionError
+from pytest_brokerperf.provision import maven
 from pytest_brokerperf.provision.ports import (
     ephemeral_port_range,
     free_port,

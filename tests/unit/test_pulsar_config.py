@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_brokerperf.drivers import default_driver_file
-from pytest_brokerperf.drivers.kafka_config import shipped_driver
-from pytest_brokerperf.drivers.pulsar_config import JAVA_INT_MAX, PulsarDriverConfig
+from pytest_brokerperf.brokers import default_driver_file
+from pytest_brokerperf.brokers.kafka.config import shipped_driver
+from pytest_brokerperf.brokers.pulsar.config import JAVA_INT_MAX, PulsarDriverConfig
 from pytest_brokerperf.errors import ConfigError
 from pytest_brokerperf.warnings import BrokerPerfWarning
 

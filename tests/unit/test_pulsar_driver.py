@@ -14,10 +14,10 @@ import _pulsar
 import pulsar
 import pytest
 
-from pytest_brokerperf.drivers import create_driver
-from pytest_brokerperf.drivers.base import QueueFull
-from pytest_brokerperf.drivers.pulsar import PulsarDriver
-from pytest_brokerperf.drivers.pulsar_config import JAVA_INT_MAX, PulsarDriverConfig
+from pytest_brokerperf.brokers import create_driver
+from pytest_brokerperf.brokers.driver import QueueFull
+from pytest_brokerperf.brokers.pulsar.config import JAVA_INT_MAX, PulsarDriverConfig
+from pytest_brokerperf.brokers.pulsar.driver import PulsarDriver
 from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.engine import header
 
@@ -214,7 +214,7 @@ def test_acks_are_delivered_from_service_with_callback_time(
 
 def test_sync_mode_and_synchronous_rejection_raise_queue_full(
         fake_client: type[FakeClient]) -> None:
-    from pytest_brokerperf.drivers.kafka_config import shipped_driver
+    from pytest_brokerperf.brokers.kafka.config import shipped_driver
 
     sync = create_driver(ENDPOINT, shipped_driver("pulsar-sync"))
     prod = sync.producer("t", "p0", lambda v, lat: None, lambda v, e: None)

@@ -12,10 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_brokerperf.errors import BrokerUnavailable, ConfigError, ProvisionError
-from pytest_brokerperf.provision import maven
-from pytest_brokerperf.provision.kafka_process import render_properties
-from pytest_brokerperf.provision.pulsar_process import (
+from pytest_brokerperf.brokers.kafka.process import render_properties
+from pytest_brokerperf.brokers.pulsar.process import (
     PulsarPorts,
     PulsarStandalone,
     journal_settings,
@@ -24,6 +22,8 @@ from pytest_brokerperf.provision.pulsar_process import (
     standalone_args,
     standalone_config,
 )
+from pytest_brokerperf.errors import BrokerUnavailable, ConfigError, ProvisionError
+from pytest_brokerperf.provision import maven
 
 PORTS = PulsarPorts(broker_port=21650, web_port=21080)
 

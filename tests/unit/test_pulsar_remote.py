@@ -14,15 +14,15 @@ from typing import Any
 
 import pytest
 
-from pytest_brokerperf.config import Settings
-from pytest_brokerperf.drivers.pulsar import PulsarDriver
-from pytest_brokerperf.drivers.pulsar_config import PulsarDriverConfig
-from pytest_brokerperf.errors import BrokerUnavailable, ConfigError, DriverError
-from pytest_brokerperf.provision import start_broker
-from pytest_brokerperf.provision.pulsar_remote import (
+from pytest_brokerperf.brokers.pulsar.config import PulsarDriverConfig
+from pytest_brokerperf.brokers.pulsar.driver import PulsarDriver
+from pytest_brokerperf.brokers.pulsar.remote import (
     load_pulsar_client_config,
     remote_pulsar_endpoint,
 )
+from pytest_brokerperf.config import Settings
+from pytest_brokerperf.errors import BrokerUnavailable, ConfigError, DriverError
+from pytest_brokerperf.provision import start_broker
 
 
 def resolve(**cli: Any) -> Settings:

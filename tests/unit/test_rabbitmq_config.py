@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_brokerperf.drivers import create_driver, default_driver_file
-from pytest_brokerperf.drivers.kafka_config import shipped_driver, shipped_drivers
-from pytest_brokerperf.drivers.rabbitmq import RabbitMQDriver
-from pytest_brokerperf.drivers.rabbitmq_config import (
+from pytest_brokerperf.brokers import create_driver, default_driver_file
+from pytest_brokerperf.brokers.kafka.config import shipped_driver, shipped_drivers
+from pytest_brokerperf.brokers.rabbitmq.config import (
     QueueSpec,
     RabbitMQDriverConfig,
     config_for_durability,
@@ -18,6 +17,7 @@ from pytest_brokerperf.drivers.rabbitmq_config import (
     subscription_queues,
     topic_queues,
 )
+from pytest_brokerperf.brokers.rabbitmq.driver import RabbitMQDriver
 from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.errors import BrokerUnavailable, ConfigError
 from pytest_brokerperf.warnings import BrokerPerfWarning
@@ -116,7 +116,7 @@ def test_streams_belong_to_the_topic_and_are_shared_by_subscriptions() -> None:
 
 def test_stream_consumers_of_one_subscription_split_partitions(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    import pytest_brokerperf.drivers.rabbitmq as mod
+    import pytest_brokerperf.brokers.rabbitmq.driver as mod
 
     ep = BrokerEndpoint(kind="rabbitmq", bootstrap="amqp://127.0.0.1:1", mode="process")
     seen: list[tuple[list[int], bool]] = []

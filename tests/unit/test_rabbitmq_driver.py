@@ -19,9 +19,9 @@ import pytest
 from pika.frame import Method
 from pika.spec import Basic, Connection
 
-from pytest_brokerperf.drivers.base import QueueFull
-from pytest_brokerperf.drivers.rabbitmq import ConfirmTracker, RabbitMQDriver
-from pytest_brokerperf.drivers.rabbitmq_config import RabbitMQDriverConfig
+from pytest_brokerperf.brokers.driver import QueueFull
+from pytest_brokerperf.brokers.rabbitmq.config import RabbitMQDriverConfig
+from pytest_brokerperf.brokers.rabbitmq.driver import ConfirmTracker, RabbitMQDriver
 from pytest_brokerperf.endpoint import BrokerEndpoint
 
 # --------------------------------------------------------------------- ConfirmTracker

@@ -7,10 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_brokerperf.config import Settings
-from pytest_brokerperf.errors import BrokerUnavailable, ConfigError
-from pytest_brokerperf.provision import start_broker
-from pytest_brokerperf.provision.rabbitmq_process import (
+from pytest_brokerperf.brokers.rabbitmq.process import (
     SCHEDULER_FLAGS,
     RabbitMQProcessCluster,
     node_conf,
@@ -18,7 +15,10 @@ from pytest_brokerperf.provision.rabbitmq_process import (
     rabbitmq_available,
     render_conf,
 )
-from pytest_brokerperf.provision.tansu_process import TansuProcess, tansu_argv
+from pytest_brokerperf.brokers.tansu.process import TansuProcess, tansu_argv
+from pytest_brokerperf.config import Settings
+from pytest_brokerperf.errors import BrokerUnavailable, ConfigError
+from pytest_brokerperf.provision import start_broker
 
 
 def test_node_conf_binds_loopback_and_states_alarm_thresholds() -> None:
@@ -111,8 +111,8 @@ def test_redpanda_and_automq_are_reached_remotely_through_the_kafka_driver(
 
 
 def test_flavours_get_their_own_default_driver_configs() -> None:
-    from pytest_brokerperf.drivers import default_driver_file
-    from pytest_brokerperf.drivers.kafka_config import KafkaDriverConfig
+    from pytest_brokerperf.brokers import default_driver_file
+    from pytest_brokerperf.brokers.kafka.config import KafkaDriverConfig
 
     automq = KafkaDriverConfig.from_yaml(default_driver_file("automq", 3))
     assert automq.replication_factor == 1  # AutoMQ's own file: durability from its WAL
@@ -123,7 +123,7 @@ def test_flavours_get_their_own_default_driver_configs() -> None:
 
 
 def test_remote_uris_lose_their_password_before_anything_records_them() -> None:
-    from pytest_brokerperf.provision.rabbitmq_remote import split_credentials
+    from pytest_brokerperf.brokers.rabbitmq.remote import split_credentials
 
     assert split_credentials("amqp://u%40x:p%3Aw@mq1:5673/vh") == (
         "amqp://mq1:5673/vh", "u@x", "p:w")

@@ -9,15 +9,15 @@ from typing import Any
 import pytest
 
 from pytest_brokerperf import safety
-from pytest_brokerperf.cleanup import parse_age, select
+from pytest_brokerperf.brokers import create_driver
+from pytest_brokerperf.brokers.kafka.cleanup import parse_age, select
+from pytest_brokerperf.brokers.kafka.config import KafkaDriverConfig, shipped_driver
+from pytest_brokerperf.brokers.kafka.process import ExtraListener, NodePorts, node_config
+from pytest_brokerperf.brokers.kafka.remote import load_client_config
 from pytest_brokerperf.config import REMOTE_MAX_BYTES, REMOTE_MAX_RATE, Settings
-from pytest_brokerperf.drivers import create_driver
-from pytest_brokerperf.drivers.kafka_config import KafkaDriverConfig, shipped_driver
 from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.engine.coordinator import RunPlan
 from pytest_brokerperf.errors import ConfigError
-from pytest_brokerperf.provision.kafka_process import ExtraListener, NodePorts, node_config
-from pytest_brokerperf.provision.remote import load_client_config
 from pytest_brokerperf.scenarios import TailRead
 
 
@@ -214,7 +214,7 @@ def test_sasl_listener_config_and_advertised_bind_port(tmp_path: Path) -> None:
     cfg = node_config(one[0], one, data_dir=tmp_path, extra_listeners=extra)
     assert "SASL:SASL_PLAINTEXT" in cfg["listener.security.protocol.map"].split(",")
     assert "SASL://127.0.0.1:21003" in cfg["advertised.listeners"]
-    from pytest_brokerperf.provision.kafka_process import KafkaProcessCluster
+    from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster
 
     KafkaProcessCluster(extra_listeners={"SASL": 0}, listener_protocols={"SASL": "SASL_PLAINTEXT"})
     with pytest.raises(ConfigError, match="listener protocol"):

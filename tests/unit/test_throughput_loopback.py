@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_brokerperf import calibration as cal
-from pytest_brokerperf.drivers.loopback import LoopbackDriver
+from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
 from pytest_brokerperf.engine.coordinator import (
     LoadSession,
     Rung,

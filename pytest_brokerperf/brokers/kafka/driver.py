@@ -20,12 +20,12 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pytest_brokerperf.drivers.base import AckCallback, ErrorCallback, QueueFull
+from pytest_brokerperf.brokers.driver import AckCallback, ErrorCallback, QueueFull
 from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.errors import ConfigError, DriverError
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.drivers.kafka_config import KafkaDriverConfig
+    from pytest_brokerperf.brokers.kafka.config import KafkaDriverConfig
 
 __all__ = ["KafkaDriver"]
 

@@ -34,8 +34,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pytest_brokerperf.drivers.base import AckCallback, ErrorCallback, QueueFull
-from pytest_brokerperf.drivers.rabbitmq_config import (
+from pytest_brokerperf.brokers.driver import AckCallback, ErrorCallback, QueueFull
+from pytest_brokerperf.brokers.rabbitmq.config import (
     QueueSpec,
     RabbitMQDriverConfig,
     durability_of,
@@ -47,7 +47,7 @@ from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.errors import BrokerUnavailable, DriverError
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.provision.rabbitmq_process import CtlAccess
+    from pytest_brokerperf.brokers.rabbitmq.process import CtlAccess
 
 __all__ = ["ConfirmTracker", "RabbitMQDriver"]
 
@@ -620,7 +620,7 @@ class _RabbitAdmin:
                            "brokers; this endpoint has no CLI access, so only the declared "
                            "arguments are recorded")
             return out
-        from pytest_brokerperf.provision.rabbitmq_process import read_alarms
+        from pytest_brokerperf.brokers.rabbitmq.process import read_alarms
 
         for q in self._queues():
             qname = str(q.get("name", ""))
@@ -690,7 +690,7 @@ class RabbitMQDriver:
         info = self.endpoint.info.get("ctl")
         if not isinstance(info, dict):
             return None
-        from pytest_brokerperf.provision.rabbitmq_process import CtlAccess
+        from pytest_brokerperf.brokers.rabbitmq.process import CtlAccess
 
         return CtlAccess(str(info["bin_dir"]), str(info["node"]), dict(info["env"]))
 

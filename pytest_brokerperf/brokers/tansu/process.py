@@ -92,7 +92,7 @@ class TansuProcess:
     def broker_cpus(self) -> set[int] | None:
         if self.cpus is not None:
             return set(self.cpus) or None
-        from pytest_brokerperf.provision.kafka_process import default_broker_cpus
+        from pytest_brokerperf.brokers.kafka.process import default_broker_cpus
 
         return default_broker_cpus()
 

@@ -51,13 +51,13 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pytest_brokerperf.drivers.base import AckCallback, ErrorCallback, QueueFull
+from pytest_brokerperf.brokers.driver import AckCallback, ErrorCallback, QueueFull
 from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.engine import header
 from pytest_brokerperf.errors import ConfigError, DriverError
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.drivers.pulsar_config import PulsarDriverConfig
+    from pytest_brokerperf.brokers.pulsar.config import PulsarDriverConfig
 
 __all__ = ["PulsarAdmin", "PulsarDriver", "admin_ssl_context", "auth_token"]
 

@@ -450,7 +450,7 @@ def durability_of(cfg: RabbitMQDriverConfig, nodes: int) -> dict[str, Any]:
 
 def shipped_rabbitmq_driver(name: str) -> Path:
     """Path of a shipped RabbitMQ driver YAML by name (``rabbitmq-quorum``)."""
-    from pytest_brokerperf.drivers.kafka_config import shipped_driver
+    from pytest_brokerperf.brokers.kafka.config import shipped_driver
 
     return shipped_driver(name)
 

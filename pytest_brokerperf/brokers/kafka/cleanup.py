@@ -77,7 +77,7 @@ def _ago(seconds: float) -> str:
 def _admin(bootstrap: str, config: Path | None) -> Any:
     from confluent_kafka.admin import AdminClient
 
-    from pytest_brokerperf.provision.remote import load_client_config
+    from pytest_brokerperf.brokers.kafka.remote import load_client_config
 
     client: dict[str, str] = {}
     if config is not None:

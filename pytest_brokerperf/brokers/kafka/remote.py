@@ -39,7 +39,7 @@ def load_client_config(path: Path) -> tuple[dict[str, str], list[str]]:
     ``bootstrap.servers`` in the file is ignored (``--kafka-bootstrap`` names the
     cluster). Errors cite the file and the key, never a value.
     """
-    from pytest_brokerperf.drivers.kafka_config import JavaProperties, _translate
+    from pytest_brokerperf.brokers.kafka.config import JavaProperties, _translate
 
     try:
         text = path.read_text(encoding="utf-8")

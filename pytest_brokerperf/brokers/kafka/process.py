@@ -552,8 +552,8 @@ class KafkaProcessCluster:
         self._agent_jar, self._agent_error = None, None
         if not self.metrics_agent:
             return
+        from pytest_brokerperf.brokers.kafka.jmx_exporter import resolve_agent
         from pytest_brokerperf.errors import BrokerPerfError
-        from pytest_brokerperf.provision.jmx_exporter import resolve_agent
 
         try:
             self._agent_jar = resolve_agent()
@@ -599,7 +599,7 @@ class KafkaProcessCluster:
         self._metrics_ports = ports[2 * n + len(extras):]
         agent_config = workdir / "config" / "jmx-exporter.yaml"
         if self._agent_jar is not None:
-            from pytest_brokerperf.provision.jmx_exporter import render_config
+            from pytest_brokerperf.brokers.kafka.jmx_exporter import render_config
 
             agent_config.write_text(render_config(), encoding="utf-8")
         major = _kafka_major(version)
@@ -634,7 +634,7 @@ class KafkaProcessCluster:
                 old.unlink()
             flags = kafka_jvm_flags(self.heap, gc_log, logs) + logging_flags(version, log_config)
             if self._agent_jar is not None:
-                from pytest_brokerperf.provision.jmx_exporter import agent_flag
+                from pytest_brokerperf.brokers.kafka.jmx_exporter import agent_flag
 
                 flags.append(
                     agent_flag(self._agent_jar, LOOPBACK, self._metrics_ports[i - 1], agent_config)

@@ -52,7 +52,7 @@ _IGNORED_WITH_REASON = {
 
 def load_pulsar_client_config(path: Path) -> tuple[dict[str, str], list[str]]:
     """Client settings from a ``client.conf``-style file, and notes that quote no value."""
-    from pytest_brokerperf.drivers.kafka_config import JavaProperties
+    from pytest_brokerperf.brokers.kafka.config import JavaProperties
 
     try:
         text = path.read_text(encoding="utf-8")
@@ -111,7 +111,7 @@ def remote_pulsar_endpoint(settings: Settings) -> BrokerEndpoint:
     notes: list[str] = []
     if settings.pulsar_config is not None:
         client, notes = load_pulsar_client_config(Path(settings.pulsar_config))
-    from pytest_brokerperf.drivers.pulsar import admin_ssl_context, auth_token
+    from pytest_brokerperf.brokers.pulsar.driver import admin_ssl_context, auth_token
 
     token = auth_token(client.get("auth_plugin"), client.get("auth_secret"))
     context = admin_ssl_context(admin, client.get("tls_trust_certs_file_path"),

@@ -42,15 +42,15 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from pytest_brokerperf.endpoint import BrokerEndpoint
-from pytest_brokerperf.errors import BrokerUnavailable, ConfigError, ProvisionError
-from pytest_brokerperf.provision.kafka_process import (
+from pytest_brokerperf.brokers.kafka.process import (
     _java_version_output,
     default_broker_cpus,
     find_java,
     java_version,
     render_properties,
 )
+from pytest_brokerperf.endpoint import BrokerEndpoint
+from pytest_brokerperf.errors import BrokerUnavailable, ConfigError, ProvisionError
 from pytest_brokerperf.provision.maven import (
     PULSAR_DEFAULT_VERSION,
     pulsar_version_of,
@@ -304,7 +304,7 @@ class PulsarStandalone:
 
     ``durability`` (1-4, or None for BookKeeper's defaults) sets the bookie journal
     (:func:`journal_settings`); the endpoint records it. ``cpus``: as
-    :class:`~pytest_brokerperf.provision.kafka_process.KafkaProcessCluster` (None = the
+    :class:`~pytest_brokerperf.brokers.kafka.process.KafkaProcessCluster` (None = the
     last CPU when there are several, ``set()`` = no pinning). ``overrides`` are merged
     into ``standalone.conf`` last (e.g. ``{"journalFlushWhenQueueEmpty": "true"}``, a
     tuning knob of seed 004). ``start_timeout`` bounds start and readiness, not a

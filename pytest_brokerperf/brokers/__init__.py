@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from pytest_brokerperf.errors import BrokerUnavailable
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.drivers.base import Driver
+    from pytest_brokerperf.brokers.driver import Driver
     from pytest_brokerperf.endpoint import BrokerEndpoint
 
 __all__ = ["KAFKA_PROTOCOL", "create_driver", "default_driver_file"]
@@ -23,7 +23,7 @@ def default_driver_file(kind: str, nodes: int, scenario: str = "tailread") -> Pa
     OMB's own Kafka configs need replication factor 3; a single local node gets the
     shipped ``kafka-local.yaml`` (RF 1) instead of a silently lowered RF.
     """
-    from pytest_brokerperf.drivers.kafka_config import shipped_driver
+    from pytest_brokerperf.brokers.kafka.config import shipped_driver
 
     if kind == "automq":  # AutoMQ's own config: RF 1 + flush.messages=1 (WAL durability)
         return shipped_driver("automq")
@@ -54,12 +54,12 @@ def create_driver(endpoint: BrokerEndpoint, driver_file: Path | None,
     raw = endpoint.info.get("durability")
     level = durability.check_level(raw, "endpoint.info['durability']") if raw is not None else None
     if endpoint.kind == "loopback":
-        from pytest_brokerperf.drivers.loopback import LoopbackDriver
+        from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
 
         return LoopbackDriver()
     if endpoint.kind in KAFKA_PROTOCOL:
-        from pytest_brokerperf.drivers.kafka import KafkaDriver
-        from pytest_brokerperf.drivers.kafka_config import KafkaDriverConfig
+        from pytest_brokerperf.brokers.kafka.config import KafkaDriverConfig
+        from pytest_brokerperf.brokers.kafka.driver import KafkaDriver
 
         path = driver_file or default_driver_file(endpoint.kind, endpoint.nodes, scenario)
         kcfg = KafkaDriverConfig.from_yaml(path)
@@ -68,8 +68,8 @@ def create_driver(endpoint: BrokerEndpoint, driver_file: Path | None,
         return KafkaDriver(endpoint, kcfg, stats_interval_ms=stats_interval_ms,
                            kind=endpoint.kind)
     if endpoint.kind == "rabbitmq":
-        from pytest_brokerperf.drivers.rabbitmq import RabbitMQDriver
-        from pytest_brokerperf.drivers.rabbitmq_config import RabbitMQDriverConfig
+        from pytest_brokerperf.brokers.rabbitmq.config import RabbitMQDriverConfig
+        from pytest_brokerperf.brokers.rabbitmq.driver import RabbitMQDriver
 
         path = driver_file or default_driver_file(endpoint.kind, endpoint.nodes, scenario)
         rcfg = RabbitMQDriverConfig.from_yaml(path)
@@ -77,8 +77,8 @@ def create_driver(endpoint: BrokerEndpoint, driver_file: Path | None,
             rcfg = durability.apply_rabbitmq(rcfg, level, endpoint.nodes)
         return RabbitMQDriver(endpoint, rcfg)
     if endpoint.kind == "pulsar":
-        from pytest_brokerperf.drivers.pulsar import PulsarDriver
-        from pytest_brokerperf.drivers.pulsar_config import PulsarDriverConfig
+        from pytest_brokerperf.brokers.pulsar.config import PulsarDriverConfig
+        from pytest_brokerperf.brokers.pulsar.driver import PulsarDriver
 
         path = driver_file or default_driver_file(endpoint.kind, endpoint.nodes, scenario)
         cfg = PulsarDriverConfig.from_yaml(path)

@@ -15,7 +15,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_brokerperf.drivers.base import AckCallback, ErrorCallback, QueueFull
+from pytest_brokerperf.brokers.driver import AckCallback, ErrorCallback, QueueFull
 
 __all__ = ["LoopbackDriver"]
 
