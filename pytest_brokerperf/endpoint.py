@@ -27,6 +27,9 @@ class BrokerEndpoint:
     admin_url: str | None = None
     client_config: dict[str, str] = field(default_factory=dict)
     topology_check: bool = False  # several nodes sharing one machine
+    #: the durability level 1-4 this endpoint's tests run at (None: the driver file's
+    #: settings as they are); the ``broker`` fixture sets it per test
+    durability: int | None = None
     info: dict[str, Any] = field(default_factory=dict)  # pids, data dirs, JVM flags, log paths
 
     def redacted(self) -> dict[str, Any]:
@@ -37,6 +40,8 @@ class BrokerEndpoint:
             for k, v in self.client_config.items()
         }
         info = dict(self.info)
+        if self.durability is not None:
+            info["durability"] = self.durability
         overrides = info.get("broker_overrides")
         if isinstance(overrides, dict):  # e.g. a SASL listener's JAAS line with passwords
             info["broker_overrides"] = {

@@ -4,7 +4,7 @@
 * ``broker_durability`` (session): the test's durability level, ``None`` unless
   ``--brokerperf-durability`` or ``@pytest.mark.durability`` parametrize it (ids ``-d1``).
 * ``broker`` (session, parametrized by ``--broker`` and the level): a started, warmed
-  :class:`~pytest_brokerperf.endpoint.BrokerEndpoint` whose ``info["durability"]`` is the
+  :class:`~pytest_brokerperf.endpoint.BrokerEndpoint` whose ``durability`` is the
   level. Processes come from one session-wide :class:`_BrokerProcesses`, keyed by
   (kind, the broker-wide part of the level): Kafka and RabbitMQ keep one process for
   every level (a level is per topic / queue), Pulsar restarts its standalone for another
@@ -74,7 +74,7 @@ class _BrokerProcesses:
     pytest would tear a session fixture down whenever any of its parameters changes; a
     Kafka broker must not restart because the next test wants another per-topic level,
     so the process outlives the ``broker`` fixture and is replaced only when the key
-    (kind, :func:`~pytest_brokerperf.durability.restart_key`) changes. A start that
+    (kind, the broker kind's ``restart_key`` of the level) changes. A start that
     failed is remembered for its key, so later tests skip (or error) at once.
     """
 
@@ -86,10 +86,10 @@ class _BrokerProcesses:
     failed: dict[tuple[str, int | None], Exception] = field(default_factory=dict)
 
     def get(self, kind: str, level: int | None) -> BrokerEndpoint:
-        from pytest_brokerperf.durability import restart_key
+        from pytest_brokerperf import brokers
         from pytest_brokerperf.provision import start_broker
 
-        key = (kind, restart_key(kind, level))
+        key = (kind, brokers.get(kind).restart_key(level))
         if key in self.failed:
             raise self.failed[key]
         if self.key == key and self.current is not None:
@@ -150,10 +150,10 @@ def _brokerperf_processes(
 
 
 def _at_level(endpoint: BrokerEndpoint, level: int | None) -> BrokerEndpoint:
-    """The endpoint as this test sees it: ``info["durability"]`` is the test's level."""
-    if endpoint.info.get("durability") == level:
+    """The endpoint as this test sees it: ``durability`` is the test's level."""
+    if endpoint.durability == level:
         return endpoint
-    return replace(endpoint, info={**endpoint.info, "durability": level})
+    return replace(endpoint, durability=level)
 
 
 @pytest.fixture(scope="session")
@@ -165,17 +165,16 @@ def broker(
 ) -> BrokerEndpoint:
     """A running, warmed broker of ``broker_kind`` at ``broker_durability`` (skips with
     the reason if the broker, or that level on it, is unavailable)."""
-    from pytest_brokerperf.durability import check_offered
+    from pytest_brokerperf import brokers
     from pytest_brokerperf.errors import BrokerUnavailable
 
     settings = brokerperf_settings
+    kind = brokers.get(broker_kind)
     try:
         # refuse a level the cluster cannot offer before anything starts
-        check_offered(broker_kind, broker_durability, settings.nodes, remote=settings.remote)
+        kind.check_offered(broker_durability, settings.nodes, remote=settings.remote)
         if settings.dry_run:  # nothing is started or created
-            from pytest_brokerperf.brokers.kafka.remote import dry_run_endpoint
-
-            return _at_level(dry_run_endpoint(broker_kind, settings), broker_durability)
+            return _at_level(kind.dry_run_endpoint(settings), broker_durability)
         endpoint = _brokerperf_processes.get(broker_kind, broker_durability)
     except BrokerUnavailable as exc:
         pytest.skip(str(exc))

@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 
+from pytest_brokerperf import brokers
 from pytest_brokerperf._stash import SETTINGS_KEY, SUMMARY_ROWS_KEY
 from pytest_brokerperf.config import KNOWN_BROKERS, OPTIONS, OptionSpec, Settings
-from pytest_brokerperf.durability import LEVELS, level_id, restart_key
+from pytest_brokerperf.durability import LEVELS, level_id
 from pytest_brokerperf.errors import ConfigError
 
 #: Fixtures that make a test a performance scenario (refused inside xdist workers).
@@ -248,7 +249,7 @@ def _broker_process_key(item: pytest.Item) -> tuple[str, int | None] | None:
     if callspec is None or "broker_kind" not in callspec.params:
         return None
     kind = str(callspec.params["broker_kind"])
-    return kind, restart_key(kind, callspec.params.get("broker_durability"))
+    return kind, brokers.get(kind).restart_key(callspec.params.get("broker_durability"))
 
 
 def _group_by_broker_process(items: list[pytest.Item]) -> None:

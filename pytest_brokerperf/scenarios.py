@@ -52,8 +52,7 @@ class PreparedRun:
 def durability_param(endpoint: BrokerEndpoint) -> int | None:
     """The run's durability level (the ``broker`` fixture's), None = driver-defined; a
     scenario parameter, so SLO selectors can say ``when: {params: {durability: 1}}``."""
-    level = endpoint.info.get("durability")
-    return level if isinstance(level, int) and not isinstance(level, bool) else None
+    return endpoint.durability
 
 
 class Scenario:

@@ -1,90 +1,92 @@
-"""Broker drivers: one module per client library behind :mod:`.base`'s protocol."""
+"""The broker kinds, one package each, found through one registry.
+
+``get("kafka")`` returns the :class:`~pytest_brokerperf.brokers.base.BrokerType` that
+knows everything Kafka-specific: its driver (confluent-kafka), how it is started as
+local processes or reached remotely, what durability levels mean on it, its metrics
+and its flags. The plugin's own kinds are listed in :data:`BUILTIN`; a third party adds
+one through the ``pytest_brokerperf.brokers`` entry-point group (name → an object or
+class with the :class:`BrokerType` interface), without touching this package::
+
+    [project.entry-points."pytest_brokerperf.brokers"]
+    mybroker = "mypackage.brokerperf:MyBrokerType"
+
+Lookups import a broker's package only when it is asked for, so loading the plugin
+stays cheap.
+"""
 
 from __future__ import annotations
 
+from functools import cache
+from importlib import import_module
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_brokerperf.errors import BrokerUnavailable
+from pytest_brokerperf.errors import BrokerUnavailable, ConfigError
 
 if TYPE_CHECKING:
+    from pytest_brokerperf.brokers.base import BrokerType
     from pytest_brokerperf.brokers.driver import Driver
     from pytest_brokerperf.endpoint import BrokerEndpoint
 
-__all__ = ["KAFKA_PROTOCOL", "create_driver", "default_driver_file"]
+__all__ = ["BUILTIN", "ENTRY_POINT_GROUP", "create_driver", "get", "names"]
 
-#: Broker kinds spoken to through the Kafka driver.
-KAFKA_PROTOCOL = frozenset({"kafka", "tansu", "redpanda", "automq"})
+#: The plugin's own broker kinds: name → "module:attribute" of its BrokerType.
+BUILTIN: dict[str, str] = {
+    "kafka": "pytest_brokerperf.brokers.kafka:KafkaBroker",
+    "pulsar": "pytest_brokerperf.brokers.pulsar:PulsarBroker",
+    "rabbitmq": "pytest_brokerperf.brokers.rabbitmq:RabbitMQBroker",
+    "tansu": "pytest_brokerperf.brokers.tansu:TansuBroker",
+    "redpanda": "pytest_brokerperf.brokers.redpanda:RedpandaBroker",
+    "automq": "pytest_brokerperf.brokers.automq:AutoMQBroker",
+    "loopback": "pytest_brokerperf.brokers.loopback:LoopbackBroker",
+}
+
+#: The entry-point group through which other packages register broker kinds.
+ENTRY_POINT_GROUP = "pytest_brokerperf.brokers"
 
 
-def default_driver_file(kind: str, nodes: int, scenario: str = "tailread") -> Path:
-    """The shipped OMB driver YAML a scenario uses when the user names none.
+def _load(target: str) -> BrokerType:
+    module, _, attr = target.partition(":")
+    obj = getattr(import_module(module), attr)
+    broker: BrokerType = obj() if isinstance(obj, type) else obj
+    return broker
 
-    OMB's own Kafka configs need replication factor 3; a single local node gets the
-    shipped ``kafka-local.yaml`` (RF 1) instead of a silently lowered RF.
-    """
-    from pytest_brokerperf.brokers.kafka.config import shipped_driver
 
-    if kind == "automq":  # AutoMQ's own config: RF 1 + flush.messages=1 (WAL durability)
-        return shipped_driver("automq")
-    if kind == "redpanda" and nodes >= 3:  # Raft, fsync per batch by Redpanda's default
-        return shipped_driver("redpanda")
-    if kind in KAFKA_PROTOCOL:
-        if nodes >= 3:
-            return shipped_driver("kafka-throughput" if scenario == "throughput" else
-                                  "kafka-latency")
-        return shipped_driver("kafka-local")
-    if kind == "pulsar":  # OMB's pulsar.yaml needs 3 bookies (3/3/2)
-        return shipped_driver("pulsar" if nodes >= 3 else "pulsar-local")
-    if kind == "rabbitmq":  # direct exchange: the workload's partitions become routing keys
-        return shipped_driver("rabbitmq-quorum")
-    raise BrokerUnavailable(f"no driver for broker kind {kind!r} yet")
+@cache
+def _plugins() -> dict[str, str]:
+    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)
+            if ep.name not in BUILTIN}
+
+
+def names(*, include_internal: bool = False) -> tuple[str, ...]:
+    """Every broker kind ``--broker`` accepts (``loopback``, the harness's no-broker
+    driver, only when asked for)."""
+    own = [n for n in BUILTIN if include_internal or n != "loopback"]
+    return (*own, *sorted(_plugins()))
+
+
+@cache
+def get(name: str) -> BrokerType:
+    """The broker kind called ``name``; ConfigError naming the known ones otherwise."""
+    target = BUILTIN.get(name) or _plugins().get(name)
+    if target is None:
+        raise ConfigError(f"unknown broker {name!r}; known brokers: {', '.join(names())}")
+    broker = _load(target)
+    if broker.name != name:
+        raise ConfigError(f"broker entry point {name!r} ({target}) names itself "
+                          f"{broker.name!r}; the two must agree")
+    return broker
 
 
 def create_driver(endpoint: BrokerEndpoint, driver_file: Path | None,
                   scenario: str = "tailread", stats_interval_ms: int = 5000) -> Driver:
-    """Build the driver for ``endpoint`` from an OMB driver YAML (or the shipped default).
-
-    A durability level in ``endpoint.info["durability"]`` (set by the ``broker`` fixture)
-    is applied on top of the file through :mod:`pytest_brokerperf.durability`; a level
-    the broker cannot offer raises BrokerUnavailable (the test skips with the reason).
-    """
-    from pytest_brokerperf import durability
-
-    raw = endpoint.info.get("durability")
-    level = durability.check_level(raw, "endpoint.info['durability']") if raw is not None else None
-    if endpoint.kind == "loopback":
-        from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
-
-        return LoopbackDriver()
-    if endpoint.kind in KAFKA_PROTOCOL:
-        from pytest_brokerperf.brokers.kafka.config import KafkaDriverConfig
-        from pytest_brokerperf.brokers.kafka.driver import KafkaDriver
-
-        path = driver_file or default_driver_file(endpoint.kind, endpoint.nodes, scenario)
-        kcfg = KafkaDriverConfig.from_yaml(path)
-        if level is not None:  # per topic: producer acks and topic configs of that level
-            kcfg = durability.apply_kafka(kcfg, level, endpoint.kind)
-        return KafkaDriver(endpoint, kcfg, stats_interval_ms=stats_interval_ms,
-                           kind=endpoint.kind)
-    if endpoint.kind == "rabbitmq":
-        from pytest_brokerperf.brokers.rabbitmq.config import RabbitMQDriverConfig
-        from pytest_brokerperf.brokers.rabbitmq.driver import RabbitMQDriver
-
-        path = driver_file or default_driver_file(endpoint.kind, endpoint.nodes, scenario)
-        rcfg = RabbitMQDriverConfig.from_yaml(path)
-        if level is not None:  # per queue: queue type, replicas and persistence
-            rcfg = durability.apply_rabbitmq(rcfg, level, endpoint.nodes)
-        return RabbitMQDriver(endpoint, rcfg)
-    if endpoint.kind == "pulsar":
-        from pytest_brokerperf.brokers.pulsar.config import PulsarDriverConfig
-        from pytest_brokerperf.brokers.pulsar.driver import PulsarDriver
-
-        path = driver_file or default_driver_file(endpoint.kind, endpoint.nodes, scenario)
-        cfg = PulsarDriverConfig.from_yaml(path)
-        if level is not None:  # the namespace half of the broker's level: ack quorum
-            cfg = durability.apply_pulsar(cfg, level)
-        return PulsarDriver(endpoint, cfg)
-    raise BrokerUnavailable(
-        f"broker kind {endpoint.kind!r} has no driver in this version of pytest-brokerperf"
-    )
+    """The driver for ``endpoint``: its broker kind's, from an OMB driver YAML (or the
+    shipped default), with the endpoint's durability level applied."""
+    try:
+        broker = get(endpoint.kind)
+    except ConfigError:
+        raise BrokerUnavailable(f"broker kind {endpoint.kind!r} has no driver in this "
+                                "version of pytest-brokerperf") from None
+    return broker.create_driver(endpoint, driver_file, scenario=scenario,
+                                stats_interval_ms=stats_interval_ms)

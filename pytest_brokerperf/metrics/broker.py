@@ -52,11 +52,13 @@ __all__ = [
     "COLUMNS",
     "BrokerMetricsSampler",
     "BrokerPeriod",
-    "kafka_figures",
     "parse_prometheus",
     "period_figures",
     "proc_figures",
+    "process_figures",
     "redact_url",
+    "series_total",
+    "series_value",
 ]
 
 _MIB = 1024.0 * 1024.0
@@ -93,60 +95,27 @@ def parse_prometheus(text: str) -> Series:
     return out
 
 
-def _one(series: Series, metric: str, **want: str) -> float | None:
+def series_value(series: Series, metric: str, **want: str) -> float | None:
     for labels, value in series.get(metric, ()):
         if all(labels.get(k) == v for k, v in want.items()):
             return value
     return None
 
 
-def _total(series: Series, name: str) -> float | None:
+def series_total(series: Series, name: str) -> float | None:
     values = [v for _, v in series.get(name, ())]
     return sum(values) if values else None
 
 
-#: (figure prefix, JMX ``name``, ``request``) of the Kafka request histograms read.
-_REQUEST_HISTOGRAMS = (
-    ("produce_total", "TotalTimeMs", "Produce"),
-    ("fetch_total", "TotalTimeMs", "FetchConsumer"),
-    ("follower_fetch_total", "TotalTimeMs", "FetchFollower"),
-    ("produce_queue", "RequestQueueTimeMs", "Produce"),
-    ("fetch_queue", "RequestQueueTimeMs", "FetchConsumer"),
-)
-_RM = "kafka_network_requestmetrics_"
-
-
-def kafka_figures(series: Series) -> dict[str, float]:
-    """The raw (cumulative or instantaneous) figures of one node from its exporter output.
-
-    Names follow the JMX exporter's default naming, lower-cased (the shipped config);
-    missing metrics are simply absent, so any Prometheus endpoint can be given.
-    """
-    fig: dict[str, float | None] = {}
-    for prefix, jmx_name, request in _REQUEST_HISTOGRAMS:
-        for stat, suffix in (("count", "count"), ("mean", "mean"), ("p50", "50thpercentile"),
-                             ("p99", "99thpercentile"), ("p999", "999thpercentile")):
-            fig[f"{prefix}_{stat}"] = _one(series, _RM + suffix, name=jmx_name,
-                                           request=request)
-    meters = {
-        "isr_shrinks_count": ("kafka_server_replicamanager_count", "IsrShrinksPerSec"),
-        "isr_expands_count": ("kafka_server_replicamanager_count", "IsrExpandsPerSec"),
-        "bytes_in_count": ("kafka_server_brokertopicmetrics_count", "BytesInPerSec"),
-        "bytes_out_count": ("kafka_server_brokertopicmetrics_count", "BytesOutPerSec"),
-        "messages_in_count": ("kafka_server_brokertopicmetrics_count", "MessagesInPerSec"),
-        "replication_in_count": ("kafka_server_brokertopicmetrics_count",
-                                 "ReplicationBytesInPerSec"),
-        "under_replicated": ("kafka_server_replicamanager_value", "UnderReplicatedPartitions"),
-        "request_queue_size": ("kafka_network_requestchannel_value", "RequestQueueSize"),
+def process_figures(series: Series) -> dict[str, float]:
+    """JVM garbage collection and process CPU/RSS from any Prometheus JVM/process exporter
+    (the client_java default names); missing metrics are simply absent."""
+    fig = {
+        "gc_count": series_total(series, "jvm_gc_collection_seconds_count"),
+        "gc_seconds": series_total(series, "jvm_gc_collection_seconds_sum"),
+        "process_cpu_seconds": series_value(series, "process_cpu_seconds_total"),
+        "process_rss_bytes": series_value(series, "process_resident_memory_bytes"),
     }
-    for key, (metric, name) in meters.items():
-        # topic-less series only: BrokerTopicMetrics also exists per topic
-        fig[key] = next((v for labels, v in series.get(metric, ())
-                         if labels.get("name") == name and "topic" not in labels), None)
-    fig["gc_count"] = _total(series, "jvm_gc_collection_seconds_count")
-    fig["gc_seconds"] = _total(series, "jvm_gc_collection_seconds_sum")
-    fig["process_cpu_seconds"] = _one(series, "process_cpu_seconds_total")
-    fig["process_rss_bytes"] = _one(series, "process_resident_memory_bytes")
     return {k: v for k, v in fig.items() if v is not None and math.isfinite(v)}
 
 
@@ -359,8 +328,10 @@ class BrokerMetricsSampler:
     MAX_ERRORS = 50
 
     def __init__(self, sources: Iterable[tuple[str, str, str]], *,
-                 clock: Callable[[], int] = time.monotonic_ns) -> None:
+                 clock: Callable[[], int] = time.monotonic_ns,
+                 figures: Callable[[Series], dict[str, float]] = process_figures) -> None:
         self.sources = [_Source(*s) for s in sources]
+        self._figures = figures  # the broker kind's reading of a Prometheus scrape
         self.nodes = sorted({s.node for s in self.sources}, key=_node_order)
         self._clock = clock
         self._events: queue.Queue[tuple[str, int, int, int] | None] = queue.Queue()
@@ -391,7 +362,11 @@ class BrokerMetricsSampler:
             node = f"prom{i}" if endpoint.mode != "remote" else str(i)
             if (node, "prometheus", url) not in sources:
                 sources.append((node, "prometheus", url))
-        return cls(sources) if sources else None
+        if not sources:
+            return None
+        from pytest_brokerperf import brokers
+
+        return cls(sources, figures=brokers.get(endpoint.kind).prometheus_figures)
 
     # -- lifecycle ----------------------------------------------------------------------
     def start(self) -> None:
@@ -427,7 +402,7 @@ class BrokerMetricsSampler:
                     nodes[src.node].update(proc_figures(int(src.target)))
                 else:
                     text = _fetch(src.target, self.SCRAPE_TIMEOUT_S)
-                    nodes[src.node].update(kafka_figures(parse_prometheus(text)))
+                    nodes[src.node].update(self._figures(parse_prometheus(text)))
             except Exception as exc:  # one failed scrape is a gap, not a failed run
                 where = src.target if src.kind == "proc" else redact_url(src.target)
                 self._error(f"node {src.node} {src.kind} {where}: {type(exc).__name__}: "

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_brokerperf.durability import KAFKA_NEVER_FLUSH
+from pytest_brokerperf.brokers.kafka.durability import KAFKA_NEVER_FLUSH
 
 REPO = Path(__file__).resolve().parents[2]
 

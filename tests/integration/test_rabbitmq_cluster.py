@@ -8,6 +8,8 @@ cluster leaves no node and no epmd behind.
 
 from __future__ import annotations
 
+import dataclasses
+
 import psutil
 import pytest
 
@@ -37,7 +39,7 @@ def test_three_nodes_cluster_and_replicate_quorum_queues(
         assert ep.info["running_nodes"] == [f"rmq{i}@localhost" for i in (1, 2, 3)]
         assert len(ep.bootstrap.split(",")) == 3
         pids = [*ep.info["pids"], ep.info["epmd_pid"]]
-        ep.info["durability"] = 1  # what start_broker records for a durability-1 fixture
+        ep = dataclasses.replace(ep, durability=1)  # what the broker fixture gives a d1 test
         driver = create_driver(ep, None)
         assert driver.config.queue_type == "QUORUM"  # type: ignore[attr-defined]
         wl = Workload(name="it3", topics=1, partitions_per_topic=2, message_size=256,

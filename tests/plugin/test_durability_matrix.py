@@ -166,9 +166,9 @@ class Handle:
 
 def fake_start(kind, settings, workdir, durability=None):
     _log("start", kind, durability)
-    info = {"durability": durability} if kind == "pulsar" else {}
+    level = durability if kind == "pulsar" else None
     ep = BrokerEndpoint(kind=kind, bootstrap="x", mode="process", nodes=settings.nodes,
-                        info=info)
+                        durability=level)
     return provision.ManagedBroker(ep, Handle(f"{kind}-{durability}"))
 
 
@@ -193,11 +193,11 @@ import pytest
 
 def test_a(broker, broker_kind, broker_durability):
     assert broker.kind == broker_kind
-    assert broker.info["durability"] == broker_durability  # the level this test runs at
+    assert broker.durability == broker_durability  # the level this test runs at
 
 @pytest.mark.durability(4)
 def test_b(broker, broker_durability):
-    assert broker.info["durability"] == broker_durability == 4
+    assert broker.durability == broker_durability == 4
 """)
     result = pytester.runpytest_subprocess("--broker=kafka,pulsar", "--brokerperf-nodes=3",
                                 "--brokerperf-durability=1,2", "-v", "-p", "no:cacheprovider")

@@ -14,13 +14,13 @@ from types import SimpleNamespace
 import pytest
 
 from pytest_brokerperf.brokers.kafka.jmx_exporter import agent_flag, render_config
+from pytest_brokerperf.brokers.kafka.metrics import kafka_figures
 from pytest_brokerperf.config import Settings
 from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.metrics.broker import (
     COLUMN_NAMES,
     BrokerMetricsSampler,
     combine,
-    kafka_figures,
     parse_prometheus,
     period_figures,
     proc_figures,
@@ -146,8 +146,8 @@ def exporter() -> Iterator[str]:
 
 
 def test_sampler_rows_line_up_with_client_periods(exporter: str, tmp_path: Path) -> None:
-    sampler = BrokerMetricsSampler([("1", "prometheus", exporter), ("1", "proc",
-                                                                    str(os.getpid()))])
+    sampler = BrokerMetricsSampler([("1", "prometheus", exporter),
+                                    ("1", "proc", str(os.getpid()))], figures=kafka_figures)
     sampler.start()
     time.sleep(0.6)  # setup: topics, workers, readiness probe
     start = time.monotonic_ns()

@@ -1,4 +1,4 @@
-"""Durability levels 1-4 per broker (seed 003 table 6, omb.md §4.4): mapping, skips, results.
+"""Durability levels 1-4 per broker (StreamNative's table 6): mapping, skips, results.
 
 No broker runs here: the mapping, what create_driver applies, the option's parsing and
 the results block built from a driver description and a read-back document.
@@ -10,10 +10,17 @@ from typing import Any
 
 import pytest
 
+from pytest_brokerperf import brokers
 from pytest_brokerperf import durability as d
 from pytest_brokerperf.brokers import create_driver
 from pytest_brokerperf.brokers.kafka.config import KafkaDriverConfig, shipped_driver
+from pytest_brokerperf.brokers.kafka.durability import (
+    KAFKA_NEVER_FLUSH,
+    apply_kafka,
+    kafka_settings,
+)
 from pytest_brokerperf.brokers.pulsar.config import PulsarDriverConfig
+from pytest_brokerperf.brokers.pulsar.durability import apply_pulsar, pulsar_settings
 from pytest_brokerperf.brokers.pulsar.process import journal_settings
 from pytest_brokerperf.brokers.rabbitmq.config import DURABILITY, config_for_durability
 from pytest_brokerperf.config import Settings
@@ -21,7 +28,7 @@ from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.errors import BrokerUnavailable, ConfigError
 from pytest_brokerperf.runner import _short_params
 
-NEVER = d.KAFKA_NEVER_FLUSH
+NEVER = KAFKA_NEVER_FLUSH
 
 # --------------------------------------------------------------------------- the table
 
@@ -86,7 +93,7 @@ def test_every_broker_and_level(kind: str, nodes: int, level: int) -> None:
         with pytest.raises(BrokerUnavailable, match=want):
             d.describe(kind, level, nodes=nodes)
         with pytest.raises(BrokerUnavailable, match=want):
-            d.check_offered(kind, level, nodes)  # the fixture's check, before a start
+            brokers.get(kind).check_offered(level, nodes)  # the fixture's check, before a start
         return
     got = d.describe(kind, level, nodes=nodes)
     assert got["settings"] == want
@@ -94,7 +101,7 @@ def test_every_broker_and_level(kind: str, nodes: int, level: int) -> None:
     assert (got["level"], got["replication"], got["local"]) == (level, row.replication,
                                                                row.local)
     assert got["why"] and got["scope"]
-    d.check_offered(kind, level, nodes)
+    brokers.get(kind).check_offered(level, nodes)
 
 
 def test_table_6_rows() -> None:
@@ -106,11 +113,11 @@ def test_table_6_rows() -> None:
 
 def test_skip_reasons_say_how_to_get_the_level() -> None:
     with pytest.raises(BrokerUnavailable) as k:
-        d.kafka_settings(1, 1)
+        kafka_settings(1, 1)
     assert "acks=all on one replica is the leader alone" in str(k.value)
     assert "--brokerperf-nodes=3" in str(k.value)
     with pytest.raises(BrokerUnavailable) as p:
-        d.pulsar_settings(2, 1, 1)
+        pulsar_settings(2, 1, 1)
     assert "--brokerperf-nodes=3" in str(p.value) and "3/3/2" in str(p.value)
 
 
@@ -124,8 +131,8 @@ def test_a_bad_level_is_a_config_error_naming_it(bad: object) -> None:
 
 
 def test_kafka_rf_two_needs_both_replicas_and_rf_five_three() -> None:
-    assert d.kafka_settings(1, 2)["min.insync.replicas"] == "2"
-    assert d.kafka_settings(2, 5)["min.insync.replicas"] == "3"
+    assert kafka_settings(1, 2)["min.insync.replicas"] == "2"
+    assert kafka_settings(2, 5)["min.insync.replicas"] == "3"
 
 
 def test_the_mappings_are_the_brokers_own() -> None:
@@ -141,19 +148,19 @@ def test_the_mappings_are_the_brokers_own() -> None:
 
 
 def test_check_offered_before_a_start() -> None:
-    d.check_offered("kafka", None, 1)  # no level: nothing to refuse
-    d.check_offered("kafka", 1, 3)
-    d.check_offered("kafka", 1, 1, remote=True)  # a remote cluster's size is unknown here
+    brokers.get("kafka").check_offered(None, 1)  # no level: nothing to refuse
+    brokers.get("kafka").check_offered(1, 3)
+    brokers.get("kafka").check_offered(1, 1, remote=True)  # a remote cluster's size is unknown here
     with pytest.raises(BrokerUnavailable, match="Tansu"):
-        d.check_offered("tansu", 4, 1, remote=True)
+        brokers.get("tansu").check_offered(4, 1, remote=True)
     with pytest.raises(ConfigError):
-        d.check_offered("kafka", 9, 3)
+        brokers.get("kafka").check_offered(9, 3)
 
 
 def test_restart_key_only_for_bookie_wide_levels() -> None:
-    assert d.restart_key("pulsar", 2) == 2
-    assert d.restart_key("kafka", 2) is None
-    assert d.restart_key("rabbitmq", 1) is None
+    assert brokers.get("pulsar").restart_key(2) == 2
+    assert brokers.get("kafka").restart_key(2) is None
+    assert brokers.get("rabbitmq").restart_key(1) is None
 
 
 # --------------------------------------------------------------------------- applying
@@ -161,41 +168,41 @@ def test_restart_key_only_for_bookie_wide_levels() -> None:
 
 def test_apply_kafka_changes_acks_and_topic_configs_and_says_so() -> None:
     cfg = KafkaDriverConfig.from_yaml(shipped_driver("kafka-sync"))  # level 1 as shipped
-    four = d.apply_kafka(cfg, 4)
+    four = apply_kafka(cfg, 4)
     assert four.producer_settings("x")["acks"] == "1"
     assert four.topic_settings() == {"min.insync.replicas": "2", "flush.messages": NEVER,
                                      "flush.ms": NEVER}
     assert "topicConfig flush.messages: 1 -> 9223372036854775807 (durability level 4)" in (
         four.notes)
     assert "producerConfig acks: all -> 1 (durability level 4)" in four.notes
-    assert d.apply_kafka(cfg, 1).topic_settings() == cfg.topic_settings()
+    assert apply_kafka(cfg, 1).topic_settings() == cfg.topic_settings()
 
 
 def test_apply_kafka_refuses_acks_1_with_idempotence() -> None:
     cfg = KafkaDriverConfig.from_dict({"replicationFactor": 3,
                                        "producerConfig": "enable.idempotence=true\nacks=all"})
-    assert d.apply_kafka(cfg, 2).producer_settings("x")["acks"] == "all"
+    assert apply_kafka(cfg, 2).producer_settings("x")["acks"] == "all"
     with pytest.raises(BrokerUnavailable, match=r"enable\.idempotence=true"):
-        d.apply_kafka(cfg, 4)
+        apply_kafka(cfg, 4)
 
 
 def test_apply_kafka_refuses_flavours() -> None:
     cfg = KafkaDriverConfig.from_yaml(shipped_driver("kafka-local"))
     with pytest.raises(BrokerUnavailable, match="Tansu"):
-        d.apply_kafka(cfg, 4, "tansu")
+        brokers.get("tansu").apply_level(cfg, 4)  # type: ignore[attr-defined]
     with pytest.raises(BrokerUnavailable, match="automq"):
-        d.apply_kafka(cfg, 4, "automq")
+        brokers.get("automq").apply_level(cfg, 4)  # type: ignore[attr-defined]
 
 
 def test_apply_pulsar_sets_ack_quorum_and_refuses_one_bookie_sync() -> None:
     cfg = PulsarDriverConfig()  # 3/3/2
-    assert d.apply_pulsar(cfg, 3).client.persistence.ack_quorum == 1
-    assert d.apply_pulsar(cfg, 1).client.persistence.ack_quorum == 2
+    assert apply_pulsar(cfg, 3).client.persistence.ack_quorum == 1
+    assert apply_pulsar(cfg, 1).client.persistence.ack_quorum == 2
     one = cfg.with_overrides(persistence={"ensemble_size": 1, "write_quorum": 1,
                                           "ack_quorum": 1})
     with pytest.raises(BrokerUnavailable, match="writes each entry to 1"):
-        d.apply_pulsar(one, 1)
-    assert d.apply_pulsar(one, 4).client.persistence.ack_quorum == 1
+        apply_pulsar(one, 1)
+    assert apply_pulsar(one, 4).client.persistence.ack_quorum == 1
 
 
 BOOTSTRAP = {"kafka": "127.0.0.1:1", "pulsar": "pulsar://127.0.0.1:1",
@@ -204,7 +211,7 @@ BOOTSTRAP = {"kafka": "127.0.0.1:1", "pulsar": "pulsar://127.0.0.1:1",
 
 def _ep(kind: str, level: int | None, nodes: int = 1, **info: Any) -> BrokerEndpoint:
     return BrokerEndpoint(kind=kind, bootstrap=BOOTSTRAP[kind], mode="process", nodes=nodes,
-                          admin_url="http://127.0.0.1:2", info={"durability": level, **info})
+                          admin_url="http://127.0.0.1:2", durability=level, info=info)
 
 
 def test_create_driver_applies_the_level_per_broker() -> None:
@@ -278,7 +285,7 @@ def test_result_block_pulsar_and_rabbitmq() -> None:
     assert block["read_back"]["persistence"] == {"bookkeeperAckQuorum": 1}
     assert block["read_back"]["journal"]["journalSyncData"] == "false"
     remote = BrokerEndpoint(kind="pulsar", bootstrap="pulsar://x:6650", mode="remote",
-                            admin_url="http://x:8080", info={"durability": 3})
+                            admin_url="http://x:8080", durability=3)
     rblock = d.result_block(remote, create_driver(remote, None).describe(), {})
     assert rblock["declared"] is True and "declaration" in rblock["read_back"]["journal_source"]
     ep = _ep("rabbitmq", 4)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_brokerperf.brokers import default_driver_file
+from pytest_brokerperf import brokers
 from pytest_brokerperf.brokers.kafka.config import shipped_driver
 from pytest_brokerperf.brokers.pulsar.config import JAVA_INT_MAX, PulsarDriverConfig
 from pytest_brokerperf.errors import ConfigError
@@ -92,9 +92,9 @@ def test_round_trip_and_pickle(tmp_path: Path) -> None:
 
 
 def test_shipped_defaults_by_bookie_count() -> None:
-    assert default_driver_file("pulsar", 1).name == "pulsar-local.yaml"
-    assert default_driver_file("pulsar", 3).name == "pulsar.yaml"
-    local = PulsarDriverConfig.from_yaml(default_driver_file("pulsar", 1))
+    assert brokers.get("pulsar").default_driver_file(1, "tailread").name == "pulsar-local.yaml"
+    assert brokers.get("pulsar").default_driver_file(3, "tailread").name == "pulsar.yaml"
+    local = PulsarDriverConfig.from_yaml(brokers.get("pulsar").default_driver_file(1, "tailread"))
     p = local.client.persistence
     assert (p.ensemble_size, p.write_quorum, p.ack_quorum) == (1, 1, 1)
 

@@ -133,7 +133,7 @@ def test_remote_endpoint_with_token(tmp_path: Path,
     ep = start_broker("pulsar", s, tmp_path, durability=2).endpoint
     assert ep.mode == "remote" and ep.kind == "pulsar" and ep.version == "4.0.7"
     assert ep.bootstrap == "pulsar://127.0.0.1:6650" and ep.admin_url == url
-    assert ep.info["clusters"] == ["prod"] and ep.info["durability"] == 2
+    assert ep.info["clusters"] == ["prod"] and ep.durability == 2
     assert ("GET", "/admin/v2/clusters", "Bearer s3cr3t") in calls
     assert "s3cr3t" not in json.dumps(ep.redacted())
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_brokerperf.brokers import create_driver, default_driver_file
+from pytest_brokerperf import brokers
+from pytest_brokerperf.brokers import create_driver
 from pytest_brokerperf.brokers.kafka.config import shipped_driver, shipped_drivers
 from pytest_brokerperf.brokers.rabbitmq.config import (
     QueueSpec,
@@ -158,10 +159,10 @@ def test_durability_levels_map_to_queue_types() -> None:
 
 
 def test_create_driver_uses_the_direct_quorum_default_and_the_endpoint_uris() -> None:
-    assert default_driver_file("rabbitmq", 1).name == "rabbitmq-quorum.yaml"
+    assert brokers.get("rabbitmq").default_driver_file(1, "tailread").name == "rabbitmq-quorum.yaml"
     ep = BrokerEndpoint(kind="rabbitmq", bootstrap="amqp://127.0.0.1:5999,amqp://127.0.0.1:6000",
                         mode="process", nodes=1, version="3.10.8",
-                        info={"durability": 4})
+                        durability=4)
     d = create_driver(ep, shipped_driver("rabbitmq-omb"))
     assert isinstance(d, RabbitMQDriver)
     assert d.config.queue_type == "STREAM"  # durability level 4 on one node

@@ -111,15 +111,16 @@ def test_redpanda_and_automq_are_reached_remotely_through_the_kafka_driver(
 
 
 def test_flavours_get_their_own_default_driver_configs() -> None:
-    from pytest_brokerperf.brokers import default_driver_file
+    from pytest_brokerperf import brokers
     from pytest_brokerperf.brokers.kafka.config import KafkaDriverConfig
 
-    automq = KafkaDriverConfig.from_yaml(default_driver_file("automq", 3))
+    automq = KafkaDriverConfig.from_yaml(brokers.get("automq").default_driver_file(3, "tailread"))
     assert automq.replication_factor == 1  # AutoMQ's own file: durability from its WAL
     assert dict(automq.topic_config) == {"min.insync.replicas": "1", "flush.messages": "1"}
-    redpanda = KafkaDriverConfig.from_yaml(default_driver_file("redpanda", 3))
+    redpanda_files = brokers.get("redpanda").default_driver_file
+    redpanda = KafkaDriverConfig.from_yaml(redpanda_files(3, "tailread"))
     assert redpanda.replication_factor == 3 and redpanda.producer_config["acks"] == "all"
-    assert KafkaDriverConfig.from_yaml(default_driver_file("redpanda", 1)).replication_factor == 1
+    assert KafkaDriverConfig.from_yaml(redpanda_files(1, "tailread")).replication_factor == 1
 
 
 def test_remote_uris_lose_their_password_before_anything_records_them() -> None:

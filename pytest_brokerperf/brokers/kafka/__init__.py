@@ -1,1 +1,118 @@
-"""kafka."""
+"""Apache Kafka, and the base of every broker spoken to through the Kafka protocol.
+
+Everything Kafka lives in this package: the confluent-kafka driver (:mod:`.driver`), the
+OMB driver YAML and client properties (:mod:`.config`), local KRaft clusters from Maven
+Central jars (:mod:`.process`, :mod:`.jmx_exporter`), remote clusters (:mod:`.remote`),
+durability levels (:mod:`.durability`), broker metrics (:mod:`.metrics`), flags
+(:mod:`.options`) and ``brokerperf cleanup`` (:mod:`.cleanup`). Tansu, Redpanda and
+AutoMQ reuse it through :class:`KafkaProtocolBroker`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pytest_brokerperf.brokers.base import BrokerType, ManagedBroker
+from pytest_brokerperf.brokers.kafka import durability as kafka_durability
+from pytest_brokerperf.durability import check_level
+from pytest_brokerperf.errors import BrokerUnavailable
+
+if TYPE_CHECKING:
+    from pytest_brokerperf.brokers.kafka.config import KafkaDriverConfig
+    from pytest_brokerperf.brokers.kafka.driver import KafkaDriver
+    from pytest_brokerperf.config import Settings
+    from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.metrics.broker import Series
+
+__all__ = ["KafkaBroker", "KafkaProtocolBroker"]
+
+
+class KafkaProtocolBroker(BrokerType):
+    """A broker reached through the Kafka driver (confluent-kafka): remote clusters by
+    ``--kafka-bootstrap``, and the shipped Kafka driver files unless a kind has its own."""
+
+    protocol: ClassVar[str] = "kafka"
+
+    def default_driver_file(self, nodes: int, scenario: str) -> Path:
+        """OMB's own Kafka configs need replication factor 3; a single local node gets the
+        shipped ``kafka-local.yaml`` (RF 1) instead of a silently lowered RF."""
+        from pytest_brokerperf.brokers.kafka.config import shipped_driver
+
+        if nodes >= 3:
+            return shipped_driver("kafka-throughput" if scenario == "throughput"
+                                  else "kafka-latency")
+        return shipped_driver("kafka-local")
+
+    def apply_level(self, cfg: KafkaDriverConfig, level: int) -> KafkaDriverConfig:
+        """``cfg`` at durability ``level`` (per topic: producer acks and topic configs)."""
+        raise self.unavailable_level(level)
+
+    def create_driver(self, endpoint: BrokerEndpoint, driver_file: Path | None, *,
+                      scenario: str = "tailread", stats_interval_ms: int = 5000
+                      ) -> KafkaDriver:
+        from pytest_brokerperf.brokers.kafka.config import KafkaDriverConfig
+        from pytest_brokerperf.brokers.kafka.driver import KafkaDriver
+
+        path = driver_file or self.default_driver_file(endpoint.nodes, scenario)
+        cfg = KafkaDriverConfig.from_yaml(path)
+        if endpoint.durability is not None:
+            cfg = self.apply_level(cfg, check_level(endpoint.durability, "the endpoint's "
+                                                    "durability level"))
+        return KafkaDriver(endpoint, cfg, stats_interval_ms=stats_interval_ms, kind=self.name)
+
+    def start_process(self, settings: Settings, workdir: Path,
+                      durability: int | None) -> ManagedBroker:
+        raise BrokerUnavailable(
+            f"{self.name} cannot be started by pytest-brokerperf (no artifact it can "
+            f"install); point it at a running {self.name} cluster: "
+            "--kafka-bootstrap=HOST:PORT (remote mode)")
+
+    def reach_remote(self, settings: Settings) -> ManagedBroker:
+        from pytest_brokerperf.brokers.kafka.remote import remote_kafka_endpoint
+
+        return ManagedBroker(remote_kafka_endpoint(settings, kind=self.name))  # nothing to stop
+
+    def dry_run_endpoint(self, settings: Settings) -> BrokerEndpoint:
+        from pytest_brokerperf.brokers.kafka.remote import dry_run_endpoint
+
+        return dry_run_endpoint(self.name, settings)
+
+    def prometheus_figures(self, series: Series) -> dict[str, float]:
+        from pytest_brokerperf.brokers.kafka.metrics import kafka_figures
+
+        return kafka_figures(series)
+
+
+class KafkaBroker(KafkaProtocolBroker):
+    """Apache Kafka: local KRaft clusters (1 or 3 nodes) or a remote cluster."""
+
+    name: ClassVar[str] = "kafka"
+    no_durability: ClassVar[str | None] = None
+
+    def start_process(self, settings: Settings, workdir: Path,
+                      durability: int | None) -> ManagedBroker:
+        from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster
+
+        cluster = KafkaProcessCluster(
+            nodes=settings.nodes, version=settings.kafka_version,
+            kafka_home=settings.kafka_home, workdir=workdir,
+            metrics_agent=settings.broker_metrics,
+        )
+        return ManagedBroker(cluster.start(), cluster)
+
+    def apply_level(self, cfg: KafkaDriverConfig, level: int) -> KafkaDriverConfig:
+        return kafka_durability.apply_kafka(cfg, level)
+
+    def level_settings(self, level: int, *, nodes: int = 1,
+                       shape: Mapping[str, int | None] | None = None) -> dict[str, Any]:
+        return kafka_durability.level_settings(level, nodes, (shape or {}).get("replicationFactor"))
+
+    def durability_settings(self, description: Mapping[str, Any],
+                            endpoint: BrokerEndpoint) -> dict[str, Any]:
+        return kafka_durability.driver_settings(description)
+
+    def durability_read_back(self, read_back: Mapping[str, Any],
+                             endpoint: BrokerEndpoint) -> dict[str, Any]:
+        return kafka_durability.read_back_view(read_back)

@@ -1,1 +1,32 @@
-"""loopback."""
+"""The loopback "broker": no broker and no client, to measure the harness alone.
+
+Its driver acknowledges and delivers in-process, so calibration and the engine's own
+tests see the generator's ceiling and latency floor without any broker in the way.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
+
+from pytest_brokerperf.brokers.base import BrokerType
+
+if TYPE_CHECKING:
+    from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
+    from pytest_brokerperf.endpoint import BrokerEndpoint
+
+__all__ = ["LoopbackBroker"]
+
+
+class LoopbackBroker(BrokerType):
+    """The harness's no-broker driver (tests and calibration)."""
+
+    name: ClassVar[str] = "loopback"
+    protocol: ClassVar[str] = "loopback"
+
+    def create_driver(self, endpoint: BrokerEndpoint, driver_file: Path | None, *,
+                      scenario: str = "tailread", stats_interval_ms: int = 5000
+                      ) -> LoopbackDriver:
+        from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
+
+        return LoopbackDriver()

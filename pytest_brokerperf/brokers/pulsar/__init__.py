@@ -1,1 +1,89 @@
-"""pulsar."""
+"""Apache Pulsar: the pulsar-client driver, local standalones, remote clusters.
+
+Everything Pulsar lives in this package: the driver (:mod:`.driver`), its OMB driver
+YAML (:mod:`.config`), a local standalone from Maven Central jars with one or three
+bookies (:mod:`.process`), remote clusters by ``--pulsar-url`` (:mod:`.remote`) and
+durability levels (:mod:`.durability`), whose bookie journal half is broker-wide.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pytest_brokerperf.brokers.base import BrokerType, ManagedBroker
+from pytest_brokerperf.brokers.pulsar import durability as pulsar_durability
+from pytest_brokerperf.durability import check_level
+
+if TYPE_CHECKING:
+    from pytest_brokerperf.brokers.pulsar.driver import PulsarDriver
+    from pytest_brokerperf.config import Settings
+    from pytest_brokerperf.endpoint import BrokerEndpoint
+
+__all__ = ["PulsarBroker"]
+
+
+class PulsarBroker(BrokerType):
+    """Apache Pulsar through pulsar-client."""
+
+    name: ClassVar[str] = "pulsar"
+    protocol: ClassVar[str] = "pulsar"
+    broker_wide_durability: ClassVar[bool] = True  # the bookie journal
+    no_durability: ClassVar[str | None] = None
+
+    def default_driver_file(self, nodes: int, scenario: str) -> Path:
+        """OMB's pulsar.yaml needs three bookies (3/3/2); one gets pulsar-local.yaml."""
+        from pytest_brokerperf.brokers.kafka.config import shipped_driver
+
+        return shipped_driver("pulsar" if nodes >= 3 else "pulsar-local")
+
+    def create_driver(self, endpoint: BrokerEndpoint, driver_file: Path | None, *,
+                      scenario: str = "tailread", stats_interval_ms: int = 5000
+                      ) -> PulsarDriver:
+        from pytest_brokerperf.brokers.pulsar.config import PulsarDriverConfig
+        from pytest_brokerperf.brokers.pulsar.driver import PulsarDriver
+
+        path = driver_file or self.default_driver_file(endpoint.nodes, scenario)
+        cfg = PulsarDriverConfig.from_yaml(path)
+        if endpoint.durability is not None:  # the namespace half of the level: ack quorum
+            cfg = pulsar_durability.apply_pulsar(
+                cfg, check_level(endpoint.durability, "the endpoint's durability level"))
+        return PulsarDriver(endpoint, cfg)
+
+    def start_process(self, settings: Settings, workdir: Path,
+                      durability: int | None) -> ManagedBroker:
+        from pytest_brokerperf.brokers.pulsar.process import PulsarStandalone
+
+        # journal fsync is bookie-wide: one standalone serves one durability level
+        standalone = PulsarStandalone(nodes=settings.nodes, version=settings.pulsar_version,
+                                      workdir=workdir, durability=durability)
+        return ManagedBroker(standalone.start(), standalone)
+
+    def reach_remote(self, settings: Settings) -> ManagedBroker:
+        from pytest_brokerperf.brokers.pulsar.remote import remote_pulsar_endpoint
+
+        # a declared level: the bookie journal is not visible remotely
+        return ManagedBroker(remote_pulsar_endpoint(settings))  # nothing to stop
+
+    def dry_run_endpoint(self, settings: Settings) -> BrokerEndpoint:
+        from pytest_brokerperf.endpoint import BrokerEndpoint
+
+        return BrokerEndpoint(
+            kind=self.name, bootstrap=settings.pulsar_url or "(not started: dry run)",
+            mode=settings.provision_effective, nodes=settings.nodes,
+            admin_url=settings.pulsar_admin_url, info={"dry_run": True})
+
+    def level_settings(self, level: int, *, nodes: int = 1,
+                       shape: Mapping[str, int | None] | None = None) -> dict[str, Any]:
+        shape = shape or {}
+        return pulsar_durability.level_settings(level, nodes, shape.get("bookkeeperEnsemble"),
+                                                shape.get("bookkeeperWriteQuorum"))
+
+    def durability_settings(self, description: Mapping[str, Any],
+                            endpoint: BrokerEndpoint) -> dict[str, Any]:
+        return pulsar_durability.driver_settings(description, endpoint)
+
+    def durability_read_back(self, read_back: Mapping[str, Any],
+                             endpoint: BrokerEndpoint) -> dict[str, Any]:
+        return pulsar_durability.read_back_view(read_back, endpoint)

@@ -122,7 +122,6 @@ def remote_pulsar_endpoint(settings: Settings) -> BrokerEndpoint:
         "auth_plugin": client.get("auth_plugin"),
         "tls": service.startswith("pulsar+ssl://"),
         "allow_cluster_changes": bool(settings.allow_cluster_changes),
-        "durability": None,  # bookie journal settings are not visible remotely
     }
     try:
         code, body = _get(f"{admin}/admin/v2/clusters", token, context)

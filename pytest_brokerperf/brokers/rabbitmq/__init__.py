@@ -1,1 +1,82 @@
-"""rabbitmq."""
+"""RabbitMQ: the pika driver, local nodes from Debian's package, remote brokers.
+
+Everything RabbitMQ lives in this package: the driver with asynchronous publisher
+confirms (:mod:`.driver`), its OMB driver YAML and queue types (:mod:`.config`), local
+nodes (one, or a three-node cluster) run as our own processes (:mod:`.process`), remote
+brokers by ``--rabbitmq-url`` (:mod:`.remote`) and durability levels, which are per
+queue (:mod:`.durability`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pytest_brokerperf.brokers.base import BrokerType, ManagedBroker
+from pytest_brokerperf.brokers.rabbitmq import durability as rabbitmq_durability
+from pytest_brokerperf.durability import check_level
+
+if TYPE_CHECKING:
+    from pytest_brokerperf.brokers.rabbitmq.driver import RabbitMQDriver
+    from pytest_brokerperf.config import Settings
+    from pytest_brokerperf.endpoint import BrokerEndpoint
+
+__all__ = ["RabbitMQBroker"]
+
+
+class RabbitMQBroker(BrokerType):
+    """RabbitMQ through pika."""
+
+    name: ClassVar[str] = "rabbitmq"
+    protocol: ClassVar[str] = "amqp"
+    no_durability: ClassVar[str | None] = None
+
+    def default_driver_file(self, nodes: int, scenario: str) -> Path:
+        """A direct exchange: the workload's partitions become routing keys."""
+        from pytest_brokerperf.brokers.kafka.config import shipped_driver
+
+        return shipped_driver("rabbitmq-quorum")
+
+    def create_driver(self, endpoint: BrokerEndpoint, driver_file: Path | None, *,
+                      scenario: str = "tailread", stats_interval_ms: int = 5000
+                      ) -> RabbitMQDriver:
+        from pytest_brokerperf.brokers.rabbitmq.config import RabbitMQDriverConfig
+        from pytest_brokerperf.brokers.rabbitmq.driver import RabbitMQDriver
+
+        path = driver_file or self.default_driver_file(endpoint.nodes, scenario)
+        cfg = RabbitMQDriverConfig.from_yaml(path)
+        if endpoint.durability is not None:  # per queue: queue type, replicas, persistence
+            cfg = rabbitmq_durability.apply_rabbitmq(
+                cfg, check_level(endpoint.durability, "the endpoint's durability level"),
+                endpoint.nodes)
+        return RabbitMQDriver(endpoint, cfg)
+
+    def start_process(self, settings: Settings, workdir: Path,
+                      durability: int | None) -> ManagedBroker:
+        from pytest_brokerperf.brokers.rabbitmq.process import RabbitMQProcessCluster
+
+        cluster = RabbitMQProcessCluster(nodes=settings.nodes, workdir=workdir)
+        return ManagedBroker(cluster.start(), cluster)
+
+    def reach_remote(self, settings: Settings) -> ManagedBroker:
+        from pytest_brokerperf.brokers.rabbitmq.remote import remote_rabbitmq_endpoint
+
+        return ManagedBroker(remote_rabbitmq_endpoint(settings))  # nothing to stop
+
+    def check_offered(self, level: int | None, nodes: int, *, remote: bool = False) -> None:
+        super().check_offered(level, nodes, remote=remote)
+        if level is not None and not remote:  # the queue type's replicas must fit
+            rabbitmq_durability.rabbitmq_settings(level, nodes)
+
+    def level_settings(self, level: int, *, nodes: int = 1,
+                       shape: Mapping[str, int | None] | None = None) -> dict[str, Any]:
+        return rabbitmq_durability.level_settings(level, nodes)
+
+    def durability_settings(self, description: Mapping[str, Any],
+                            endpoint: BrokerEndpoint) -> dict[str, Any]:
+        return rabbitmq_durability.driver_settings(description)
+
+    def durability_read_back(self, read_back: Mapping[str, Any],
+                             endpoint: BrokerEndpoint) -> dict[str, Any]:
+        return rabbitmq_durability.read_back_view(read_back)

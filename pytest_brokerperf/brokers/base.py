@@ -1,0 +1,191 @@
+"""What every broker kind provides, in one place: the :class:`BrokerType` interface.
+
+A broker kind (``kafka``, ``pulsar``, ``rabbitmq``, ``tansu``, ...) is one package under
+:mod:`pytest_brokerperf.brokers` whose ``__init__`` defines a :class:`BrokerType`
+subclass and registers it (see :mod:`pytest_brokerperf.brokers`). Everything the rest
+of the plugin needs to know about a broker goes through this interface: which driver
+speaks to it, how it is started in each provisioning mode or reached remotely, what a
+durability level means on it, which of its metrics the sampler understands, and which
+flags it checks. Adding a broker, or a provisioning mode to one, touches that broker's
+package only (in the spirit of testcontainers' one module per service over a small core
+and OMB's one module per driver over a few tiny interfaces).
+
+Standard library only at import time: the client libraries load when a driver is made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+from pytest_brokerperf.durability import LEVELS, SYNC_MIN_REPLICAS, check_level
+from pytest_brokerperf.errors import BrokerUnavailable
+
+if TYPE_CHECKING:
+    from pytest_brokerperf.brokers.driver import Driver
+    from pytest_brokerperf.config import Settings
+    from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.metrics.broker import Series
+
+__all__ = ["PROVISION_MODES", "BrokerType", "ManagedBroker", "Stoppable"]
+
+#: The ways a broker can come to exist (``--brokerperf-provision``; ``auto`` resolves to
+#: one of the first two).
+PROVISION_MODES = ("process", "container", "remote")
+
+
+class Stoppable(Protocol):
+    def stop(self) -> None: ...
+
+
+@dataclass
+class ManagedBroker:
+    """A broker this session started (or reached), with the way to let it go."""
+
+    endpoint: BrokerEndpoint
+    handle: Stoppable | None = None
+
+    def stop(self) -> None:
+        if self.handle is not None:
+            self.handle.stop()
+
+
+class BrokerType:
+    """One broker kind: its driver, provisioning, durability mapping, metrics and flags.
+
+    Subclasses override what their broker has; the defaults say clearly that a broker
+    lacks a capability (a :class:`BrokerUnavailable`, so the test skips with the reason).
+    """
+
+    #: the name users give ``--broker`` and that results carry
+    name: ClassVar[str] = ""
+    #: the client library family of its driver (``kafka`` for Kafka-protocol brokers)
+    protocol: ClassVar[str] = ""
+    #: True when a durability level is a property of the broker process (another level
+    #: needs another process), False when it is per topic or queue
+    broker_wide_durability: ClassVar[bool] = False
+    #: why levels are not offered (None: this kind maps levels 1-4)
+    no_durability: ClassVar[str | None] = (
+        "durability levels are not mapped for {name} in this version")
+
+    # -- flags ---------------------------------------------------------------------------
+    def validate_options(self, settings: Settings) -> None:
+        """Refuse flags that make no sense for this broker (ConfigError), before any start."""
+
+    # -- driver --------------------------------------------------------------------------
+    def default_driver_file(self, nodes: int, scenario: str) -> Path:
+        """The shipped OMB driver YAML a scenario uses when the user names none."""
+        raise BrokerUnavailable(f"no driver for broker kind {self.name!r} yet")
+
+    def create_driver(self, endpoint: BrokerEndpoint, driver_file: Path | None, *,
+                      scenario: str = "tailread", stats_interval_ms: int = 5000) -> Driver:
+        """The driver for ``endpoint`` from an OMB driver YAML (or the shipped default),
+        with the endpoint's durability level applied; BrokerUnavailable for a level this
+        broker cannot offer with that driver file."""
+        raise BrokerUnavailable(
+            f"broker kind {self.name!r} has no driver in this version of pytest-brokerperf")
+
+    # -- provisioning --------------------------------------------------------------------
+    def start(self, mode: str, settings: Settings, workdir: Path,
+              durability: int | None = None) -> ManagedBroker:
+        """Start (or reach) this broker as ``mode`` says; BrokerUnavailable when it cannot.
+
+        ``durability`` (1-4) matters where it is broker-wide (see
+        :attr:`broker_wide_durability`); per-topic levels are applied by the driver.
+        """
+        if mode == "process":
+            managed = self.start_process(settings, workdir, durability)
+        elif mode == "container":
+            managed = self.start_container(settings, workdir, durability)
+        elif mode == "remote":
+            managed = self.reach_remote(settings)
+        else:
+            raise BrokerUnavailable(f"unknown provisioning mode {mode!r}; expected one of "
+                                    f"{', '.join(PROVISION_MODES)}")
+        if durability is not None and managed.endpoint.durability != durability:
+            managed.endpoint = replace(managed.endpoint, durability=durability)
+        return managed
+
+    def start_process(self, settings: Settings, workdir: Path,
+                      durability: int | None) -> ManagedBroker:
+        """Start local broker processes (``--brokerperf-provision=process``)."""
+        raise BrokerUnavailable(
+            f"{self.name} cannot be started by pytest-brokerperf as a local process; point "
+            "it at a running cluster (remote mode)")
+
+    def start_container(self, settings: Settings, workdir: Path,
+                        durability: int | None) -> ManagedBroker:
+        """Start broker containers (``--brokerperf-provision=container``)."""
+        raise BrokerUnavailable(
+            f"--brokerperf-provision=container is not available for {self.name!r} in this "
+            "version; use --brokerperf-provision=process (local processes, no Docker needed)")
+
+    def reach_remote(self, settings: Settings) -> ManagedBroker:
+        """Reach a running cluster named by flags (read-only until the run creates topics)."""
+        raise BrokerUnavailable(
+            f"--brokerperf-provision=remote for {self.name!r} needs the remote-cluster "
+            "flags, which are not available in this version")
+
+    def dry_run_endpoint(self, settings: Settings) -> BrokerEndpoint:
+        """The endpoint a dry run plans against: nothing is started or created."""
+        from pytest_brokerperf.endpoint import BrokerEndpoint
+
+        return BrokerEndpoint(
+            kind=self.name, bootstrap="(not started: dry run)",
+            mode=settings.provision_effective, nodes=settings.nodes, info={"dry_run": True})
+
+    # -- durability ----------------------------------------------------------------------
+    def unavailable_level(self, level: int) -> BrokerUnavailable:
+        """The reason this broker offers no level (``no_durability``)."""
+        reason = (self.no_durability or "durability levels are not mapped for {name}")
+        return BrokerUnavailable(reason.format(name=self.name, level=level))
+
+    def restart_key(self, level: int | None) -> int | None:
+        """The part of a level that needs its own broker process (None: any one serves)."""
+        return level if self.broker_wide_durability else None
+
+    def level_settings(self, level: int, *, nodes: int = 1,
+                       shape: Mapping[str, int | None] | None = None) -> dict[str, Any]:
+        """What ``level`` means on this broker: scope, settings and why (see
+        :func:`pytest_brokerperf.durability.describe`). ``shape`` carries the driver's
+        replication figures (replication factor, ensemble, write quorum) when known."""
+        raise self.unavailable_level(level)
+
+    def check_offered(self, level: int | None, nodes: int, *, remote: bool = False) -> None:
+        """Before a broker starts: raise BrokerUnavailable if ``level`` cannot run here
+        whatever the driver file says (RF and quorums are checked again when the driver
+        is built). A remote cluster's size is unknown here: only the kind is checked."""
+        if level is None:
+            return
+        check_level(level)
+        if self.no_durability is not None:
+            raise self.unavailable_level(level)
+        if remote:
+            return
+        if LEVELS[level].replication == "sync" and nodes < SYNC_MIN_REPLICAS:
+            self.level_settings(level, nodes=nodes)  # raises with the broker's own reason
+
+    def durability_settings(self, description: Mapping[str, Any],
+                            endpoint: BrokerEndpoint) -> dict[str, Any]:
+        """The durability-relevant settings a driver ran with (its ``describe()``)."""
+        return {}
+
+    def durability_read_back(self, read_back: Mapping[str, Any],
+                             endpoint: BrokerEndpoint) -> dict[str, Any]:
+        """The durability part of what the broker reported (the driver's ``read_back``)."""
+        return {}
+
+    def no_level_label(self) -> str | None:
+        """The record's durability label when no level was asked for (None: the default,
+        ``driver-defined``)."""
+        return None
+
+    # -- metrics -------------------------------------------------------------------------
+    def prometheus_figures(self, series: Series) -> dict[str, float]:
+        """Figures this broker's Prometheus metrics give (the broker-metrics sampler):
+        JVM and process figures unless the broker knows more."""
+        from pytest_brokerperf.metrics.broker import process_figures
+
+        return process_figures(series)
