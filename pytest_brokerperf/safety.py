@@ -240,12 +240,11 @@ def safe_driver(driver: Driver, settings: Settings, endpoint: BrokerEndpoint,
     Only against remote clusters: local brokers belong to the session and are
     measured as configured. A driver file's own finite retention wins.
     """
-    config = getattr(driver, "config", None)
-    if endpoint.mode != "remote" or config is None or not hasattr(config, "with_overrides"):
+    if endpoint.mode != "remote":
         return driver, []
     planned = _planned_messages(prepared, run_plan) * prepared.workload.message_size
     wanted = _retention(settings, prepared.workload, planned, _max_run_s(run_plan))
-    have = config.topic_settings()
+    have = driver.topic_settings()
     changes: dict[str, str] = {}
     notes: list[str] = []
     for key, value in wanted.items():
@@ -255,8 +254,10 @@ def safe_driver(driver: Driver, settings: Settings, endpoint: BrokerEndpoint,
             continue
         changes[key] = value
     if changes:
-        config = config.with_overrides(topic=changes, reason="remote cluster: bounded retention")
-        driver = dataclasses.replace(driver, config=config)  # type: ignore[type-var]
+        bounded = driver.with_retention(changes, reason="remote cluster: bounded retention")
+        if bounded is None:  # nothing per run to bound: the notes say what was kept
+            return driver, []
+        driver = bounded
     return driver, notes
 
 
@@ -281,9 +282,8 @@ def build_plan(settings: Settings, endpoint: BrokerEndpoint, prepared: PreparedR
     # the coordinator's naming (engine/coordinator.py run_workload)
     topics = [f"{prefix}-{i:03d}" for i in range(wl.topics)]
     groups = [f"{t}-sub{j:03d}" for t in topics for j in range(wl.subscriptions_per_topic)]
-    config = getattr(driver, "config", None)
-    rf = getattr(config, "replication_factor", None)
-    topic_cfg = dict(config.topic_settings()) if config is not None else {}
+    rf = driver.replication_factor()
+    topic_cfg = driver.topic_settings()
     messages = _planned_messages(prepared, run_plan)
     info = endpoint.info or {}
     security = info.get("security_protocol")
@@ -327,9 +327,9 @@ def build_plan(settings: Settings, endpoint: BrokerEndpoint, prepared: PreparedR
                 f"{'' if given else ', ' + where}); raise it with --brokerperf-max-rate=RATE "
                 "or lower --brokerperf-rate"
             )
-    if endpoint.mode == "remote" and getattr(config, "reset", False):
+    if endpoint.mode == "remote" and driver.resets_cluster():
         plan.refusals.append(
-            f"the driver file {getattr(config, 'source', '')} sets OMB's `reset: true`, "
+            f"the driver file {driver.source} sets OMB's `reset: true`, "
             "which deletes every topic of the cluster; it is refused against a remote "
             "cluster: remove it (pytest-brokerperf deletes only the topics it created)"
         )

@@ -13,7 +13,7 @@ and the engine stamps the ack time itself.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 __all__ = [
@@ -69,6 +69,10 @@ class AdminClient(Protocol):
 
     def delete_topics(self, names: list[str]) -> None: ...
 
+    def delete_groups(self, groups: list[str]) -> None:
+        """Delete the run's subscriptions / consumer groups (a no-op where the broker has
+        none left once the topics are gone)."""
+
     def read_back(self, names: list[str]) -> dict[str, Any]:
         """The settings the broker actually applied to these topics (and itself)."""
 
@@ -90,7 +94,12 @@ class Driver(Protocol):
         self, topic: str, client_id: str, on_ack: AckCallback, on_error: ErrorCallback
     ) -> ProducerClient: ...
 
-    def consumer(self, topic: str, subscription: str, client_id: str) -> ConsumerClient: ...
+    def consumer(self, topic: str, subscription: str, client_id: str, *, member: int = 0,
+                 members: int = 1) -> ConsumerClient:
+        """Consumer ``member`` of the ``members`` consumers of ``subscription``; drivers
+        whose subscriptions share work by themselves (consumer groups, shared queues)
+        ignore the two, those that would deliver everything to each (RabbitMQ streams)
+        split the topic between members."""
 
     def client_stats(self) -> list[str]:
         """Client statistics JSON documents collected in this process (may be empty)."""
@@ -100,3 +109,23 @@ class Driver(Protocol):
 
     def driver_yaml(self) -> dict[str, Any]:
         """The effective OMB-style driver YAML document."""
+
+    # -- what the remote-safety plan needs (nothing is contacted) ----------------------
+    @property
+    def source(self) -> str:
+        """Where the driver configuration came from (a file path, or ``<python>``)."""
+
+    def topic_settings(self) -> dict[str, str]:
+        """What every topic (queue, namespace) of the run gets, flat, for plans."""
+
+    def replication_factor(self) -> int | None:
+        """Replicas of each topic's data, when the driver file sets it (None: the
+        broker's policy decides)."""
+
+    def resets_cluster(self) -> bool:
+        """OMB's ``reset: true``: the driver would delete every topic of the cluster."""
+
+    def with_retention(self, settings: Mapping[str, str], reason: str) -> Driver | None:
+        """This driver with bounded retention (Kafka-named ``retention.ms``,
+        ``retention.bytes``, ``segment.ms``) on the run's topics, each change recorded
+        with ``reason``; None when the broker has no per-run retention to set."""

@@ -412,9 +412,7 @@ class LoadSession:
             if self._created and not self.plan.keep_topics:
                 self._created = False
                 admin.delete_topics(self.topics)
-                groups = getattr(admin, "delete_groups", None)
-                if groups is not None:
-                    groups(self.subscriptions)
+                admin.delete_groups(self.subscriptions)
         finally:
             admin.close()
 

@@ -322,14 +322,8 @@ class Worker:
                  ledger: ReceiveLedger, ready: threading.Event | None = None) -> None:
         driver = self.a.driver
         client_id = f"{self.a.client_prefix}-c{spec.cid}"
-        client: ConsumerClient
-        if spec.members > 1 and getattr(driver, "splits_subscriptions", False):
-            # e.g. RabbitMQ streams: every consumer would read every message otherwise
-            client = driver.consumer(  # type: ignore[call-arg]
-                spec.topic, spec.subscription, client_id, member=spec.member,
-                members=spec.members)
-        else:
-            client = driver.consumer(spec.topic, spec.subscription, client_id)
+        client: ConsumerClient = driver.consumer(
+            spec.topic, spec.subscription, client_id, member=spec.member, members=spec.members)
         self.consumers_ready += 1
         if ready is not None:
             ready.set()

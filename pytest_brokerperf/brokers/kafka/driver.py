@@ -17,6 +17,8 @@ Imports of confluent_kafka happen inside methods so ``pytest --help`` stays ligh
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -309,13 +311,33 @@ class KafkaDriver:
         conf["client.id"] = client_id
         return _KafkaProducer(conf, topic, on_ack, on_error)
 
-    def consumer(self, topic: str, subscription: str, client_id: str) -> _KafkaConsumer:
+    def consumer(self, topic: str, subscription: str, client_id: str, *, member: int = 0,
+                 members: int = 1) -> _KafkaConsumer:
+        """A member of consumer group ``subscription`` (the group splits partitions)."""
         conf = self._with_endpoint(
             self.config.consumer_settings(self.endpoint.bootstrap, subscription)
         )
         conf["client.id"] = client_id
         conf.update({k: v for k, v in self.flavour_consumer_defaults().items() if k not in conf})
         return _KafkaConsumer(conf, topic)
+
+    @property
+    def source(self) -> str:
+        return self.config.source
+
+    def topic_settings(self) -> dict[str, str]:
+        return self.config.topic_settings()
+
+    def replication_factor(self) -> int | None:
+        rf = self.config.replication_factor
+        return rf if rf > 0 else None
+
+    def resets_cluster(self) -> bool:
+        return bool(self.config.reset)
+
+    def with_retention(self, settings: Mapping[str, str], reason: str) -> KafkaDriver:
+        return dataclasses.replace(
+            self, config=self.config.with_overrides(topic=dict(settings), reason=reason))
 
     def client_stats(self) -> list[str]:
         docs = list(_CLIENT_STATS)

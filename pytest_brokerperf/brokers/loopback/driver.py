@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,6 +97,9 @@ class _Admin:
     def create_topics(self, names: list[str], partitions: list[int]) -> None:
         pass
 
+    def delete_groups(self, groups: list[str]) -> None:
+        pass
+
     def delete_topics(self, names: list[str]) -> None:
         pass
 
@@ -122,7 +126,8 @@ class LoopbackDriver:
                  on_error: ErrorCallback) -> _Producer:
         return _Producer(topic, self.partitions, on_ack, self.max_queue)
 
-    def consumer(self, topic: str, subscription: str, client_id: str) -> _Consumer:
+    def consumer(self, topic: str, subscription: str, client_id: str, *, member: int = 0,
+                 members: int = 1) -> _Consumer:
         return _Consumer(topic, subscription)
 
     def client_stats(self) -> list[str]:
@@ -133,3 +138,19 @@ class LoopbackDriver:
 
     def driver_yaml(self) -> dict[str, Any]:
         return {"name": self.name}
+
+    @property
+    def source(self) -> str:
+        return "<loopback>"
+
+    def topic_settings(self) -> dict[str, str]:
+        return {}
+
+    def replication_factor(self) -> int | None:
+        return None
+
+    def resets_cluster(self) -> bool:
+        return False
+
+    def with_retention(self, settings: Mapping[str, str], reason: str) -> None:
+        return None

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import json
 import secrets
 import ssl
@@ -48,6 +49,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -483,6 +485,9 @@ class PulsarAdmin:
                 self.rest.call("PUT", path)
                 self._created[name] = 0
 
+    def delete_groups(self, groups: list[str]) -> None:
+        """Subscriptions go with their topics (deleted with force)."""
+
     def delete_topics(self, names: list[str]) -> None:
         errors: list[str] = []
         for name in names:
@@ -601,6 +606,27 @@ class PulsarDriver:
                 "service, e.g. http://broker:8080) or set client.httpUrl in the driver YAML")
         return self.endpoint.admin_url
 
+    @property
+    def source(self) -> str:
+        return self.config.source
+
+    def topic_settings(self) -> dict[str, str]:
+        return self.config.topic_settings()
+
+    def replication_factor(self) -> int | None:
+        """None: replication is the namespace's persistence policy (ensemble, write and
+        ack quorum), which :meth:`topic_settings` shows."""
+        return None
+
+    def resets_cluster(self) -> bool:
+        return False
+
+    def with_retention(self, settings: Mapping[str, str], reason: str) -> PulsarDriver:
+        """Namespace retention from the Kafka-named settings (see
+        :meth:`PulsarDriverConfig.with_overrides`); the namespace name is kept."""
+        return dataclasses.replace(
+            self, config=self.config.with_overrides(topic=dict(settings), reason=reason))
+
     def full_topic(self, name: str) -> str:
         return f"{self.config.client.topic_type}://{self.namespace}/{name}"
 
@@ -670,7 +696,9 @@ class PulsarDriver:
                  on_error: ErrorCallback) -> _PulsarProducer:
         return _PulsarProducer(self, topic, client_id, on_ack, on_error)
 
-    def consumer(self, topic: str, subscription: str, client_id: str) -> _PulsarConsumer:
+    def consumer(self, topic: str, subscription: str, client_id: str, *, member: int = 0,
+                 members: int = 1) -> _PulsarConsumer:
+        """A consumer of ``subscription``; its subscription type shares the partitions."""
         return _PulsarConsumer(self, topic, subscription, client_id)
 
     def client_stats(self) -> list[str]:

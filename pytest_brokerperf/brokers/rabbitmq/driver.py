@@ -31,8 +31,9 @@ import threading
 import time
 import zlib
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from pytest_brokerperf.brokers.driver import AckCallback, ErrorCallback, QueueFull
 from pytest_brokerperf.brokers.rabbitmq.config import (
@@ -673,8 +674,6 @@ class RabbitMQDriver:
     config: RabbitMQDriverConfig
     topic_partitions: dict[str, int] = field(default_factory=dict)
     kind: str = "rabbitmq"
-    #: the engine passes member/members to consumer() (streams split partitions)
-    splits_subscriptions: ClassVar[bool] = True
 
     @property
     def name(self) -> str:
@@ -685,6 +684,24 @@ class RabbitMQDriver:
         """The endpoint's AMQP URIs (the YAML's ``amqpUris`` only without an endpoint)."""
         uris = [u.strip() for u in self.endpoint.bootstrap.split(",") if u.strip()]
         return uris or list(self.config.amqp_uris)
+
+    @property
+    def source(self) -> str:
+        return self.config.source
+
+    def topic_settings(self) -> dict[str, str]:
+        return self.config.topic_settings()
+
+    def replication_factor(self) -> int | None:
+        return None  # the queue type's replicas: topic_settings() shows them
+
+    def resets_cluster(self) -> bool:
+        return False
+
+    def with_retention(self, settings: Mapping[str, str], reason: str) -> None:
+        """None: queues hold what consumers have not taken; the run's queues are deleted
+        afterwards, and byte caps bound what it sends."""
+        return None
 
     def ctl(self) -> CtlAccess | None:
         info = self.endpoint.info.get("ctl")
