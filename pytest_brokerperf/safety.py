@@ -1,4 +1,4 @@
-"""Care for clusters the harness does not own (DESIGN §7; pitfalls.md §12 "A safe remote mode").
+"""Care for clusters the harness does not own (docs/how-to/remote.md).
 
 A catch-up scenario pointed at a production bootstrap writes its whole backlog there.
 So before anything is created, every scenario gets a :class:`ScenarioPlan` — topics,

@@ -1,6 +1,6 @@
 """The coordinator: runs a workload's phases across worker processes.
 
-Phase order follows OMB (DESIGN §4): create topics → consumers → producers →
+Phase order follows OMB's WorkloadGenerator: create topics → consumers → producers →
 readiness probe (bounded) → start load → warm-up (discarded; ends when steady, capped)
 → measured window of fixed stats periods → stop producers → wait for consumers to
 catch up (bounded) → reconcile delivery → delete topics. Every wait is bounded and

@@ -1,4 +1,6 @@
-"""Delivery accounting: acknowledged versus received, per subscription (DESIGN §3.8).
+"""Delivery accounting: acknowledged versus received, per subscription.
+
+Why and how: docs/explanation/measurement.md.
 
 Producers record which (producer, sequence) pairs were acknowledged; consumers
 record which they received. Both are bitmaps indexed by sequence, so the merge across

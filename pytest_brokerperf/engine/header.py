@@ -1,6 +1,7 @@
 """The 32-byte header the harness writes at the start of every payload.
 
-It carries what end-to-end accounting needs (DESIGN §3.1): producer id and sequence
+It carries what end-to-end accounting needs (docs/explanation/measurement.md):
+producer id and sequence
 (delivery accounting), the intended send time (coordinated-omission corrected views)
 and the actual send time (OMB-compatible views), both CLOCK_MONOTONIC nanoseconds.
 Putting it in the payload keeps message size equal to ``messageSize`` on every broker

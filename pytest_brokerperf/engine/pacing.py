@@ -1,4 +1,4 @@
-"""Open-loop pacing: an absolute schedule of intended send times (DESIGN §3.1).
+"""Open-loop pacing: an absolute schedule of intended send times (docs/explanation/measurement.md).
 
 Message ``n`` is due at ``start + n * 1e9 / rate``. A sender that stalls never loses
 slots: when it resumes, every overdue message is sent at once and its lateness shows

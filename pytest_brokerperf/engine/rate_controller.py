@@ -1,6 +1,6 @@
 """OMB's maximum-sustainable-rate discovery (``producerRate: 0``), reproduced as OMB does it.
 
-OMB (``RateController``, PR #329; reference/omb.md §5.4) starts at 10 000 msg/s and every
+OMB (``RateController``, openmessaging/benchmark PR #329) starts at 10 000 msg/s and every
 3 s reads the *lifetime* published (acknowledged) and received counters, then:
 
 * receive backlog = total published − total received; above ``RECEIVE_BACKLOG_LIMIT``

@@ -1,7 +1,8 @@
 """A worker process: runs a share of a scenario's producers and consumers.
 
 Started with the ``spawn`` method (forking a process that already holds client
-threads can deadlock, pitfalls.md §2) and driven by the coordinator over a pipe.
+threads can deadlock, as Python's multiprocessing docs warn) and driven by the
+coordinator over a pipe.
 Inside, one *pacer* thread owns every producer (open-loop schedule, sends every due
 message, services callbacks, then sleeps at most 1 ms — never a busy spin holding
 the GIL) and one thread per consumer receives. Latency values go into plain

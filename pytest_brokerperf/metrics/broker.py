@@ -1,4 +1,4 @@
-"""Broker-side metrics on the client's timeline (pitfalls.md §12 "Broker-side metrics").
+"""Broker-side metrics on the client's timeline (docs/reference/results.md, broker metrics).
 
 A p99.9 spike in the client's periods means little until it lines up with "GC 180 ms"
 or "ISR shrink" on the broker. A sampler thread in the pytest process reads, once per

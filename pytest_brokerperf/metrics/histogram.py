@@ -3,7 +3,7 @@
 Why a wrapper around ``hdrh`` (HdrHistogram_py) rather than the library itself:
 
 * ``HdrHistogram.record_value`` is pure Python (0.7-2.7 µs per call) and silently returns
-  ``False`` for values out of range (pitfalls.md §4).  :meth:`LatencyHistogram.record_batch`
+  ``False`` for values out of range.  :meth:`LatencyHistogram.record_batch`
   computes the counts indexes of a whole numpy array at once and adds a ``bincount`` into
   the wrapped histogram's counts array, keeping ``hdrh``'s own bookkeeping (``total_count``,
   raw ``min_value``/``max_value``) exactly as ``record_value`` would have left it.  Values
@@ -14,7 +14,8 @@ Why a wrapper around ``hdrh`` (HdrHistogram_py) rather than the library itself:
   milliseconds of pure-Python scanning.
 * ``hdrh``'s ``add`` loses the minimum when the other histogram is empty; ours does not.
 * A percentile is ``None`` ("n/a") when the histogram holds too few samples to resolve it
-  (DESIGN §3.7: q needs ``n >= 10 / (1 - q/100)``); ``allow_undersampled=True`` gives
+  (q needs ``n >= 10 / (1 - q/100)``, docs/explanation/measurement.md);
+  ``allow_undersampled=True`` gives
   HdrHistogram's value anyway, for formats that have no n/a (OMB JSON).
 
 Percentile semantics follow HdrHistogram_py (rank ``int(q/100*n + 0.5)``); Java
@@ -75,7 +76,7 @@ def highest_for(metric: str) -> int:
 
 @lru_cache(maxsize=64)
 def min_samples_for(q: float) -> int:
-    """Smallest sample count that resolves percentile ``q`` (DESIGN §3.7).
+    """Smallest sample count that resolves percentile ``q`` (docs/explanation/measurement.md).
 
     ``n >= 10 / (1 - q/100)``, computed with exact decimal arithmetic so that p99.99 needs
     exactly 100,000 samples (float arithmetic would ask for 100,000.00000001).  p100 (the

@@ -1,7 +1,8 @@
 """Per-period and cumulative statistics of one scenario run, merged across workers.
 
 These are the values the engine hands to results writers (OMB JSON, JSONL, CSV).
-Counters come in two kinds (DESIGN §3.5): *window* counters cover one stats period
+Counters come in two kinds (docs/explanation/measurement.md): *window* counters
+cover one stats period
 and feed rates; *lifetime* counters cover the whole run (warm-up included) and feed
 backlog and delivery accounting. Warm-up resets only latency histograms and window
 figures, never lifetime counters.
@@ -15,7 +16,7 @@ from pytest_brokerperf.metrics.histogram import LatencyHistogram
 
 __all__ = ["METRICS", "PeriodStats", "WorkerSample"]
 
-#: Latency views recorded for every message (DESIGN §3.1), all in microseconds.
+#: Latency views recorded for every message (docs/explanation/measurement.md), all in microseconds.
 #: publish_latency: actual send -> ack (OMB "publish latency")
 #: publish_delay: intended send -> actual send (OMB "publish delay")
 #: publish_response: intended send -> ack (coordinated-omission corrected)

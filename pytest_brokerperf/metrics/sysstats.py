@@ -1,6 +1,6 @@
 """System sampling: process CPU and run-queue delay, clocks, fsync cost, machine facts.
 
-Why these numbers (DESIGN §3.2, §3.7, §6; pitfalls.md §3, §5):
+Why these numbers (docs/explanation/measurement.md, docs/reference/results.md):
 
 * A load generator that is short of CPU produces latency that belongs to the generator,
   not the broker.  CPU time near one core, or time spent *runnable but waiting* for a CPU

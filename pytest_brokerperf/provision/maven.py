@@ -57,16 +57,16 @@ __all__ = [
 KAFKA_DEFAULT_VERSION = "4.3.1"
 KAFKA_SCALA_VERSION = "2.13"
 # Declared explicitly although kafka_2.13 4.x lists them: maintainers discussed
-# making the backend optional (brokers.md §1.2), and without one slf4j goes silent.
+# making the backend optional, and without one slf4j goes silent.
 LOG4J2_VERSION = "2.24.3"
 RELOAD4J_SLF4J_VERSION = "1.7.36"
 RELOAD4J_VERSION = "1.2.25"
 
-#: Pulsar 4.0 LTS, pinned (brokers.md §2.1). Not 4.0.8: its closure is incomplete on the
+#: Pulsar 4.0 LTS, pinned. Not 4.0.8: its closure is incomplete on the
 #: reachable Maven Central (jetcd-core-shaded 4.0.8 is missing there); 4.0.7 resolves.
 PULSAR_DEFAULT_VERSION = "4.0.7"
 # Pulsar 4.0.x builds against log4j2 2.23.1 and logs through slf4j 2, so the binding is
-# log4j-slf4j2-impl (brokers.md §2.1); declared explicitly, as the distribution does.
+# log4j-slf4j2-impl; declared explicitly, as the distribution does.
 PULSAR_LOG4J2_VERSION = "2.23.1"
 
 CACHE_ENV = "BROKERPERF_CACHE_DIR"
@@ -408,7 +408,7 @@ def pulsar_artifacts(version: str = PULSAR_DEFAULT_VERSION) -> list[Artifact]:
     """The Maven artifacts whose runtime closure runs ``PulsarStandaloneStarter``.
 
     The un-shaded ``pulsar-broker`` (``pulsar-broker-shaded`` breaks the bookie's
-    ``DbLedgerStorage``, brokers.md §2.6) plus the log4j2 backend bound through slf4j 2.
+    ``DbLedgerStorage``) plus the log4j2 backend bound through slf4j 2.
     """
     _check_name_version("pulsar", version)
     try:

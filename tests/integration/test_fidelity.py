@@ -1,7 +1,7 @@
 """Fidelity: an injected delay D must move the measured latencies by exactly D.
 
 This is the evidence that the numbers pytest-brokerperf reports are true
-(pitfalls.md §1, "Integration tests that cannot fail"). A :class:`DelayProxy` sits
+(docs/explanation/measurement.md, "fidelity"). A :class:`DelayProxy` sits
 between the producers and a real single-node Kafka and delays only the client → broker
 direction by D. Then
 

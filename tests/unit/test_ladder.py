@@ -113,7 +113,7 @@ def test_broker_backpressure_from_a_full_client_queue_while_cpu_is_spare():
 
 
 def test_publish_delay_with_push_back_is_a_broker_result_not_the_generator():
-    """pitfalls §1: delay is not proof of a saturated generator when the client queue grows."""
+    """delay is not proof of a saturated generator when the client queue grows."""
     s = sig(publish_delay_p99_us=300_000, queue_slope=5_000, queue_end=60_000)
     assert failing(s)[0] == BROKER
 

@@ -1,7 +1,7 @@
 """The Pulsar driver against a fake pulsar.Client: settings passed, acks, queue-full, acks.
 
 The key test reads pulsar-client's *own* defaults from its signatures and shows that
-every default pitfalls.md §2 names is overridden with OMB's value.
+every default that differs from OMB's is overridden with OMB's value.
 """
 
 from __future__ import annotations
@@ -118,10 +118,10 @@ def fake_client(monkeypatch: pytest.MonkeyPatch) -> type[FakeClient]:
     return FakeClient
 
 
-def test_every_python_default_named_in_pitfalls_is_overridden(
+def test_every_python_default_that_differs_from_omb_is_overridden(
         fake_client: type[FakeClient]) -> None:
-    """pitfalls.md §2: batching off, block_if_queue_full off, 1000 pending, 30 s send
-    timeout, receiver queue 1000, 50 000 across partitions, Exclusive subscription."""
+    """pulsar-client's Python defaults: batching off, block_if_queue_full off, 1000
+    pending, 30 s send timeout, receiver queue 1000, 50 000 across partitions, Exclusive subscription."""
     driver = create_driver(ENDPOINT, None)
     producer = driver.producer("t", "p0", lambda v, lat: None, lambda v, e: None)
     consumer = driver.consumer("t", "sub", "c0")
@@ -133,7 +133,7 @@ def test_every_python_default_named_in_pitfalls_is_overridden(
     cdef = {k: v.default for k, v in
             inspect.signature(REAL_CLIENT.subscribe).parameters.items()}
     named = {
-        # setting: (Python default per pitfalls.md, OMB value we must pass)
+        # setting: (Python default, OMB value we must pass)
         "batching_enabled": (False, True),
         "block_if_queue_full": (False, True),
         "max_pending_messages": (1000, 0),

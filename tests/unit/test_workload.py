@@ -21,7 +21,7 @@ from pytest_brokerperf.workload import (
     shipped_workloads,
 )
 
-# omb.md §3.3 examples, field values only
+# OMB's workloads/*.yaml examples, field values only
 OMB_EXAMPLES: dict[str, str] = {
     "backlog": """
 name: Backlog for 200k rate 4 producers and 4 consumers on 1 topic / 100 partition

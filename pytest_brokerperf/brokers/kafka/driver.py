@@ -1,6 +1,6 @@
 """Kafka driver on confluent-kafka (librdkafka).
 
-Client-library facts this driver is built around (pitfalls.md §2):
+Client-library facts this driver is built around (confluent-kafka's and librdkafka's docs):
 
 * delivery callbacks run only inside ``poll()``; the engine calls ``service()`` after
   every burst, and publish latency comes from ``Message.latency()`` (librdkafka's own

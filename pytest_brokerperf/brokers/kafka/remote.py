@@ -1,4 +1,6 @@
-"""Remote clusters named by flags: ``--kafka-bootstrap`` plus ``--kafka-config`` (DESIGN §5, §7).
+"""Remote clusters named by flags: ``--kafka-bootstrap`` plus ``--kafka-config``.
+
+How remote runs stay safe: docs/how-to/remote.md.
 
 Nothing is started here; the endpoint describes how to reach a cluster someone else
 runs. The client properties file is Java-style (what ``kafka-*.sh --command-config``

@@ -1,6 +1,6 @@
 """Pulsar driver on pulsar-client (the C++ client's Python binding).
 
-Client-library facts this driver is built around (pitfalls.md §2, measured here):
+Client-library facts this driver is built around (pulsar-client's API docs, measured here):
 
 * **Defaults.** pulsar-client's Python defaults differ from OMB's Java driver (batching
   off, ``block_if_queue_full`` off, 1000 pending messages, 30 s send timeout, receiver
@@ -509,7 +509,7 @@ class PulsarAdmin:
         return int(got.get("partitions", 0)) if isinstance(got, dict) else 0
 
     def backlog(self, names: list[str]) -> dict[str, int]:
-        """Broker-side ``msgBacklog`` per subscription, summed over partitions (DESIGN §4)."""
+        """Broker-side ``msgBacklog`` per subscription, summed over partitions."""
         out: dict[str, int] = {}
         for name in names:
             path = self._topic_path(name)

@@ -1,4 +1,6 @@
-"""A remote Pulsar cluster named by ``--pulsar-url`` / ``--pulsar-admin-url`` (DESIGN §5, §7).
+"""A remote Pulsar cluster named by ``--pulsar-url`` / ``--pulsar-admin-url``.
+
+How remote runs stay safe: docs/how-to/remote.md.
 
 Nothing is started. The client config file is Pulsar's own ``conf/client.conf`` format
 (what ``pulsar-admin`` and ``pulsar-client`` read): ``authPlugin``, ``authParams``,
@@ -7,7 +9,7 @@ Nothing is started. The client config file is Pulsar's own ``conf/client.conf`` 
 :attr:`BrokerEndpoint.client_config` under ``auth_secret`` (which
 :meth:`BrokerEndpoint.redacted` hides) and no message quotes it.
 
-Remote-safety rules the driver follows (DESIGN §7): the run creates one namespace of
+Remote-safety rules the driver follows (docs/how-to/remote.md): the run creates one namespace of
 its own in an *existing* tenant (creating a tenant is a cluster-wide change and needs
 ``--brokerperf-allow-cluster-changes``), gives it a bounded retention, and deletes its
 topics and the namespace afterwards. The bookie journal (durability levels 1 vs 2) is

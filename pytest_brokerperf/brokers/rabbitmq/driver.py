@@ -1,6 +1,6 @@
 """RabbitMQ driver on pika, with *asynchronous* publisher confirms.
 
-Client-library facts this driver is built around (pitfalls.md §2, §9):
+Client-library facts this driver is built around (pika's and RabbitMQ's docs):
 
 * ``BlockingChannel.confirm_delivery()`` makes every publish wait for its confirm — one
   message in flight, a closed loop that open-loop pacing cannot survive. Producers here
