@@ -121,7 +121,8 @@ def fake_client(monkeypatch: pytest.MonkeyPatch) -> type[FakeClient]:
 def test_every_python_default_that_differs_from_omb_is_overridden(
         fake_client: type[FakeClient]) -> None:
     """pulsar-client's Python defaults: batching off, block_if_queue_full off, 1000
-    pending, 30 s send timeout, receiver queue 1000, 50 000 across partitions, Exclusive subscription."""
+    pending, 30 s send timeout, receiver queue 1000, 50 000 across partitions, Exclusive
+    subscription."""
     driver = create_driver(ENDPOINT, None)
     producer = driver.producer("t", "p0", lambda v, lat: None, lambda v, e: None)
     consumer = driver.consumer("t", "sub", "c0")
