@@ -30,6 +30,10 @@ class BrokerEndpoint:
     #: the durability level 1-4 this endpoint's tests run at (None: the driver file's
     #: settings as they are); the ``broker`` fixture sets it per test
     durability: int | None = None
+    #: a dry run's endpoint: nothing was started; the address is what a run would use
+    dry_run: bool = False
+    #: a dry run against a remote cluster that did not answer: why, for the plan
+    unreached: str | None = None
     info: dict[str, Any] = field(default_factory=dict)  # pids, data dirs, JVM flags, log paths
 
     def redacted(self) -> dict[str, Any]:
@@ -57,5 +61,6 @@ class BrokerEndpoint:
             "admin_url": self.admin_url,
             "client_config": cfg,
             "topology_check": self.topology_check,
+            **({"dry_run": True} if self.dry_run else {}),
             "info": info,
         }

@@ -7,7 +7,8 @@ The hierarchy, httpx style, so callers catch at the level they need::
     │   ├── WorkloadError      an OMB workload YAML that cannot be run
     │   └── SLOSyntaxError     an SLO expression or file that cannot be parsed
     ├── ProvisionError         a broker could not be started, reached or stopped
-    │   └── BrokerUnavailable  a broker or capability is missing here (tests skip)
+    │   ├── BrokerUnavailable  a broker or capability is missing here (tests skip)
+    │   └── ClusterUnreachable a remote cluster the user named did not answer (an error)
     ├── DriverError            a client library call failed (topic creation, ...)
     └── MeasurementError       the harness measured something impossible (a bug)
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 __all__ = [
     "BrokerPerfError",
     "BrokerUnavailable",
+    "ClusterUnreachable",
     "ConfigError",
     "DriverError",
     "MeasurementError",
@@ -52,6 +54,14 @@ class BrokerUnavailable(ProvisionError):
     """A broker, tool or capability is not available on this machine.
 
     Scenario tests turn this into a skip with the message as the reason.
+    """
+
+
+class ClusterUnreachable(ProvisionError):
+    """A remote cluster named by flags did not answer; the message names the address.
+
+    Never a skip: a CI gate pointed at a cluster that is down must not go green. The
+    session stops with pytest's usage-error exit code (4), distinct from a failed test.
     """
 
 

@@ -164,9 +164,13 @@ def broker(
     _brokerperf_processes: _BrokerProcesses,
 ) -> BrokerEndpoint:
     """A running, warmed broker of ``broker_kind`` at ``broker_durability`` (skips with
-    the reason if the broker, or that level on it, is unavailable)."""
+    the reason if the broker, or that level on it, is unavailable here).
+
+    A remote cluster the user named that does not answer is no skip: the session stops
+    with pytest's usage-error exit code (4), so a CI gate pointed at it cannot go green.
+    """
     from pytest_brokerperf import brokers
-    from pytest_brokerperf.errors import BrokerUnavailable
+    from pytest_brokerperf.errors import BrokerUnavailable, ClusterUnreachable
 
     settings = brokerperf_settings
     kind = brokers.get(broker_kind)
@@ -178,6 +182,8 @@ def broker(
         endpoint = _brokerperf_processes.get(broker_kind, broker_durability)
     except BrokerUnavailable as exc:
         pytest.skip(str(exc))
+    except ClusterUnreachable as exc:
+        pytest.exit(f"pytest-brokerperf: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
     return _at_level(endpoint, broker_durability)
 
 

@@ -338,9 +338,9 @@ def build_plan(settings: Settings, endpoint: BrokerEndpoint, prepared: PreparedR
             f"cluster-wide changes ({'; '.join(cluster_changes)}) need "
             "--brokerperf-allow-cluster-changes"
         )
-    if info.get("unreached"):
-        plan.notes.append(str(info["unreached"]))
-    elif info.get("dry_run") and endpoint.mode == "remote":
+    if endpoint.unreached:
+        plan.notes.append(endpoint.unreached)
+    elif endpoint.dry_run and endpoint.mode == "remote":
         plan.notes.append(f"cluster reached read-only: {endpoint.nodes} broker(s)")
     if endpoint.mode == "remote" and run_plan.keep_topics:
         plan.notes.append("--brokerperf-keep-topics: remove the topics with brokerperf cleanup")

@@ -15,13 +15,14 @@ Standard library only at import time: the client libraries load when a driver is
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from pytest_brokerperf.durability import LEVELS, SYNC_MIN_REPLICAS, check_level
-from pytest_brokerperf.errors import BrokerUnavailable
+from pytest_brokerperf.errors import BrokerUnavailable, ClusterUnreachable
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.driver import Driver
@@ -29,11 +30,29 @@ if TYPE_CHECKING:
     from pytest_brokerperf.endpoint import BrokerEndpoint
     from pytest_brokerperf.metrics.broker import Series
 
-__all__ = ["PROVISION_MODES", "BrokerType", "ManagedBroker", "Stoppable"]
+__all__ = [
+    "CONNECT_TIMEOUT_S", "DRY_RUN_CONNECT_TIMEOUT_S", "PROVISION_MODES", "BrokerType",
+    "ManagedBroker", "Stoppable", "unreachable",
+]
 
 #: The ways a broker can come to exist (``--brokerperf-provision``; ``auto`` resolves to
 #: one of the first two).
 PROVISION_MODES = ("process", "container", "remote")
+
+#: How long reaching a remote cluster may take, seconds (a dry run waits less).
+CONNECT_TIMEOUT_S = 15.0
+DRY_RUN_CONNECT_TIMEOUT_S = 5.0
+
+
+def unreachable(what: str, address: str, started: float, cause: str,
+                timeout_s: float, check: str) -> ClusterUnreachable:
+    """The error for a remote cluster that did not answer: the address tried, how long
+    the attempt really took and why it ended (refused at once, or no answer in time)."""
+    elapsed = time.monotonic() - started
+    how = (f"no answer within {timeout_s:.0f} s" if elapsed >= timeout_s * 0.9
+           else f"failed after {elapsed:.1f} s")
+    return ClusterUnreachable(
+        f"the remote {what} at {address} did not answer: {how} ({cause}); check {check}")
 
 
 class Stoppable(Protocol):
@@ -100,7 +119,7 @@ class BrokerType:
         elif mode == "container":
             managed = self.start_container(settings, workdir, durability)
         elif mode == "remote":
-            managed = self.reach_remote(settings)
+            managed = self.reach_remote(settings, timeout_s=CONNECT_TIMEOUT_S)
         else:
             raise BrokerUnavailable(f"unknown provisioning mode {mode!r}; expected one of "
                                     f"{', '.join(PROVISION_MODES)}")
@@ -122,19 +141,41 @@ class BrokerType:
             f"--brokerperf-provision=container is not available for {self.name!r} in this "
             "version; use --brokerperf-provision=process (local processes, no Docker needed)")
 
-    def reach_remote(self, settings: Settings) -> ManagedBroker:
-        """Reach a running cluster named by flags (read-only until the run creates topics)."""
+    def reach_remote(self, settings: Settings, *, timeout_s: float) -> ManagedBroker:
+        """Reach a running cluster named by flags, read-only (metadata only); raise
+        :class:`ClusterUnreachable` naming the address when it does not answer in time."""
         raise BrokerUnavailable(
             f"--brokerperf-provision=remote for {self.name!r} needs the remote-cluster "
             "flags, which are not available in this version")
 
+    def remote_address(self, settings: Settings) -> str | None:
+        """The address the remote-cluster flags name, credentials removed (None: none)."""
+        return None
+
     def dry_run_endpoint(self, settings: Settings) -> BrokerEndpoint:
-        """The endpoint a dry run plans against: nothing is started or created."""
+        """The endpoint a dry run plans against: nothing is started or created.
+
+        A remote cluster is reached read-only (metadata only), so the plan picks the
+        driver config the real run would; when it does not answer, the plan assumes
+        ``--brokerperf-nodes`` nodes and says why. Local brokers are not started.
+        """
         from pytest_brokerperf.endpoint import BrokerEndpoint
 
+        unreached = None
+        if settings.remote:
+            try:
+                managed = self.reach_remote(settings, timeout_s=DRY_RUN_CONNECT_TIMEOUT_S)
+            except ClusterUnreachable as exc:
+                why = str(exc).split("; check ")[0]
+                unreached = (f"cluster not reached ({why}); the plan assumes "
+                             f"{settings.nodes} broker(s) (--brokerperf-nodes)")
+            else:
+                return replace(managed.endpoint, dry_run=True)
+        address = self.remote_address(settings) if settings.remote else None
         return BrokerEndpoint(
-            kind=self.name, bootstrap="(not started: dry run)",
-            mode=settings.provision_effective, nodes=settings.nodes, info={"dry_run": True})
+            kind=self.name, bootstrap=address or "(not started: dry run)",
+            mode=settings.provision_effective, nodes=settings.nodes,
+            dry_run=True, unreached=unreached)
 
     # -- durability ----------------------------------------------------------------------
     def unavailable_level(self, level: int) -> BrokerUnavailable:

@@ -21,7 +21,7 @@ from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster
 from pytest_brokerperf.brokers.kafka.remote import load_client_config, remote_kafka_endpoint
 from pytest_brokerperf.cli import main as brokerperf_main
 from pytest_brokerperf.config import Settings
-from pytest_brokerperf.errors import BrokerUnavailable
+from pytest_brokerperf.errors import ClusterUnreachable
 from pytest_brokerperf.warmup import warm_broker
 
 PASSWORD = f"pw-{secrets.token_hex(12)}"
@@ -93,7 +93,7 @@ def test_sasl_is_enforced(sasl_kafka: SaslKafka, tmp_path: Path) -> None:
     wrong = _properties(tmp_path / "wrong.properties", "not-the-password")
     settings = Settings.resolve({"brokerperf_kafka_bootstrap": sasl_kafka.bootstrap,
                                  "brokerperf_kafka_config": str(wrong)}, {}, {})
-    with pytest.raises(BrokerUnavailable, match="did not answer"):
+    with pytest.raises(ClusterUnreachable, match=f"at {sasl_kafka.bootstrap} did not answer"):
         remote_kafka_endpoint(settings, timeout_s=5)
 
 

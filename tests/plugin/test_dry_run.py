@@ -93,3 +93,38 @@ producerConfig: |
                   f"--brokerperf-driver={suite.path / 'reset_driver.yaml'}")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*sets OMB's `reset: true`*refused against a remote*"])
+
+
+@pytest.mark.parametrize("broker", ["pulsar", "rabbitmq"])
+def test_every_broker_prints_a_local_dry_run_plan(suite: pytest.Pytester, broker: str) -> None:
+    result = _run(suite, "--brokerperf-dry-run", f"--broker={broker}")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines([f"*target      {broker} process (not started: dry run)*",
+                                 "*SKIPPED*DRY RUN: plan printed, nothing created*"])
+
+
+def test_a_remote_dry_run_names_the_address_it_could_not_reach(suite: pytest.Pytester) -> None:
+    result = _run(suite, "--brokerperf-dry-run", "--broker=rabbitmq",
+                  "--rabbitmq-url=amqp://u:sekret@127.0.0.1:1/")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines([
+        "*target      rabbitmq remote amqp://127.0.0.1:1/;*",
+        "*note        cluster not reached (the remote RabbitMQ at amqp://127.0.0.1:1/ did not "
+        "answer: failed after*the plan assumes 1 broker(s)*"])
+    assert "reached read-only" not in result.stdout.str()
+    assert "sekret" not in result.stdout.str() + result.stderr.str()
+
+
+@pytest.mark.parametrize("flags", [
+    ("--broker=rabbitmq", "--rabbitmq-url=amqp://u:sekret@127.0.0.1:1/"),
+    ("--broker=pulsar", "--pulsar-url=pulsar://127.0.0.1:1",
+     "--pulsar-admin-url=http://127.0.0.1:1"),
+], ids=["rabbitmq", "pulsar"])
+def test_an_unreachable_remote_cluster_is_a_usage_error_not_a_skip(
+        suite: pytest.Pytester, flags: tuple[str, ...]) -> None:
+    result = _run(suite, *flags)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(["*pytest-brokerperf: the remote * at *127.0.0.1:1* did not "
+                                 "answer: failed after *; check --*"])
+    assert "sekret" not in result.stdout.str() + result.stderr.str()
+    assert not (suite.path / "res" / "results.jsonl").exists()

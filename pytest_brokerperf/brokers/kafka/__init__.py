@@ -11,6 +11,7 @@ AutoMQ reuse it through :class:`KafkaProtocolBroker`.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -69,15 +70,26 @@ class KafkaProtocolBroker(BrokerType):
             f"install); point it at a running {self.name} cluster: "
             "--kafka-bootstrap=HOST:PORT (remote mode)")
 
-    def reach_remote(self, settings: Settings) -> ManagedBroker:
+    def reach_remote(self, settings: Settings, *, timeout_s: float) -> ManagedBroker:
         from pytest_brokerperf.brokers.kafka.remote import remote_kafka_endpoint
 
-        return ManagedBroker(remote_kafka_endpoint(settings, kind=self.name))  # nothing to stop
+        # nothing to stop: someone else runs it
+        return ManagedBroker(remote_kafka_endpoint(settings, timeout_s, kind=self.name))
+
+    def remote_address(self, settings: Settings) -> str | None:
+        return settings.kafka_bootstrap
 
     def dry_run_endpoint(self, settings: Settings) -> BrokerEndpoint:
-        from pytest_brokerperf.brokers.kafka.remote import dry_run_endpoint
+        """The generic dry-run endpoint, plus the security the client config names."""
+        from pytest_brokerperf.brokers.kafka.remote import client_config
 
-        return dry_run_endpoint(self.name, settings)
+        endpoint = super().dry_run_endpoint(settings)
+        client, _ = client_config(settings)
+        if not client or "security_protocol" in endpoint.info:
+            return endpoint
+        return replace(endpoint, info={
+            **endpoint.info, "security_protocol": client.get("security.protocol", "PLAINTEXT"),
+            "sasl_mechanism": client.get("sasl.mechanism")})
 
     def prometheus_figures(self, series: Series) -> dict[str, float]:
         from pytest_brokerperf.brokers.kafka.metrics import kafka_figures

@@ -12,22 +12,20 @@ through :meth:`BrokerEndpoint.redacted` only, and no message here quotes a value
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_brokerperf.brokers.base import CONNECT_TIMEOUT_S, unreachable
 from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.errors import BrokerUnavailable, ConfigError
 
 if TYPE_CHECKING:
     from pytest_brokerperf.config import Settings
 
-__all__ = ["dry_run_endpoint", "load_client_config", "remote_kafka_endpoint", "secret_key"]
+__all__ = ["client_config", "load_client_config", "remote_kafka_endpoint", "secret_key"]
 
 _SECRET_WORDS = ("password", "secret", "jaas", "token", "private", "credential")
-
-#: The connectivity check's time budget, seconds (a dry run waits less).
-CONNECT_TIMEOUT_S = 15.0
-DRY_RUN_CONNECT_TIMEOUT_S = 5.0
 
 
 def secret_key(key: str) -> bool:
@@ -92,10 +90,9 @@ def remote_kafka_endpoint(settings: Settings, timeout_s: float = CONNECT_TIMEOUT
     """Reach the cluster named by ``--kafka-bootstrap`` (read-only: metadata only).
 
     ``kind`` names the Kafka-protocol flavour (``kafka``, ``redpanda``, ``automq``): it
-    picks the default driver config and labels the results.
-
-    Raises :class:`BrokerUnavailable` (the test skips with the reason) when the cluster
-    does not answer within ``timeout_s``.
+    picks the default driver config and labels the results. Raises
+    :class:`ClusterUnreachable` naming the address when the cluster does not answer
+    within ``timeout_s``.
     """
     bootstrap = settings.kafka_bootstrap
     if not bootstrap:
@@ -103,10 +100,7 @@ def remote_kafka_endpoint(settings: Settings, timeout_s: float = CONNECT_TIMEOUT
             f"remote {kind} needs --kafka-bootstrap=HOST:PORT[,HOST:PORT] (and "
             "--kafka-config for TLS or SASL)"
         )
-    client: dict[str, str] = {}
-    notes: list[str] = []
-    if settings.kafka_config is not None:
-        client, notes = load_client_config(Path(settings.kafka_config))
+    client, notes = client_config(settings)
     info: dict[str, Any] = {
         "client_config_file": str(settings.kafka_config) if settings.kafka_config else None,
         "client_config_notes": notes,
@@ -117,15 +111,14 @@ def remote_kafka_endpoint(settings: Settings, timeout_s: float = CONNECT_TIMEOUT
     from confluent_kafka.admin import AdminClient
 
     admin = AdminClient({**client, "bootstrap.servers": bootstrap, "log_level": 0})
+    started = time.monotonic()
     try:
         desc = admin.describe_cluster(request_timeout=timeout_s).result(timeout=timeout_s + 5)
     except (KafkaException, TimeoutError, RuntimeError) as e:
-        raise BrokerUnavailable(
-            f"the remote {kind} cluster at {bootstrap} did not answer within "
-            f"{timeout_s:.0f} s ({type(e).__name__}: {str(e)[:300]}); check "
+        raise unreachable(
+            f"{kind} cluster", bootstrap, started, f"{type(e).__name__}: {str(e)[:200]}", timeout_s,
             "--kafka-bootstrap, --kafka-config (security.protocol, sasl.*, ssl.*) and the "
-            "network path"
-        ) from None
+            "network path") from None
     info["cluster_id"] = desc.cluster_id
     info["brokers"] = sorted(
         (f"{n.id}@{n.host}:{n.port}" for n in desc.nodes), key=lambda x: int(x.split("@")[0])
@@ -145,37 +138,8 @@ def remote_kafka_endpoint(settings: Settings, timeout_s: float = CONNECT_TIMEOUT
     )
 
 
-def dry_run_endpoint(kind: str, settings: Settings) -> BrokerEndpoint:
-    """The endpoint a dry run plans against: nothing is started or created.
-
-    A remote Kafka cluster is asked for its metadata (read-only), so the plan picks the
-    driver config the real run would (RF 3 on three or more brokers); when it does not
-    answer, the plan assumes ``--brokerperf-nodes`` brokers and says so. Local brokers
-    are not started: the plan uses ``--brokerperf-nodes``.
-    """
-    info: dict[str, Any] = {"dry_run": True}
-    kafka_protocol = kind in ("kafka", *FLAVOUR_NOTES)
-    if settings.remote and kafka_protocol:
-        try:
-            endpoint = remote_kafka_endpoint(settings, timeout_s=DRY_RUN_CONNECT_TIMEOUT_S,
-                                             kind=kind)
-        except BrokerUnavailable as exc:
-            info["unreached"] = (
-                f"cluster not reached ({str(exc).split(' (')[0]}); the plan assumes "
-                f"{settings.nodes} broker(s) (--brokerperf-nodes)"
-            )
-        else:
-            endpoint.info.update(info)
-            return endpoint
-    if settings.kafka_config is not None and kafka_protocol:
-        client, _ = load_client_config(Path(settings.kafka_config))
-        info["security_protocol"] = client.get("security.protocol", "PLAINTEXT")
-        info["sasl_mechanism"] = client.get("sasl.mechanism")
-    return BrokerEndpoint(
-        kind=kind,
-        bootstrap=settings.kafka_bootstrap or "(not started: dry run)",
-        mode=settings.provision_effective,
-        nodes=settings.nodes,
-        topology_check=False,
-        info=info,
-    )
+def client_config(settings: Settings) -> tuple[dict[str, str], list[str]]:
+    """``--kafka-config`` as librdkafka settings and notes (empty without the flag)."""
+    if settings.kafka_config is None:
+        return {}, []
+    return load_client_config(Path(settings.kafka_config))

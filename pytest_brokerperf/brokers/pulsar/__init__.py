@@ -60,19 +60,14 @@ class PulsarBroker(BrokerType):
                                       workdir=workdir, durability=durability)
         return ManagedBroker(standalone.start(), standalone)
 
-    def reach_remote(self, settings: Settings) -> ManagedBroker:
+    def reach_remote(self, settings: Settings, *, timeout_s: float) -> ManagedBroker:
         from pytest_brokerperf.brokers.pulsar.remote import remote_pulsar_endpoint
 
-        # a declared level: the bookie journal is not visible remotely
-        return ManagedBroker(remote_pulsar_endpoint(settings))  # nothing to stop
+        # a level is the user's declaration: the bookie journal is not visible remotely
+        return ManagedBroker(remote_pulsar_endpoint(settings, timeout_s))  # nothing to stop
 
-    def dry_run_endpoint(self, settings: Settings) -> BrokerEndpoint:
-        from pytest_brokerperf.endpoint import BrokerEndpoint
-
-        return BrokerEndpoint(
-            kind=self.name, bootstrap=settings.pulsar_url or "(not started: dry run)",
-            mode=settings.provision_effective, nodes=settings.nodes,
-            admin_url=settings.pulsar_admin_url, info={"dry_run": True})
+    def remote_address(self, settings: Settings) -> str | None:
+        return settings.pulsar_url
 
     def level_settings(self, level: int, *, nodes: int = 1,
                        shape: Mapping[str, int | None] | None = None) -> dict[str, Any]:

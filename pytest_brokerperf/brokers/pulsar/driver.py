@@ -580,7 +580,8 @@ class PulsarDriver:
             self.namespace = f"{tenant}/{prefix}-{secrets.token_hex(4)}"
         if not self._key:
             self._key = f"{self.namespace}@{id(self)}"
-        if not self.service_url.startswith(("pulsar://", "pulsar+ssl://")):
+        if not self.endpoint.dry_run and not self.service_url.startswith(
+                ("pulsar://", "pulsar+ssl://")):
             raise ConfigError(
                 f"Pulsar service URL {self.service_url!r} must start with pulsar:// or "
                 "pulsar+ssl://")

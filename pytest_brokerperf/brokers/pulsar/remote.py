@@ -20,11 +20,13 @@ declares the level.
 from __future__ import annotations
 
 import json
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_brokerperf.brokers.base import CONNECT_TIMEOUT_S, unreachable
 from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.errors import BrokerUnavailable, ConfigError
 
@@ -33,7 +35,6 @@ if TYPE_CHECKING:
 
 __all__ = ["CLIENT_CONF_KEYS", "load_pulsar_client_config", "remote_pulsar_endpoint"]
 
-CONNECT_TIMEOUT_S = 15.0
 
 #: client.conf key -> endpoint client_config key
 CLIENT_CONF_KEYS = {
@@ -85,23 +86,25 @@ def load_pulsar_client_config(path: Path) -> tuple[dict[str, str], list[str]]:
     return settings, notes
 
 
-def _get(url: str, token: str | None, context: Any) -> tuple[int, str]:
+def _get(url: str, token: str | None, context: Any,
+         timeout_s: float = CONNECT_TIMEOUT_S) -> tuple[int, str]:
     headers = {"Accept": "application/json"}
     if token:
         headers["Authorization"] = f"Bearer {token}"
     req = urllib.request.Request(url, headers=headers)
     try:
-        with urllib.request.urlopen(req, timeout=CONNECT_TIMEOUT_S, context=context) as r:
+        with urllib.request.urlopen(req, timeout=timeout_s, context=context) as r:
             return int(r.status), r.read().decode("utf-8", "replace")
     except urllib.error.HTTPError as e:
         return int(e.code), ""
 
 
-def remote_pulsar_endpoint(settings: Settings) -> BrokerEndpoint:
+def remote_pulsar_endpoint(settings: Settings,
+                           timeout_s: float = CONNECT_TIMEOUT_S) -> BrokerEndpoint:
     """Reach the cluster named by ``--pulsar-url``/``--pulsar-admin-url`` (read-only).
 
-    Raises :class:`BrokerUnavailable` (the test skips with the reason) when the admin API
-    does not answer within :data:`CONNECT_TIMEOUT_S`.
+    Raises :class:`ClusterUnreachable` naming the admin URL when its admin API does not
+    answer within ``timeout_s``.
     """
     service, admin = settings.pulsar_url, settings.pulsar_admin_url
     if not service or not admin:
@@ -125,15 +128,15 @@ def remote_pulsar_endpoint(settings: Settings) -> BrokerEndpoint:
         "tls": service.startswith("pulsar+ssl://"),
         "allow_cluster_changes": bool(settings.allow_cluster_changes),
     }
+    started = time.monotonic()
     try:
-        code, body = _get(f"{admin}/admin/v2/clusters", token, context)
+        code, body = _get(f"{admin}/admin/v2/clusters", token, context, timeout_s)
     except (OSError, urllib.error.URLError) as e:
-        raise BrokerUnavailable(
-            f"the remote Pulsar admin API at {admin} did not answer within "
-            f"{CONNECT_TIMEOUT_S:.0f} s ({type(e).__name__}: {str(e)[:300]}); check "
+        raise unreachable(
+            "Pulsar admin API", admin, started, f"{type(e).__name__}: {str(e)[:200]}",
+            timeout_s,
             "--pulsar-admin-url, --pulsar-config (authPlugin, authParams, tls*) and the "
-            "network path"
-        ) from None
+            "network path") from None
     if code in (401, 403):
         info["clusters"] = f"not readable (HTTP {code}): the role may lack superuser rights"
     elif code == 200:
@@ -145,7 +148,7 @@ def remote_pulsar_endpoint(settings: Settings) -> BrokerEndpoint:
         raise BrokerUnavailable(f"the remote Pulsar admin API at {admin} answered HTTP {code}")
     version = "unknown (remote)"
     try:
-        code, body = _get(f"{admin}/admin/v2/brokers/version", token, context)
+        code, body = _get(f"{admin}/admin/v2/brokers/version", token, context, timeout_s)
         if code == 200 and body.strip():
             version = body.strip().strip('"')
     except (OSError, urllib.error.URLError):

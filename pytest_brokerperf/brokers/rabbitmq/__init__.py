@@ -59,10 +59,16 @@ class RabbitMQBroker(BrokerType):
         cluster = RabbitMQProcessCluster(nodes=settings.nodes, workdir=workdir)
         return ManagedBroker(cluster.start(), cluster)
 
-    def reach_remote(self, settings: Settings) -> ManagedBroker:
+    def reach_remote(self, settings: Settings, *, timeout_s: float) -> ManagedBroker:
         from pytest_brokerperf.brokers.rabbitmq.remote import remote_rabbitmq_endpoint
 
-        return ManagedBroker(remote_rabbitmq_endpoint(settings))  # nothing to stop
+        return ManagedBroker(remote_rabbitmq_endpoint(settings, timeout_s))  # nothing to stop
+
+    def remote_address(self, settings: Settings) -> str | None:
+        """The URIs without user and password."""
+        from pytest_brokerperf.brokers.rabbitmq.remote import split_credentials
+
+        return ",".join(split_credentials(u)[0] for u in settings.rabbitmq_url) or None
 
     def check_offered(self, level: int | None, nodes: int, *, remote: bool = False) -> None:
         super().check_offered(level, nodes, remote=remote)

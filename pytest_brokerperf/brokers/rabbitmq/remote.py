@@ -14,9 +14,11 @@ URIs, which the user declares).
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
+from pytest_brokerperf.brokers.base import CONNECT_TIMEOUT_S, unreachable
 from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.errors import BrokerUnavailable, ConfigError
 
@@ -25,7 +27,6 @@ if TYPE_CHECKING:
 
 __all__ = ["remote_rabbitmq_endpoint", "split_credentials"]
 
-CONNECT_TIMEOUT_S = 15.0
 
 
 def split_credentials(uri: str) -> tuple[str, str | None, str | None]:
@@ -46,12 +47,13 @@ def _text(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-def remote_rabbitmq_endpoint(settings: Settings) -> BrokerEndpoint:
+def remote_rabbitmq_endpoint(settings: Settings,
+                             timeout_s: float = CONNECT_TIMEOUT_S) -> BrokerEndpoint:
     """Reach the broker named by ``--rabbitmq-url`` (one connection, then closed).
 
-    Raises :class:`BrokerUnavailable` (the test skips with the reason) when it does not
-    answer within :data:`CONNECT_TIMEOUT_S`, and :class:`ConfigError` for URIs with
-    different credentials.
+    Raises :class:`ClusterUnreachable` naming the URI (without credentials) when it does
+    not answer within ``timeout_s``, and :class:`ConfigError` for URIs with different
+    credentials.
     """
     import pika
 
@@ -74,17 +76,18 @@ def remote_rabbitmq_endpoint(settings: Settings) -> BrokerEndpoint:
     params = pika.URLParameters(clean[0])
     if user is not None:
         params.credentials = pika.PlainCredentials(user, password or "")
-    params.socket_timeout = CONNECT_TIMEOUT_S
-    params.stack_timeout = CONNECT_TIMEOUT_S
+    params.socket_timeout = timeout_s
+    params.stack_timeout = timeout_s
     params.connection_attempts = 1
     params.client_properties = {"connection_name": "brokerperf-probe"}
+    started = time.monotonic()
     try:
         conn = pika.BlockingConnection(params)
     except Exception as e:  # AMQPConnectionError and friends; never quote the URI
-        raise BrokerUnavailable(
-            f"the remote RabbitMQ at {clean[0]} did not accept a connection within "
-            f"{CONNECT_TIMEOUT_S:.0f} s ({type(e).__name__}); check --rabbitmq-url (host, "
-            "port, vhost, user and password) and the network path") from None
+        raise unreachable(
+            "RabbitMQ", clean[0], started, type(e).__name__, timeout_s,
+            "--rabbitmq-url (host, port, vhost, user and password) and the network path",
+        ) from None
     try:
         props = dict(conn._impl.server_properties or {})
     finally:
