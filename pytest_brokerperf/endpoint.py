@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_brokerperf.redaction import SecretDict, redact
+
 __all__ = ["BrokerEndpoint"]
 
 
@@ -36,22 +38,19 @@ class BrokerEndpoint:
     unreached: str | None = None
     info: dict[str, Any] = field(default_factory=dict)  # pids, data dirs, JVM flags, log paths
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.client_config, SecretDict):  # reprs mask secrets
+            object.__setattr__(self, "client_config", SecretDict(self.client_config))
+
     def redacted(self) -> dict[str, Any]:
         """A JSON-safe description with secrets removed, for manifests and results."""
-        secret_words = ("password", "secret", "sasl.jaas", "token", "key")
-        cfg = {
-            k: ("***" if any(w in k.lower() for w in secret_words) else v)
-            for k, v in self.client_config.items()
-        }
+        cfg = redact(self.client_config)
         info = dict(self.info)
         if self.durability is not None:
             info["durability"] = self.durability
         overrides = info.get("broker_overrides")
         if isinstance(overrides, dict):  # e.g. a SASL listener's JAAS line with passwords
-            info["broker_overrides"] = {
-                k: ("***" if any(w in k.lower() for w in secret_words) else v)
-                for k, v in overrides.items()
-            }
+            info["broker_overrides"] = redact(overrides)
         return {
             "kind": self.kind,
             "bootstrap": self.bootstrap,

@@ -128,3 +128,33 @@ def test_an_unreachable_remote_cluster_is_a_usage_error_not_a_skip(
                                  "answer: failed after *; check --*"])
     assert "sekret" not in result.stdout.str() + result.stderr.str()
     assert not (suite.path / "res" / "results.jsonl").exists()
+
+
+@pytest.mark.parametrize("dry_run", [False, True], ids=["run", "dry-run"])
+def test_a_refused_client_config_never_shows_its_password(suite: pytest.Pytester,
+                                                           dry_run: bool) -> None:
+    props = suite.path / "client.properties"
+    props.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=BOGUS\n"
+                     "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule "
+                     'required username="u" password="TOPSECRET";\n')
+    junit = suite.path / "junit.xml"
+    result = _run(suite, "--kafka-bootstrap=127.0.0.1:1", f"--kafka-config={props}",
+                  f"--junitxml={junit}", "--tb=long", "--showlocals",
+                  *(["--brokerperf-dry-run"] if dry_run else []))
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines([f"*{props}: librdkafka refused the Kafka client config*BOGUS*"])
+    shown = result.stdout.str() + result.stderr.str() + junit.read_text()
+    assert "TOPSECRET" not in shown
+
+
+def test_client_configs_mask_secrets_in_their_repr() -> None:
+    from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.redaction import SecretDict
+
+    conf = SecretDict({"sasl.password": "TOPSECRET", "sasl.username": "u", "acks": "all"})
+    assert "TOPSECRET" not in repr(conf) and "TOPSECRET" not in str(conf)
+    assert "'acks': 'all'" in repr(conf) and conf["sasl.password"] == "TOPSECRET"
+    ep = BrokerEndpoint(kind="kafka", bootstrap="h:1", mode="remote",
+                        client_config={"sasl.jaas.config": "password=TOPSECRET"})
+    assert "TOPSECRET" not in repr(ep)
+    assert ep.redacted()["client_config"] == {"sasl.jaas.config": "***"}

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_brokerperf.errors import ConfigError
+from pytest_brokerperf.redaction import SecretDict
 from pytest_brokerperf.safety import created_at
 
 __all__ = ["Leftover", "cleanup", "parse_age", "select"]
@@ -82,7 +83,7 @@ def _admin(bootstrap: str, config: Path | None) -> Any:
     client: dict[str, str] = {}
     if config is not None:
         client, _ = load_client_config(config)
-    return AdminClient({**client, "bootstrap.servers": bootstrap, "log_level": 0})
+    return AdminClient(SecretDict({**client, "bootstrap.servers": bootstrap, "log_level": 0}))
 
 
 def cleanup(*, bootstrap: str, prefix: str, older_than_s: float, config: Path | None = None,

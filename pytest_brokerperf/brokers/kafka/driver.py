@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_brokerperf.brokers.driver import AckCallback, ErrorCallback, QueueFull
 from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.errors import ConfigError, DriverError
+from pytest_brokerperf.redaction import SecretDict, redact
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.kafka.config import KafkaDriverConfig
@@ -159,7 +160,7 @@ class _KafkaAdmin:
         from confluent_kafka.admin import AdminClient
 
         self._driver = driver
-        conf: dict[str, Any] = dict(driver.config.admin_settings(driver.endpoint.bootstrap))
+        conf = SecretDict(driver.config.admin_settings(driver.endpoint.bootstrap))
         conf.update(driver.endpoint.client_config)
         self._admin = AdminClient(conf)
 
@@ -295,7 +296,7 @@ class KafkaDriver:
         return str(self.config.name)
 
     def _with_endpoint(self, settings: dict[str, str]) -> dict[str, Any]:
-        conf: dict[str, Any] = dict(self.endpoint.client_config)
+        conf = SecretDict(self.endpoint.client_config)  # its repr masks secrets
         conf.update(settings)
         conf.update(self.extra)
         if self.stats_interval_ms > 0:
@@ -369,11 +370,6 @@ class KafkaDriver:
 
     def describe(self) -> dict[str, Any]:
         import confluent_kafka
-
-        secret = ("password", "secret", "jaas", "token")
-
-        def redact(d: dict[str, Any]) -> dict[str, Any]:
-            return {k: ("***" if any(s in k.lower() for s in secret) else v) for k, v in d.items()}
 
         return {
             "driver": self.name,

@@ -19,18 +19,12 @@ from typing import TYPE_CHECKING, Any
 from pytest_brokerperf.brokers.base import CONNECT_TIMEOUT_S, unreachable
 from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.errors import BrokerUnavailable, ConfigError
+from pytest_brokerperf.redaction import MASK, SecretDict, is_secret
 
 if TYPE_CHECKING:
     from pytest_brokerperf.config import Settings
 
-__all__ = ["client_config", "load_client_config", "remote_kafka_endpoint", "secret_key"]
-
-_SECRET_WORDS = ("password", "secret", "jaas", "token", "private", "credential")
-
-
-def secret_key(key: str) -> bool:
-    """Whether a client property's value must never be shown."""
-    return any(w in key.lower() for w in _SECRET_WORDS)
+__all__ = ["client_config", "load_client_config", "remote_kafka_endpoint"]
 
 
 def load_client_config(path: Path) -> tuple[dict[str, str], list[str]]:
@@ -54,8 +48,7 @@ def load_client_config(path: Path) -> tuple[dict[str, str], list[str]]:
             "`name=value` lines (security.protocol=SASL_SSL, sasl.mechanism=PLAIN, ...)."
         ) from None
     notes: list[str] = []
-    settings: dict[str, str] = {}
-    secrets = [v for k, v in props.items() if secret_key(k) and v]
+    settings = SecretDict()  # its repr masks secrets, also in tracebacks
     for key, value in props.items():
         if key == "bootstrap.servers":
             notes.append("bootstrap.servers in the client config ignored: --kafka-bootstrap wins")
@@ -68,8 +61,9 @@ def load_client_config(path: Path) -> tuple[dict[str, str], list[str]]:
             key_notes = []
         settings.update(out)
         for note in key_notes:
-            for secret in secrets:
-                note = note.replace(secret, "***")
+            for name, secret in props.items():
+                if secret and is_secret(name):
+                    note = note.replace(secret, MASK)
             notes.append(note.replace("admin: ", "", 1))
     return settings, notes
 
@@ -110,8 +104,14 @@ def remote_kafka_endpoint(settings: Settings, timeout_s: float = CONNECT_TIMEOUT
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient({**client, "bootstrap.servers": bootstrap, "log_level": 0})
     started = time.monotonic()
+    try:
+        admin = AdminClient(SecretDict({**client, "bootstrap.servers": bootstrap,
+                                        "log_level": 0}))
+    except KafkaException as e:  # librdkafka refused the configuration itself
+        raise ConfigError(
+            f"{settings.kafka_config}: librdkafka refused the Kafka client config "
+            f"({e.args[0].str() if e.args else e}); fix the property it names") from None
     try:
         desc = admin.describe_cluster(request_timeout=timeout_s).result(timeout=timeout_s + 5)
     except (KafkaException, TimeoutError, RuntimeError) as e:
