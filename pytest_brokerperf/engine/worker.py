@@ -152,6 +152,9 @@ class Worker:
         self.ack_ledger = AckLedger()
         self.schedule: Schedule | None = None
         self.pending_schedule: Schedule | None = None
+        #: a rate change (rate, at ns) the pacer applies to its own schedule, so the
+        #: slots already due at that moment are carried over, never dropped
+        self.pending_rate: tuple[float, int] | None = None
         self.probe_request = threading.Event()
         self.producers: list[_ProducerState] = []
         self.producer_thread: threading.Thread | None = None
@@ -242,6 +245,10 @@ class Worker:
                 self._send_probe()
             if self.pending_schedule is not None:
                 self.schedule, self.pending_schedule = self.pending_schedule, None
+            if self.pending_rate is not None:
+                (rate, at_ns), self.pending_rate = self.pending_rate, None
+                self.schedule = (self.schedule.rebased(rate, at_ns) if self.schedule is not None
+                                 else Schedule(max(rate, 1.0), at_ns))
             sched = self.schedule
             if sched is not None and not self.producers_stop.is_set():
                 now = _mono()
@@ -479,7 +486,7 @@ def worker_main(conn: Connection, assignment: WorkerAssignment) -> None:
                 w.pending_schedule = Schedule(rate, start_ns) if rate > 0 else None
                 result = None
             elif cmd == "adjust_rate":
-                w.pending_schedule = Schedule(max(arg, 1.0), _mono())
+                w.pending_rate = (float(arg), _mono())
                 result = None
             elif cmd == "snapshot":
                 result = w.snapshot()

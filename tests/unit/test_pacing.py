@@ -46,3 +46,35 @@ def test_rebase_has_one_per_second_floor():
 def test_rate_must_be_positive(rate):
     with pytest.raises(ValueError, match="rate must be > 0"):
         Schedule(rate, 0)
+
+
+def test_a_rate_change_carries_the_slots_already_due() -> None:
+    """The slots due under the old rate and not yet sent keep their intended times and
+    go first; the new rate's slots start at the change (they were dropped before)."""
+    old = Schedule(1000.0, start_ns=0)
+    for _ in range(500):  # the sender stalled: 500 of the 1001 slots due at 1 s were sent
+        old.take()
+    new = old.rebased(2000.0, now_ns=1_000_000_000)
+    assert new.owed_count() == 501
+    assert new.due(1_000_000_000) == 502  # 501 owed + the new rate's first slot
+    owed = [new.take() for _ in range(501)]
+    assert owed[0] == 500_000_000 and owed[-1] == 1_000_000_000
+    assert new.next_ns() == 1_000_000_000 and new.take() == 1_000_000_000
+    assert new.take() == 1_000_500_000  # then the new rate: 0.5 ms apart
+    assert new.owed_count() == 0
+
+
+def test_rate_changes_chain_their_owed_slots_in_order() -> None:
+    s = Schedule(10.0, start_ns=0)  # nothing sent: slots at 0, 100, 200 ms due at 250 ms
+    s = s.rebased(100.0, now_ns=250_000_000)
+    s = s.rebased(1.0, now_ns=260_000_000)  # + 2 of the 100 msg/s rate (250, 260 ms)
+    times = [s.take() for _ in range(s.due(260_000_000))]  # + the 1 msg/s rate's first
+    assert times == [0, 100_000_000, 200_000_000, 250_000_000, 260_000_000, 260_000_000]
+    assert s.due(260_000_000) == 0 and s.next_ns() == 1_260_000_000
+
+
+def test_a_sender_on_time_owes_nothing_at_a_rate_change() -> None:
+    s = Schedule(1000.0, start_ns=0)
+    while s.due(10_000_000):
+        s.take()
+    assert s.rebased(10.0, now_ns=10_000_000).owed_count() == 0
