@@ -241,7 +241,9 @@ def _merge_period(index: int, phase: str, start_ns: int, elapsed_s: float,
         ps.messages_sent += t["acked"] - p.get("acked", 0)
         ps.bytes_sent += t["acked_bytes"] - p.get("acked_bytes", 0)
         ps.send_errors += t["send_errors"] - p.get("send_errors", 0)
-        ps.messages_received += t["received"] - p.get("received", 0)
+        # consume throughput counts every delivery (as OMB does); backlog, distinct ones
+        ps.messages_received += (t["received"] + t["redelivered"]
+                                 - p.get("received", 0) - p.get("redelivered", 0))
         ps.bytes_received += t["received_bytes"] - p.get("received_bytes", 0)
         ps.total_sent += t["acked"]
         ps.total_send_errors += t["send_errors"]
@@ -576,7 +578,8 @@ class LoadSession:
         flush = _broadcast(self.workers, "stop_producers", plan.flush_timeout_s,
                            timeout_s=plan.flush_timeout_s + 30)
         outstanding = sum(f["outstanding"] for f in flush)
-        drain_complete = _await_drain(self.workers, self.subs_per_topic, plan.drain_timeout_s)
+        drain_complete, settled = _await_drain(self.workers, self.subs_per_topic,
+                                               plan.drain_timeout_s)
         finals = _broadcast(self.workers, "final", timeout_s=120)
         end = _now_iso()
         for f in finals:
@@ -589,6 +592,7 @@ class LoadSession:
             [r for f in finals for r in f["receipts"]],
             subs_of_producer,
             duplicate_acks=sum(f["duplicate_acks"] for f in finals),
+            settled=settled,
         )
         totals: dict[str, int] = {}
         for f in finals:
@@ -693,17 +697,31 @@ def _await_readiness(workers: list[_WorkerHandle], subscriptions: list[str],
             )
 
 
-def _await_drain(workers: list[_WorkerHandle], subs_per_topic: int, timeout_s: float) -> bool:
-    """After producers stop, wait (bounded) until consumers received every acked message."""
+#: A drain that ends with no distinct message for this long has settled: what is missing
+#: then is lost, not still on its way.
+DRAIN_IDLE_S = 5.0
+
+
+def _await_drain(workers: list[_WorkerHandle], subs_per_topic: int,
+                 timeout_s: float) -> tuple[bool, bool]:
+    """After producers stop, wait (bounded) until consumers received every acked message.
+
+    Counts distinct messages (a redelivery is no progress). Returns (complete, settled):
+    settled is False when the window closed while messages were still arriving.
+    """
     deadline = time.monotonic() + timeout_s
+    last_received, last_progress = -1, time.monotonic()
     while True:
         totals = [r["totals"] for r in _broadcast(workers, "totals")]
         acked = sum(t["acked"] for t in totals)
         received = sum(t["received"] for t in totals)
+        now = time.monotonic()
         if received >= subs_per_topic * acked:
-            return True
-        if time.monotonic() > deadline:
-            return False
+            return True, True
+        if received != last_received:
+            last_received, last_progress = received, now
+        if now > deadline:
+            return False, now - last_progress >= min(DRAIN_IDLE_S, timeout_s)
         time.sleep(0.1)
 
 

@@ -6,7 +6,11 @@ Producers record which (producer, sequence) pairs were acknowledged; consumers
 record which they received. Both are bitmaps indexed by sequence, so the merge across
 worker processes is exact and cheap (Python big-int bit operations run in C):
 
-* lost        = acknowledged and received by no consumer of the subscription;
+* lost        = acknowledged and received by no consumer of the subscription, once the
+                drain window passed with nothing more arriving;
+* unconfirmed = acknowledged and not yet received when the drain window closed while
+                messages were still arriving (or the drain was cut short): neither
+                delivered nor shown lost;
 * duplicates  = received more than once within a subscription (legal at-least-once);
 * reordered   = a sequence lower than an earlier one on the same (producer, partition);
   order across partitions is undefined, so it is never checked.
@@ -60,20 +64,22 @@ class ReceiveLedger:
         self.reordered: dict[str, int] = {}
         self._last: dict[tuple[str, int, int], int] = {}
 
-    def receive(self, subscription: str, producer: int, seq: int, partition: int) -> None:
+    def receive(self, subscription: str, producer: int, seq: int, partition: int) -> bool:
+        """Record one delivery; False when this ledger saw the message before."""
         key = (subscription, producer)
         bm = self.bitmaps.get(key)
         if bm is None:
             bm = self.bitmaps[key] = bytearray(1024)
         if _set_bit(bm, seq):
             self.duplicates[subscription] = self.duplicates.get(subscription, 0) + 1
-            return
+            return False
         okey = (subscription, producer, partition)
         last = self._last.get(okey, -1)
         if seq < last:
             self.reordered[subscription] = self.reordered.get(subscription, 0) + 1
         else:
             self._last[okey] = seq
+        return True
 
     def export(self) -> dict[str, object]:
         return {
@@ -90,6 +96,7 @@ class SubscriptionDelivery:
     received: int  # distinct acknowledged-or-not messages received
     lost: int
     duplicates: int
+    unconfirmed: int
     reordered: int
     unacked_received: int  # received although never acknowledged (send timed out, etc.)
 
@@ -103,6 +110,10 @@ class DeliveryReport:
     @property
     def lost(self) -> int:
         return sum(s.lost for s in self.subscriptions)
+
+    @property
+    def unconfirmed(self) -> int:
+        return sum(s.unconfirmed for s in self.subscriptions)
 
     @property
     def duplicates(self) -> int:
@@ -121,6 +132,7 @@ class DeliveryReport:
             "acknowledged": self.acknowledged,
             "received": self.received,
             "lost": self.lost,
+            "unconfirmed": self.unconfirmed,
             "duplicates": self.duplicates,
             "reordered": self.reordered,
             "duplicate_acks": self.duplicate_acks,
@@ -134,11 +146,14 @@ def reconcile(
     receipts: list[dict[str, object]],
     subscriptions_of_producer: dict[int, list[str]],
     duplicate_acks: int = 0,
+    settled: bool = True,
 ) -> DeliveryReport:
     """Merge worker ledgers into one report.
 
     ``subscriptions_of_producer`` maps every producer id to the subscriptions of its
     topic: each of them must receive every acknowledged message of that producer.
+    ``settled`` is False when the drain window closed while messages were still
+    arriving: what is missing then is *unconfirmed*, not *lost*.
     """
     acked: dict[int, int] = {}
     for ack_part in acks:
@@ -182,7 +197,8 @@ def reconcile(
                 subscription=sub,
                 acknowledged=n_acked,
                 received=n_recv,
-                lost=n_lost,
+                lost=n_lost if settled else 0,
+                unconfirmed=0 if settled else n_lost,
                 duplicates=dups.get(sub, 0),
                 reordered=reord.get(sub, 0),
                 unacked_received=n_unacked,

@@ -95,7 +95,8 @@ class _Counters:
     """Lifetime counters of one thread; only that thread writes them."""
 
     __slots__ = ("acked", "acked_bytes", "attempted", "foreign", "negative_e2e", "probe_acked",
-                 "probes", "queue_full", "received", "received_bytes", "send_errors")
+                 "probes", "queue_full", "received", "received_bytes", "redelivered",
+                 "send_errors")
 
     def __init__(self) -> None:
         self.attempted = 0
@@ -104,8 +105,9 @@ class _Counters:
         self.send_errors = 0
         self.queue_full = 0
         self.probe_acked = 0
-        self.received = 0
-        self.received_bytes = 0
+        self.received = 0  # distinct messages: what progress and backlog count
+        self.redelivered = 0  # deliveries of a message this thread had already received
+        self.received_bytes = 0  # every delivery: consume throughput
         self.foreign = 0
         self.negative_e2e = 0
         self.probes: dict[str, int] = {}
@@ -363,8 +365,10 @@ class Worker:
                         c.negative_e2e += 1
                     e2e_l.append(e2e // 1000)
                     e2e_r.append((now - intended) // 1000)
-                    receive(sub, pid, seq, partition)
-                    c.received += 1
+                    if receive(sub, pid, seq, partition):
+                        c.received += 1
+                    else:
+                        c.redelivered += 1
                     c.received_bytes += len(value)
                 bufs.flush(loc)
         finally:
@@ -375,9 +379,10 @@ class Worker:
     def totals(self) -> dict[str, Any]:
         pc = self.pub_counters
         probes: dict[str, int] = {}
-        received = received_bytes = foreign = negative = 0
+        received = redelivered = received_bytes = foreign = negative = 0
         for c, _, _ in self.consumer_state:
             received += c.received
+            redelivered += c.redelivered
             received_bytes += c.received_bytes
             foreign += c.foreign
             negative += c.negative_e2e
@@ -391,6 +396,7 @@ class Worker:
             "queue_full": pc.queue_full,
             "probe_acked": pc.probe_acked,
             "received": received,
+            "redelivered": redelivered,
             "received_bytes": received_bytes,
             "foreign": foreign,
             "negative_e2e": negative,

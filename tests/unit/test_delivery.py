@@ -1,5 +1,7 @@
 """Delivery accounting: lost, duplicates and reordering across workers."""
 
+import pytest
+
 from pytest_brokerperf.engine.delivery import AckLedger, ReceiveLedger, reconcile
 
 
@@ -68,3 +70,40 @@ def test_large_sequences_grow_bitmaps():
     r.receive("sub", 1, 1_000_000, 0)
     rep = reconcile([acks.export()], [r.export()], {1: ["sub"]})
     assert rep.acknowledged == 2 and rep.lost == 1
+
+
+def test_a_redelivery_is_no_progress() -> None:
+    r = ReceiveLedger()
+    assert r.receive("sub", 0, 7, 0) is True
+    assert r.receive("sub", 0, 7, 0) is False  # the worker counts it as redelivered
+    assert r.receive("other", 0, 7, 0) is True  # another subscription's own copy
+
+
+def test_missing_messages_are_unconfirmed_while_still_arriving_lost_once_settled() -> None:
+    acks = AckLedger()
+    r = ReceiveLedger()
+    for s in range(10):
+        acks.ack(0, s)
+    for s in range(7):
+        r.receive("sub", 0, s, 0)
+    settled = reconcile([acks.export()], [r.export()], {0: ["sub"]}, settled=True)
+    assert (settled.lost, settled.unconfirmed, settled.received) == (3, 0, 7)
+    arriving = reconcile([acks.export()], [r.export()], {0: ["sub"]}, settled=False)
+    assert (arriving.lost, arriving.unconfirmed) == (0, 3)
+    assert arriving.as_dict()["unconfirmed"] == 3 and arriving.as_dict()["lost"] == 0
+
+
+def test_the_drain_tells_still_arriving_from_settled(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_brokerperf.engine import coordinator
+
+    received = iter(range(1, 10_000))  # a new distinct message at every look
+    monkeypatch.setattr(coordinator, "_broadcast", lambda workers, cmd: [
+        {"totals": {"acked": 100_000, "received": next(received)}}])
+    assert coordinator._await_drain([], 1, timeout_s=0.5) == (False, False)
+    monkeypatch.setattr(coordinator, "DRAIN_IDLE_S", 0.2)
+    monkeypatch.setattr(coordinator, "_broadcast", lambda workers, cmd: [
+        {"totals": {"acked": 10, "received": 7}}])  # stalled: 3 will never come
+    assert coordinator._await_drain([], 1, timeout_s=0.5) == (False, True)
+    monkeypatch.setattr(coordinator, "_broadcast", lambda workers, cmd: [
+        {"totals": {"acked": 10, "received": 10}}])
+    assert coordinator._await_drain([], 1, timeout_s=0.5) == (True, True)
