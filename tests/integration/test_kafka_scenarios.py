@@ -128,3 +128,29 @@ def test_tailread_scenario_end_to_end_through_pytest(
                  if "kafka.Kafka" in " ".join(p.info["cmdline"] or [])
                  and str(pytester.path) in " ".join(p.info["cmdline"] or [])]
     assert leftovers == []
+
+
+def test_an_ack_is_stamped_when_the_broker_answers_not_at_the_next_service_call(
+        kafka: BrokerEndpoint) -> None:
+    """librdkafka builds a delivery report (and Message.latency()) only inside poll():
+    polled from the sender's service() call, an ack waiting 1 s for it showed 1 s."""
+    import time
+
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
+    admin.create_topics([NewTopic("it-ack-stamp", 1, 1)])["it-ack-stamp"].result(30)
+    driver = create_driver(kafka, None)
+    acks: list[int | None] = []
+    producer = driver.producer("it-ack-stamp", "it-ack", lambda v, lat: acks.append(lat),
+                               lambda v, e: pytest.fail(e))
+    try:
+        for _ in range(3):  # the first send also pays for the connection
+            producer.send(b"x" * 64, None)
+            time.sleep(1.0)  # the sender is busy elsewhere: no service() for a second
+            producer.service()
+        assert len(acks) == 3 and all(lat is not None for lat in acks)
+        assert acks[-1] is not None and acks[-1] < 500_000_000, acks  # ns: not the 1 s wait
+    finally:
+        producer.close()
+        admin.delete_topics(["it-ack-stamp"])["it-ack-stamp"].result(30)

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import threading
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -66,25 +68,52 @@ def _collect_stats(doc: str) -> None:
 
 
 class _KafkaProducer:
-    __slots__ = ("_p", "_produce", "_topic")
+    """One confluent-kafka producer whose delivery reports are served promptly.
+
+    librdkafka builds a delivery report — and ``Message.latency()``, its produce→ack
+    time — only inside ``poll()``, so an ack read from the pacer's ``poll(0)`` carried the
+    wait for the next poll (bursts of sends, GIL hand-offs, the period snapshot). A
+    dedicated thread blocks in ``poll(timeout)`` instead and queues each report the moment
+    it is built; :meth:`service`, on the sending thread, hands them to the engine (the
+    engine's counters and buffers have one writer).
+    """
+
+    __slots__ = ("_done", "_failed", "_on_ack", "_on_error", "_p", "_poller", "_produce",
+                 "_stop", "_topic")
+
+    POLL_S = 0.05
 
     def __init__(self, settings: dict[str, Any], topic: str, on_ack: AckCallback,
                  on_error: ErrorCallback) -> None:
         from confluent_kafka import Producer
 
+        done: deque[tuple[bytes, int | None]] = deque()
+        failed: deque[tuple[bytes, str]] = deque()
+
         def delivered(err: Any, msg: Any) -> None:
             if err is None:
                 lat = msg.latency()
-                on_ack(msg.value(), None if lat is None else int(lat * 1e9))
+                done.append((msg.value(), None if lat is None else int(lat * 1e9)))
             else:
-                on_error(msg.value(), str(err))
+                failed.append((msg.value(), str(err)))
 
-        conf = dict(settings)
+        conf = SecretDict(settings)
         conf["on_delivery"] = delivered
         conf["stats_cb"] = _collect_stats
         self._p = Producer(conf)
         self._produce = self._p.produce
         self._topic = topic
+        self._on_ack, self._on_error = on_ack, on_error
+        self._done, self._failed = done, failed
+        self._stop = threading.Event()
+        self._poller = threading.Thread(target=self._poll_loop, daemon=True,
+                                        name=f"brokerperf-kafka-poll-{topic}")
+        self._poller.start()
+
+    def _poll_loop(self) -> None:
+        poll, stop = self._p.poll, self._stop
+        while not stop.is_set():
+            poll(self.POLL_S)  # blocks without the GIL; callbacks run here, at once
 
     def send(self, value: bytes, key: bytes | None) -> None:
         try:
@@ -93,15 +122,27 @@ class _KafkaProducer:
             raise QueueFull(str(exc)) from None
 
     def service(self) -> None:
-        self._p.poll(0)
+        done = self._done
+        if done:
+            on_ack, pop = self._on_ack, done.popleft
+            while done:
+                value, latency_ns = pop()
+                on_ack(value, latency_ns)
+        failed = self._failed
+        while failed:
+            value, why = failed.popleft()
+            self._on_error(value, why)
 
     def queue_depth(self) -> int:
-        return len(self._p)
+        """Messages librdkafka holds plus acks not yet handed to the engine."""
+        return len(self._p) + len(self._done) + len(self._failed)
 
     def flush(self, timeout_s: float) -> int:
-        return int(self._p.flush(timeout_s))
+        return int(self._p.flush(timeout_s)) + len(self._done) + len(self._failed)
 
     def close(self) -> None:
+        self._stop.set()
+        self._poller.join(5.0)
         self._p.flush(5.0)
 
 
