@@ -28,7 +28,7 @@ from pytest_brokerperf.metrics.stats import METRICS
 if TYPE_CHECKING:
     from pytest_brokerperf.endpoint import BrokerEndpoint
     from pytest_brokerperf.engine.coordinator import RunOutcome
-    from pytest_brokerperf.scenarios import PreparedRun
+    from pytest_brokerperf.scenario_library.base import PreparedRun
     from pytest_brokerperf.verdict import Verdict
 
 __all__ = ["RECORD_SCHEMA", "artefact_dir", "build_record", "write_artefacts"]

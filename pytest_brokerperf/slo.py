@@ -738,6 +738,12 @@ class SLOResult:
     def inconclusive(self) -> bool:
         return self.status is SLOStatus.INCONCLUSIVE
 
+    def as_record(self) -> dict[str, Any]:
+        """The result record's ``slo`` entry (docs/reference/results.md)."""
+        return {"expr": str(self.slo), "metric": self.slo.metric, "observed": self.observed,
+                "status": str(self.status), "message": self.message,
+                "source": self.slo.source}
+
 
 def _missing(value: float | None) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))

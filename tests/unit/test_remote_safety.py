@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pytest_brokerperf import safety
+from pytest_brokerperf import TailRead, safety
 from pytest_brokerperf.brokers import create_driver
 from pytest_brokerperf.brokers.kafka.cleanup import parse_age, select
 from pytest_brokerperf.brokers.kafka.config import KafkaDriverConfig, shipped_driver
@@ -18,7 +18,6 @@ from pytest_brokerperf.config import REMOTE_MAX_BYTES, REMOTE_MAX_RATE, Settings
 from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.engine.coordinator import RunPlan
 from pytest_brokerperf.errors import ConfigError
-from pytest_brokerperf.scenarios import TailRead
 
 
 def resolve(**cli: Any) -> Settings:
