@@ -58,7 +58,7 @@ INCONCLUSIVE_MODES: Final = ("fail", "warn")
 #: What ``--brokerperf-provision=auto`` resolves to today.
 AUTO_PROVISION: Final = "process"
 
-#: Conservative caps against remote clusters (DESIGN §7); raise them with
+#: Conservative caps against remote clusters (docs/how-to/remote.md); raise them with
 #: --brokerperf-max-bytes / --brokerperf-max-rate.
 REMOTE_MAX_BYTES: Final = 1024**3
 REMOTE_MAX_RATE: Final = (10.0 * 1024**2, "B/s")
@@ -351,7 +351,7 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
         default=False, metavar=None, what="allow-xdist switch", example="true",
         help="let scenario tests run inside pytest-xdist workers (numbers will suffer)",
     ),
-    # -- remote clusters and their safety (DESIGN §7); docs/how-to/remote.md -----------
+    # -- remote clusters and their safety; docs/how-to/remote.md -----------
     OptionSpec(
         name="kafka_bootstrap", field="kafka_bootstrap", flag="--kafka-bootstrap",
         kind="hostports", default=None, metavar="HOST:PORT[,...]",

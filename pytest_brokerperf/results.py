@@ -1,4 +1,4 @@
-"""Result records and the per-test artefact directory (DESIGN §6).
+"""Result records and the per-test artefact directory (docs/reference/results.md).
 
 Layout, one directory per test run: ``<results>/<run id>/<test id>/`` holding the
 OMB-compatible result JSON, the effective workload and driver YAML, the broker
@@ -260,7 +260,7 @@ def _redact_doc(doc: dict[str, Any]) -> dict[str, Any]:
 
 def manifest(*, broker: BrokerEndpoint, prepared: PreparedRun, outcome: RunOutcome,
              session_info: dict[str, Any], seed: int) -> dict[str, Any]:
-    """The reproducibility manifest (DESIGN §6)."""
+    """The reproducibility manifest (docs/reference/results.md)."""
     return {
         "plugin_version": __version__,
         "git_sha": session_info.get("git_sha"),

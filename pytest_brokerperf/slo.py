@@ -55,7 +55,8 @@ __all__ = [
     "parse_slo",
 ]
 
-#: Latency views (DESIGN §3.1); ``*_response`` are corrected for coordinated omission.
+#: Latency views (docs/explanation/measurement.md); ``*_response`` are corrected for
+#: coordinated omission.
 VIEWS: tuple[str, ...] = (
     "publish_latency",
     "publish_delay",
@@ -672,8 +673,8 @@ def _with_when(slo: SLO, when: Selector) -> SLO:
 
 _SHIPPED = "shipped sanity bound"
 
-#: Loose bounds for the tail-read scenario that hold on small CI machines (pitfalls §11):
-#: real targets belong in user SLO files.
+#: Loose bounds for the tail-read scenario that hold on small CI machines (shared two-core
+#: runners with steal time): real targets belong in user SLO files.
 TAIL_READ_SANITY_SLOS: tuple[SLO, ...] = (
     SLO.parse("lost == 0", source=_SHIPPED),
     SLO.parse("e2e_response.p99 < 5 s", source=_SHIPPED),

@@ -1,4 +1,5 @@
-"""Validity verdicts: is a run's figure the broker's, or the harness's? (DESIGN §3.7)
+"""Validity verdicts: is a run's figure the broker's, or the harness's?
+(docs/explanation/measurement.md)
 
 Each rule reads independent signals, so a harness limit is never reported as a
 broker's and broker back-pressure is never thrown away as a harness limit:

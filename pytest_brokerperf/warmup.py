@@ -1,4 +1,5 @@
-"""Warm each broker once per session before any measured scenario (DESIGN §3.6).
+"""Warm each broker once per session before any measured scenario: a cold JVM's figures
+are its JIT compiler's (docs/explanation/measurement.md).
 
 A JVM broker needs load before C2 has compiled its hot paths; a scenario that starts
 on a cold broker measures the JIT. The warm-up runs a fixed small workload through the
