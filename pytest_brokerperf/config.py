@@ -33,6 +33,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from pytest_brokerperf.errors import ConfigError
+from pytest_brokerperf.versions import KAFKA_DEFAULT_VERSION, PULSAR_DEFAULT_VERSION
 
 if TYPE_CHECKING:
     import pytest
@@ -330,7 +331,8 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
     ),
     OptionSpec(
         name="kafka_version", field="kafka_version", flag="--kafka-version", kind="version",
-        default="4.3.1", metavar="VERSION", what="Kafka version", example="4.3.1",
+        default=KAFKA_DEFAULT_VERSION, metavar="VERSION", what="Kafka version",
+        example=KAFKA_DEFAULT_VERSION,
         help="Apache Kafka version the process provisioner runs",
     ),
     OptionSpec(
@@ -341,8 +343,8 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
     ),
     OptionSpec(
         name="pulsar_version", field="pulsar_version", flag="--pulsar-version",
-        kind="version", default="4.0.7", metavar="VERSION", what="Pulsar version",
-        example="4.0.7",
+        kind="version", default=PULSAR_DEFAULT_VERSION, metavar="VERSION",
+        what="Pulsar version", example=PULSAR_DEFAULT_VERSION,
         help="Apache Pulsar 4.x version the process provisioner runs (standalone, from "
         "Maven Central jars)",
     ),
@@ -963,9 +965,9 @@ class Settings:
     rate: float | None = None
     workers: int | None = None
     env: str = "local"  # --brokerperf-env label, not the process environment
-    kafka_version: str = "4.3.1"
+    kafka_version: str = KAFKA_DEFAULT_VERSION
     kafka_home: Path | None = None
-    pulsar_version: str = "4.0.7"
+    pulsar_version: str = PULSAR_DEFAULT_VERSION
     allow_xdist: bool = False
     kafka_bootstrap: str | None = None  # --kafka-bootstrap: a remote Kafka cluster
     kafka_config: Path | None = None  # client properties file (secrets: never recorded)
