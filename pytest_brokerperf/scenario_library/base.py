@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
     from pytest_brokerperf.engine.coordinator import RunOutcome
+    from pytest_brokerperf.results import ResultRecord
     from pytest_brokerperf.scenario_library.context import RunContext
     from pytest_brokerperf.slo import SLO, SLOResult
     from pytest_brokerperf.verdict import Verdict
@@ -65,7 +66,7 @@ class ScenarioResult:
     verdict: Verdict
     figures: dict[str, float | None]
     slo_results: list[SLOResult]
-    record: dict[str, Any]  # the results.jsonl line (see docs/reference/results.md)
+    record: ResultRecord  # the results.jsonl line (docs/reference/results.md)
     artefacts: Path
     failures: list[str] = field(default_factory=list)
     inconclusive: list[str] = field(default_factory=list)

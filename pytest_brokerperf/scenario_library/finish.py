@@ -15,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_brokerperf.results import ScenarioBlocks
 from pytest_brokerperf.scenario_library.base import PreparedRun, ScenarioResult
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ class Measured:
     #: scenario figures beside the computed ones (``max_sustainable_rate``), SLO-checkable
     extra_figures: dict[str, float | None] = field(default_factory=dict)
     #: scenario blocks of the record (``ladder``, ``throughput``, ``calibration``)
-    record_extra: dict[str, Any] = field(default_factory=dict)
+    record_extra: ScenarioBlocks = field(default_factory=lambda: ScenarioBlocks())
     #: measured windows discarded for host noise (or unsteadiness), with their reasons
     noise_retries: list[dict[str, Any]] = field(default_factory=list)
     summary_scenario: str | None = None  # summary table label; default the scenario name

@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from pytest_brokerperf.calibration import Ceiling
     from pytest_brokerperf.engine.coordinator import RunOutcome, RunPlan
     from pytest_brokerperf.metrics.stats import PeriodStats
+    from pytest_brokerperf.results import ScenarioBlocks
     from pytest_brokerperf.safety import ScenarioPlan
     from pytest_brokerperf.scenario_library.context import RunContext
     from pytest_brokerperf.slo import SLO
@@ -547,8 +548,8 @@ def _run_ladder(ctx: RunContext, driver: Driver, prepared: ThroughputPrepared, p
     return _finish(ctx, driver, prepared, headline, _session_outcome(rungs, headline, end),
                    verdict, slos, seed, splan, sampler, extra=extra,
                    record_extra={"ladder": ladder_doc, "throughput": throughput_doc,
-                                 "noise_retries": discarded,
                                  "calibration": ceilings_doc, "rate_discovery": None},
+                   noise_retries=discarded,
                    ladder=ladder, rung_outcomes=rungs, calibration=ceilings_doc,
                    row_params=f"ladder {lad.format_rate(rates[0])}..{lad.format_rate(rates[-1])}")
 
@@ -610,7 +611,6 @@ def _run_discovery(ctx: RunContext, driver: Driver, prepared: ThroughputPrepared
     return _finish(ctx, driver, prepared, out, out, verdict, slos, seed, splan, None,
                    extra={"max_sustainable_rate": measured_rate, "knee_rate": None},
                    record_extra={"ladder": None, "throughput": throughput_doc,
-                                 "noise_retries": [],
                                  "calibration": ceilings_doc, "rate_discovery": doc},
                    discovery=doc, rung_outcomes=[out], calibration=ceilings_doc,
                    row_params=LABEL, steps_csv=loop.steps)
@@ -619,7 +619,8 @@ def _run_discovery(ctx: RunContext, driver: Driver, prepared: ThroughputPrepared
 def _finish(ctx: RunContext, driver: Driver, prepared: ThroughputPrepared,
             headline: RunOutcome, session_outcome: RunOutcome, verdict: Verdict,
             slos: list[SLO], seed: int, splan: ScenarioPlan, sampler: Any, *,
-            extra: dict[str, float | None], record_extra: dict[str, Any],
+            extra: dict[str, float | None], record_extra: ScenarioBlocks,
+            noise_retries: list[dict[str, Any]] | None = None,
             ladder: lad.LadderResult | None = None, discovery: dict[str, Any] | None = None,
             rung_outcomes: list[RunOutcome] | None = None,
             calibration: dict[str, Any] | None = None, row_params: str = "",
@@ -662,9 +663,9 @@ def _finish(ctx: RunContext, driver: Driver, prepared: ThroughputPrepared,
         prepared=prepared, driver_name=driver.name, headline=headline, verdict=verdict,
         slos=slos, seed=seed, plan=splan, sampler=sampler, session=session_outcome,
         extra_figures=extra,
-        record_extra={"target_rate_msg_s": headline.plan.rate if ladder is not None else None,
-                      **record_extra},
-        noise_retries=record_extra.get("noise_retries", []),
+        record_extra={**record_extra,
+                      "target_rate_msg_s": headline.plan.rate if ladder is not None else None},
+        noise_retries=list(noise_retries or []),
         summary_scenario=(prepared.scenario if ladder is not None
                           else f"{prepared.scenario}[{prepared.mode}]"),
         summary_params=f"{short_params(prepared.params, with_rate=False)} {row_params}",
