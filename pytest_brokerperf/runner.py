@@ -21,6 +21,7 @@ from pytest_brokerperf.scenario_library.base import (
     auto_workers,
 )
 from pytest_brokerperf.scenario_library.context import RunContext
+from pytest_brokerperf.verdict import RATE_NOT_SUSTAINED
 from pytest_brokerperf.warnings import BrokerPerfWarning
 
 if TYPE_CHECKING:
@@ -68,7 +69,11 @@ class BrokerPerf:
         return result
 
     def check(self, result: ScenarioResult) -> None:
-        """Fail the test for an invalid measurement (INCONCLUSIVE) or a violated SLO."""
+        """Fail the test for a rate not sustained, an invalid measurement (INCONCLUSIVE)
+        or a violated SLO."""
+        if result.verdict.status == RATE_NOT_SUSTAINED:  # a finding, never only a warning
+            pytest.fail("RATE NOT SUSTAINED: " + "; ".join(result.verdict.reasons),
+                        pytrace=False)
         if result.inconclusive:
             msg = "INCONCLUSIVE: " + "; ".join(result.inconclusive)
             if self.settings.inconclusive == "warn":

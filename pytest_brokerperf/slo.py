@@ -746,6 +746,14 @@ class SLOResult:
                 "source": self.slo.source}
 
 
+def judged_percentile(slos: Sequence[SLO]) -> float:
+    """The highest latency percentile the SLOs judge (99 when none is higher): the
+    generator must keep its schedule at that percentile for the figure to be the broker's."""
+    qs = [float(m.group(1)) for s in slos
+          if (m := re.search(r"\.p(\d+(?:\.\d+)?)$", s.metric))]
+    return max([99.0, *qs])
+
+
 def _missing(value: float | None) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 

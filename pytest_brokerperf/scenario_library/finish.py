@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_brokerperf.results import ScenarioBlocks
 from pytest_brokerperf.scenario_library.base import PreparedRun, ScenarioResult
+from pytest_brokerperf.verdict import RATE_NOT_SUSTAINED
 
 if TYPE_CHECKING:
     from pytest_brokerperf.engine.coordinator import RunOutcome
@@ -118,6 +119,10 @@ def finish(ctx: RunContext, m: Measured) -> ScenarioResult:
     slo_results = (slo.evaluate(m.slos, figures, context={"broker": broker.kind,
                                                            "scenario": prepared.scenario})
                    if m.verdict.judgeable else [])
+    if m.verdict.status == RATE_NOT_SUSTAINED and broker.topology_check:
+        m.verdict.reasons.append(
+            f"topology check: {broker.nodes} broker nodes share this machine, so the "
+            "shortfall is the machine's limit, not the cluster's")
     failures = [r.message for r in slo_results if r.failed]
     inconclusive = list(m.verdict.reasons) if not m.verdict.judgeable else []
     inconclusive += [r.message for r in slo_results if r.inconclusive]

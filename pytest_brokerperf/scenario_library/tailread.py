@@ -188,7 +188,10 @@ def run_fixed_rate(ctx: RunContext, scenario: Scenario,
         f"warm-up≤{prepared.warmup_s:g}s measure={prepared.measure_s:g}s "
         f"period={prepared.period_s:g}s workers={workers}"
     )
-    thresholds = Thresholds(steal_share=settings.max_steal / 100)
+    from pytest_brokerperf.slo import judged_percentile
+
+    thresholds = Thresholds(steal_share=settings.max_steal / 100,
+                            publish_delay_q=judged_percentile(slos))
     discarded: list[dict[str, Any]] = []
     for attempt_no in range(1, settings.noise_retries + 2):
         sampler = BrokerMetricsSampler.for_endpoint(broker, settings)
