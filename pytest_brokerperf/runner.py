@@ -71,7 +71,9 @@ class BrokerPerf:
     def check(self, result: ScenarioResult) -> None:
         """Fail the test for a rate not sustained, an invalid measurement (INCONCLUSIVE)
         or a violated SLO."""
-        if result.verdict.status == RATE_NOT_SUSTAINED:  # a finding, never only a warning
+        if result.verdict.status == RATE_NOT_SUSTAINED and not self.broker.topology_check:
+            # the broker's limit at this rate: a finding, never only a warning (under a
+            # topology check it is the machine's, reported like any invalid measurement)
             pytest.fail("RATE NOT SUSTAINED: " + "; ".join(result.verdict.reasons),
                         pytrace=False)
         if result.inconclusive:
