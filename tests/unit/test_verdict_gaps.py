@@ -153,10 +153,10 @@ def test_a_rate_not_sustained_fails_the_test_even_with_inconclusive_warn(
 
     single = BrokerEndpoint(kind="kafka", bootstrap="127.0.0.1:9092", mode="process")
     bp = BrokerPerf(None, single, Settings(inconclusive="warn"), {})  # type: ignore[arg-type]
-    with pytest.raises(pytest.fail.Exception, match="RATE NOT SUSTAINED: .*acknowledged"):
+    with pytest.raises(pytest.fail.Exception, match=r"RATE NOT SUSTAINED: .*acknowledged"):
         bp.check(result)
     # three nodes on one machine: the machine's limit, reported as the user chose
     three = replace(single, nodes=3, topology_check=True)
     bp = BrokerPerf(None, three, Settings(inconclusive="warn"), {})  # type: ignore[arg-type]
-    with pytest.warns(Warning, match="INCONCLUSIVE: .*acknowledged"):
+    with pytest.warns(Warning, match=r"INCONCLUSIVE: .*acknowledged"):
         bp.check(result)
