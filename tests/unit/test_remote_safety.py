@@ -76,7 +76,7 @@ def test_client_config_needs_its_own_clusters_address(tmp_path: Path) -> None:
     # a Pulsar address does not make a Kafka client config meaningful
     cfg = tmp_path / "c.properties"
     cfg.write_text("security.protocol=SASL_SSL\n")
-    with pytest.raises(ConfigError, match="--kafka-config .* needs --kafka-bootstrap"):
+    with pytest.raises(ConfigError, match=r"--kafka-config .* needs --kafka-bootstrap"):
         resolve(kafka_config=str(cfg), pulsar_url="pulsar://h:6650")
 
 
