@@ -137,7 +137,9 @@ def _valid_or_noise(rec: dict[str, Any]) -> tuple[str, str]:
     v = rec["verdict"]
     if v["status"] == "host-noise":
         assert rec["noise_retries"], "a host-noise window must be measured again first"
-        assert "steal time" in v["reasons"][0] and rec["slo"] == [], v
+        # the hypervisor's steal, or other processes on the generator's CPUs
+        assert ("steal time" in v["reasons"][0] or "other processes" in v["reasons"][0]) \
+            and rec["slo"] == [], v
         _note(f"{rec['test_id']}: {v['reasons'][0]}")
         return "host-noise", "inconclusive"
     assert v["status"] == "valid", v

@@ -63,13 +63,13 @@ def test_engine_delivers_everything_once_with_honest_latency(
     for sub in d.subscriptions:
         assert sub.received == sub.acknowledged == d.acknowledged
         assert (sub.lost, sub.duplicates, sub.reordered, sub.unacked_received) == (0, 0, 0, 0)
-    assert out.ack_rate == pytest.approx(500, rel=0.1)
-    assert out.consume_rate == pytest.approx(1000, rel=0.15)
     e2e = out.cumulative["e2e_latency"]
-    assert 0 < e2e.percentile(50) < 1_000_000  # above zero, below a second on loopback
     assert e2e.min() > 0
     assert out.cumulative["publish_latency"].percentile(50) > 0
-    if expect_valid(out).status == "valid":
+    if expect_valid(out).status == "valid":  # rates and timing say nothing on a noisy host
+        assert out.ack_rate == pytest.approx(500, rel=0.1)
+        assert out.consume_rate == pytest.approx(1000, rel=0.15)
+        assert 0 < e2e.percentile(50) < 1_000_000  # above zero, below a second on loopback
         assert out.cumulative["publish_delay"].percentile(99) < 5_000  # near zero at 500/s
     # the topic and the consumer groups are gone again
     assert not any(t.startswith("it-engine") for t in _topics(kafka))
