@@ -75,7 +75,8 @@ class LocalNode:
     """One broker process of a cluster: its name, files and (once spawned) its process."""
 
     name: str  # key of the node in ``cpu_affinity["nodes"]``
-    label: str  # how error messages name it
+    label: str  # how a log tail's header names it
+    title: str = ""  # how an error's headline names it (default: the label)
     log_file: Path  # the process's stdout and stderr
     data_dir: Path | None = None
     gc_log: Path | None = None
@@ -317,7 +318,8 @@ class ProcessCluster(Generic[N]):
                 tails = "\n".join(log_tail(f, 200) for f in node.log_files())
                 raise StartFailure(
                     self._failure_text(
-                        f"{node.label} exited with code {node.proc.returncode} during start-up"),
+                        f"{node.title or node.label} exited with code {node.proc.returncode} "
+                        "during start-up"),
                     retry=bool(self.bind_failure.search(tails)),
                 )
 

@@ -483,7 +483,8 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
             nodes.append(
                 _Node(
                     name=str(i),
-                    label=f"Kafka node {i}",
+                    label=f"node {i}",
+                    title=f"Kafka node {i}",
                     ports=np_,
                     config_file=config_file,
                     data_dir=data_dir,

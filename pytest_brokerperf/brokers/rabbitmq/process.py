@@ -316,7 +316,8 @@ class RabbitMQProcessCluster(ProcessCluster[_Node]):
         for i in range(n):
             base = workdir / f"rmq{i + 1}"
             name = f"rmq{i + 1}@localhost"
-            node = _Node(index=i + 1, name=name, label=f"RabbitMQ node {name}",
+            node = _Node(index=i + 1, name=name, label=name,
+                         title=f"RabbitMQ node {name}",
                          amqp_port=ports[2 * i], dist_port=ports[2 * i + 1], base=base,
                          data_dir=base / "mnesia", config_file=base / "rabbitmq.conf",
                          log_file=base / "log" / "stdout.log")
