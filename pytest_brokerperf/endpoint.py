@@ -84,6 +84,34 @@ class BrokerEndpoint:
         if not isinstance(self.client_config, SecretDict):  # reprs mask secrets
             object.__setattr__(self, "client_config", SecretDict(self.client_config))
 
+    def processes_record(self) -> LocalProcesses:
+        """:attr:`local`, or the same record read from ``info`` (endpoints built without it).
+
+        Empty for a remote cluster: nothing of it runs here.
+        """
+        if self.local is not None:
+            return self.local
+        info = self.info
+
+        def strings(key: str) -> tuple[str, ...]:
+            return tuple(str(v) for v in info.get(key) or ())
+
+        return LocalProcesses(
+            pids=tuple(int(p) for p in info.get("pids") or ()),
+            log_files=strings("log_files"), gc_logs=strings("gc_logs"),
+            data_dirs=strings("data_dirs"), config_files=strings("config_files"),
+            metrics_urls=strings("metrics_urls"),
+        )
+
+    def broker_cpus(self) -> list[int] | None:
+        """The CPUs the local broker processes are pinned to; None when not pinned."""
+        if self.local is not None:
+            aff = self.local.cpu_affinity
+            return list(aff.broker_cpus) if aff is not None and aff.broker_cpus else None
+        recorded = self.info.get("cpu_affinity")
+        cpus = recorded.get("broker_cpus") if isinstance(recorded, dict) else recorded
+        return [int(c) for c in cpus] if cpus else None
+
     def redacted(self) -> dict[str, Any]:
         """A JSON-safe description with secrets removed, for manifests and results."""
         cfg = redact(self.client_config)
