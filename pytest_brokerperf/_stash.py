@@ -2,23 +2,26 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 
-from pytest_brokerperf.config import Settings
-from pytest_brokerperf.summary import LadderRow, SummaryRow
+if TYPE_CHECKING:  # the summary module reads these keys: types only, no import cycle
+    from pytest_brokerperf.config import Settings
+    from pytest_brokerperf.summary import LadderRow, SummaryRow
 
 __all__ = ["DRY_RUN_PLANS_KEY", "LADDER_ROWS_KEY", "SETTINGS_KEY", "SUMMARY_ROWS_KEY"]
 
 #: The session's resolved settings, set once in ``pytest_configure``.
-SETTINGS_KEY = pytest.StashKey[Settings]()
+SETTINGS_KEY: pytest.StashKey[Settings] = pytest.StashKey()
 
 #: One row per finished scenario run, appended by the ``brokerperf`` fixture and
 #: printed by ``pytest_terminal_summary``; set to an empty list in ``pytest_configure``.
-SUMMARY_ROWS_KEY = pytest.StashKey[list[SummaryRow]]()
+SUMMARY_ROWS_KEY: pytest.StashKey[list[SummaryRow]] = pytest.StashKey()
 
 #: The plans printed by ``--brokerperf-dry-run`` (one list of lines per scenario), shown
 #: again in the terminal summary.
-DRY_RUN_PLANS_KEY = pytest.StashKey[list[list[str]]]()
+DRY_RUN_PLANS_KEY: pytest.StashKey[list[list[str]]] = pytest.StashKey()
 
 #: One row per throughput ladder (or rate discovery), printed under the summary table.
-LADDER_ROWS_KEY = pytest.StashKey[list[LadderRow]]()
+LADDER_ROWS_KEY: pytest.StashKey[list[LadderRow]] = pytest.StashKey()

@@ -33,6 +33,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from pytest_brokerperf.errors import ConfigError
+from pytest_brokerperf.versions import KAFKA_DEFAULT_VERSION, PULSAR_DEFAULT_VERSION
 
 if TYPE_CHECKING:
     import pytest
@@ -58,7 +59,7 @@ INCONCLUSIVE_MODES: Final = ("fail", "warn")
 #: What ``--brokerperf-provision=auto`` resolves to today.
 AUTO_PROVISION: Final = "process"
 
-#: Conservative caps against remote clusters (DESIGN §7); raise them with
+#: Conservative caps against remote clusters (docs/how-to/remote.md); raise them with
 #: --brokerperf-max-bytes / --brokerperf-max-rate.
 REMOTE_MAX_BYTES: Final = 1024**3
 REMOTE_MAX_RATE: Final = (10.0 * 1024**2, "B/s")
@@ -330,7 +331,8 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
     ),
     OptionSpec(
         name="kafka_version", field="kafka_version", flag="--kafka-version", kind="version",
-        default="4.3.1", metavar="VERSION", what="Kafka version", example="4.3.1",
+        default=KAFKA_DEFAULT_VERSION, metavar="VERSION", what="Kafka version",
+        example=KAFKA_DEFAULT_VERSION,
         help="Apache Kafka version the process provisioner runs",
     ),
     OptionSpec(
@@ -341,8 +343,8 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
     ),
     OptionSpec(
         name="pulsar_version", field="pulsar_version", flag="--pulsar-version",
-        kind="version", default="4.0.7", metavar="VERSION", what="Pulsar version",
-        example="4.0.7",
+        kind="version", default=PULSAR_DEFAULT_VERSION, metavar="VERSION",
+        what="Pulsar version", example=PULSAR_DEFAULT_VERSION,
         help="Apache Pulsar 4.x version the process provisioner runs (standalone, from "
         "Maven Central jars)",
     ),
@@ -351,7 +353,7 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
         default=False, metavar=None, what="allow-xdist switch", example="true",
         help="let scenario tests run inside pytest-xdist workers (numbers will suffer)",
     ),
-    # -- remote clusters and their safety (DESIGN §7); docs/how-to/remote.md -----------
+    # -- remote clusters and their safety; docs/how-to/remote.md -----------
     OptionSpec(
         name="kafka_bootstrap", field="kafka_bootstrap", flag="--kafka-bootstrap",
         kind="hostports", default=None, metavar="HOST:PORT[,...]",
@@ -815,24 +817,52 @@ def _redact_userinfo(uri: str) -> str:
     return f"{scheme}://{user}:***@{host}" if ":" in userinfo else uri
 
 
-def _pulsar_urls(service: str | None, admin: str | None) -> tuple[str, str]:
-    """Both URLs of a Pulsar cluster; a missing one from the other on the default ports
-    (6650 / 8080 in plain text, 6651 / 8443 with TLS)."""
-    from urllib.parse import urlsplit
+def _remote_flags_given(values: dict[str, Any], sources: Mapping[str, str],
+                        provision: str) -> bool:
+    """Check every broker kind's remote-cluster flags (its package declares them, see
+    :class:`~pytest_brokerperf.brokers.base.RemoteFlags`); True when some name a cluster.
 
-    if service is None:
-        assert admin is not None
-        a = urlsplit(admin)
-        tls = a.scheme == "https"
-        service = f"{'pulsar+ssl' if tls else 'pulsar'}://{a.hostname}:{6651 if tls else 6650}"
-    if admin is None:
-        u = urlsplit(service)
-        tls = u.scheme == "pulsar+ssl"
-        admin = f"{'https' if tls else 'http'}://{u.hostname}:{8443 if tls else 8080}"
-    return service, admin
+    A cluster address contradicts a local provisioning mode; remote mode needs the address
+    of every selected broker; a client config needs its address.
+    """
+    from pytest_brokerperf import brokers
+    from pytest_brokerperf.brokers.base import flag_of
+
+    remote = False
+    seen: dict[int, str] = {}
+    for name in brokers.names():
+        kind = brokers.get(name)
+        flags = kind.remote_flags
+        if flags is None or id(flags) in seen:
+            continue
+        seen[id(flags)] = name
+        given = [f for f in flags.address if values.get(f) not in (None, "", ())]
+        if given:
+            if provision not in ("auto", "remote"):
+                raise ConfigError(
+                    f"{flag_of(given[0])} (from {sources[given[0]]}) names a remote "
+                    f"cluster, but --brokerperf-provision is {provision!r} (from "
+                    f"{sources['provision']}); drop one of them, or pass "
+                    "--brokerperf-provision=remote.")
+            kind.complete_remote(values)
+            remote = True
+            continue
+        if provision == "remote":
+            users = [b for b in values["brokers"] if brokers.get(b).remote_flags is flags]
+            if users:
+                raise ConfigError(
+                    "--brokerperf-provision=remote needs the cluster's address for "
+                    f"{users[0]}: {flags.needs}.")
+        cfg = flags.client_config
+        if cfg is not None and values.get(cfg) is not None:
+            raise ConfigError(
+                f"{flag_of(cfg)} (from {sources[cfg]}) is the client config of a remote "
+                f"cluster; it needs {flags.client_config_needs} (local brokers take no "
+                "client config).")
+    return remote
 
 
-#: Seed 003 table 6, for messages (pytest_brokerperf.durability has the full table).
+#: The durability levels, for messages (pytest_brokerperf.durability has the full table).
 _LEVEL_NAMES: Final = (
     "1: sync replication + fsync, 2: sync replication + page cache, "
     "3: async replication + fsync, 4: async replication + page cache"
@@ -963,9 +993,9 @@ class Settings:
     rate: float | None = None
     workers: int | None = None
     env: str = "local"  # --brokerperf-env label, not the process environment
-    kafka_version: str = "4.3.1"
+    kafka_version: str = KAFKA_DEFAULT_VERSION
     kafka_home: Path | None = None
-    pulsar_version: str = "4.0.7"
+    pulsar_version: str = PULSAR_DEFAULT_VERSION
     allow_xdist: bool = False
     kafka_bootstrap: str | None = None  # --kafka-bootstrap: a remote Kafka cluster
     kafka_config: Path | None = None  # client properties file (secrets: never recorded)
@@ -1136,68 +1166,8 @@ class Settings:
             )
         provision = values["provision"]
         effective = AUTO_PROVISION if provision == "auto" else provision
-        if values["kafka_bootstrap"] is not None:
-            if provision not in ("auto", "remote"):
-                raise ConfigError(
-                    f"--kafka-bootstrap (from {sources['kafka_bootstrap']}) names a remote "
-                    f"cluster, but --brokerperf-provision is {provision!r} (from "
-                    f"{sources['provision']}); drop one of them, or pass "
-                    "--brokerperf-provision=remote."
-                )
+        if _remote_flags_given(values, sources, provision):
             effective = "remote"
-        elif provision == "remote" and "kafka" in values["brokers"]:
-            raise ConfigError(
-                "--brokerperf-provision=remote needs the cluster's address for kafka: pass "
-                "--kafka-bootstrap=HOST:PORT[,HOST:PORT] (and --kafka-config=PATH for TLS or "
-                "SASL)."
-            )
-        if values["pulsar_url"] is not None or values["pulsar_admin_url"] is not None:
-            which = "pulsar_url" if values["pulsar_url"] is not None else "pulsar_admin_url"
-            if provision not in ("auto", "remote"):
-                raise ConfigError(
-                    f"--{which.replace('_', '-')} (from {sources[which]}) names a remote "
-                    f"cluster, but --brokerperf-provision is {provision!r} (from "
-                    f"{sources['provision']}); drop one of them, or pass "
-                    "--brokerperf-provision=remote."
-                )
-            # the other URL of a cluster on Pulsar's default ports
-            values["pulsar_url"], values["pulsar_admin_url"] = _pulsar_urls(
-                values["pulsar_url"], values["pulsar_admin_url"])
-            effective = "remote"
-        else:
-            if provision == "remote" and "pulsar" in values["brokers"]:
-                raise ConfigError(
-                    "--brokerperf-provision=remote needs the cluster's address for pulsar: "
-                    "pass --pulsar-url=pulsar://HOST:6650 (and --pulsar-admin-url if the admin "
-                    "API is not http://HOST:8080, --pulsar-config=PATH for TLS or "
-                    "authentication)."
-                )
-            if values["pulsar_config"] is not None:
-                raise ConfigError(
-                    f"--pulsar-config (from {sources['pulsar_config']}) is the client config of "
-                    "a remote Pulsar cluster; it needs --pulsar-url=pulsar://HOST:6650 (local "
-                    "brokers take no client config)."
-                )
-        if values["rabbitmq_url"]:
-            if provision not in ("auto", "remote"):
-                raise ConfigError(
-                    f"--rabbitmq-url (from {sources['rabbitmq_url']}) names a remote broker, "
-                    f"but --brokerperf-provision is {provision!r} (from "
-                    f"{sources['provision']}); drop one of them, or pass "
-                    "--brokerperf-provision=remote."
-                )
-            effective = "remote"
-        elif provision == "remote" and "rabbitmq" in values["brokers"]:
-            raise ConfigError(
-                "--brokerperf-provision=remote needs the broker's address for rabbitmq: pass "
-                "--rabbitmq-url=amqp://USER:PASSWORD@HOST:5672/VHOST[,amqp://...]."
-            )
-        if values["kafka_config"] is not None and effective != "remote":
-            raise ConfigError(
-                f"--kafka-config (from {sources['kafka_config']}) is the client config of a "
-                "remote cluster; it needs --kafka-bootstrap=HOST:PORT (local brokers take no "
-                "client config)."
-            )
         return cls(
             **values,
             provision_effective=effective,

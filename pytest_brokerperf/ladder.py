@@ -39,6 +39,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from pytest_brokerperf.trend import grows, slope
 from pytest_brokerperf.verdict import HOST_NOISE, host_noise_reason, window_steal_share
 
 if TYPE_CHECKING:
@@ -146,19 +147,6 @@ class LadderPolicy:
         return max(float(self.growth_floor_messages), self.growth_floor_s * target)
 
 
-def slope(points: Sequence[tuple[float, float]]) -> float:
-    """Least-squares slope of (x, y) points; 0 with fewer than two distinct x."""
-    n = len(points)
-    if n < 2:
-        return 0.0
-    mx = sum(x for x, _ in points) / n
-    my = sum(y for _, y in points) / n
-    sxx = sum((x - mx) ** 2 for x, _ in points)
-    if sxx <= 0:
-        return 0.0
-    return sum((x - mx) * (y - my) for x, y in points) / sxx
-
-
 @dataclass
 class RungSignals:
     """What one rung's measured window shows, merged over workers."""
@@ -231,7 +219,8 @@ class RungSignals:
 
 
 def _grows(slope_: float, end: float, target: float, policy: LadderPolicy) -> bool:
-    return slope_ > policy.growth_tolerance * target and end > policy.growth_floor(target)
+    return grows(slope_, end, target, tolerance=policy.growth_tolerance,
+                 floor_messages=policy.growth_floor_messages, floor_s=policy.growth_floor_s)
 
 
 def judge_rung(sig: RungSignals, policy: LadderPolicy | None = None) -> list[str]:

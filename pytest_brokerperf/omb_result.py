@@ -1,8 +1,8 @@
 """The OpenMessaging Benchmark ``TestResult`` JSON, built from our period and run stats.
 
 OMB's chart and report scripts (``bin/create_charts.py``, Confluent's ``parse.py``, KPC's
-report) read this file, so it keeps OMB's keys, order and units exactly (omb.md §5.7,
-pitfalls.md §4):
+report) read this file, so it keeps the keys, order and units of OMB's ``TestResult`` class
+exactly:
 
 * publish latency and end-to-end latency in **milliseconds** (double);
 * publish delay in **microseconds** (long integers; its averages are doubles);
@@ -10,7 +10,8 @@ pitfalls.md §4):
 * ``aggregated*Quantiles``: Java ``Histogram.percentiles(100)`` iteration, keys are the
   cumulative percentile reached as Java prints a double, values in the view's unit.
 
-OMB has no "n/a": an undersampled percentile (too few samples to resolve it, DESIGN §3.7)
+OMB has no "n/a": an undersampled percentile (too few samples to resolve it; see
+docs/explanation/measurement.md)
 is written as HdrHistogram's value anyway, and an empty histogram as 0, as Java does.  The
 JSONL record (``results.py``) is where n/a lives and where validity is judged; this file is
 for compatibility.  NaN and infinities are never written (they are not JSON).

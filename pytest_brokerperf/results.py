@@ -1,4 +1,4 @@
-"""Result records and the per-test artefact directory (DESIGN §6).
+"""Result records and the per-test artefact directory (docs/reference/results.md).
 
 Layout, one directory per test run: ``<results>/<run id>/<test id>/`` holding the
 OMB-compatible result JSON, the effective workload and driver YAML, the broker
@@ -19,7 +19,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from pytest_brokerperf import __version__
 from pytest_brokerperf.figures import PERCENTILES, percentile_name
@@ -28,14 +28,70 @@ from pytest_brokerperf.metrics.stats import METRICS
 if TYPE_CHECKING:
     from pytest_brokerperf.endpoint import BrokerEndpoint
     from pytest_brokerperf.engine.coordinator import RunOutcome
-    from pytest_brokerperf.scenarios import PreparedRun
+    from pytest_brokerperf.scenario_library.base import PreparedRun
     from pytest_brokerperf.verdict import Verdict
 
-__all__ = ["RECORD_SCHEMA", "artefact_dir", "build_record", "write_artefacts"]
+__all__ = ["RECORD_SCHEMA", "ResultRecord", "ScenarioBlocks", "artefact_dir", "build_record",
+           "write_artefacts"]
 
 #: Version of the JSONL record schema; bump on any incompatible change.
 RECORD_SCHEMA = "brokerperf.result/1"
 LOG_COPY_LIMIT = 20 * 1024 * 1024
+
+
+class ScenarioBlocks(TypedDict, total=False):
+    """The record's scenario-specific blocks (``None`` where a scenario has none)."""
+
+    target_rate_msg_s: float | None
+    ladder: dict[str, Any] | None
+    throughput: dict[str, Any] | None
+    calibration: dict[str, Any] | None
+    rate_discovery: dict[str, Any] | None
+
+
+class ResultRecord(ScenarioBlocks):
+    """One ``results.jsonl`` line, field by field as docs/reference/results.md documents
+    them (schema ``RECORD_SCHEMA``): written by one function,
+    :func:`~pytest_brokerperf.scenario_library.finish.finish`, for every scenario."""
+
+    schema: str
+    run_id: str
+    test_id: str
+    attempt: int
+    broker: str
+    broker_version: str
+    provision: str
+    nodes: int
+    topology_check: bool
+    scenario: str
+    params: dict[str, Any]
+    profile: str
+    env: str
+    driver: str | None
+    durability: dict[str, Any]
+    begin_time: str | None
+    measure_begin_time: str | None
+    end_time: str | None
+    period_s: float
+    warmup_s: float
+    warmup_periods: int
+    warmup_steady: bool
+    measured_s: float
+    ack_rate_msg_s: float
+    consume_rate_msg_s: float
+    publish_mib_s: float
+    consume_mib_s: float
+    send_errors: int
+    latency: dict[str, Any]
+    delivery: dict[str, Any]
+    drain_complete: bool
+    verdict: dict[str, Any]
+    slo: list[dict[str, Any]]
+    notes: list[str]
+    artefacts: str
+    manifest: dict[str, Any]
+    noise_retries: list[dict[str, Any]]
+    broker_metrics: dict[str, Any] | None
 
 
 def _safe(text: str) -> str:
@@ -105,7 +161,7 @@ def build_record(*, run_id: str, test_id: str, attempt: int, broker: BrokerEndpo
                  prepared: PreparedRun, outcome: RunOutcome, verdict: Verdict,
                  slo_results: list[dict[str, Any]], figures: dict[str, float | None],
                  profile: str, env_label: str, artefacts: Path,
-                 manifest: dict[str, Any]) -> dict[str, Any]:
+                 manifest: dict[str, Any]) -> ResultRecord:
     """One JSONL record (schema ``RECORD_SCHEMA``); unit-suffixed field names."""
     from pytest_brokerperf.durability import result_block
 
@@ -148,10 +204,12 @@ def build_record(*, run_id: str, test_id: str, attempt: int, broker: BrokerEndpo
         "notes": prepared.notes,
         "artefacts": str(artefacts),
         "manifest": manifest,
+        "noise_retries": [],
+        "broker_metrics": None,
     }
 
 
-def _append_jsonl(path: Path, record: dict[str, Any]) -> None:
+def _append_jsonl(path: Path, record: ResultRecord) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     line = json.dumps(record, sort_keys=True, allow_nan=False) + "\n"
     with open(path, "a", encoding="utf-8") as fh:
@@ -214,7 +272,7 @@ def _copy_logs(dest: Path, broker: BrokerEndpoint) -> list[str]:
     return copied
 
 
-def write_artefacts(*, directory: Path, record: dict[str, Any], prepared: PreparedRun,
+def write_artefacts(*, directory: Path, record: ResultRecord, prepared: PreparedRun,
                     outcome: RunOutcome, broker: BrokerEndpoint, results_root: Path,
                     omb_result: dict[str, Any], omb_filename: str) -> None:
     """Write every artefact of one test run and append its JSONL record."""
@@ -260,7 +318,7 @@ def _redact_doc(doc: dict[str, Any]) -> dict[str, Any]:
 
 def manifest(*, broker: BrokerEndpoint, prepared: PreparedRun, outcome: RunOutcome,
              session_info: dict[str, Any], seed: int) -> dict[str, Any]:
-    """The reproducibility manifest (DESIGN §6)."""
+    """The reproducibility manifest (docs/reference/results.md)."""
     return {
         "plugin_version": __version__,
         "git_sha": session_info.get("git_sha"),

@@ -55,7 +55,8 @@ __all__ = [
     "parse_slo",
 ]
 
-#: Latency views (DESIGN §3.1); ``*_response`` are corrected for coordinated omission.
+#: Latency views (docs/explanation/measurement.md); ``*_response`` are corrected for
+#: coordinated omission.
 VIEWS: tuple[str, ...] = (
     "publish_latency",
     "publish_delay",
@@ -672,8 +673,8 @@ def _with_when(slo: SLO, when: Selector) -> SLO:
 
 _SHIPPED = "shipped sanity bound"
 
-#: Loose bounds for the tail-read scenario that hold on small CI machines (pitfalls §11):
-#: real targets belong in user SLO files.
+#: Loose bounds for the tail-read scenario that hold on small CI machines (shared two-core
+#: runners with steal time): real targets belong in user SLO files.
 TAIL_READ_SANITY_SLOS: tuple[SLO, ...] = (
     SLO.parse("lost == 0", source=_SHIPPED),
     SLO.parse("e2e_response.p99 < 5 s", source=_SHIPPED),
@@ -737,6 +738,20 @@ class SLOResult:
     @property
     def inconclusive(self) -> bool:
         return self.status is SLOStatus.INCONCLUSIVE
+
+    def as_record(self) -> dict[str, Any]:
+        """The result record's ``slo`` entry (docs/reference/results.md)."""
+        return {"expr": str(self.slo), "metric": self.slo.metric, "observed": self.observed,
+                "status": str(self.status), "message": self.message,
+                "source": self.slo.source}
+
+
+def judged_percentile(slos: Sequence[SLO]) -> float:
+    """The highest latency percentile the SLOs judge (99 when none is higher): the
+    generator must keep its schedule at that percentile for the figure to be the broker's."""
+    qs = [float(m.group(1)) for s in slos
+          if (m := re.search(r"\.p(\d+(?:\.\d+)?)$", s.metric))]
+    return max([99.0, *qs])
 
 
 def _missing(value: float | None) -> bool:

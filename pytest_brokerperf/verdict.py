@@ -1,23 +1,33 @@
-"""Validity verdicts: is a run's figure the broker's, or the harness's? (DESIGN §3.7)
+"""Validity verdicts: is a run's figure the broker's, or the harness's?
+(docs/explanation/measurement.md)
 
 Each rule reads independent signals, so a harness limit is never reported as a
 broker's and broker back-pressure is never thrown away as a harness limit:
 
 * ``generator-bound`` — a worker process used ≥ 90 % of a core, or the generator
-  missed its own schedule (publish delay p99 over budget) while the client library
-  still accepted messages (no local-queue-full events), or it waited on a run queue
-  for ≥ 20 % of the window while missing its schedule;
-* ``broker-backpressure`` — the client's local queue filled up (librdkafka
-  ``BufferError``, Pulsar pending queue, AMQP ``connection.blocked``): a *broker*
-  result, the run stays valid;
+  missed its own schedule (publish delay over budget at the highest percentile the
+  run's SLOs judge, p99 at least) while the client library did not push back in a
+  sustained way (local-queue-full events in at most one period);
+* ``broker-backpressure`` — the client's local queue filled up in at least two periods
+  (librdkafka ``BufferError``, Pulsar pending queue, AMQP ``connection.blocked``): a
+  *broker* result, the run stays valid; a single burst of events is noted, not judged;
+* ``rate-not-sustained`` — the generator kept its schedule but fewer than 95 % of the
+  offered messages were acknowledged in the window: a finding in its own right (the
+  broker's limit at this rate, or the machine's under a topology check), not a latency
+  figure at the offered rate;
+* ``consumer-bound`` — the consumers fell behind (backlog growing over the window, or
+  messages still unconfirmed when the drain window closed): end-to-end figures then
+  measure a growing queue, not reads at the tail;
 * ``unsteady`` — the measured window acknowledged more than the target rate (beyond
   the steady-state tolerance): an open-loop schedule can only do that by catching up on
   slots a stall left behind before the window began, so its figures mix the stall and
   its catch-up, not a steady state at the offered rate;
 * ``host-noise`` — the hypervisor took ≥ 5 % of the machine's CPU time during the
   measured window (``/proc/stat`` steal): a paused virtual machine delays messages that
-  neither the generator nor the broker held, so the figures are the host's. It outranks
-  every other status, since a late generator on a robbed VM says nothing about either;
+  neither the generator nor the broker held, so the figures are the host's; or another
+  process took ≥ 20 % of the generator's CPUs while the workers waited on a run queue
+  for ≥ 20 % of the window. It outranks every other status, since a late generator on a
+  robbed machine says nothing about either;
 * ``undersampled`` — per percentile, never a whole-run status: q needs
   n ≥ 10/(1−q) samples, else it is reported n/a;
 * ``clock-uncertain`` — only when producers and consumers use different hosts' clocks
@@ -26,8 +36,11 @@ broker's and broker back-pressure is never thrown away as a harness limit:
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from pytest_brokerperf.trend import grows, slope
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -35,8 +48,8 @@ if TYPE_CHECKING:
     from pytest_brokerperf.engine.coordinator import RunOutcome
     from pytest_brokerperf.metrics.stats import PeriodStats
 
-__all__ = ["Thresholds", "Verdict", "assess", "discarded_windows_note", "host_noise_reason",
-           "noise_note", "window_steal_share"]
+__all__ = ["CONSUMER_BOUND", "RATE_NOT_SUSTAINED", "Thresholds", "Verdict", "assess",
+           "discarded_windows_note", "host_noise_reason", "noise_note", "window_steal_share"]
 
 VALID = "valid"
 GENERATOR_BOUND = "generator-bound"
@@ -47,6 +60,8 @@ CLOCK_UNCERTAIN = "clock-uncertain"
 UNDERSAMPLED = "undersampled"
 UNSTEADY = "unsteady"
 HOST_NOISE = "host-noise"
+RATE_NOT_SUSTAINED = "rate-not-sustained"
+CONSUMER_BOUND = "consumer-bound"
 
 #: Statuses whose figures SLOs and gates may judge.
 JUDGEABLE = frozenset({VALID, BACKPRESSURE})
@@ -56,7 +71,15 @@ JUDGEABLE = frozenset({VALID, BACKPRESSURE})
 class Thresholds:
     cpu_share: float = 0.90
     runq_share: float = 0.20
-    publish_delay_p99_us: float = 10_000.0  # 10 ms behind schedule at p99
+    publish_delay_p99_us: float = 10_000.0  # 10 ms behind schedule ...
+    #: ... at this percentile: the highest one the run's SLOs judge, never below p99
+    publish_delay_q: float = 99.0
+    #: acknowledged rate below target × (1 - this) with the generator on time: not sustained
+    rate_tolerance: float = 0.05
+    #: local-queue-full events in at least this many periods = sustained back-pressure
+    backpressure_periods: int = 2
+    #: share of the generator CPUs other processes used, with the workers run-queued
+    other_cpu_share: float = 0.20
     #: measured ack rate above target × (1 + this) = catch-up of an earlier stall
     overshoot: float = 0.10
     #: hypervisor steal over the measured window, as a share of all the machine's CPU time
@@ -101,22 +124,37 @@ def assess(outcome: RunOutcome, thresholds: Thresholds | None = None,
         for k, v in by_worker.items()
     }
     steal = window_steal_share(periods)
-    delay_p99 = outcome.cumulative["publish_delay"].percentile(99)
-    late = delay_p99 is not None and delay_p99 > th.publish_delay_p99_us
+    q = max(99.0, th.publish_delay_q)
+    delay_p = outcome.cumulative["publish_delay"].percentile(q)
+    late = delay_p is not None and delay_p > th.publish_delay_p99_us
+    full_periods = sum(1 for p in periods if any(w.queue_full for w in p.workers))
+    sustained_full = full_periods >= min(th.backpressure_periods, max(1, len(periods)))
+    other = _other_cpu_share(periods, cpu_share, outcome.plan.generator_cpus)
     details: dict[str, Any] = {
         "worker_cpu_share": {str(k): round(v, 3) for k, v in cpu_share.items()},
         "worker_runq_share": {str(k): round(v, 3) for k, v in runq_share.items()},
-        "publish_delay_p99_us": delay_p99,
+        "publish_delay_p99_us": outcome.cumulative["publish_delay"].percentile(99),
+        "publish_delay_judged": {"percentile": q, "us": delay_p},
         "queue_full_events": queue_full,
+        "queue_full_periods": full_periods,
+        "other_process_cpu_share": None if other is None else round(other, 3),
         "target_rate": outcome.plan.rate,
         "ack_rate": outcome.ack_rate,
         "warmup_steady": outcome.warmup_steady,
         "host_steal_share": None if steal is None else round(steal, 4),
         "thresholds": vars(th),
     }
+    starved = [k for k, v in runq_share.items() if v >= th.runq_share]
     if steal is not None and steal >= th.steal_share:
         flags.append(HOST_NOISE)
         reasons.append(host_noise_reason(steal, th.steal_share, "measured window"))
+    elif starved and other is not None and other >= th.other_cpu_share:
+        flags.append(HOST_NOISE)
+        reasons.append(
+            f"other processes used {other:.0%} of the generator's CPUs while its workers "
+            "waited on a run queue " + ", ".join(f"{runq_share[k]:.0%}" for k in starved)
+            + " of the window: the figures are the machine's, not the broker's. Fix: stop "
+            "the other load, or give the generator CPUs of its own")
     hot = [k for k, v in cpu_share.items() if v >= th.cpu_share]
     if hot:
         flags.append(GENERATOR_BOUND)
@@ -125,24 +163,30 @@ def assess(outcome: RunOutcome, thresholds: Thresholds | None = None,
             + ", ".join(f"{cpu_share[k]:.0%} of a core (worker {k})" for k in hot)
             + f" ≥ {th.cpu_share:.0%}: the load generator, not the broker, may be the limit"
         )
-    starved = [k for k, v in runq_share.items() if v >= th.runq_share]
-    if late and delay_p99 is not None and queue_full == 0 and GENERATOR_BOUND not in flags:
+    pname = f"p{q:g}"
+    if late and delay_p is not None and not sustained_full and GENERATOR_BOUND not in flags:
         flags.append(GENERATOR_BOUND)
         why = (
-            f"publish delay p99 {delay_p99 / 1000:.1f} ms > budget "
-            f"{th.publish_delay_p99_us / 1000:.0f} ms while the client library still accepted "
-            "messages (no local-queue-full events): the generator missed its own schedule"
+            f"publish delay {pname} {delay_p / 1000:.1f} ms > budget "
+            f"{th.publish_delay_p99_us / 1000:g} ms while the client library did not push "
+            "back (local-queue-full events in "
+            f"{full_periods} period{'s' if full_periods != 1 else ''}): the generator missed "
+            "its own schedule"
         )
         if starved:
             why += (" and waited on a run queue "
                     + ", ".join(f"{runq_share[k]:.0%}" for k in starved) + " of the time")
         reasons.append(why)
-    if queue_full:
+    if queue_full and sustained_full:
         flags.append(BACKPRESSURE)
         reasons.append(
-            f"client local queue full {queue_full} times: the broker pushed back "
-            "(a broker result, not a harness limit)"
+            f"client local queue full {queue_full} times in {full_periods} periods: the "
+            "broker pushed back (a broker result, not a harness limit)"
         )
+    elif queue_full:
+        details["queue_full_note"] = (
+            f"{queue_full} local-queue-full events in one period: a burst, not sustained "
+            "back-pressure")
     if client_ceiling is not None and outcome.plan.rate > client_ceiling:
         flags.append(CLIENT_BOUND)
         reasons.append(
@@ -166,6 +210,17 @@ def assess(outcome: RunOutcome, thresholds: Thresholds | None = None,
         if not overshoot:
             reasons.append("warm-up reached its time cap before rate and p99 were steady")
         details["warmup_capped"] = True
+    if target > 0 and outcome.ack_rate < target * (1 - th.rate_tolerance):
+        flags.append(RATE_NOT_SUSTAINED)
+        reasons.append(
+            f"acknowledged {outcome.ack_rate:,.0f} msg/s, {outcome.ack_rate / target:.1%} of "
+            f"the offered {target:,.0f} msg/s (tolerance {th.rate_tolerance:.0%}): the rate "
+            "was not sustained, so latencies at it are not reported as the broker's; "
+            "a lower rate, or the throughput scenario, finds what it sustains")
+    consumer_why = _consumers_behind(outcome)
+    if consumer_why:
+        flags.append(CONSUMER_BOUND)
+        reasons.append(consumer_why)
     n = outcome.cumulative["e2e_response"].total_count
     if n < 10 / (1 - 0.999):
         details["undersampled_note"] = f"only {n} e2e samples: p99.9 and above are n/a"
@@ -177,11 +232,45 @@ def assess(outcome: RunOutcome, thresholds: Thresholds | None = None,
         status = CLIENT_BOUND
     elif UNSTEADY in flags:
         status = UNSTEADY
-    elif BACKPRESSURE in flags:
+    elif BACKPRESSURE in flags:  # the broker's push-back explains a shortfall: judgeable
         status = BACKPRESSURE
+    elif RATE_NOT_SUSTAINED in flags:
+        status = RATE_NOT_SUSTAINED
+    elif CONSUMER_BOUND in flags:
+        status = CONSUMER_BOUND
     else:
         status = VALID
     return Verdict(status=status, reasons=reasons, flags=flags, details=details)
+
+
+def _other_cpu_share(periods: Sequence[PeriodStats], worker_cpu: dict[int, float],
+                     generator_cpus: tuple[int, ...] | None) -> float | None:
+    """Share of the generator's CPUs that processes other than its workers used."""
+    busy = [p.generator_cpu_busy for p in periods if p.generator_cpu_busy is not None]
+    if not busy:
+        return None
+    n = len(generator_cpus) if generator_cpus else (os.cpu_count() or 1)
+    workers = sum(worker_cpu.values()) / max(1, n)
+    return max(0.0, sum(busy) / len(busy) - workers)
+
+
+def _consumers_behind(outcome: RunOutcome) -> str | None:
+    """Why the consumers did not keep up at the tail, or None."""
+    periods = outcome.periods
+    target = outcome.plan.rate
+    if periods and target > 0:
+        t0 = periods[0].start_ns
+        pts = [((p.start_ns - t0) / 1e9 + p.elapsed_s, float(p.backlog)) for p in periods]
+        lag_slope, lag_end = slope(pts), pts[-1][1]
+        if grows(lag_slope, lag_end, target):
+            return (f"consumer backlog grew {lag_slope:+,.0f} msg/s to {lag_end:,.0f} "
+                    "messages over the measured window: the consumers fell behind, so "
+                    "end-to-end figures measure a growing queue, not reads at the tail")
+    missing = outcome.delivery.unconfirmed
+    if not outcome.drain_complete and missing > 0:
+        return (f"{missing:,} acknowledged messages were still unconfirmed (not received) "
+                "when the drain window closed: the consumers did not keep up")
+    return None
 
 
 def window_steal_share(periods: Sequence[PeriodStats]) -> float | None:

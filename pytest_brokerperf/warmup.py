@@ -1,4 +1,5 @@
-"""Warm each broker once per session before any measured scenario (DESIGN §3.6).
+"""Warm each broker once per session before any measured scenario: a cold JVM's figures
+are its JIT compiler's (docs/explanation/measurement.md).
 
 A JVM broker needs load before C2 has compiled its hot paths; a scenario that starts
 on a cold broker measures the JIT. The warm-up runs a fixed small workload through the
@@ -36,7 +37,7 @@ def warm_broker(endpoint: BrokerEndpoint, settings: Settings) -> dict[str, Any]:
     driver = create_driver(endpoint, None, "warmup", stats_interval_ms=0)
     until_steady = endpoint.nodes > 1  # a topology check: JIT on a shared CPU is slow
     if until_steady:  # warm at the rate the session will run
-        from pytest_brokerperf.scenarios import TOPOLOGY_CHECK_RATE
+        from pytest_brokerperf.scenario_library.tailread import TOPOLOGY_CHECK_RATE
 
         rate = float(settings.rate) if settings.rate is not None else min(
             rate, TOPOLOGY_CHECK_RATE)

@@ -4,7 +4,8 @@ Users bring workload files written for OMB, so :class:`Workload` reads them *unc
 every field of OMB main's ``Workload.java`` with OMB's defaults (``warmupDurationMinutes: 1``,
 ``backlogDrainRatio: 1.0``, ``keyDistributor: NO_KEY``), AutoMQ's optional per-topic lists,
 ``logIntervalMillis`` and ``randomTopicNames``, and Confluent's ``consumerOnly``
-(omb.md §3.1, §3.2). Two things differ from OMB on purpose (omb.md §14):
+(OMB's workloads/*.yaml and its Workload class). Two things differ from OMB on
+purpose (docs/reference/workload.md):
 
 * unknown keys are not silently ignored: they raise a :class:`BrokerPerfWarning` naming
   the closest known key;
@@ -754,7 +755,7 @@ class Workload:
 
     def rate_for_topic(self, i: int) -> float:
         """Offered msg/s into topic ``i``: ``producerRate`` is an aggregate split evenly
-        over producers (omb.md §5.2), so a topic gets its share of producers."""
+        over producers (OMB's WorkloadGenerator), so a topic gets its share of producers."""
         return self.producer_rate * self.producers_for_topic(i) / self.total_producers
 
     def _check_topic_index(self, i: int) -> None:
@@ -817,7 +818,8 @@ class Workload:
 
     @property
     def duration_s(self) -> float:
-        """Measured phase length; with a backlog OMB runs build + drain + this (omb.md §5.5)."""
+        """Measured phase length; with a backlog OMB runs build + drain + this (OMB's
+        WorkloadGenerator)."""
         return float(self.test_duration_minutes) * 60.0
 
     @property

@@ -8,7 +8,7 @@ p99 response times within seconds); real targets come from ``--brokerperf-slo``.
 
 import pytest
 
-from pytest_brokerperf.scenarios import TailRead
+from pytest_brokerperf import TailRead
 
 
 @pytest.mark.tailread

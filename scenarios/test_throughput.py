@@ -12,7 +12,7 @@ INCONCLUSIVE (it is not a broker figure). ``--brokerperf-rate-discovery`` runs O
 
 import pytest
 
-from pytest_brokerperf.scenarios import Throughput
+from pytest_brokerperf import Throughput
 
 
 @pytest.mark.throughput

@@ -71,6 +71,29 @@ class ManagedBroker:
             self.handle.stop()
 
 
+@dataclass(frozen=True)
+class RemoteFlags:
+    """The settings that name a remote cluster of a broker kind, checked before any start.
+
+    Brokers spoken to through one protocol share one instance (Tansu, Redpanda and AutoMQ
+    use Kafka's ``--kafka-bootstrap``), so each set is checked once.
+    """
+
+    #: Settings fields that name the cluster (any of them set: the run is remote)
+    address: tuple[str, ...]
+    #: what ``--brokerperf-provision=remote`` needs, as advice ("pass --kafka-bootstrap=…")
+    needs: str
+    #: the Settings field of the remote client config (TLS, SASL), if the kind has one
+    client_config: str | None = None
+    #: the flag that must come with the client config
+    client_config_needs: str = ""
+
+
+def flag_of(field_name: str) -> str:
+    """The command-line flag of a Settings field (``kafka_bootstrap`` → ``--kafka-bootstrap``)."""
+    return "--" + field_name.replace("_", "-")
+
+
 class BrokerType:
     """One broker kind: its driver, provisioning, durability mapping, metrics and flags.
 
@@ -89,9 +112,13 @@ class BrokerType:
     no_durability: ClassVar[str | None] = (
         "durability levels are not mapped for {name} in this version")
 
+    #: the flags naming a remote cluster of this kind (None: no remote mode)
+    remote_flags: ClassVar[RemoteFlags | None] = None
+
     # -- flags ---------------------------------------------------------------------------
-    def validate_options(self, settings: Settings) -> None:
-        """Refuse flags that make no sense for this broker (ConfigError), before any start."""
+    def complete_remote(self, values: dict[str, Any]) -> None:
+        """Fill in what the remote-cluster flags imply (Pulsar: the other URL on the
+        default ports); ``values`` are the settings being resolved."""
 
     # -- driver --------------------------------------------------------------------------
     def default_driver_file(self, nodes: int, scenario: str) -> Path:

@@ -35,6 +35,7 @@ from xml.sax.saxutils import escape
 
 from pytest_brokerperf.errors import BrokerUnavailable, ConfigError, ProvisionError
 from pytest_brokerperf.provision.process import ManagedProcess, log_tail
+from pytest_brokerperf.versions import KAFKA_DEFAULT_VERSION, PULSAR_DEFAULT_VERSION
 
 __all__ = [
     "KAFKA_DEFAULT_VERSION",
@@ -54,7 +55,6 @@ __all__ = [
     "resolve_pulsar",
 ]
 
-KAFKA_DEFAULT_VERSION = "4.3.1"
 KAFKA_SCALA_VERSION = "2.13"
 # Declared explicitly although kafka_2.13 4.x lists them: maintainers discussed
 # making the backend optional, and without one slf4j goes silent.
@@ -62,9 +62,8 @@ LOG4J2_VERSION = "2.24.3"
 RELOAD4J_SLF4J_VERSION = "1.7.36"
 RELOAD4J_VERSION = "1.2.25"
 
-#: Pulsar 4.0 LTS, pinned. Not 4.0.8: its closure is incomplete on the
-#: reachable Maven Central (jetcd-core-shaded 4.0.8 is missing there); 4.0.7 resolves.
-PULSAR_DEFAULT_VERSION = "4.0.7"
+# Pulsar 4.0 LTS, pinned in versions.py. Not 4.0.8: its closure is incomplete on the
+# reachable Maven Central (jetcd-core-shaded 4.0.8 is missing there); 4.0.7 resolves.
 # Pulsar 4.0.x builds against log4j2 2.23.1 and logs through slf4j 2, so the binding is
 # log4j-slf4j2-impl; declared explicitly, as the distribution does.
 PULSAR_LOG4J2_VERSION = "2.23.1"

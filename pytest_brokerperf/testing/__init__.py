@@ -11,7 +11,8 @@ __all__ = ["skip_if_host_noise"]
 
 
 def skip_if_host_noise(records: Iterable[dict[str, Any]]) -> None:
-    """Skip (saying so) when a run's figures were voided by hypervisor steal time.
+    """Skip (saying so) when a run's figures were voided by the host: hypervisor steal
+    time, or other processes on the generator's CPUs.
 
     The harness then did what it must — measured again (--brokerperf-noise-retries) and
     still said INCONCLUSIVE (host-noise) — so nothing about the code under test can be
@@ -21,7 +22,9 @@ def skip_if_host_noise(records: Iterable[dict[str, Any]]) -> None:
     for rec in records:
         v = rec.get("verdict") or {}
         if v.get("status") == "host-noise":
-            steal = (v.get("details") or {}).get("host_steal_share")
+            details = v.get("details") or {}
+            steal = details.get("host_steal_share")
+            other = details.get("other_process_cpu_share")
             rungs = (rec.get("ladder") or {}).get("rungs") or []
             if steal is None and rungs:  # a ladder: the rung the host stopped
                 steal = rungs[-1].get("host_steal_share")
@@ -29,7 +32,9 @@ def skip_if_host_noise(records: Iterable[dict[str, Any]]) -> None:
                 "noise_retries") or []
             pytest.skip(
                 f"this host was too noisy to check {rec.get('test_id', 'this run')}: "
-                f"hypervisor steal {steal if steal is None else format(steal, '.1%')} "
-                f"after {len(retries)} re-measurement(s); the run said INCONCLUSIVE "
+                f"hypervisor steal {steal if steal is None else format(steal, '.1%')}"
+                + (f", other processes {other:.0%} of the generator's CPUs"
+                   if other is not None else "")
+                + f" after {len(retries)} re-measurement(s); the run said INCONCLUSIVE "
                 "(host-noise) as it should")
 

@@ -25,7 +25,7 @@ INNER = '''
 import json, os
 import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType, ConfigSource
-from pytest_brokerperf.scenarios import TailRead
+from pytest_brokerperf import TailRead
 
 
 @pytest.mark.durability(1, 4)

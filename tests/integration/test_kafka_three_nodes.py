@@ -56,8 +56,13 @@ slos:
     ])
     (rec,) = [json.loads(x) for x in (results / "results.jsonl").read_text().splitlines()]
     assert rec["nodes"] == 3 and rec["topology_check"] is True
+    # a shortfall or lagging consumers on three JVMs sharing a core are the machine's
+    # findings (named so), reported as a warning under a topology check
     assert rec["verdict"]["status"] in ("valid", "generator-bound", "unsteady",
-                                        "host-noise"), rec["verdict"]
+                                        "host-noise", "rate-not-sustained",
+                                        "consumer-bound"), rec["verdict"]
+    if rec["verdict"]["status"] == "rate-not-sustained":
+        assert any("the machine's limit" in r for r in rec["verdict"]["reasons"])
     assert rec["delivery"]["lost"] == 0 and rec["delivery"]["acknowledged"] > 500
     assert any("topology check" in n for n in rec["notes"])
     assert rec["manifest"]["broker_warmup"]["until_steady"] is True

@@ -17,7 +17,7 @@ import time
 from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
 from pytest_brokerperf.engine.coordinator import Rung, RunOutcome, RunPlan, run_rates
 from pytest_brokerperf.ladder import BROKER, GENERATOR, LadderPolicy
-from pytest_brokerperf.throughput import judge
+from pytest_brokerperf.scenario_library.throughput_run import judge
 from pytest_brokerperf.workload import Workload
 
 

@@ -12,7 +12,7 @@ import pytest
 
 TEST = """
 import pytest
-from pytest_brokerperf.scenarios import TailRead
+from pytest_brokerperf import TailRead
 
 @pytest.mark.tailread
 def test_tailread(brokerperf):

@@ -36,7 +36,7 @@ def broker(broker_kind):
 
 TAILREAD = """
 import pytest
-from pytest_brokerperf.scenarios import TailRead
+from pytest_brokerperf import TailRead
 
 @pytest.mark.tailread
 def test_tail(brokerperf):
@@ -46,7 +46,7 @@ def test_tail(brokerperf):
 LADDER = """
 import pytest
 from pytest_brokerperf.ladder import LadderPolicy
-from pytest_brokerperf.scenarios import Throughput
+from pytest_brokerperf import Throughput
 
 @pytest.mark.throughput
 def test_ladder(brokerperf):

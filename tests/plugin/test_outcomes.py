@@ -52,7 +52,7 @@ def _records(pytester):
 def test_valid_run_passes_and_writes_results(suite):
     result = _run(suite, """
 import pytest
-from pytest_brokerperf.scenarios import TailRead
+from pytest_brokerperf import TailRead
 
 @pytest.mark.tailread
 def test_ok(brokerperf):
@@ -75,7 +75,7 @@ def test_ok(brokerperf):
 def test_violated_slo_fails_with_observed_threshold_and_unit(suite):
     result = _run(suite, """
 import pytest
-from pytest_brokerperf.scenarios import TailRead
+from pytest_brokerperf import TailRead
 
 @pytest.mark.tailread
 @pytest.mark.slo("e2e_response.p50 < 1 us")
@@ -97,7 +97,7 @@ slos:
 """)
     result = _run(suite, """
 import pytest
-from pytest_brokerperf.scenarios import TailRead
+from pytest_brokerperf import TailRead
 
 def test_selected(brokerperf):
     brokerperf.run(TailRead(message_size=128))
@@ -109,7 +109,7 @@ def test_selected(brokerperf):
 def test_generator_bound_run_is_inconclusive_not_a_figure(suite):
     result = _run(suite, """
 import pytest
-from pytest_brokerperf.scenarios import TailRead
+from pytest_brokerperf import TailRead
 
 def test_overdriven(brokerperf):
     brokerperf.run(TailRead(message_size=128))
@@ -123,7 +123,7 @@ def test_overdriven(brokerperf):
 
 def test_inconclusive_can_be_a_warning(suite):
     result = _run(suite, """
-from pytest_brokerperf.scenarios import TailRead
+from pytest_brokerperf import TailRead
 
 def test_overdriven(brokerperf):
     brokerperf.run(TailRead(message_size=128))
@@ -148,7 +148,7 @@ def test_needs_redpanda(brokerperf):
 def test_bad_slo_expression_fails_before_any_load(suite):
     result = _run(suite, """
 import pytest
-from pytest_brokerperf.scenarios import TailRead
+from pytest_brokerperf import TailRead
 
 @pytest.mark.slo("e2e_respnse.p99 < 5 ms")
 def test_typo(brokerperf):

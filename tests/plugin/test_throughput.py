@@ -29,7 +29,7 @@ FAST = [
 BODY = """
 import pytest
 from pytest_brokerperf.ladder import LadderPolicy
-from pytest_brokerperf.scenarios import Throughput
+from pytest_brokerperf import Throughput
 
 @pytest.mark.throughput
 def test_ladder(brokerperf):

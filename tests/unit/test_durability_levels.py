@@ -26,7 +26,7 @@ from pytest_brokerperf.brokers.rabbitmq.config import DURABILITY, config_for_dur
 from pytest_brokerperf.config import Settings
 from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.errors import BrokerUnavailable, ConfigError
-from pytest_brokerperf.runner import _short_params
+from pytest_brokerperf.scenario_library.finish import short_params as _short_params
 
 NEVER = KAFKA_NEVER_FLUSH
 

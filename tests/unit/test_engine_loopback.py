@@ -39,8 +39,9 @@ def outcome():
 
 
 def _noisy(out) -> bool:
-    steal = window_steal_share(out.periods)
-    return steal is not None and steal >= Thresholds().steal_share
+    """The host voided the window: hypervisor steal, or other processes on the
+    generator's CPUs while its workers waited on a run queue (both ``host-noise``)."""
+    return assess(out).status == "host-noise"
 
 
 def test_every_acked_message_received_once_per_subscription(outcome):
@@ -85,7 +86,8 @@ def test_lifetime_counters_and_backlog(outcome):
 def test_verdict_is_valid_at_low_rate(outcome):
     v = assess(outcome)
     if _noisy(outcome):  # three windows in a row robbed by the hypervisor: say so
-        assert v.status == "host-noise" and "steal time" in v.reasons[0], v.reasons
+        assert v.status == "host-noise", v.reasons
+        assert "steal time" in v.reasons[0] or "other processes" in v.reasons[0], v.reasons
         assert not v.judgeable
     else:
         assert v.status == "valid", v.reasons
@@ -108,7 +110,6 @@ def test_window_above_target_rate_is_unsteady_not_a_figure(outcome):
 def test_steal_time_over_the_limit_outranks_every_other_status(outcome):
     from dataclasses import replace
 
-    from pytest_brokerperf.verdict import window_steal_share
 
     robbed = replace(outcome, periods=[replace(p, host_steal_share=0.2)
                                        for p in outcome.periods])

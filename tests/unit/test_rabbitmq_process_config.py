@@ -138,7 +138,7 @@ def test_remote_uri_validation_never_echoes_a_password() -> None:
     with pytest.raises(ConfigError) as exc:
         Settings.resolve({"brokerperf_rabbitmq_url": "http://u:secret@h"}, {}, {})
     assert "secret" not in str(exc.value)
-    with pytest.raises(ConfigError, match="needs the broker's address for rabbitmq"):
+    with pytest.raises(ConfigError, match="needs the cluster's address for rabbitmq"):
         Settings.resolve({"brokerperf_provision": "remote", "brokerperf_broker": "rabbitmq"},
                          {}, {})
     with pytest.raises(ConfigError, match="--rabbitmq-url"):

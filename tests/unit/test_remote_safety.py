@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pytest_brokerperf import safety
+from pytest_brokerperf import TailRead, safety
 from pytest_brokerperf.brokers import create_driver
 from pytest_brokerperf.brokers.kafka.cleanup import parse_age, select
 from pytest_brokerperf.brokers.kafka.config import KafkaDriverConfig, shipped_driver
@@ -18,7 +18,6 @@ from pytest_brokerperf.config import REMOTE_MAX_BYTES, REMOTE_MAX_RATE, Settings
 from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.engine.coordinator import RunPlan
 from pytest_brokerperf.errors import ConfigError
-from pytest_brokerperf.scenarios import TailRead
 
 
 def resolve(**cli: Any) -> Settings:
@@ -62,6 +61,23 @@ def test_bad_remote_options_are_usage_errors(kw: dict[str, str], needle: str) ->
     with pytest.raises(ConfigError) as exc:
         resolve(**kw)
     assert needle in str(exc.value)
+
+
+def test_kafka_protocol_brokers_share_kafkas_remote_flags() -> None:
+    # the flags live in the broker packages: Redpanda reaches a remote cluster through
+    # --kafka-bootstrap, and remote mode without it is refused before anything starts
+    with pytest.raises(ConfigError, match="address for redpanda: pass --kafka-bootstrap"):
+        resolve(provision="remote", broker="redpanda")
+    assert resolve(provision="remote", broker="redpanda",
+                   kafka_bootstrap="h:1").provision_effective == "remote"
+
+
+def test_client_config_needs_its_own_clusters_address(tmp_path: Path) -> None:
+    # a Pulsar address does not make a Kafka client config meaningful
+    cfg = tmp_path / "c.properties"
+    cfg.write_text("security.protocol=SASL_SSL\n")
+    with pytest.raises(ConfigError, match=r"--kafka-config .* needs --kafka-bootstrap"):
+        resolve(kafka_config=str(cfg), pulsar_url="pulsar://h:6650")
 
 
 def test_client_config_needs_a_remote_cluster(tmp_path: Path) -> None:

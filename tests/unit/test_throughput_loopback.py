@@ -21,7 +21,7 @@ from pytest_brokerperf.engine.coordinator import (
 )
 from pytest_brokerperf.engine.rate_controller import DiscoveryLoop, RateController
 from pytest_brokerperf.ladder import GENERATOR, LadderPolicy
-from pytest_brokerperf.throughput import judge
+from pytest_brokerperf.scenario_library.throughput_run import judge
 from pytest_brokerperf.workload import Workload
 
 

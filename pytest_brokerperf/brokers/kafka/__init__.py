@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pytest_brokerperf.brokers.base import BrokerType, ManagedBroker
+from pytest_brokerperf.brokers.base import BrokerType, ManagedBroker, RemoteFlags
 from pytest_brokerperf.brokers.kafka import durability as kafka_durability
 from pytest_brokerperf.durability import check_level
 from pytest_brokerperf.errors import BrokerUnavailable
@@ -35,6 +35,13 @@ class KafkaProtocolBroker(BrokerType):
     ``--kafka-bootstrap``, and the shipped Kafka driver files unless a kind has its own."""
 
     protocol: ClassVar[str] = "kafka"
+    remote_flags: ClassVar[RemoteFlags | None] = RemoteFlags(
+        address=("kafka_bootstrap",),
+        needs="pass --kafka-bootstrap=HOST:PORT[,HOST:PORT] (and --kafka-config=PATH for TLS "
+              "or SASL)",
+        client_config="kafka_config",
+        client_config_needs="--kafka-bootstrap=HOST:PORT",
+    )
 
     def default_driver_file(self, nodes: int, scenario: str) -> Path:
         """OMB's own Kafka configs need replication factor 3; a single local node gets the

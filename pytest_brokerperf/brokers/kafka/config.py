@@ -1,4 +1,5 @@
-"""OMB Kafka driver YAML (omb.md §4.1) read unchanged and turned into librdkafka settings.
+"""OMB Kafka driver YAML (OMB's ``driver-kafka/*.yaml``) read unchanged, turned into
+librdkafka settings.
 
 OMB's Kafka driver files hold Java client properties as multi-line strings
 (``producerConfig: |`` ...). pytest-brokerperf drives Kafka with confluent-kafka
@@ -738,7 +739,7 @@ class KafkaDriverConfig:
         return dataclasses.replace(self, **kwargs)
 
     def check_nodes(self, nodes: int) -> None:
-        """Refuse a replication factor the cluster cannot hold (pitfalls §8): OMB's own
+        """Refuse a replication factor the cluster cannot hold: OMB's own
         files use RF 3, which a single-node broker cannot create."""
         if self.replication_factor > nodes:
             raise ConfigError(

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pytest_brokerperf.brokers.base import BrokerType, ManagedBroker
+from pytest_brokerperf.brokers.base import BrokerType, ManagedBroker, RemoteFlags
 from pytest_brokerperf.brokers.pulsar import durability as pulsar_durability
 from pytest_brokerperf.durability import check_level
 
@@ -31,6 +31,32 @@ class PulsarBroker(BrokerType):
     protocol: ClassVar[str] = "pulsar"
     broker_wide_durability: ClassVar[bool] = True  # the bookie journal
     no_durability: ClassVar[str | None] = None
+    remote_flags: ClassVar[RemoteFlags | None] = RemoteFlags(
+        address=("pulsar_url", "pulsar_admin_url"),
+        needs="pass --pulsar-url=pulsar://HOST:6650 (and --pulsar-admin-url if the admin API "
+              "is not http://HOST:8080, --pulsar-config=PATH for TLS or authentication)",
+        client_config="pulsar_config",
+        client_config_needs="--pulsar-url=pulsar://HOST:6650",
+    )
+
+    def complete_remote(self, values: dict[str, Any]) -> None:
+        """Both URLs of the cluster: a missing one from the other on Pulsar's default ports
+        (6650 / 8080 in plain text, 6651 / 8443 with TLS)."""
+        from urllib.parse import urlsplit
+
+        service, admin = values.get("pulsar_url"), values.get("pulsar_admin_url")
+        if service is None and admin is None:
+            return
+        if service is None:
+            a = urlsplit(str(admin))
+            tls = a.scheme == "https"
+            service = (f"{'pulsar+ssl' if tls else 'pulsar'}://{a.hostname}:"
+                       f"{6651 if tls else 6650}")
+        if admin is None:
+            u = urlsplit(str(service))
+            tls = u.scheme == "pulsar+ssl"
+            admin = f"{'https' if tls else 'http'}://{u.hostname}:{8443 if tls else 8080}"
+        values["pulsar_url"], values["pulsar_admin_url"] = service, admin
 
     def default_driver_file(self, nodes: int, scenario: str) -> Path:
         """OMB's pulsar.yaml needs three bookies (3/3/2); one gets pulsar-local.yaml."""

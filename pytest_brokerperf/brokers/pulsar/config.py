@@ -1,4 +1,5 @@
-"""OMB Pulsar driver YAML (omb.md §4.2) read unchanged and turned into pulsar-client settings.
+"""OMB Pulsar driver YAML (OMB's ``driver-pulsar/*.yaml``) read unchanged, turned into
+pulsar-client settings.
 
 An OMB Pulsar driver file has three blocks::
 
@@ -12,7 +13,8 @@ An OMB Pulsar driver file has three blocks::
 
 plus the keys StreamNative's fork added (``maxPendingMessagesAcrossPartitions``,
 ``batchingPartitionSwitchFrequencyByPublishDelay``, ``maxTotalReceiverQueueSizeAcrossPartitions``)
-and a few pytest-brokerperf extensions for the studies' other knobs (omb.md §12, seed 004):
+and a few pytest-brokerperf extensions for the studies' other knobs
+(the durability and batching knobs of the AutoMQ and Confluent studies):
 ``sendMode`` (``async``, or ``sync`` = one outstanding message as pulsar-perf
 ``--max-outstanding 1``), ``compressionType``, ``batchingMaxMessages``, ``sendTimeoutMs``,
 ``subscriptionInitialPosition``, ``retention{timeInMinutes, sizeInMB}``,
@@ -20,7 +22,7 @@ and a few pytest-brokerperf extensions for the studies' other knobs (omb.md §12
 
 Every key has OMB's *Java driver* default, not the Python client's: pulsar-client's own
 defaults differ (batching off, ``block_if_queue_full`` off, 1000 pending messages, a 30 s
-send timeout, receiver queue 1000, Exclusive subscriptions; pitfalls.md §2), so
+send timeout, receiver queue 1000, Exclusive subscriptions), so
 :meth:`PulsarDriverConfig.producer_kwargs` and :meth:`~PulsarDriverConfig.subscribe_kwargs`
 name every setting explicitly. What the Python client cannot set at all
 (``connectionsPerBroker``, ``clientMemoryLimitMB``, the partition-switch frequency) is listed
@@ -122,7 +124,7 @@ class PulsarClientConfig:
     operation_timeout_seconds: int = 600
     stats_interval_seconds: int = 0
     listener_threads: int = 1
-    # extension: a late subscription needs retained data (pitfalls.md §9)
+    # extension: a late subscription needs retained data (a catch-up read reads what retention kept)
     retention_time_minutes: int = -1
     retention_size_mb: int = -1
 
@@ -297,7 +299,7 @@ class _Reader:
 
 def durability_ack_quorum(level: int, write_quorum: int) -> int:
     """The ack quorum of a durability level: a majority of the write quorum for the
-    synchronous levels 1 and 2, one bookie for 3 and 4 (omb.md §4.4)."""
+    synchronous levels 1 and 2, one bookie for 3 and 4 (docs/reference/durability.md)."""
     if level not in (1, 2, 3, 4):
         raise ConfigError(f"durability level {level!r} is not one of 1, 2, 3, 4")
     return write_quorum // 2 + 1 if level in (1, 2) else 1
@@ -694,7 +696,7 @@ class PulsarDriverConfig:
         )
 
     def with_durability(self, level: int) -> PulsarDriverConfig:
-        """The namespace half of a durability level (omb.md §4.4): ack quorum.
+        """The namespace half of a durability level (docs/reference/durability.md): ack quorum.
 
         Levels 1 and 2 replicate synchronously to a majority of the write quorum, 3 and 4
         acknowledge after one bookie. The journal half (fsync or not) is bookie-wide and

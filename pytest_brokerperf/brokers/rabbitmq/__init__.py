@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pytest_brokerperf.brokers.base import BrokerType, ManagedBroker
+from pytest_brokerperf.brokers.base import BrokerType, ManagedBroker, RemoteFlags
 from pytest_brokerperf.brokers.rabbitmq import durability as rabbitmq_durability
 from pytest_brokerperf.durability import check_level
 
@@ -31,6 +31,10 @@ class RabbitMQBroker(BrokerType):
     name: ClassVar[str] = "rabbitmq"
     protocol: ClassVar[str] = "amqp"
     no_durability: ClassVar[str | None] = None
+    remote_flags: ClassVar[RemoteFlags | None] = RemoteFlags(
+        address=("rabbitmq_url",),
+        needs="pass --rabbitmq-url=amqp://USER:PASSWORD@HOST:5672/VHOST[,amqp://...]",
+    )
 
     def default_driver_file(self, nodes: int, scenario: str) -> Path:
         """A direct exchange: the workload's partitions become routing keys."""

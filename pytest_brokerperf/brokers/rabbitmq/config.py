@@ -1,4 +1,4 @@
-"""OMB RabbitMQ driver YAML (omb.md §4.3) and the topology it describes.
+"""OMB RabbitMQ driver YAML (OMB's driver-rabbitmq/*.yaml) and the topology it describes.
 
 One model reads both studies' files:
 
@@ -12,7 +12,7 @@ One model reads both studies' files:
   ``<exchange>-<subscription>-part-<j>`` bound to key ``j``; producers round-robin
   over the keys.
 
-Streams differ from both on purpose (pitfalls.md §9): a stream is a log, so a topic
+Streams differ from both on purpose (RabbitMQ's streams guide): a stream is a log, so a topic
 (or a topic partition) is **one** stream ``<exchange>-stream[-part-<j>]`` and each
 subscription reads it as a consumer at its own offset — fanning a message out to one
 stream per subscription would store one full copy of the log per subscription.
@@ -374,7 +374,7 @@ def owned_queue_prefix(topic: str) -> str:
 
 # ---------------------------------------------------------------------- durability
 
-#: Durability levels (seed 003 table 6; omb.md §4.4) as RabbitMQ settings. ``nodes`` is
+#: Durability levels (docs/reference/durability.md) as RabbitMQ settings. ``nodes`` is
 #: the minimum cluster size the level needs; ``None`` means the level cannot be offered.
 DURABILITY: dict[int, dict[str, Any]] = {
     1: {"queueType": "QUORUM", "messagePersistence": True, "nodes": 3,

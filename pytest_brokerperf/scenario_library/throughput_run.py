@@ -1,10 +1,10 @@
 """Running the throughput scenario: calibrate, climb the ladder (or run OMB's rate
 discovery), judge, and write the results.
 
-Called by :meth:`pytest_brokerperf.scenarios.Throughput.execute` from the ``brokerperf``
-fixture. One session of topics and worker processes runs every rung (setup once → per
-rung: set rate, settle, measure, judge → teardown); the ladder stops at the first rung
-that is not sustainable, or reports "limit not reached". The JSONL record is the usual
+Called by :meth:`pytest_brokerperf.scenario_library.throughput.Throughput.execute`. One
+session of topics and worker processes runs every rung (setup once → per rung: set rate,
+settle, measure, judge → teardown); the ladder stops at the first rung that is not
+sustainable, or reports "limit not reached". The JSONL record is the usual
 one (its top-level figures are the highest sustainable rung's) plus ``ladder``,
 ``throughput`` and ``calibration`` fields; the artefact directory adds ``ladder.csv``,
 ``calibration.json`` and one OMB result per rung under ``rungs/``.
@@ -17,7 +17,7 @@ import csv
 import json
 import math
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,7 +25,18 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_brokerperf import ladder as lad
-from pytest_brokerperf.runner import DEFAULT_PER_PROCESS_RATE, ScenarioResult
+from pytest_brokerperf.scenario_library.base import (
+    DEFAULT_PER_PROCESS_RATE,
+    PreparedRun,
+    Scenario,
+    ScenarioResult,
+)
+from pytest_brokerperf.scenario_library.finish import (
+    JUNIT_FIGURES,
+    Measured,
+    finish,
+    short_params,
+)
 from pytest_brokerperf.verdict import (
     BACKPRESSURE,
     CLIENT_BOUND,
@@ -46,11 +57,18 @@ if TYPE_CHECKING:
     from pytest_brokerperf.calibration import Ceiling
     from pytest_brokerperf.engine.coordinator import RunOutcome, RunPlan
     from pytest_brokerperf.metrics.stats import PeriodStats
-    from pytest_brokerperf.runner import BrokerPerf
-    from pytest_brokerperf.scenarios import Throughput, ThroughputPrepared
+    from pytest_brokerperf.results import ScenarioBlocks
+    from pytest_brokerperf.safety import ScenarioPlan
+    from pytest_brokerperf.scenario_library.context import RunContext
+    from pytest_brokerperf.slo import SLO
 
-__all__ = ["LIMIT_STATUS", "ThroughputResult", "ladder_verdict", "run_throughput",
+__all__ = ["LADDER", "LIMIT_STATUS", "RATE_DISCOVERY", "THROUGHPUT_MODES",
+           "ThroughputPrepared", "ThroughputResult", "ladder_verdict", "run_throughput",
            "size_workers"]
+
+LADDER = "ladder"
+RATE_DISCOVERY = "omb-rate-discovery"
+THROUGHPUT_MODES = (LADDER, RATE_DISCOVERY)
 
 #: Rung/ladder limit → validity verdict status.
 LIMIT_STATUS = {
@@ -61,6 +79,21 @@ LIMIT_STATUS = {
     lad.UNSTEADY: UNSTEADY,
     lad.NONE: VALID,
 }
+
+
+@dataclass
+class ThroughputPrepared(PreparedRun):
+    """A throughput scenario resolved against the settings.
+
+    ``rate``/``warmup_s``/``measure_s`` of the base class are the top rung's rate and
+    the per-rung warm-up cap and measured window (ladder), or the fixed warm-up and
+    measured window of OMB's rate discovery.
+    """
+
+    mode: str = LADDER
+    rates: tuple[float, ...] = ()
+    warmup_until_steady: bool = True
+    policy: lad.LadderPolicy | None = None
 
 
 @dataclass
@@ -177,13 +210,13 @@ def _ceiling_dict(c: Ceiling | None) -> dict[str, Any] | None:
     return None if c is None else c.as_dict()
 
 
-def _calibrate(bp: BrokerPerf, driver: Driver, prepared: ThroughputPrepared,
+def _calibrate(ctx: RunContext, driver: Driver, prepared: ThroughputPrepared,
                cpus: tuple[int, ...] | None, prefix: str) -> dict[str, Any]:
     """The harness and driver ceilings (cached per machine and version)."""
     from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
     from pytest_brokerperf.calibration import cached_or_measured
 
-    mode = getattr(bp.settings, "calibration", "auto")
+    mode = ctx.settings.calibration
     wl = prepared.workload
     out: dict[str, Any] = {"mode": mode, "harness": None, "driver": None, "notes": []}
     if mode == "off":
@@ -191,7 +224,7 @@ def _calibrate(bp: BrokerPerf, driver: Driver, prepared: ThroughputPrepared,
                             "ceilings; rungs are judged from CPU, run-queue, queue and lag "
                             "signals only")
         return out
-    cache = bp.session_info.setdefault("calibration", {})
+    cache = ctx.session_info.setdefault("calibration", {})
 
     def get(target: str, drv: Driver, broker_kind: str, version: str) -> Ceiling | None:
         memo = (target, drv.kind, drv.name, version, wl.message_size, wl.partitions_per_topic)
@@ -200,10 +233,10 @@ def _calibrate(bp: BrokerPerf, driver: Driver, prepared: ThroughputPrepared,
         c = cached_or_measured(
             drv, target=target, broker=broker_kind, broker_version=version,
             message_size=wl.message_size, partitions=wl.partitions_per_topic,
-            generator_cpus=cpus, mode=mode, progress=bp._progress,
+            generator_cpus=cpus, mode=mode, progress=ctx.progress,
             topic_prefix=f"{prefix}-cal-{target}",
             # the user's steal limit holds for calibration steps as for rungs
-            policy=lad.LadderPolicy(steal_share=bp.settings.max_steal / 100),
+            policy=lad.LadderPolicy(steal_share=ctx.settings.max_steal / 100),
         )
         cache[memo] = c
         return c
@@ -211,13 +244,13 @@ def _calibrate(bp: BrokerPerf, driver: Driver, prepared: ThroughputPrepared,
     harness = get("harness", LoopbackDriver(partitions=wl.partitions_per_topic), "loopback",
                   "in-process")
     out["harness"] = harness
-    if bp.broker.kind == "loopback":
+    if ctx.broker.kind == "loopback":
         out["driver"] = harness
-    elif bp.broker.mode == "remote":
+    elif ctx.broker.mode == "remote":
         out["notes"].append("no driver calibration against a remote cluster (it would add "
                             "load the run's caps do not cover); harness ceiling only")
     else:
-        out["driver"] = get("driver", driver, bp.broker.kind, bp.broker.version)
+        out["driver"] = get("driver", driver, ctx.broker.kind, ctx.broker.version)
     return out
 
 
@@ -284,25 +317,27 @@ def _broker_per_rung(sampler: Any, rungs: list[RunOutcome],
 # ------------------------------------------------------------------------------ main
 
 
-def run_throughput(bp: BrokerPerf, scenario: Throughput,
+def run_throughput(ctx: RunContext, scenario: Scenario,
                    extra_slos: tuple[str, ...]) -> ThroughputResult:
-    """Run ``scenario`` on ``bp``'s broker; judge it; write record and artefacts."""
+    """Run ``scenario`` on ``ctx``'s broker; judge it; write record and artefacts."""
     from pytest_brokerperf import safety
     from pytest_brokerperf.brokers import create_driver
     from pytest_brokerperf.engine.coordinator import RunPlan, default_generator_cpus
     from pytest_brokerperf.errors import ConfigError
     from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
     from pytest_brokerperf.safety import format_bytes
-    from pytest_brokerperf.scenarios import RATE_DISCOVERY
 
-    settings, broker = bp.settings, bp.broker
+    settings, broker = ctx.settings, ctx.broker
     prepared = scenario.prepare(settings, broker)
-    slos = bp._slos_for(prepared, (*scenario.slos, *extra_slos))
+    if not isinstance(prepared, ThroughputPrepared):
+        raise TypeError(f"{type(scenario).__name__}.prepare() must return ThroughputPrepared "
+                        f"to run as a throughput scenario, got {type(prepared).__name__}")
+    slos = ctx.slos_for(prepared, (*scenario.slos, *extra_slos))
     seed = int.from_bytes(os.urandom(4), "little")
     driver = create_driver(broker, prepared.driver_file, "throughput",
                            stats_interval_ms=max(1000, int(prepared.period_s * 1000)))
     cpus = default_generator_cpus(broker.broker_cpus())
-    test_id = bp.request.node.nodeid
+    test_id = ctx.test_id
     prefix = safety.topic_prefix(settings, prepared.scenario, test_id)
     discovery = prepared.mode == RATE_DISCOVERY
     n_rungs = max(1, len(prepared.rates))
@@ -316,9 +351,9 @@ def run_throughput(bp: BrokerPerf, scenario: Throughput,
     driver, safety_notes = safety.safe_driver(driver, settings, broker, prepared, guard_plan)
     prepared.notes.extend(safety_notes)
     splan = safety.build_plan(settings, broker, prepared, driver, guard_plan, test_id=test_id)
-    bp._guard(splan)  # prints, refuses over a cap, stops here in a dry run
+    ctx.guard(splan)  # prints, refuses over a cap, stops here in a dry run
 
-    calib = _calibrate(bp, driver, prepared, cpus, prefix)
+    calib = _calibrate(ctx, driver, prepared, cpus, prefix)
     harness: Ceiling | None = calib["harness"]
     drv_c: Ceiling | None = calib["driver"]
     harness_ceiling = harness.rate_msg_s if harness is not None and harness.bound == "client" \
@@ -348,7 +383,7 @@ def run_throughput(bp: BrokerPerf, scenario: Throughput,
     plan = replace(guard_plan, rate=prepared.rate, warmup_max_s=prepared.warmup_s,
                    measure_s=prepared.measure_s, workers=workers)
     policy = replace(prepared.policy or lad.LadderPolicy(),
-                     steal_share=bp.settings.max_steal / 100)
+                     steal_share=ctx.settings.max_steal / 100)
     refuse_above = (policy.refuse_factor * producing * harness_ceiling
                     if harness_ceiling else None)
     ceilings_doc = {
@@ -361,10 +396,10 @@ def run_throughput(bp: BrokerPerf, scenario: Throughput,
     }
     for c in (harness, drv_c if drv_c is not harness else None):
         if c is not None:
-            bp._progress(f"brokerperf: calibrated ceiling: {c.describe()}")
+            ctx.progress(f"brokerperf: calibrated ceiling: {c.describe()}")
 
     sampler = BrokerMetricsSampler.for_endpoint(broker, settings)
-    verbose = bp.request.config.getoption("verbose", 0) > 0
+    verbose = ctx.verbose
     acked_bytes = 0
     every = max(1, round(5.0 / prepared.period_s))
 
@@ -380,7 +415,7 @@ def run_throughput(bp: BrokerPerf, scenario: Throughput,
         if verbose or (discovery and p.index % every == every - 1):
             from pytest_brokerperf.summary import format_progress
 
-            bp._progress(format_progress(broker.kind, prepared.scenario, p))
+            ctx.progress(format_progress(broker.kind, prepared.scenario, p))
 
     payloads = wl.payloads(prepared.workload_file.parent if prepared.workload_file else None,
                            seed=seed)
@@ -388,10 +423,10 @@ def run_throughput(bp: BrokerPerf, scenario: Throughput,
         sampler.start()
     try:
         if discovery:
-            result = _run_discovery(bp, driver, prepared, plan, payloads, on_period,
+            result = _run_discovery(ctx, driver, prepared, plan, payloads, on_period,
                                     ceilings_doc, slos, seed, splan)
         else:
-            result = _run_ladder(bp, driver, prepared, plan, payloads, on_period, policy,
+            result = _run_ladder(ctx, driver, prepared, plan, payloads, on_period, policy,
                                  ceilings_doc, slos, seed, splan, sampler,
                                  harness_ceiling=harness_ceiling,
                                  client_ceiling=client_ceiling, producing=producing,
@@ -402,7 +437,7 @@ def run_throughput(bp: BrokerPerf, scenario: Throughput,
     return result
 
 
-def _run_ladder(bp: BrokerPerf, driver: Driver, prepared: ThroughputPrepared, plan: RunPlan,
+def _run_ladder(ctx: RunContext, driver: Driver, prepared: ThroughputPrepared, plan: RunPlan,
                 payloads: list[bytes], on_period: Any, policy: lad.LadderPolicy,
                 ceilings_doc: dict[str, Any], slos: list[Any], seed: int, splan: Any,
                 sampler: Any, *, harness_ceiling: float | None,
@@ -410,7 +445,7 @@ def _run_ladder(bp: BrokerPerf, driver: Driver, prepared: ThroughputPrepared, pl
                 refuse_above: float | None) -> ThroughputResult:
     from pytest_brokerperf.engine.coordinator import Rung, run_rates
 
-    broker = bp.broker
+    broker = ctx.broker
     wl = prepared.workload
     rates = prepared.rates
     if refuse_above is not None and rates[0] > refuse_above:
@@ -419,7 +454,7 @@ def _run_ladder(bp: BrokerPerf, driver: Driver, prepared: ThroughputPrepared, pl
             f"above {policy.refuse_factor:g} x {producing} worker process(es) x the harness's "
             f"calibrated ceiling {harness_ceiling:,.0f} msg/s; lower --brokerperf-ladder",
             pytrace=False)
-    bp._progress(
+    ctx.progress(
         f"brokerperf: {broker.kind} throughput ladder "
         f"{','.join(lad.format_rate(r) for r in rates)} msg/s: per rung warm-up"
         f"{'≤' if prepared.warmup_until_steady else '='}{prepared.warmup_s:g}s measure="
@@ -427,7 +462,7 @@ def _run_ladder(bp: BrokerPerf, driver: Driver, prepared: ThroughputPrepared, pl
         f"size={wl.message_size}B partitions={wl.partitions_per_topic}")
     results: list[lad.RungResult] = []
     discarded: list[dict[str, Any]] = []
-    retries_left = {r: bp.settings.noise_retries for r in rates}
+    retries_left = {r: ctx.settings.noise_retries for r in rates}
     settle_left = dict.fromkeys(rates, 1)  # an unsteady rung is measured again once
 
     def next_rung(done: list[RunOutcome]) -> Rung | None:
@@ -448,7 +483,7 @@ def _run_ladder(bp: BrokerPerf, driver: Driver, prepared: ThroughputPrepared, pl
             results.pop()
             discarded.append(noise_note(
                 len(discarded) + 1, Verdict(**last.verdict), target_rate_msg_s=last.target_rate))
-            bp._progress(f"brokerperf: {broker.kind} throughput rung {last.index + 1}/"
+            ctx.progress(f"brokerperf: {broker.kind} throughput rung {last.index + 1}/"
                          f"{len(rates)} {last.target_rate:,.0f} msg/s is {why}")
             return Rung(rate=last.target_rate, warmup_max_s=prepared.warmup_s,
                         measure_s=prepared.measure_s,
@@ -469,7 +504,7 @@ def _run_ladder(bp: BrokerPerf, driver: Driver, prepared: ThroughputPrepared, pl
                 limit=lad.GENERATOR, limit_reasons=[reason],
                 verdict={"status": GENERATOR_BOUND, "reasons": [reason],
                          "flags": [GENERATOR_BOUND], "details": {}}))
-            bp._progress(f"brokerperf: {broker.kind} throughput rung {k + 1}/{len(rates)} "
+            ctx.progress(f"brokerperf: {broker.kind} throughput rung {k + 1}/{len(rates)} "
                          f"{reason}")
             return None
         return Rung(rate=rate, warmup_max_s=prepared.warmup_s, measure_s=prepared.measure_s,
@@ -481,7 +516,7 @@ def _run_ladder(bp: BrokerPerf, driver: Driver, prepared: ThroughputPrepared, pl
                    producing_workers=producing, harness_ceiling=harness_ceiling,
                    client_ceiling=client_ceiling)
         results.append(rr)
-        bp._progress(_progress_rung(broker.kind, rr, len(rates)))
+        ctx.progress(_progress_rung(broker.kind, rr, len(rates)))
 
     rungs, end = run_rates(driver, wl, plan, next_rung, payloads=payloads, on_period=on_period,
                            on_rung=on_rung)
@@ -496,7 +531,7 @@ def _run_ladder(bp: BrokerPerf, driver: Driver, prepared: ThroughputPrepared, pl
     by_rate = {o.plan.rate: o for o in rungs}
     headline = by_rate[top.target_rate] if top is not None else rungs[0]
     verdict = ladder_verdict(ladder)
-    bp._progress(f"brokerperf: {broker.kind} throughput: {ladder.summary()}"
+    ctx.progress(f"brokerperf: {broker.kind} throughput: {ladder.summary()}"
                  + (f"; knee {ladder.knee.rate_msg_s:,.0f} msg/s"
                     if ladder.knee and ladder.knee.rate_msg_s else ""))
     extra = {
@@ -510,16 +545,16 @@ def _run_ladder(bp: BrokerPerf, driver: Driver, prepared: ThroughputPrepared, pl
         "limit_rate_msg_s": ladder.limit_rate, "summary": ladder.summary(),
     }
     ladder_doc = {**ladder.as_dict(), "noise_retries": discarded}
-    return _finish(bp, driver, prepared, headline, _session_outcome(rungs, headline, end),
+    return _finish(ctx, driver, prepared, headline, _session_outcome(rungs, headline, end),
                    verdict, slos, seed, splan, sampler, extra=extra,
                    record_extra={"ladder": ladder_doc, "throughput": throughput_doc,
-                                 "noise_retries": discarded,
                                  "calibration": ceilings_doc, "rate_discovery": None},
+                   noise_retries=discarded,
                    ladder=ladder, rung_outcomes=rungs, calibration=ceilings_doc,
                    row_params=f"ladder {lad.format_rate(rates[0])}..{lad.format_rate(rates[-1])}")
 
 
-def _run_discovery(bp: BrokerPerf, driver: Driver, prepared: ThroughputPrepared,
+def _run_discovery(ctx: RunContext, driver: Driver, prepared: ThroughputPrepared,
                    plan: RunPlan, payloads: list[bytes], on_period: Any,
                    ceilings_doc: dict[str, Any], slos: list[Any], seed: int,
                    splan: Any) -> ThroughputResult:
@@ -537,8 +572,8 @@ def _run_discovery(bp: BrokerPerf, driver: Driver, prepared: ThroughputPrepared,
 
     limits = RateControllerLimits.from_env()
     loop = DiscoveryLoop(RateController(limits), INITIAL_RATE, CONTROL_PERIOD_S)
-    bp._progress(
-        f"brokerperf: {bp.broker.kind} throughput {LABEL}: start {INITIAL_RATE:,.0f} msg/s, "
+    ctx.progress(
+        f"brokerperf: {ctx.broker.kind} throughput {LABEL}: start {INITIAL_RATE:,.0f} msg/s, "
         f"control every {CONTROL_PERIOD_S:g}s, warm-up={prepared.warmup_s:g}s "
         f"measure={prepared.measure_s:g}s workers={plan.workers} limits {asdict(limits)}")
     wl = prepared.workload
@@ -549,7 +584,7 @@ def _run_discovery(bp: BrokerPerf, driver: Driver, prepared: ThroughputPrepared,
         end = session.finish()
         end.apply(out)
         out.begin_time = end.begin_time
-    verdict = assess(out, Thresholds(steal_share=bp.settings.max_steal / 100))
+    verdict = assess(out, Thresholds(steal_share=ctx.settings.max_steal / 100))
     verdict.details["target_rate"] = None
     verdict.details["note"] = ("omb-rate-discovery: the target changes every 3 s, so the "
                                "measured window mixes rates")
@@ -564,7 +599,7 @@ def _run_discovery(bp: BrokerPerf, driver: Driver, prepared: ThroughputPrepared,
                 "window's acknowledged rate while the controller keeps adjusting; it is not "
                 "a ladder result",
     }
-    bp._progress(f"brokerperf: {bp.broker.kind} throughput {LABEL}: measured "
+    ctx.progress(f"brokerperf: {ctx.broker.kind} throughput {LABEL}: measured "
                  f"{measured_rate:,.0f} msg/s acknowledged, controller at {loop.rate:,.0f} "
                  f"msg/s after {len(loop.steps)} steps")
     throughput_doc = {
@@ -573,133 +608,75 @@ def _run_discovery(bp: BrokerPerf, driver: Driver, prepared: ThroughputPrepared,
         "summary": f"{LABEL}: {measured_rate:,.0f} msg/s acknowledged in the measured window",
     }
     prepared.rate = measured_rate
-    return _finish(bp, driver, prepared, out, out, verdict, slos, seed, splan, None,
+    return _finish(ctx, driver, prepared, out, out, verdict, slos, seed, splan, None,
                    extra={"max_sustainable_rate": measured_rate, "knee_rate": None},
                    record_extra={"ladder": None, "throughput": throughput_doc,
-                                 "noise_retries": [],
                                  "calibration": ceilings_doc, "rate_discovery": doc},
                    discovery=doc, rung_outcomes=[out], calibration=ceilings_doc,
                    row_params=LABEL, steps_csv=loop.steps)
 
 
-def _finish(bp: BrokerPerf, driver: Driver, prepared: ThroughputPrepared,
+def _finish(ctx: RunContext, driver: Driver, prepared: ThroughputPrepared,
             headline: RunOutcome, session_outcome: RunOutcome, verdict: Verdict,
-            slos: list[Any], seed: int, splan: Any, sampler: Any, *,
-            extra: dict[str, float | None], record_extra: dict[str, Any],
+            slos: list[SLO], seed: int, splan: ScenarioPlan, sampler: Any, *,
+            extra: dict[str, float | None], record_extra: ScenarioBlocks,
+            noise_retries: list[dict[str, Any]] | None = None,
             ladder: lad.LadderResult | None = None, discovery: dict[str, Any] | None = None,
             rung_outcomes: list[RunOutcome] | None = None,
             calibration: dict[str, Any] | None = None, row_params: str = "",
             steps_csv: list[dict[str, Any]] | None = None) -> ThroughputResult:
-    """SLOs, record, artefacts, summary rows, JUnit properties: as the tail-read path."""
-    from pytest_brokerperf import results as res
-    from pytest_brokerperf import slo
-    from pytest_brokerperf._stash import SUMMARY_ROWS_KEY
-    from pytest_brokerperf.figures import compute_figures
-    from pytest_brokerperf.omb_result import build_omb_result, default_result_filename
-    from pytest_brokerperf.runner import _short_params
-    from pytest_brokerperf.summary import LadderRow, SummaryRow
+    """The throughput's own artefacts and ladder row around the scenarios' common
+    :func:`~pytest_brokerperf.scenario_library.finish.finish`."""
+    from pytest_brokerperf.omb_result import default_result_filename
+    from pytest_brokerperf.summary import LadderRow
 
-    settings, broker = bp.settings, bp.broker
-    wl = prepared.workload
-    figures = compute_figures(headline)
-    figures.update(extra)
-    slo_results = (slo.evaluate(slos, figures, context={"broker": broker.kind,
-                                                         "scenario": prepared.scenario})
-                   if verdict.judgeable else [])
-    failures = [r.message for r in slo_results if r.failed]
-    inconclusive = list(verdict.reasons) if not verdict.judgeable else []
-    inconclusive += [r.message for r in slo_results if r.inconclusive]
-    test_id = bp.request.node.nodeid
-    directory, attempt = res.artefact_dir(Path(settings.results_dir), settings.run_id, test_id)
-    manifest = res.manifest(broker=broker, prepared=prepared, outcome=session_outcome,
-                            session_info=bp.session_info, seed=seed)
-    slo_dicts = [
-        {"expr": str(r.slo), "metric": r.slo.metric, "observed": r.observed,
-         "status": str(r.status), "message": r.message, "source": r.slo.source}
-        for r in slo_results
-    ]
-    record = res.build_record(
-        run_id=settings.run_id, test_id=test_id, attempt=attempt, broker=broker,
-        prepared=prepared, outcome=headline, verdict=verdict, slo_results=slo_dicts,
-        figures=figures, profile=settings.profile, env_label=settings.env,
-        artefacts=directory, manifest=manifest,
-    )
-    record["target_rate_msg_s"] = headline.plan.rate if ladder is not None else None
-    record["begin_time"] = session_outcome.begin_time
-    record["end_time"] = session_outcome.end_time
-    record.update(record_extra)
-    record["manifest"]["plan"] = splan.as_dict()
-    record["broker_metrics"] = None
-    if sampler is not None:
-        with contextlib.suppress(Exception):
-            sampler.write_csv(directory / "broker-metrics.csv")
-            record["broker_metrics"] = sampler.summary("broker-metrics.csv")
     stem = prepared.workload_file.stem if prepared.workload_file else prepared.scenario
     now = datetime.now()
 
-    def omb_for(out: RunOutcome) -> dict[str, Any]:
-        return build_omb_result(
-            workload_name=wl.name or stem, driver_name=driver.name,
-            message_size=wl.message_size, topics=wl.topics,
-            partitions=wl.partitions_per_topic, producers_per_topic=wl.producers_per_topic,
-            consumers_per_topic=wl.consumer_per_subscription, periods=out.periods,
-            cumulative=out.cumulative, period_s=prepared.period_s,
-            begin_time=out.begin_time, end_time=out.end_time,
-        )
+    def write_extra(directory: Path, omb_for: Any) -> None:
+        if ladder is not None:
+            _write_ladder_csv(directory / "ladder.csv", ladder)
+            rungs_dir = directory / "rungs"
+            for out in rung_outcomes or []:
+                k = next((r.index for r in ladder.rungs if r.target_rate == out.plan.rate), 0)
+                d = rungs_dir / f"{k + 1:02d}-{lad.format_rate(out.plan.rate)}"
+                d.mkdir(parents=True, exist_ok=True)
+                (d / default_result_filename(stem, driver.name, now)).write_text(
+                    json.dumps(omb_for(out), indent=2, allow_nan=False))
+        if steps_csv is not None:
+            with open(directory / "rate-discovery.csv", "w", newline="",
+                      encoding="utf-8") as fh:
+                keys = ["t_s", "period_s", "rate_msg_s", "total_published", "total_received",
+                        "next_rate_msg_s", "applied_rate_msg_s", "ramping_factor", "reason"]
+                w = csv.DictWriter(fh, fieldnames=keys)
+                w.writeheader()
+                for step in steps_csv:
+                    w.writerow(step)
+        (directory / "calibration.json").write_text(json.dumps(calibration or {}, indent=2,
+                                                               default=str))
 
+    extra_props: list[tuple[str, object]] = []
     if ladder is not None:
-        _write_ladder_csv(directory / "ladder.csv", ladder)
-        rungs_dir = directory / "rungs"
-        for out in rung_outcomes or []:
-            k = next((r.index for r in ladder.rungs if r.target_rate == out.plan.rate), 0)
-            d = rungs_dir / f"{k + 1:02d}-{lad.format_rate(out.plan.rate)}"
-            d.mkdir(parents=True, exist_ok=True)
-            (d / default_result_filename(stem, driver.name, now)).write_text(
-                json.dumps(omb_for(out), indent=2, allow_nan=False))
-    if steps_csv is not None:
-        with open(directory / "rate-discovery.csv", "w", newline="", encoding="utf-8") as fh:
-            keys = ["t_s", "period_s", "rate_msg_s", "total_published", "total_received",
-                    "next_rate_msg_s", "applied_rate_msg_s", "ramping_factor", "reason"]
-            w = csv.DictWriter(fh, fieldnames=keys)
-            w.writeheader()
-            for step in steps_csv:
-                w.writerow(step)
-    (directory / "calibration.json").write_text(json.dumps(calibration or {}, indent=2,
-                                                           default=str))
-    res.write_artefacts(directory=directory, record=record, prepared=prepared,
-                        outcome=session_outcome, broker=broker,
-                        results_root=Path(settings.results_dir), omb_result=omb_for(headline),
-                        omb_filename=default_result_filename(stem, driver.name, now))
-    if failures:
-        slo_text = "FAIL: " + ", ".join(r.slo.metric for r in slo_results if r.failed)
-    elif inconclusive:
-        slo_text = "inconclusive"
-    elif slo_results:
-        slo_text = "pass"
-    else:
-        slo_text = "-"
-    scenario_label = prepared.scenario if ladder is not None else (
-        f"{prepared.scenario}[{prepared.mode}]")
-    params = _short_params(prepared.params).rsplit(" rate=", 1)[0] + f" {row_params}"
-    row = SummaryRow(
-        nodeid=test_id, broker=broker.kind, scenario=scenario_label, params=params,
-        ack_rate=headline.ack_rate, mib_s=headline.publish_mib_s,
-        pub_p50=figures["publish_response.p50"], pub_p99=figures["publish_response.p99"],
-        pub_p999=figures["publish_response.p99.9"],
-        e2e_p50=figures["e2e_response.p50"], e2e_p99=figures["e2e_response.p99"],
-        e2e_p999=figures["e2e_response.p99.9"], verdict=verdict.status, slo=slo_text,
-        topology_check=broker.topology_check,
-    )
-    config = bp.request.config
-    config.stash.setdefault(SUMMARY_ROWS_KEY, []).append(row)
-    from pytest_brokerperf._stash import LADDER_ROWS_KEY
-
+        extra_props += [("brokerperf.limit", ladder.limit),
+                        ("brokerperf.ladder_outcome", ladder.outcome)]
+    base = finish(ctx, Measured(
+        prepared=prepared, driver_name=driver.name, headline=headline, verdict=verdict,
+        slos=slos, seed=seed, plan=splan, sampler=sampler, session=session_outcome,
+        extra_figures=extra,
+        record_extra={**record_extra,
+                      "target_rate_msg_s": headline.plan.rate if ladder is not None else None},
+        noise_retries=list(noise_retries or []),
+        summary_scenario=(prepared.scenario if ladder is not None
+                          else f"{prepared.scenario}[{prepared.mode}]"),
+        summary_params=f"{short_params(prepared.params, with_rate=False)} {row_params}",
+        junit_figures=("max_sustainable_rate", "knee_rate", *JUNIT_FIGURES),
+        extra_properties=extra_props, write_extra=write_extra))
     if ladder is not None:
         top = ladder.top_rung
         cpu_top = (max(top.signals.worker_cpu.values(), default=0.0)
                    if top is not None and top.signals else None)
-        config.stash.setdefault(LADDER_ROWS_KEY, []).append(LadderRow(
-            nodeid=test_id, broker=broker.kind, mode="ladder",
+        ctx.add_ladder_row(LadderRow(
+            nodeid=ctx.test_id, broker=ctx.broker.kind, mode="ladder",
             rungs=" ".join(("+" if r.sustainable else ("x" if r.measured else "-"))
                            + lad.format_rate(r.target_rate) for r in ladder.rungs),
             highest=ladder.highest_sustainable_rate,
@@ -709,24 +686,13 @@ def _finish(bp: BrokerPerf, driver: Driver, prepared: ThroughputPrepared,
             limit_rate=ladder.limit_rate, knee=ladder.knee.rate_msg_s if ladder.knee else None,
             cpu_top=cpu_top, verdict=verdict.status))
     else:
-        config.stash.setdefault(LADDER_ROWS_KEY, []).append(LadderRow(
-            nodeid=test_id, broker=broker.kind, mode=prepared.mode, rungs="(controller)",
-            highest=extra.get("max_sustainable_rate"), highest_mib_s=headline.publish_mib_s,
-            limit="n/a (omb-rate-discovery)", limit_rate=None, knee=None, cpu_top=None,
-            verdict=verdict.status))
-    props = bp.request.node.user_properties
-    for key in ("max_sustainable_rate", "knee_rate", "ack_rate", "publish_mib_s",
-                "publish_response.p99", "e2e_response.p50", "e2e_response.p99",
-                "e2e_response.p99.9", "lost", "duplicates"):
-        props.append((f"brokerperf.{key}", figures.get(key)))
-    props.append(("brokerperf.verdict", verdict.status))
-    if ladder is not None:
-        props.append(("brokerperf.limit", ladder.limit))
-        props.append(("brokerperf.ladder_outcome", ladder.outcome))
-    props.append(("brokerperf.artefacts", str(directory)))
+        ctx.add_ladder_row(LadderRow(
+            nodeid=ctx.test_id, broker=ctx.broker.kind, mode=prepared.mode,
+            rungs="(controller)", highest=extra.get("max_sustainable_rate"),
+            highest_mib_s=headline.publish_mib_s, limit="n/a (omb-rate-discovery)",
+            limit_rate=None, knee=None, cpu_top=None, verdict=verdict.status))
     return ThroughputResult(
-        prepared=prepared, outcome=headline, verdict=verdict, figures=figures,
-        slo_results=slo_results, record=record, artefacts=directory, failures=failures,
-        inconclusive=inconclusive, ladder=ladder, discovery=discovery,
-        calibration=calibration or {}, rung_outcomes=list(rung_outcomes or []),
+        **{f.name: getattr(base, f.name) for f in fields(ScenarioResult)},
+        ladder=ladder, discovery=discovery, calibration=calibration or {},
+        rung_outcomes=list(rung_outcomes or []),
     )

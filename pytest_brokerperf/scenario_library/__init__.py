@@ -1,0 +1,29 @@
+"""The scenario library: each study's question as a workload, a plan and a run.
+
+Not to be confused with the shipped test suite (``scenarios/`` in a checkout, installed
+as ``pytest_brokerperf.suite``), whose tests call these scenarios::
+
+    def test_tail_read(brokerperf):
+        brokerperf.run(TailRead(partitions=16))
+
+One protocol (:class:`~pytest_brokerperf.scenario_library.base.Scenario`: ``prepare`` and
+``execute``) and one ending
+(:func:`~pytest_brokerperf.scenario_library.finish.finish`) for every scenario.
+"""
+
+from __future__ import annotations
+
+from pytest_brokerperf.scenario_library.base import PreparedRun, Scenario, ScenarioResult
+from pytest_brokerperf.scenario_library.tailread import TOPOLOGY_CHECK_RATE, TailRead
+from pytest_brokerperf.scenario_library.throughput import Throughput
+from pytest_brokerperf.scenario_library.throughput_run import (
+    LADDER,
+    RATE_DISCOVERY,
+    ThroughputPrepared,
+    ThroughputResult,
+)
+
+__all__ = [
+    "LADDER", "RATE_DISCOVERY", "TOPOLOGY_CHECK_RATE", "PreparedRun", "Scenario",
+    "ScenarioResult", "TailRead", "Throughput", "ThroughputPrepared", "ThroughputResult",
+]

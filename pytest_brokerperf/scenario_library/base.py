@@ -1,0 +1,186 @@
+"""The scenario protocol: what every scenario declares, and the types it hands on.
+
+A scenario is a question asked of a broker (tail-read latency, maximum sustainable
+throughput, …). It has two steps, both declared here so the runner never probes for them:
+
+* :meth:`Scenario.prepare` resolves the session settings (profile, overrides, workload
+  and driver files) into a :class:`PreparedRun` — before anything is created, so bad
+  input fails fast;
+* :meth:`Scenario.execute` runs it through a
+  :class:`~pytest_brokerperf.scenario_library.context.RunContext` and returns a
+  :class:`ScenarioResult`, ending in
+  :func:`~pytest_brokerperf.scenario_library.finish.finish` like every other scenario.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from pytest_brokerperf.config import Settings
+    from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.engine.coordinator import RunOutcome
+    from pytest_brokerperf.results import ResultRecord
+    from pytest_brokerperf.scenario_library.context import RunContext
+    from pytest_brokerperf.slo import SLO, SLOResult
+    from pytest_brokerperf.verdict import Verdict
+    from pytest_brokerperf.workload import Workload
+
+__all__ = [
+    "DEFAULT_PER_PROCESS_RATE", "PreparedRun", "Scenario", "ScenarioResult", "auto_workers",
+    "durability_param", "resolve_period", "resolve_workload",
+]
+
+#: Rough per-process ceiling used to size worker pools until calibration measures one.
+DEFAULT_PER_PROCESS_RATE = 15_000.0
+
+
+@dataclass
+class PreparedRun:
+    """A scenario resolved against the settings: ready for the engine."""
+
+    scenario: str
+    workload: Workload
+    workload_file: Path | None
+    rate: float
+    period_s: float
+    warmup_s: float
+    measure_s: float
+    params: dict[str, Any]
+    slos: tuple[SLO, ...]  # the scenario's shipped sanity bounds
+    driver_file: Path | None
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ScenarioResult:
+    """What one scenario run produced, after verdict and SLO evaluation."""
+
+    prepared: PreparedRun
+    outcome: RunOutcome
+    verdict: Verdict
+    figures: dict[str, float | None]
+    slo_results: list[SLOResult]
+    record: ResultRecord  # the results.jsonl line (docs/reference/results.md)
+    artefacts: Path
+    failures: list[str] = field(default_factory=list)
+    inconclusive: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures and not self.inconclusive
+
+
+class Scenario(ABC):
+    """Base class: a named question asked of a broker.
+
+    Subclasses are dataclasses whose fields are the user's overrides (``None`` = from the
+    workload and profile) and declare ``name``, ``prepare`` and ``execute``.
+    """
+
+    name: str = "scenario"
+    #: extra SLO expressions for this run (``TailRead(slos=("e2e_response.p99 < 50ms",))``)
+    slos: tuple[str, ...] = ()
+    #: the scenario builds a safety plan (caps, retention, dry-run printout) before it
+    #: creates anything; without one it is refused on remote clusters and in dry runs
+    safety_plan: ClassVar[bool] = True
+    #: changes the scenario makes to the cluster beyond its own topics (partition
+    #: reassignment, broker restarts), listed in the safety plan
+    cluster_changes: ClassVar[tuple[str, ...]] = ()
+
+    def sanity_slos(self) -> tuple[SLO, ...]:
+        """Loose shipped bounds that hold on small CI machines; real targets come from users."""
+        from pytest_brokerperf.slo import SHIPPED_SLOS
+
+        return SHIPPED_SLOS.get(self.name, ())
+
+    @abstractmethod
+    def prepare(self, settings: Settings, endpoint: BrokerEndpoint) -> PreparedRun:
+        """Resolve the settings into a run; raises ``ValueError``/``ConfigError`` on bad input."""
+
+    @abstractmethod
+    def execute(self, ctx: RunContext, extra_slos: tuple[str, ...]) -> ScenarioResult:
+        """Run on ``ctx``'s broker, judge, and record (through ``finish``)."""
+
+
+def durability_param(endpoint: BrokerEndpoint) -> int | None:
+    """The run's durability level (the ``broker`` fixture's), None = driver-defined; a
+    scenario parameter, so SLO selectors can say ``when: {params: {durability: 1}}``."""
+    return endpoint.durability
+
+
+def auto_workers(rate: float, clients: int, cpus: tuple[int, ...] | None) -> int:
+    """Worker processes for a target rate: enough for the rate, at most one per CPU."""
+    limit = len(cpus) if cpus else (os.cpu_count() or 1)
+    want = max(1, math.ceil(rate / DEFAULT_PER_PROCESS_RATE))
+    return max(1, min(want, limit, max(clients, 1)))
+
+
+def resolve_workload(settings: Settings, *, given: Workload | None, shipped: str,
+                     notes: list[str], partitions: int | None = None,
+                     message_size: int | None = None,
+                     **counts: int | None) -> tuple[Workload, Path | None]:
+    """The run's workload and the file it came from.
+
+    The scenario's own ``Workload`` wins, then ``--brokerperf-workload``, then the shipped
+    file named ``shipped``; ``partitions``, ``message_size`` and the client ``counts``
+    (``producers_per_topic``, ``consumer_per_subscription``, ``subscriptions_per_topic``)
+    override it. A payload file of another size is dropped with a note.
+    """
+    from pytest_brokerperf.workload import Workload, shipped_workload
+
+    wl_file: Path | None = None
+    if given is not None:
+        wl = given
+    elif settings.workload is not None:
+        wl_file = Path(settings.workload)
+        wl = Workload.from_yaml(wl_file)
+    else:
+        wl_file = shipped_workload(shipped)
+        wl = Workload.from_yaml(wl_file)
+    changes: dict[str, Any] = {k: v for k, v in counts.items() if v is not None}
+    if partitions is not None:
+        changes["partitions_per_topic"] = partitions
+    if message_size is not None and message_size != wl.message_size:
+        changes["message_size"] = message_size
+        if wl.payload_file:
+            changes["payload_file"] = None
+            notes.append(
+                f"payloadFile {wl.payload_file!r} dropped: it holds {wl.message_size} bytes "
+                f"and this run sends {message_size}-byte messages (generated payload)"
+            )
+    return (wl.replace(**changes) if changes else wl), wl_file
+
+
+def resolve_period(settings: Settings, wl: Workload) -> float:
+    """The statistics period: the flag, else the OMB file's ``logIntervalMillis`` under
+    ``--brokerperf-profile=omb``, else the profile's."""
+    if settings.period is not None:
+        return float(settings.period)
+    if settings.profile == "omb" and wl.log_interval_millis:
+        return wl.log_interval_millis / 1000.0
+    return float(settings.profile_spec.period_s)
+
+
+def base_params(wl: Workload, endpoint: BrokerEndpoint, rate: float) -> dict[str, Any]:
+    """The parameters every scenario reports (matrix keys for SLO selectors and reports)."""
+    return {
+        "topics": wl.topics,
+        "partitions": wl.partitions_per_topic,
+        "message_size": wl.message_size,
+        "producers": wl.total_producers,
+        "subscriptions": wl.subscriptions_per_topic,
+        "consumers": wl.total_consumers,
+        "rate": rate,
+        "durability": durability_param(endpoint),
+    }
+
+
+def driver_file(settings: Settings, given: Path | None) -> Path | None:
+    """The scenario's driver file, else ``--brokerperf-driver``, else the broker's default."""
+    return given or (Path(settings.driver) if settings.driver else None)

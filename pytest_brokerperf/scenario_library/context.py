@@ -1,0 +1,109 @@
+"""What a running scenario may use of its pytest test: one public surface.
+
+Scenarios get a :class:`RunContext` instead of the ``brokerperf`` fixture's object, so
+they depend on this small surface (settings, broker, progress lines, the safety guard,
+the applicable SLOs, the terminal summary and JUnit properties) and not on pytest's
+request or the fixture's internals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_brokerperf._stash import DRY_RUN_PLANS_KEY, LADDER_ROWS_KEY, SUMMARY_ROWS_KEY
+
+if TYPE_CHECKING:
+    from pytest_brokerperf.config import Settings
+    from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.safety import ScenarioPlan
+    from pytest_brokerperf.scenario_library.base import PreparedRun
+    from pytest_brokerperf.slo import SLO
+    from pytest_brokerperf.summary import LadderRow, SummaryRow
+
+__all__ = ["RunContext"]
+
+
+@dataclass
+class RunContext:
+    """One test's view of the session while a scenario runs on its broker."""
+
+    request: pytest.FixtureRequest
+    broker: BrokerEndpoint
+    settings: Settings
+    session_info: dict[str, Any]
+
+    @property
+    def test_id(self) -> str:
+        return str(self.request.node.nodeid)
+
+    @property
+    def verbose(self) -> bool:
+        return int(self.request.config.getoption("verbose", 0) or 0) > 0
+
+    def progress(self, line: str) -> None:
+        """Write a progress line to the terminal, past pytest's output capture."""
+        config = self.request.config
+        tr = config.pluginmanager.getplugin("terminalreporter")
+        capman = config.pluginmanager.getplugin("capturemanager")
+        if tr is None:
+            return
+        if capman is not None:
+            with capman.global_and_fixture_disabled():
+                tr.write_line(line)
+        else:
+            tr.write_line(line)
+
+    def slos_for(self, prepared: PreparedRun, scenario_slos: tuple[str, ...]) -> list[SLO]:
+        """Shipped bounds, replaced metric by metric by the user's applicable SLOs.
+
+        User SLOs come from ``@pytest.mark.slo``, ``brokerperf.run(slos=...)`` /
+        ``TailRead(slos=...)`` and the ``--brokerperf-slo`` file; all are parsed before any
+        load starts, so a typo fails fast.
+        """
+        from pytest_brokerperf import slo
+
+        node = self.request.node
+        user: list[SLO] = []
+        for mark in node.iter_markers("slo"):
+            user += [slo.parse_slo(e, source=f"@pytest.mark.slo on {node.nodeid}")
+                     for e in mark.args]
+        user += [slo.parse_slo(e, source="scenario slos=") for e in scenario_slos]
+        if self.settings.slo is not None:
+            user += slo.load_slo_file(Path(self.settings.slo))
+        return slo.merge_slos(
+            prepared.slos, user, broker=self.broker.kind, scenario=prepared.scenario,
+            params=prepared.params, env=self.settings.env,
+        )
+
+    def guard(self, plan: ScenarioPlan) -> None:
+        """Show the plan (remote clusters, dry runs), refuse it over a cap, or stop (dry run).
+
+        Nothing has been created yet: the refusal fails the test with the cap and the
+        flag that raises it; a dry run skips it, labelled ``DRY RUN``.
+        """
+        if self.broker.mode == "remote" or self.settings.dry_run:
+            for line in plan.lines():
+                self.progress(line)
+        if plan.refusals:
+            pytest.fail("REFUSED before anything was created: " + "; ".join(plan.refusals),
+                        pytrace=False)
+        if self.settings.dry_run:
+            self.request.config.stash.setdefault(DRY_RUN_PLANS_KEY, []).append(plan.lines())
+            pytest.skip(f"DRY RUN: plan printed, nothing created ({len(plan.topics)} topic(s), "
+                        f"<= {plan.bytes_max:,} bytes, {plan.rate_msg_s:g} msg/s peak)")
+
+    def add_summary_row(self, row: SummaryRow) -> None:
+        """A line of the session's "brokerperf summary" table."""
+        self.request.config.stash.setdefault(SUMMARY_ROWS_KEY, []).append(row)
+
+    def add_ladder_row(self, row: LadderRow) -> None:
+        """A line of the summary's throughput table."""
+        self.request.config.stash.setdefault(LADDER_ROWS_KEY, []).append(row)
+
+    def add_properties(self, props: list[tuple[str, object]]) -> None:
+        """JUnit XML ``<property>`` entries of this test."""
+        self.request.node.user_properties.extend(props)

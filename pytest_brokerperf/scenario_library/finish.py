@@ -1,0 +1,183 @@
+"""The one ending every scenario shares: judge the SLOs, write the record and artefacts,
+add the summary row and the JUnit properties.
+
+A scenario measures in its own way (one window, a ladder of rungs, a controller) and
+hands :func:`finish` a :class:`Measured`; what a team reads afterwards — the
+``results.jsonl`` line, the artefact directory, the terminal summary and the JUnit XML —
+is written here and nowhere else, so every scenario's results have the same shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_brokerperf.results import ScenarioBlocks
+from pytest_brokerperf.scenario_library.base import PreparedRun, ScenarioResult
+from pytest_brokerperf.verdict import RATE_NOT_SUSTAINED
+
+if TYPE_CHECKING:
+    from pytest_brokerperf.engine.coordinator import RunOutcome
+    from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
+    from pytest_brokerperf.safety import ScenarioPlan
+    from pytest_brokerperf.scenario_library.context import RunContext
+    from pytest_brokerperf.slo import SLO, SLOResult
+    from pytest_brokerperf.verdict import Verdict
+
+__all__ = ["JUNIT_FIGURES", "Measured", "finish", "omb_document", "short_params"]
+
+#: Figures every scenario reports as JUnit properties (``brokerperf.<figure>``).
+JUNIT_FIGURES = ("ack_rate", "publish_mib_s", "publish_response.p99", "e2e_response.p50",
+                 "e2e_response.p99", "e2e_response.p99.9", "lost", "duplicates")
+
+#: ``write_extra(directory, omb)``: a scenario's own artefacts; ``omb(outcome)`` is the
+#: OMB result document of one of its outcomes.
+ExtraWriter = Callable[[Path, Callable[["RunOutcome"], dict[str, Any]]], None]
+
+
+@dataclass
+class Measured:
+    """What a scenario measured, handed to :func:`finish`."""
+
+    prepared: PreparedRun
+    driver_name: str
+    #: the outcome whose figures, latencies and delivery the record reports
+    headline: RunOutcome
+    verdict: Verdict
+    slos: list[SLO]
+    seed: int
+    plan: ScenarioPlan
+    sampler: BrokerMetricsSampler | None = None
+    #: the whole session (periods.csv, hlogs, manifest, begin/end times); default headline
+    session: RunOutcome | None = None
+    #: scenario figures beside the computed ones (``max_sustainable_rate``), SLO-checkable
+    extra_figures: dict[str, float | None] = field(default_factory=dict)
+    #: scenario blocks of the record (``ladder``, ``throughput``, ``calibration``)
+    record_extra: ScenarioBlocks = field(default_factory=lambda: ScenarioBlocks())
+    #: measured windows discarded for host noise (or unsteadiness), with their reasons
+    noise_retries: list[dict[str, Any]] = field(default_factory=list)
+    summary_scenario: str | None = None  # summary table label; default the scenario name
+    summary_params: str | None = None  # summary table parameters; default short_params
+    junit_figures: tuple[str, ...] = JUNIT_FIGURES
+    extra_properties: list[tuple[str, object]] = field(default_factory=list)
+    write_extra: ExtraWriter | None = None
+
+
+def short_params(params: dict[str, Any], *, with_rate: bool = True) -> str:
+    """The summary table's parameter cell: ``p=16 size=1KiB d=2 rate=10k``."""
+    size = params.get("message_size", 0)
+    size_s = f"{size // 1024}KiB" if size and size % 1024 == 0 else f"{size}B"
+    rate = params.get("rate", 0) or 0
+    rate_s = f"{rate / 1000:g}k" if rate >= 1000 else f"{rate:g}"
+    level = params.get("durability")
+    level_s = f" d={level}" if level is not None else ""
+    head = f"p={params.get('partitions')} size={size_s}{level_s}"
+    return f"{head} rate={rate_s}" if with_rate else head
+
+
+def omb_document(prepared: PreparedRun, driver_name: str, out: RunOutcome) -> dict[str, Any]:
+    """OMB's result JSON for one outcome of this run."""
+    from pytest_brokerperf.omb_result import build_omb_result
+
+    wl = prepared.workload
+    stem = prepared.workload_file.stem if prepared.workload_file else prepared.scenario
+    return build_omb_result(
+        workload_name=wl.name or stem, driver_name=driver_name,
+        message_size=wl.message_size, topics=wl.topics,
+        partitions=wl.partitions_per_topic, producers_per_topic=wl.producers_per_topic,
+        consumers_per_topic=wl.consumer_per_subscription, periods=out.periods,
+        cumulative=out.cumulative, period_s=prepared.period_s,
+        begin_time=out.begin_time, end_time=out.end_time,
+    )
+
+
+def _slo_text(slo_results: list[SLOResult], failures: list[str],
+              inconclusive: list[str]) -> str:
+    if failures:
+        return "FAIL: " + ", ".join(r.slo.metric for r in slo_results if r.failed)
+    if inconclusive:
+        return "inconclusive"
+    return "pass" if slo_results else "-"
+
+
+def finish(ctx: RunContext, m: Measured) -> ScenarioResult:
+    """Judge ``m``'s SLOs (only for a valid measurement), write its record and artefacts,
+    add its summary row and JUnit properties; the scenario's result."""
+    from pytest_brokerperf import results as res
+    from pytest_brokerperf import slo
+    from pytest_brokerperf.figures import compute_figures
+    from pytest_brokerperf.omb_result import default_result_filename
+    from pytest_brokerperf.summary import SummaryRow
+
+    settings, broker, prepared = ctx.settings, ctx.broker, m.prepared
+    headline, session = m.headline, m.session or m.headline
+    figures = compute_figures(headline)
+    figures.update(m.extra_figures)
+    slo_results = (slo.evaluate(m.slos, figures, context={"broker": broker.kind,
+                                                           "scenario": prepared.scenario})
+                   if m.verdict.judgeable else [])
+    if m.verdict.status == RATE_NOT_SUSTAINED and broker.topology_check:
+        m.verdict.reasons.append(
+            f"topology check: {broker.nodes} broker nodes share this machine, so the "
+            "shortfall is the machine's limit, not the cluster's")
+    failures = [r.message for r in slo_results if r.failed]
+    inconclusive = list(m.verdict.reasons) if not m.verdict.judgeable else []
+    inconclusive += [r.message for r in slo_results if r.inconclusive]
+
+    results_root = Path(settings.results_dir)
+    directory, attempt = res.artefact_dir(results_root, settings.run_id, ctx.test_id)
+    manifest = res.manifest(broker=broker, prepared=prepared, outcome=session,
+                            session_info=ctx.session_info, seed=m.seed)
+    manifest["plan"] = m.plan.as_dict()
+    record = res.build_record(
+        run_id=settings.run_id, test_id=ctx.test_id, attempt=attempt, broker=broker,
+        prepared=prepared, outcome=headline, verdict=m.verdict,
+        slo_results=[r.as_record() for r in slo_results], figures=figures,
+        profile=settings.profile, env_label=settings.env, artefacts=directory,
+        manifest=manifest,
+    )
+    record["begin_time"] = session.begin_time
+    record["end_time"] = session.end_time
+    record["noise_retries"] = m.noise_retries
+    record["broker_metrics"] = None
+    record.update(m.record_extra)
+    if m.sampler is not None:
+        m.sampler.write_csv(directory / "broker-metrics.csv")
+        record["broker_metrics"] = m.sampler.summary("broker-metrics.csv")
+
+    stem = prepared.workload_file.stem if prepared.workload_file else prepared.scenario
+    now = datetime.now()
+    if m.write_extra is not None:
+        m.write_extra(directory, lambda out: omb_document(prepared, m.driver_name, out))
+    res.write_artefacts(directory=directory, record=record, prepared=prepared,
+                        outcome=session, broker=broker, results_root=results_root,
+                        omb_result=omb_document(prepared, m.driver_name, headline),
+                        omb_filename=default_result_filename(stem, m.driver_name, now))
+
+    ctx.add_summary_row(SummaryRow(
+        nodeid=ctx.test_id, broker=broker.kind,
+        scenario=m.summary_scenario or prepared.scenario,
+        params=m.summary_params if m.summary_params is not None else short_params(
+            prepared.params),
+        ack_rate=headline.ack_rate, mib_s=headline.publish_mib_s,
+        pub_p50=figures["publish_response.p50"], pub_p99=figures["publish_response.p99"],
+        pub_p999=figures["publish_response.p99.9"],
+        e2e_p50=figures["e2e_response.p50"], e2e_p99=figures["e2e_response.p99"],
+        e2e_p999=figures["e2e_response.p99.9"], verdict=m.verdict.status,
+        slo=_slo_text(slo_results, failures, inconclusive),
+        topology_check=broker.topology_check,
+    ))
+    props: list[tuple[str, object]] = [(f"brokerperf.{k}", figures.get(k))
+                                       for k in m.junit_figures]
+    props.append(("brokerperf.verdict", m.verdict.status))
+    if broker.topology_check:
+        props.append(("brokerperf.topology_check", f"{broker.nodes} nodes on one host"))
+    props += m.extra_properties
+    props.append(("brokerperf.artefacts", str(directory)))
+    ctx.add_properties(props)
+    return ScenarioResult(prepared=prepared, outcome=headline, verdict=m.verdict,
+                          figures=figures, slo_results=slo_results, record=record,
+                          artefacts=directory, failures=failures, inconclusive=inconclusive)

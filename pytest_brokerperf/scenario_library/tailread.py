@@ -1,0 +1,238 @@
+"""Tail-read latency: fixed-rate publishing, consumers reading at the tail.
+
+The studies' core latency question (AutoMQ's tail-read runs, Confluent's latency runs):
+one measured window at a fixed offered rate after a warm-up that ends when the run is
+steady, measured again when the host's steal time spoiled the window.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_brokerperf.scenario_library.base import (
+    PreparedRun,
+    Scenario,
+    ScenarioResult,
+    auto_workers,
+    base_params,
+    driver_file,
+    resolve_period,
+    resolve_workload,
+)
+from pytest_brokerperf.scenario_library.finish import Measured, finish
+
+if TYPE_CHECKING:
+    from pytest_brokerperf.config import Settings
+    from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.metrics.stats import PeriodStats
+    from pytest_brokerperf.scenario_library.context import RunContext
+    from pytest_brokerperf.workload import Workload
+
+__all__ = ["TOPOLOGY_CHECK_RATE", "TailRead"]
+
+#: The profile's default tail-read rate on a topology check (several local broker nodes
+#: on one machine): three JVMs pinned to one of two cores spend their first minutes
+#: compiling (C2 threads took ~40 % of their CPU) and then keep up with a few hundred
+#: msg/s at RF 3, not with the smoke profile's 1000. Explicit rates win.
+TOPOLOGY_CHECK_RATE = 100.0
+
+
+@dataclass
+class TailRead(Scenario):
+    """Tail-read latency: fixed-rate publishing, consumers reading at the tail.
+
+    Any field left ``None`` comes from the workload (``--brokerperf-workload`` or the
+    shipped ``tail-read-smoke.yaml``) and the profile (durations, rate, period).
+    """
+
+    workload: Workload | None = None
+    partitions: int | None = None
+    message_size: int | None = None
+    rate: float | None = None
+    producers: int | None = None
+    consumers: int | None = None
+    subscriptions: int | None = None
+    driver_file: Path | None = None
+    slos: tuple[str, ...] = ()  # extra SLO expressions for this run
+    name: str = "tailread"
+
+    def prepare(self, settings: Settings, endpoint: BrokerEndpoint) -> PreparedRun:
+        notes: list[str] = []
+        wl, wl_file = resolve_workload(
+            settings, given=self.workload, shipped="tail-read-smoke", notes=notes,
+            partitions=self.partitions, message_size=self.message_size,
+            producers_per_topic=self.producers, consumer_per_subscription=self.consumers,
+            subscriptions_per_topic=self.subscriptions)
+        spec = settings.profile_spec
+        from_file = settings.profile == "omb"
+        if settings.rate is not None:
+            rate = float(settings.rate)
+            notes.append(f"rate {rate:g} msg/s from --brokerperf-rate")
+        elif self.rate is not None:
+            rate = float(self.rate)
+        elif from_file or (wl_file is not None and settings.workload is not None):
+            rate = float(wl.producer_rate)
+        else:
+            rate = float(spec.tailread_rate)
+            if endpoint.topology_check and rate > TOPOLOGY_CHECK_RATE:
+                rate = TOPOLOGY_CHECK_RATE
+                notes.append(
+                    f"rate {rate:g} msg/s instead of the profile's {spec.tailread_rate:g}: "
+                    f"{endpoint.nodes} broker nodes share this machine (topology check); "
+                    "--brokerperf-rate sets another"
+                )
+        if rate <= 0:
+            raise ValueError(
+                "the tail-read scenario needs a fixed producerRate > 0; producerRate: 0 "
+                "(rate discovery) belongs to the throughput scenario"
+            )
+        period = resolve_period(settings, wl)
+        if settings.warmup is not None:
+            warmup = float(settings.warmup)
+        elif from_file:
+            warmup = wl.warmup_s
+        else:
+            warmup = float(spec.warmup_s)
+        if settings.duration is not None:
+            measure = float(settings.duration)
+        elif from_file:
+            measure = wl.duration_s
+        else:
+            measure = float(spec.measure_s)
+            if wl_file is not None and settings.workload is not None:
+                notes.append(
+                    f"durations from profile {settings.profile!r} (warm-up cap {warmup:g} s, "
+                    f"measured {measure:g} s), not from the workload file; use "
+                    "--brokerperf-profile=omb to run the file's durations"
+                )
+        wl = wl.replace(producer_rate=round(rate))
+        return PreparedRun(
+            scenario=self.name, workload=wl, workload_file=wl_file, rate=rate,
+            period_s=period, warmup_s=warmup, measure_s=measure,
+            params=base_params(wl, endpoint, rate), slos=self.sanity_slos(),
+            driver_file=driver_file(settings, self.driver_file), notes=notes,
+        )
+
+    def execute(self, ctx: RunContext, extra_slos: tuple[str, ...]) -> ScenarioResult:
+        return run_fixed_rate(ctx, self, extra_slos)
+
+
+def run_fixed_rate(ctx: RunContext, scenario: Scenario,
+                   extra_slos: tuple[str, ...]) -> ScenarioResult:
+    """Prepare ``scenario``, guard it, run one fixed-rate window, judge it and record it.
+
+    A window the host spoiled is measured again up to ``--brokerperf-noise-retries``
+    times, an unsteady one (still catching up a stall) once; the discarded windows stay
+    in the record's ``noise_retries``.
+    """
+    from pytest_brokerperf import safety
+    from pytest_brokerperf.brokers import create_driver
+    from pytest_brokerperf.engine.coordinator import (
+        RunPlan,
+        default_generator_cpus,
+        run_workload,
+    )
+    from pytest_brokerperf.errors import ConfigError
+    from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
+    from pytest_brokerperf.safety import format_bytes
+    from pytest_brokerperf.summary import format_progress
+    from pytest_brokerperf.verdict import (
+        HOST_NOISE,
+        UNSTEADY,
+        Thresholds,
+        assess,
+        discarded_windows_note,
+        noise_note,
+    )
+
+    settings, broker = ctx.settings, ctx.broker
+    prepared = scenario.prepare(settings, broker)
+    slos = ctx.slos_for(prepared, (*scenario.slos, *extra_slos))
+    wl = prepared.workload
+    base_dir = prepared.workload_file.parent if prepared.workload_file else None
+    seed = int.from_bytes(os.urandom(4), "little")
+    payloads = wl.payloads(base_dir, seed=seed)
+    driver = create_driver(broker, prepared.driver_file, prepared.scenario,
+                           stats_interval_ms=max(1000, int(prepared.period_s * 1000)))
+    cpus = default_generator_cpus(broker.broker_cpus())
+    clients = wl.total_producers + wl.total_consumers
+    workers = settings.workers or auto_workers(prepared.rate, clients, cpus)
+    plan = RunPlan(
+        rate=prepared.rate, period_s=prepared.period_s, warmup_max_s=prepared.warmup_s,
+        measure_s=prepared.measure_s, workers=workers,
+        topic_prefix=safety.topic_prefix(settings, prepared.scenario, ctx.test_id),
+        keep_topics=settings.keep_topics, generator_cpus=cpus, seed=seed,
+    )
+    driver, safety_notes = safety.safe_driver(driver, settings, broker, prepared, plan)
+    prepared.notes.extend(safety_notes)
+    splan = safety.build_plan(settings, broker, prepared, driver, plan, test_id=ctx.test_id,
+                              cluster_changes=scenario.cluster_changes)
+    ctx.guard(splan)  # prints, refuses over a cap, stops here in a dry run
+    sampler: BrokerMetricsSampler | None = None
+    every = max(1, round(5.0 / prepared.period_s))
+    verbose = ctx.verbose
+    acked_bytes = 0
+
+    def on_period(p: PeriodStats) -> None:
+        nonlocal acked_bytes
+        if sampler is not None:
+            sampler.on_period(p)
+        acked_bytes += p.bytes_sent
+        if splan.max_bytes is not None and acked_bytes > splan.max_bytes:
+            raise ConfigError(f"REFUSED: {format_bytes(acked_bytes)} acknowledged, over "
+                              f"the byte cap {format_bytes(splan.max_bytes)} "
+                              "(--brokerperf-max-bytes); the run was stopped")
+        if verbose or p.index % every == every - 1:
+            ctx.progress(format_progress(broker.kind, prepared.scenario, p))
+
+    ctx.progress(
+        f"brokerperf: {broker.kind} {prepared.scenario} rate={prepared.rate:g} msg/s "
+        f"warm-up≤{prepared.warmup_s:g}s measure={prepared.measure_s:g}s "
+        f"period={prepared.period_s:g}s workers={workers}"
+    )
+    from pytest_brokerperf.slo import judged_percentile
+
+    thresholds = Thresholds(steal_share=settings.max_steal / 100,
+                            publish_delay_q=judged_percentile(slos))
+    discarded: list[dict[str, Any]] = []
+    noise_left, unsteady_left = settings.noise_retries, 1
+    attempt_no = 0
+    while True:
+        attempt_no += 1
+        sampler = BrokerMetricsSampler.for_endpoint(broker, settings)
+        run_plan = plan if attempt_no == 1 else replace(
+            plan, topic_prefix=f"{plan.topic_prefix}-m{attempt_no}")  # fresh topics
+        if sampler is not None:
+            sampler.start()
+        try:
+            outcome = run_workload(driver, wl, run_plan, payloads=payloads,
+                                   on_period=on_period)
+        finally:
+            if sampler is not None:
+                sampler.stop()
+        verdict = assess(outcome, thresholds)
+        if verdict.status == HOST_NOISE and noise_left > 0:
+            noise_left -= 1
+            steal = verdict.details.get("host_steal_share")
+            why = (f"host-noise (steal {steal:.1%})" if steal is not None
+                   else "host-noise") + (
+                f": measuring again ({settings.noise_retries - noise_left}/"
+                f"{settings.noise_retries}, --brokerperf-noise-retries)")
+        elif verdict.status == UNSTEADY and unsteady_left > 0:
+            # a stall from before the window (a fresh topic, a GC pause) was still being
+            # caught up: the same rate measured again on fresh topics, once
+            unsteady_left -= 1
+            why = "unsteady (catching up a stall from before its window): measuring again"
+        else:
+            break
+        discarded.append(noise_note(attempt_no, verdict))
+        ctx.progress(f"brokerperf: {broker.kind} {prepared.scenario}: measured window "
+                     f"{attempt_no} is {why}")
+    if discarded:
+        prepared.notes.append(discarded_windows_note(discarded))
+    return finish(ctx, Measured(
+        prepared=prepared, driver_name=driver.name, headline=outcome, verdict=verdict,
+        slos=slos, seed=seed, plan=splan, sampler=sampler, noise_retries=discarded))
