@@ -122,7 +122,7 @@ class _BrokerProcesses:
         if info.get("fsync_probe") is None:
             from pytest_brokerperf.metrics.sysstats import fsync_probe
 
-            dirs = managed.endpoint.info.get("data_dirs") or [str(workdir)]
+            dirs = managed.endpoint.processes_record().data_dirs or (str(workdir),)
             info["fsync_probe"] = fsync_probe(Path(dirs[0]).parent)
         from pytest_brokerperf.warmup import warm_broker
 

@@ -253,8 +253,8 @@ def _periods_csv(path: Path, outcome: RunOutcome) -> None:
 
 def _copy_logs(dest: Path, broker: BrokerEndpoint) -> list[str]:
     copied: list[str] = []
-    logs = list(broker.info.get("log_files", []) or []) + list(broker.info.get("gc_logs", [])
-                                                               or [])
+    local = broker.processes_record()
+    logs = [*local.log_files, *local.gc_logs]
     if not logs:
         return copied
     dest.mkdir(exist_ok=True)

@@ -45,7 +45,7 @@ def warm_broker(endpoint: BrokerEndpoint, settings: Settings) -> dict[str, Any]:
         rate=rate, period_s=1.0, warmup_max_s=TOPOLOGY_WARMUP_CAP_S if until_steady else 0.0,
         measure_s=seconds, workers=1,
         topic_prefix=f"bp-{settings.run_id}-broker-warmup",
-        generator_cpus=default_generator_cpus(endpoint.info.get("cpu_affinity")),
+        generator_cpus=default_generator_cpus(endpoint.broker_cpus()),
         drain_timeout_s=10.0,
     )
     t0 = time.monotonic()

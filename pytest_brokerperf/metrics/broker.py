@@ -352,11 +352,11 @@ class BrokerMetricsSampler:
         if not settings.broker_metrics:
             return None
         sources: list[tuple[str, str, str]] = []
-        info = endpoint.info or {}
         if endpoint.mode != "remote":
-            for i, pid in enumerate(info.get("pids") or [], start=1):
+            local = endpoint.processes_record()
+            for i, pid in enumerate(local.pids, start=1):
                 sources.append((str(i), "proc", str(pid)))
-            for i, url in enumerate(info.get("metrics_urls") or [], start=1):
+            for i, url in enumerate(local.metrics_urls, start=1):
                 sources.append((str(i), "prometheus", url))
         for i, url in enumerate(settings.prometheus, start=1):
             node = f"prom{i}" if endpoint.mode != "remote" else str(i)

@@ -2,7 +2,9 @@
 
 Each broker kind knows how it is started in each mode (its
 :class:`~pytest_brokerperf.brokers.base.BrokerType`); this package holds the machinery
-they share — managed processes that never outlive pytest (:mod:`.process`), Maven jar
+they share — managed processes that never outlive pytest (:mod:`.process`), the
+lifecycle base every local broker subclasses (:mod:`.lifecycle`), Java discovery and JVM
+flags (:mod:`.java`), the broker/generator CPU split (:mod:`.cpus`), Maven jar
 resolution (:mod:`.maven`), free ports (:mod:`.ports`) — and :func:`start_broker`, the
 one call the fixtures make. Every mode ends in one
 :class:`~pytest_brokerperf.endpoint.BrokerEndpoint`, so a scenario never knows how its

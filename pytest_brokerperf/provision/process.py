@@ -28,7 +28,6 @@ from typing import Self
 
 __all__ = [
     "ManagedProcess",
-    "check_cpus_allowed",
     "discard_cleanup_path",
     "kill_all",
     "log_tail",
@@ -232,19 +231,6 @@ class ManagedProcess:
         pid = self._popen.pid if self._popen is not None else None
         state = "running" if self.alive() else f"exited({self.returncode})"
         return f"<ManagedProcess {self.name} pid={pid} {state}>"
-
-
-def check_cpus_allowed(cpus: Collection[int] | None) -> None:
-    """Refuse pinning to CPUs this process may not use (a broker's ``cpus=`` argument)."""
-    if cpus:
-        allowed = os.sched_getaffinity(0)
-        if not set(cpus) <= allowed:
-            from pytest_brokerperf.errors import ConfigError
-
-            raise ConfigError(
-                f"cpus={sorted(cpus)} is not a subset of the CPUs this process may "
-                f"use ({sorted(allowed)})"
-            )
 
 
 def stop_all(procs: Collection[ManagedProcess], timeout: float) -> None:

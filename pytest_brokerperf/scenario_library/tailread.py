@@ -157,7 +157,7 @@ def run_fixed_rate(ctx: RunContext, scenario: Scenario,
     payloads = wl.payloads(base_dir, seed=seed)
     driver = create_driver(broker, prepared.driver_file, prepared.scenario,
                            stats_interval_ms=max(1000, int(prepared.period_s * 1000)))
-    cpus = default_generator_cpus(broker.info.get("cpu_affinity"))
+    cpus = default_generator_cpus(broker.broker_cpus())
     clients = wl.total_producers + wl.total_consumers
     workers = settings.workers or auto_workers(prepared.rate, clients, cpus)
     plan = RunPlan(

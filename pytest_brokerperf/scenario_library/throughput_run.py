@@ -336,7 +336,7 @@ def run_throughput(ctx: RunContext, scenario: Scenario,
     seed = int.from_bytes(os.urandom(4), "little")
     driver = create_driver(broker, prepared.driver_file, "throughput",
                            stats_interval_ms=max(1000, int(prepared.period_s * 1000)))
-    cpus = default_generator_cpus(broker.info.get("cpu_affinity"))
+    cpus = default_generator_cpus(broker.broker_cpus())
     test_id = ctx.test_id
     prefix = safety.topic_prefix(settings, prepared.scenario, test_id)
     discovery = prepared.mode == RATE_DISCOVERY

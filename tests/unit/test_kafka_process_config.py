@@ -26,15 +26,16 @@ from pytest_brokerperf.brokers.kafka.process import (
     ExtraListener,
     KafkaProcessCluster,
     NodePorts,
-    default_broker_cpus,
     generate_cluster_id,
     kafka_jvm_flags,
     node_config,
     render_log4j2_properties,
-    render_properties,
 )
 from pytest_brokerperf.errors import BrokerUnavailable, ConfigError, ProvisionError
+from pytest_brokerperf.provision import java as pj
 from pytest_brokerperf.provision import maven
+from pytest_brokerperf.provision.cpus import default_broker_cpus
+from pytest_brokerperf.provision.java import render_properties
 from pytest_brokerperf.provision.ports import (
     ephemeral_port_range,
     free_port,
@@ -283,8 +284,8 @@ def test_default_broker_cpus() -> None:
 def test_java_version_parsing(
     monkeypatch: pytest.MonkeyPatch, output: str, expected: tuple[str, int]
 ) -> None:
-    monkeypatch.setattr(kp, "_java_version_output", lambda java: output)
-    assert kp.java_version("java") == expected
+    monkeypatch.setattr(pj, "java_version_output", lambda java: output)
+    assert pj.java_version("java") == expected
 
 
 def test_not_running_cluster() -> None:
@@ -316,7 +317,7 @@ def test_start_without_java_is_unavailable(tmp_path: Path) -> None:
 def test_start_with_old_java_is_unavailable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(kp, "_java_version_output", lambda java: 'java version "11.0.2"')
+    monkeypatch.setattr(pj, "java_version_output", lambda java: 'java version "11.0.2"')
     c = KafkaProcessCluster(kafka_home=fake_kafka_home(tmp_path), java="java")
     with pytest.raises(BrokerUnavailable, match="Java 17"):
         c.start()

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from pytest_brokerperf.brokers.kafka.process import render_properties
 from pytest_brokerperf.brokers.pulsar.process import (
     PulsarPorts,
     PulsarStandalone,
@@ -24,6 +23,7 @@ from pytest_brokerperf.brokers.pulsar.process import (
 )
 from pytest_brokerperf.errors import BrokerUnavailable, ConfigError, ProvisionError
 from pytest_brokerperf.provision import maven
+from pytest_brokerperf.provision.java import render_properties
 
 PORTS = PulsarPorts(broker_port=21650, web_port=21080)
 

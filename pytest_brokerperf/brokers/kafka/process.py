@@ -16,56 +16,53 @@ Usage::
 from __future__ import annotations
 
 import base64
-import functools
 import os
 import re
-import shutil
-import subprocess
-import tempfile
 import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, ClassVar, Literal, Self
 
 from pytest_brokerperf.endpoint import BrokerEndpoint
-from pytest_brokerperf.errors import BrokerUnavailable, ConfigError, ProvisionError
+from pytest_brokerperf.errors import ConfigError
+from pytest_brokerperf.provision.java import (
+    JavaRuntime,
+    check_jvm_size,
+    gc_log_flag,
+    remove_gc_logs,
+    render_properties,
+)
+from pytest_brokerperf.provision.lifecycle import (
+    LocalNode,
+    ProcessCluster,
+    StartFailure,
+    ports_open,
+)
 from pytest_brokerperf.provision.maven import (
     KAFKA_DEFAULT_VERSION,
     kafka_version_of,
     resolve_kafka,
 )
-from pytest_brokerperf.provision.ports import LOOPBACK, free_ports, port_open
-from pytest_brokerperf.provision.process import (
-    ManagedProcess,
-    check_cpus_allowed,
-    discard_cleanup_path,
-    log_tail,
-    register_cleanup_path,
-    stop_all,
-)
+from pytest_brokerperf.provision.ports import LOOPBACK, free_ports
+from pytest_brokerperf.provision.process import ManagedProcess
 
 __all__ = [
     "KAFKA_DEFAULT_VERSION",
     "ExtraListener",
     "KafkaProcessCluster",
     "NodePorts",
-    "default_broker_cpus",
     "generate_cluster_id",
-    "java_version",
     "kafka_jvm_flags",
     "node_config",
     "render_log4j2_properties",
-    "render_properties",
 ]
 
 Quorum = Literal["static", "dynamic"]
 
 DEFAULT_START_TIMEOUT_S = 90.0
 DEFAULT_STOP_TIMEOUT_S = 20.0
-LOG_TAIL_LINES = 40
 
 # What kafka-run-class.sh puts in KAFKA_JVM_PERFORMANCE_OPTS (brokers.md §1.3).
 KAFKA_PERFORMANCE_FLAGS: tuple[str, ...] = (
@@ -80,11 +77,9 @@ KAFKA_PERFORMANCE_FLAGS: tuple[str, ...] = (
 # Short-lived tool JVMs (StorageTool): start fast, nothing to tune.
 _TOOL_FLAGS: tuple[str, ...] = ("-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 
-_HEAP = re.compile(r"^[1-9][0-9]*[kKmMgG]?$")
 _LISTENER_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
 _RESERVED_LISTENERS = frozenset({"PLAINTEXT", "CONTROLLER"})
 _LISTENER_PROTOCOLS = frozenset({"PLAINTEXT", "SASL_PLAINTEXT"})
-_BIND_FAILURE = re.compile(r"Address already in use|BindException")
 
 
 # -- pure pieces (unit-tested) -------------------------------------------------------------
@@ -188,24 +183,6 @@ def node_config(
     return cfg
 
 
-def _escape_properties(text: str, *, key: bool) -> str:
-    out = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
-    if key:
-        for ch in ("=", ":", " ", "#", "!"):
-            out = out.replace(ch, "\\" + ch)
-    return out
-
-
-def render_properties(cfg: Mapping[str, str], header: str = "") -> str:
-    """Java ``.properties`` text (keys and values escaped where needed)."""
-    lines = [f"# {line}" for line in header.splitlines()]
-    lines += [
-        f"{_escape_properties(k, key=True)}={_escape_properties(v, key=False)}"
-        for k, v in cfg.items()
-    ]
-    return "\n".join(lines) + "\n"
-
-
 def render_log4j2_properties() -> str:
     """log4j2 config: everything to the console (= the node's log file), WARN by default.
 
@@ -268,97 +245,27 @@ def logging_flags(version: str, log_config: Path) -> list[str]:
 
 def kafka_jvm_flags(heap: str, gc_log: Path, logs_dir: Path) -> list[str]:
     """Heap, GC and logging flags as ``kafka-server-start.sh``/``kafka-run-class.sh`` set them."""
-    if not _HEAP.match(heap):
-        raise ConfigError(f"bad heap size {heap!r}: use a JVM size such as 512m or 1g")
-    if ":" in str(gc_log):
-        raise ConfigError(f"log directory {gc_log.parent} must not contain ':' (JVM -Xlog syntax)")
+    check_jvm_size(heap)
     return [
         f"-Xms{heap}",
         f"-Xmx{heap}",
         *KAFKA_PERFORMANCE_FLAGS,
         # Decorations as asked for the report; rotation as kafka-run-class.sh sets it.
-        f"-Xlog:gc*:file={gc_log}:time,uptime:filecount=10,filesize=100M",
+        gc_log_flag(gc_log),
         f"-Dkafka.logs.dir={logs_dir}",
     ]
-
-
-def default_broker_cpus(available: set[int] | None = None) -> set[int] | None:
-    """The last allowed CPU when there are several (the generator gets the rest), else None."""
-    cpus = set(available) if available is not None else set(os.sched_getaffinity(0))
-    if len(cpus) < 2:
-        return None
-    return {max(cpus)}
-
-
-@functools.lru_cache(maxsize=8)
-def _java_version_output(java: str) -> str:
-    try:
-        out = subprocess.run(
-            [java, "-version"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise BrokerUnavailable(f"cannot run {java} -version: {e}") from e
-    return (out.stderr or out.stdout).strip()
-
-
-def java_version(java: str) -> tuple[str, int]:
-    """``("17.0.15", 17)`` from ``java -version``."""
-    text = _java_version_output(java)
-    m = re.search(r'version "([^"]+)"', text)
-    if not m:
-        raise BrokerUnavailable(f"cannot read the Java version from {java} -version: {text!r}")
-    version = m.group(1)
-    parts = version.split(".")
-    if parts[0] == "1" and len(parts) > 1:  # 1.8.0_x style
-        major = int(parts[1])
-    else:
-        major = int(re.sub(r"\D.*", "", parts[0]) or 0)
-    return version, major
-
-
-def find_java(java: str | None = None) -> str:
-    """``java`` argument, else ``$JAVA_HOME/bin/java``, else ``java`` on PATH."""
-    if java:
-        return java
-    home = os.environ.get("JAVA_HOME", "").strip()
-    if home and os.access(Path(home) / "bin" / "java", os.X_OK):
-        return str(Path(home) / "bin" / "java")
-    found = shutil.which("java")
-    if not found:
-        raise BrokerUnavailable(
-            "Kafka needs Java 17+, but no 'java' is on PATH and JAVA_HOME is not set. "
-            "Install a JDK/JRE 17+ (Debian: apt-get install openjdk-17-jre-headless)."
-        )
-    return found
 
 
 # -- the cluster ----------------------------------------------------------------------------
 
 
-class _StartFailure(Exception):
-    """Internal: one start attempt failed; ``retry`` when ports collided."""
-
-    def __init__(self, message: str, retry: bool = False) -> None:
-        super().__init__(message)
-        self.retry = retry
-
-
-@dataclass
-class _Node:
+@dataclass(kw_only=True)
+class _Node(LocalNode):
     ports: NodePorts
-    config_file: Path
-    data_dir: Path
-    log_file: Path
-    gc_log: Path
     flags: list[str]
-    proc: ManagedProcess | None = None
 
 
-class KafkaProcessCluster:
+class KafkaProcessCluster(ProcessCluster[_Node]):
     """N combined KRaft broker+controller JVMs on loopback, testcontainers-style.
 
     ``cpus``: CPUs every broker JVM is pinned to; ``None`` = the last CPU when the
@@ -376,6 +283,8 @@ class KafkaProcessCluster:
     the version actually run. ``start_timeout`` bounds format + start + readiness,
     not a first-time Maven download.
     """
+
+    kind: ClassVar[str] = "kafka"
 
     def __init__(
         self,
@@ -400,11 +309,10 @@ class KafkaProcessCluster:
             raise ConfigError(f"nodes must be a positive integer, got {nodes!r}")
         if quorum not in ("static", "dynamic"):
             raise ConfigError(f"quorum must be 'static' or 'dynamic', got {quorum!r}")
-        self.nodes = nodes
+        super().__init__(nodes=nodes, workdir=workdir, cpus=cpus, start_timeout=start_timeout,
+                         stop_timeout=stop_timeout, keep_logs=keep_logs)
         self.version = version
-        self.workdir_arg = Path(workdir) if workdir is not None else None
         self.heap = heap
-        self.cpus = set(cpus) if cpus is not None else None
         self.broker_overrides: dict[str, str] = dict(broker_overrides or {})
         self.extra_listeners: dict[str, int] = dict(extra_listeners or {})
         self.listener_protocols: dict[str, str] = dict(listener_protocols or {})
@@ -414,18 +322,13 @@ class KafkaProcessCluster:
         self._metrics_ports: list[int] = []
         self.kafka_home = kafka_home
         self.quorum: Quorum = quorum
-        self.start_timeout = start_timeout
-        self.stop_timeout = stop_timeout
-        self.keep_logs = keep_logs
         self.java = java
-        self._workdir: Path | None = None
-        self._owns_workdir = False
-        self._nodes: list[_Node] = []
         self._extras: list[ExtraListener] = []
         self._log_config: Path | None = None
         self._cluster_id = ""
-        self._launched_at = 0.0
-        self._endpoint: BrokerEndpoint | None = None
+        self._lib = Path()
+        self._run_version = version
+        self._java: JavaRuntime | None = None
         self._validate()
 
     # -- fluent configuration -------------------------------------------------------
@@ -454,8 +357,7 @@ class KafkaProcessCluster:
         return self
 
     def _validate(self) -> None:
-        if not _HEAP.match(self.heap):
-            raise ConfigError(f"bad heap size {self.heap!r}: use a JVM size such as 512m or 1g")
+        check_jvm_size(self.heap)
         if self.quorum == "dynamic" and self.nodes != 1:
             raise ConfigError("quorum='dynamic' is only supported for a single node; use 'static'")
         if self.extra_listeners and self.nodes != 1:
@@ -477,75 +379,26 @@ class KafkaProcessCluster:
                     f"bad listener protocol {name}={protocol!r}: name an extra listener and "
                     f"one of {', '.join(sorted(_LISTENER_PROTOCOLS))}"
                 )
-        check_cpus_allowed(self.cpus)
+        super()._validate()
 
     # -- lifecycle ------------------------------------------------------------------
 
-    @property
-    def running(self) -> bool:
-        """True between a successful start() and stop()."""
-        return self._endpoint is not None
-
-    @property
-    def endpoint(self) -> BrokerEndpoint:
-        """The endpoint of the running cluster."""
-        if self._endpoint is None:
-            raise RuntimeError("KafkaProcessCluster is not running; call start() first")
-        return self._endpoint
+    def describe(self) -> str:
+        return f"Kafka cluster ({self.nodes} node(s))"
 
     @property
     def bootstrap(self) -> str:
         """``bootstrap.servers`` of the running cluster."""
         return self.endpoint.bootstrap
 
-    @property
-    def processes(self) -> list[ManagedProcess]:
-        """The broker JVMs started by the current (or current failed) start."""
-        return [n.proc for n in self._nodes if n.proc is not None]
-
-    def broker_cpus(self) -> set[int] | None:
-        """The CPUs the brokers are (to be) pinned to, None for no pinning."""
-        if self.cpus is None:
-            return default_broker_cpus()
-        return set(self.cpus) or None
-
-    def start(self, timeout: float | None = None) -> BrokerEndpoint:
-        """Format and start every node, wait until all N brokers serve; the endpoint.
-
-        On any failure every process started so far is stopped and the data is
-        removed before :class:`ProvisionError` (with the log tails) is raised.
-        """
-        if self._endpoint is not None:
-            raise RuntimeError("KafkaProcessCluster is already running")
-        self._validate()
-        timeout = self.start_timeout if timeout is None else timeout
-        lib = resolve_kafka(self.version, kafka_home=self.kafka_home)
-        version = kafka_version_of(lib)
-        java = find_java(self.java)
-        java_ver, java_major = java_version(java)
-        if _kafka_major(version) >= 4 and java_major < 17:
-            raise BrokerUnavailable(
-                f"Kafka {version} needs Java 17+, but {java} is Java {java_ver}; "
-                "install a newer JDK or set JAVA_HOME to one"
-            )
-        workdir = self._prepare_workdir()
+    def _prepare(self) -> None:
+        """The jars (Maven cache or ``kafka_home``), the version they are, a fitting Java."""
+        self._lib = resolve_kafka(self.version, kafka_home=self.kafka_home)
+        self._run_version = kafka_version_of(self._lib)
+        self._java = JavaRuntime.find(
+            self.java, "Kafka", broker_version=self._run_version,
+            min_major=17 if _kafka_major(self._run_version) >= 4 else None)
         self._resolve_agent()
-        began = time.monotonic()
-        attempts = 3  # a new set of ports when another process took one meanwhile
-        for attempt in range(attempts):
-            try:
-                self._start_once(lib, version, java, workdir, began + timeout, timeout)
-                break
-            except _StartFailure as e:
-                self._teardown(remove_data=True)
-                if e.retry and attempt + 1 < attempts and time.monotonic() < began + timeout:
-                    continue
-                raise ProvisionError(str(e)) from None
-            except BaseException:
-                self._teardown(remove_data=True)
-                raise
-        self._endpoint = self._make_endpoint(lib, version, java, java_ver, began)
-        return self._endpoint
 
     def _resolve_agent(self) -> None:
         """The JMX exporter jar, or the reason the cluster runs without it."""
@@ -560,20 +413,9 @@ class KafkaProcessCluster:
         except BrokerPerfError as e:
             self._agent_error = str(e).splitlines()[0]
 
-    def _prepare_workdir(self) -> Path:
-        if self._workdir is None:
-            if self.workdir_arg is not None:
-                self._workdir = self.workdir_arg.resolve()
-                self._owns_workdir = False
-            else:
-                self._workdir = Path(tempfile.mkdtemp(prefix="brokerperf-kafka-"))
-                self._owns_workdir = True
-        wd = self._workdir
+    def _init_workdir(self, workdir: Path) -> None:
         for sub in ("config", "logs"):
-            (wd / sub).mkdir(parents=True, exist_ok=True)
-        shutil.rmtree(wd / "data", ignore_errors=True)  # fresh data every start
-        (wd / "data").mkdir(parents=True)
-        return wd
+            (workdir / sub).mkdir(parents=True, exist_ok=True)
 
     def _layout(self, workdir: Path, version: str) -> list[_Node]:
         """Pick ports and write config files for every node."""
@@ -630,8 +472,7 @@ class KafkaProcessCluster:
                 encoding="utf-8",
             )
             gc_log = logs / f"gc-{i}.log"
-            for old in logs.glob(f"gc-{i}.log*"):  # the JVM would rotate, not truncate
-                old.unlink()
+            remove_gc_logs(gc_log)
             flags = kafka_jvm_flags(self.heap, gc_log, logs) + logging_flags(version, log_config)
             if self._agent_jar is not None:
                 from pytest_brokerperf.brokers.kafka.jmx_exporter import agent_flag
@@ -641,6 +482,9 @@ class KafkaProcessCluster:
                 )
             nodes.append(
                 _Node(
+                    name=str(i),
+                    label=f"node {i}",
+                    title=f"Kafka node {i}",
                     ports=np_,
                     config_file=config_file,
                     data_dir=data_dir,
@@ -651,20 +495,14 @@ class KafkaProcessCluster:
             )
         return nodes
 
-    def _start_once(
-        self,
-        lib: Path,
-        version: str,
-        java: str,
-        workdir: Path,
-        deadline: float,
-        timeout: float,
-    ) -> None:
-        (workdir / "data").mkdir(parents=True, exist_ok=True)
-        register_cleanup_path(workdir / "data")
+    def _launch(self, workdir: Path, deadline: float) -> None:
+        """Format every node's storage with one cluster id, start the JVMs, wait for all N."""
+        assert self._java is not None
+        java, version = self._java.path, self._run_version
+        self.fresh_dir(workdir / "data")
         nodes = self._layout(workdir, version)
         self._nodes = nodes
-        classpath = f"{lib}/*"
+        classpath = f"{self._lib}/*"
         cluster_id = generate_cluster_id()
         self._cluster_id = cluster_id
         assert self._log_config is not None
@@ -685,132 +523,58 @@ class KafkaProcessCluster:
                 rc = f.wait(max(1.0, deadline - time.monotonic()))
                 if rc != 0:
                     what = "timed out" if rc is None else f"failed (exit {rc})"
-                    raise _StartFailure(
+                    raise StartFailure(
                         f"formatting Kafka node {node.ports.node_id} storage {what}: "
                         f"{' '.join(f.argv)}\n--- last lines of {f.log_file} ---\n"
-                        f"{f.log_tail(LOG_TAIL_LINES)}"
+                        f"{f.log_tail(self.log_tail_lines)}"
                     )
         finally:
             for _, f in formatters:
                 f.stop(timeout=0.0)
-        cpus = self.broker_cpus()
-        self._launched_at = time.time()
         for node in nodes:
             argv = [java, *node.flags, "-cp", classpath, "kafka.Kafka", str(node.config_file)]
-            node.proc = ManagedProcess(
-                argv,
-                log_file=node.log_file,
-                name=f"kafka-{node.ports.node_id}",
-                cpus=cpus,
-            ).start()
-        self._wait_ready(deadline, timeout)
+            self._spawn(node, argv, name=f"kafka-{node.ports.node_id}")
+        self._wait_ready(deadline)
 
-    def _failure_text(self, headline: str) -> str:
-        parts = [headline]
-        for node in self._nodes:
-            state = "not started"
-            if node.proc is not None:
-                rc = node.proc.returncode
-                state = f"pid {node.proc.pid}, " + ("running" if rc is None else f"exit {rc}")
-            parts.append(
-                f"--- node {node.ports.node_id} ({state}), last lines of {node.log_file} ---\n"
-                f"{log_tail(node.log_file, LOG_TAIL_LINES)}"
-            )
-        return "\n".join(parts)
-
-    def _check_alive(self) -> None:
-        for node in self._nodes:
-            if node.proc is not None and not node.proc.alive():
-                tail = log_tail(node.log_file, LOG_TAIL_LINES)
-                raise _StartFailure(
-                    self._failure_text(
-                        f"Kafka node {node.ports.node_id} exited with code "
-                        f"{node.proc.returncode} during start-up"
-                    ),
-                    retry=bool(_BIND_FAILURE.search(tail)),
-                )
-
-    def _wait_ready(self, deadline: float, timeout: float) -> None:
+    def _wait_ready(self, deadline: float) -> None:
         """TCP connect to every node, then Admin describe_cluster/list_topics shows all N."""
-
-        def timed_out(stage: str) -> _StartFailure:
-            return _StartFailure(
-                self._failure_text(
-                    f"Kafka cluster ({self.nodes} node(s)) not ready within "
-                    f"{timeout:.0f} s: {stage}"
-                )
-            )
-
-        pending = [n.ports.port for n in self._nodes]
-        while pending:
-            self._check_alive()
-            pending = [p for p in pending if not port_open(LOOPBACK, p, timeout=0.5)]
-            if not pending:
-                break
-            if time.monotonic() >= deadline:
-                raise timed_out(f"ports {pending} not accepting connections")
-            time.sleep(0.2)
+        self.wait_until(ports_open([n.ports.port for n in self._nodes]), deadline)
 
         from confluent_kafka import KafkaException
         from confluent_kafka.admin import AdminClient
 
         bootstrap = ",".join(f"{LOOPBACK}:{n.ports.port}" for n in self._nodes)
         admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
-        seen = "no answer"
-        while True:
-            self._check_alive()
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise timed_out(f"Admin API saw {seen}")
+
+        def all_brokers_serve(remaining: float) -> str | None:
             try:
                 req = min(5.0, max(0.5, remaining))
                 desc = admin.describe_cluster(request_timeout=req).result(timeout=req + 1.0)
                 md = admin.list_topics(timeout=req)
-                described = len(desc.nodes)
-                listed = len(md.brokers)
-                seen = f"{described} broker(s) in describe_cluster, {listed} in metadata"
-                if described == self.nodes and listed == self.nodes:
-                    return
             except (KafkaException, TimeoutError, RuntimeError) as e:
-                seen = f"error {e}"
-            time.sleep(0.3)
+                return f"Admin API saw error {e}"
+            described, listed = len(desc.nodes), len(md.brokers)
+            if described == self.nodes and listed == self.nodes:
+                return None
+            return (f"Admin API saw {described} broker(s) in describe_cluster, "
+                    f"{listed} in metadata")
 
-    def _make_endpoint(
-        self, lib: Path, version: str, java: str, java_ver: str, began: float
-    ) -> BrokerEndpoint:
-        procs = self.processes
-        now = time.time()
-        cpus = self.broker_cpus()
-        available = set(os.sched_getaffinity(0))
-        per_node: dict[str, list[int] | None] = {}
-        for node in self._nodes:
-            assert node.proc is not None
-            aff = node.proc.affinity()
-            per_node[str(node.ports.node_id)] = sorted(aff) if aff is not None else None
+        self.wait_until(all_brokers_serve, deadline, interval=0.3)
+
+    def _make_endpoint(self, began: float) -> BrokerEndpoint:
+        assert self._java is not None
         home = self.kafka_home or os.environ.get("KAFKA_HOME") or None
         first = self._nodes[0]
         common_flags = [f for f in first.flags if not f.startswith(("-Xlog:", "-Dkafka.logs.dir"))]
+        metrics_urls = [
+            f"http://{LOOPBACK}:{p}/metrics" for p in self._metrics_ports
+        ] if self._agent_jar is not None else []
+        local = self._local_record(began, metrics_urls=metrics_urls)
         info: dict[str, Any] = {
-            "pids": [p.pid for p in procs],
-            "data_dirs": [str(n.data_dir) for n in self._nodes],
-            "log_files": [str(n.log_file) for n in self._nodes],
-            "gc_logs": [str(n.gc_log) for n in self._nodes],
-            "config_files": [str(n.config_file) for n in self._nodes],
+            **local.as_info(),
             "jvm_flags": common_flags,
             "jvm_flags_per_node": {str(n.ports.node_id): list(n.flags) for n in self._nodes},
-            "java": java,
-            "java_version": java_ver,
-            "java_version_output": _java_version_output(java),
-            # Silently changes every JVM flag above; recorded so a run shows it.
-            "java_tool_options": os.environ.get("JAVA_TOOL_OPTIONS"),
-            "cpu_affinity": {
-                "broker_cpus": sorted(cpus) if cpus else None,
-                "generator_cpus": sorted(available - cpus) if cpus else sorted(available),
-                "nodes": per_node,
-            },
-            "started_at": self._launched_at,
-            "ready_at": now,
-            "startup_s": round(time.monotonic() - began, 3),
+            **self._java.as_info(),
             "listeners": {
                 x.name: {
                     "host": LOOPBACK,
@@ -820,9 +584,6 @@ class KafkaProcessCluster:
                 }
                 for x in self._extras
             },
-            "metrics_urls": [
-                f"http://{LOOPBACK}:{p}/metrics" for p in self._metrics_ports
-            ] if self._agent_jar is not None else [],
             "metrics_agent": (
                 None if not self.metrics_agent
                 else {"jar": str(self._agent_jar), "ports": list(self._metrics_ports)}
@@ -840,67 +601,19 @@ class KafkaProcessCluster:
             "quorum": self.quorum,
             "heap": self.heap,
             "broker_overrides": dict(self.broker_overrides),
-            "kafka_home_or_cache": str(lib),
+            "kafka_home_or_cache": str(self._lib),
             "lib_source": "KAFKA_HOME" if home else "maven-cache",
-            "workdir": str(self._workdir),
         }
         return BrokerEndpoint(
             kind="kafka",
             bootstrap=",".join(f"{LOOPBACK}:{n.ports.port}" for n in self._nodes),
             mode="process",
             nodes=self.nodes,
-            version=version,
+            version=self._run_version,
             topology_check=self.nodes > 1,
             info=info,
+            local=local,
         )
-
-    def _teardown(self, *, remove_data: bool, timeout: float | None = None) -> None:
-        """Stop every node in parallel (SIGTERM, wait, SIGKILL) and drop the data."""
-        timeout = self.stop_timeout if timeout is None else timeout
-        stop_all(self.processes, timeout)
-        if self._workdir is not None and remove_data:
-            shutil.rmtree(self._workdir / "data", ignore_errors=True)
-            discard_cleanup_path(self._workdir / "data")
-        self._nodes = []
-
-    def stop(self, timeout: float | None = None) -> None:
-        """Stop every node (controlled shutdown, then SIGKILL after ``timeout``), remove data.
-
-        Logs are kept (their paths are in ``endpoint.info``) unless ``keep_logs=False``.
-        Safe to call when not running.
-        """
-        self._teardown(remove_data=True, timeout=timeout)
-        self._endpoint = None
-        if not self.keep_logs and self._owns_workdir and self._workdir is not None:
-            shutil.rmtree(self._workdir, ignore_errors=True)
-            self._workdir = None
-
-    def alive(self) -> bool:
-        """True while every node process runs."""
-        procs = self.processes
-        return bool(procs) and all(p.alive() for p in procs)
-
-    def uptime_s(self) -> float:
-        """Seconds since the broker JVMs were launched (the youngest node); 0.0 if not running.
-
-        Comparable to the ``uptime`` decoration of the GC log.
-        """
-        procs = [p for p in self.processes if p.alive()]
-        if not procs:
-            return 0.0
-        return min(p.uptime_s() for p in procs)
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         state = self._endpoint.bootstrap if self._endpoint else "stopped"

@@ -29,41 +29,30 @@ Usage::
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import tempfile
-import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any, ClassVar
 
-from pytest_brokerperf.brokers.kafka.process import (
-    _java_version_output,
-    default_broker_cpus,
-    find_java,
-    java_version,
+from pytest_brokerperf.endpoint import BrokerEndpoint
+from pytest_brokerperf.errors import ConfigError
+from pytest_brokerperf.provision.java import (
+    JavaRuntime,
+    check_jvm_size,
+    gc_log_flag,
+    remove_gc_logs,
     render_properties,
 )
-from pytest_brokerperf.endpoint import BrokerEndpoint
-from pytest_brokerperf.errors import BrokerUnavailable, ConfigError, ProvisionError
+from pytest_brokerperf.provision.lifecycle import LocalNode, ProcessCluster
 from pytest_brokerperf.provision.maven import (
     PULSAR_DEFAULT_VERSION,
     pulsar_version_of,
     resolve_pulsar,
 )
 from pytest_brokerperf.provision.ports import LOOPBACK, free_ports
-from pytest_brokerperf.provision.process import (
-    ManagedProcess,
-    check_cpus_allowed,
-    discard_cleanup_path,
-    log_tail,
-    register_cleanup_path,
-)
 
 __all__ = [
     "DURABILITY_LEVELS",
@@ -78,7 +67,6 @@ __all__ = [
 
 DEFAULT_START_TIMEOUT_S = 180.0  # three bookies on two cores take ~30 s; CI is slower
 DEFAULT_STOP_TIMEOUT_S = 30.0
-LOG_TAIL_LINES = 40
 MAIN_CLASS = "org.apache.pulsar.PulsarStandaloneStarter"
 CLUSTER_NAME = "standalone"
 DURABILITY_LEVELS = (1, 2, 3, 4)
@@ -120,8 +108,6 @@ PULSAR_EXTRA_FLAGS: tuple[str, ...] = (
     "-Dio.netty.recycler.linkCapacity=1024",
 )
 
-_MEM = re.compile(r"^[1-9][0-9]*[kKmMgG]?$")
-_BIND_FAILURE = re.compile(r"Address already in use|BindException")
 _OVERRIDE_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
 
 
@@ -248,17 +234,14 @@ def render_pulsar_log4j2() -> str:
 
 def pulsar_jvm_flags(heap: str, direct_memory: str, gc_log: Path, log_config: Path) -> list[str]:
     """Memory, GC, logging and the standalone's required flags."""
-    for what, size in (("heap", heap), ("direct memory", direct_memory)):
-        if not _MEM.match(size):
-            raise ConfigError(f"bad {what} size {size!r}: use a JVM size such as 512m or 1g")
-    if ":" in str(gc_log):
-        raise ConfigError(f"log directory {gc_log.parent} must not contain ':' (JVM -Xlog syntax)")
+    check_jvm_size(heap)
+    check_jvm_size(direct_memory, "direct memory")
     return [
         f"-Xms{heap}",
         f"-Xmx{heap}",
         f"-XX:MaxDirectMemorySize={direct_memory}",
         *PULSAR_GC_FLAGS,
-        f"-Xlog:gc*:file={gc_log}:time,uptime:filecount=10,filesize=100M",
+        gc_log_flag(gc_log),
         *PULSAR_EXTRA_FLAGS,
         *PULSAR_STANDALONE_FLAGS,
         f"-Dlog4j2.configurationFile={log_config}",
@@ -293,13 +276,7 @@ def _http_get(url: str, timeout: float) -> tuple[int, str]:
 # -- the standalone -------------------------------------------------------------------------
 
 
-class _StartFailure(Exception):
-    def __init__(self, message: str, retry: bool = False) -> None:
-        super().__init__(message)
-        self.retry = retry
-
-
-class PulsarStandalone:
+class PulsarStandalone(ProcessCluster[LocalNode]):
     """One Pulsar standalone JVM (broker + ``nodes`` bookies) on loopback.
 
     ``durability`` (1-4, or None for BookKeeper's defaults) sets the bookie journal
@@ -310,6 +287,8 @@ class PulsarStandalone:
     tuning knob of seed 004). ``start_timeout`` bounds start and readiness, not a
     first-time Maven download.
     """
+
+    kind: ClassVar[str] = "pulsar"
 
     def __init__(
         self,
@@ -330,121 +309,49 @@ class PulsarStandalone:
         if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
             raise ConfigError(f"nodes (bookies) must be a positive integer, got {nodes!r}")
         journal_settings(durability)  # validates the level
-        self.nodes = nodes
+        super().__init__(nodes=nodes, workdir=workdir, cpus=cpus, start_timeout=start_timeout,
+                         stop_timeout=stop_timeout, keep_logs=keep_logs)
         self.version = version
-        self.workdir_arg = Path(workdir) if workdir is not None else None
         self.heap = heap
         self.direct_memory = direct_memory
-        self.cpus = set(cpus) if cpus is not None else None
         self.durability = durability
         self.overrides: dict[str, str] = {str(k): str(v) for k, v in (overrides or {}).items()}
-        self.start_timeout = start_timeout
-        self.stop_timeout = stop_timeout
-        self.keep_logs = keep_logs
         self.java = java
-        self._workdir: Path | None = None
-        self._owns_workdir = False
-        self._proc: ManagedProcess | None = None
         self._ports: PulsarPorts | None = None
         self._flags: list[str] = []
         self._argv: list[str] = []
         self._config: dict[str, str] = {}
-        self._launched_at = 0.0
-        self._endpoint: BrokerEndpoint | None = None
+        self._lib = Path()
+        self._run_version = version
+        self._java: JavaRuntime | None = None
         self._validate()
 
     def _validate(self) -> None:
-        for what, size in (("heap", self.heap), ("direct memory", self.direct_memory)):
-            if not _MEM.match(size):
-                raise ConfigError(f"bad {what} size {size!r}: use a JVM size such as 512m or 1g")
+        check_jvm_size(self.heap)
+        check_jvm_size(self.direct_memory, "direct memory")
         for key in self.overrides:
             if not _OVERRIDE_KEY.match(key):
                 raise ConfigError(f"bad standalone.conf key {key!r} in overrides")
-        check_cpus_allowed(self.cpus)
+        super()._validate()
 
-    # -- properties -------------------------------------------------------------------
-
-    @property
-    def running(self) -> bool:
-        return self._endpoint is not None
-
-    @property
-    def endpoint(self) -> BrokerEndpoint:
-        if self._endpoint is None:
-            raise RuntimeError("PulsarStandalone is not running; call start() first")
-        return self._endpoint
-
-    @property
-    def processes(self) -> list[ManagedProcess]:
-        return [self._proc] if self._proc is not None else []
-
-    @property
-    def workdir(self) -> Path | None:
-        return self._workdir
-
-    def broker_cpus(self) -> set[int] | None:
-        if self.cpus is None:
-            return default_broker_cpus()
-        return set(self.cpus) or None
+    def describe(self) -> str:
+        return f"Pulsar standalone ({self.nodes} bookie(s))"
 
     # -- lifecycle --------------------------------------------------------------------
 
-    def start(self, timeout: float | None = None) -> BrokerEndpoint:
-        """Start the standalone and wait until the admin API says it serves; the endpoint.
+    def _prepare(self) -> None:
+        """The jars from the Maven cache, the version they are, Java 17+."""
+        self._lib = resolve_pulsar(self.version)
+        self._run_version = pulsar_version_of(self._lib)
+        self._java = JavaRuntime.find(self.java, "Pulsar", broker_version=self._run_version)
 
-        On failure the JVM is stopped and its data removed before :class:`ProvisionError`
-        (with the log tail) is raised.
-        """
-        if self._endpoint is not None:
-            raise RuntimeError("PulsarStandalone is already running")
-        self._validate()
-        timeout = self.start_timeout if timeout is None else timeout
-        lib = resolve_pulsar(self.version)
-        version = pulsar_version_of(lib)
-        java = find_java(self.java)
-        java_ver, java_major = java_version(java)
-        if java_major < 17:
-            raise BrokerUnavailable(
-                f"Pulsar {version} needs Java 17+, but {java} is Java {java_ver}; install a "
-                "newer JDK or set JAVA_HOME to one"
-            )
-        workdir = self._prepare_workdir()
-        began = time.monotonic()
-        attempts = 3  # new ports when another process took one meanwhile
-        for attempt in range(attempts):
-            try:
-                self._start_once(lib, java, workdir, began + timeout, timeout)
-                break
-            except _StartFailure as e:
-                self._teardown(remove_data=True)
-                if e.retry and attempt + 1 < attempts and time.monotonic() < began + timeout:
-                    continue
-                raise ProvisionError(str(e)) from None
-            except BaseException:
-                self._teardown(remove_data=True)
-                raise
-        self._endpoint = self._make_endpoint(lib, version, java, java_ver, began)
-        return self._endpoint
-
-    def _prepare_workdir(self) -> Path:
-        if self._workdir is None:
-            if self.workdir_arg is not None:
-                self._workdir = self.workdir_arg.resolve()
-                self._owns_workdir = False
-            else:
-                self._workdir = Path(tempfile.mkdtemp(prefix="brokerperf-pulsar-"))
-                self._owns_workdir = True
-        wd = self._workdir
+    def _init_workdir(self, workdir: Path) -> None:
         for sub in ("config", "logs"):
-            (wd / sub).mkdir(parents=True, exist_ok=True)
-        shutil.rmtree(wd / "data", ignore_errors=True)  # fresh data every start
-        (wd / "data").mkdir(parents=True)
-        return wd
+            (workdir / sub).mkdir(parents=True, exist_ok=True)
 
-    def _start_once(self, lib: Path, java: str, workdir: Path, deadline: float,
-                    timeout: float) -> None:
-        (workdir / "data").mkdir(parents=True, exist_ok=True)
-        register_cleanup_path(workdir / "data")
+    def _launch(self, workdir: Path, deadline: float) -> None:
+        assert self._java is not None
+        data = self.fresh_dir(workdir / "data")
         broker_port, web_port = free_ports(2)
         self._ports = PulsarPorts(broker_port=broker_port, web_port=web_port)
         self._config = standalone_config(
@@ -462,45 +369,21 @@ class PulsarStandalone:
         log_config.write_text(render_pulsar_log4j2(), encoding="utf-8")
         logs = workdir / "logs"
         gc_log = logs / "gc.log"
-        for old in logs.glob("gc.log*"):  # the JVM would rotate, not truncate
-            old.unlink()
+        remove_gc_logs(gc_log)
         self._flags = pulsar_jvm_flags(self.heap, self.direct_memory, gc_log, log_config)
         self._argv = [
-            java, *self._flags, "-cp", f"{lib}/*", MAIN_CLASS,
-            *standalone_args(config_file, workdir / "data", self.nodes),
+            self._java.path, *self._flags, "-cp", f"{self._lib}/*", MAIN_CLASS,
+            *standalone_args(config_file, data, self.nodes),
         ]
-        self._launched_at = time.time()
+        node = LocalNode(name="standalone", label="Pulsar standalone",
+                         log_file=logs / "pulsar.log", data_dir=data, gc_log=gc_log,
+                         config_file=config_file)
+        self._nodes = [node]
         # cwd = workdir: the standalone resolves relative defaults (conf/, data/) from it
-        self._proc = ManagedProcess(
-            self._argv, log_file=logs / "pulsar.log", name="pulsar-standalone",
-            cwd=workdir, cpus=self.broker_cpus(),
-        ).start()
-        self._wait_ready(deadline, timeout)
+        self._spawn(node, self._argv, name="pulsar-standalone", cwd=workdir)
+        self._wait_ready(deadline)
 
-    def _failure_text(self, headline: str) -> str:
-        proc = self._proc
-        state = "not started"
-        log = self._workdir / "logs" / "pulsar.log" if self._workdir else Path("pulsar.log")
-        if proc is not None:
-            rc = proc.returncode
-            state = f"pid {proc.pid}, " + ("running" if rc is None else f"exit {rc}")
-            log = proc.log_file
-        return f"{headline}\n--- Pulsar standalone ({state}), last lines of {log} ---\n" + (
-            log_tail(log, LOG_TAIL_LINES)
-        )
-
-    def _check_alive(self) -> None:
-        proc = self._proc
-        if proc is not None and not proc.alive():
-            tail = log_tail(proc.log_file, LOG_TAIL_LINES)
-            raise _StartFailure(
-                self._failure_text(
-                    f"Pulsar standalone exited with code {proc.returncode} during start-up"
-                ),
-                retry=bool(_BIND_FAILURE.search(tail)),
-            )
-
-    def _wait_ready(self, deadline: float, timeout: float) -> None:
+    def _wait_ready(self, deadline: float) -> None:
         """Admin API health check, then ``public/default`` exists, then all bookies."""
         assert self._ports is not None
         admin = f"http://{LOOPBACK}:{self._ports.web_port}"
@@ -514,31 +397,23 @@ class PulsarStandalone:
              and body.count("bookieId") >= self.nodes, f"{self.nodes} bookie(s) registered"),
         )
         for path, ok, what in checks:
-            while True:
-                self._check_alive()
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise _StartFailure(
-                        self._failure_text(
-                            f"Pulsar standalone ({self.nodes} bookie(s)) not ready within "
-                            f"{timeout:.0f} s: waiting for {what}; last answer: {stage}"
-                        )
-                    )
+
+            def answered(remaining: float, path: str = path,
+                         ok: Callable[[int, str], bool] = ok, what: str = what) -> str | None:
+                nonlocal stage
                 try:
                     code, body = _http_get(admin + path, min(10.0, max(0.5, remaining)))
                     stage = f"GET {path} -> {code} {body[:200]!r}"
                     if ok(code, body):
-                        break
+                        return None
                 except (OSError, urllib.error.URLError) as e:
                     stage = f"GET {path} -> {e}"
-                time.sleep(0.3)
+                return f"waiting for {what}; last answer: {stage}"
 
-    def _make_endpoint(self, lib: Path, version: str, java: str, java_ver: str,
-                       began: float) -> BrokerEndpoint:
-        assert self._proc is not None and self._ports is not None and self._workdir is not None
-        cpus = self.broker_cpus()
-        available = set(os.sched_getaffinity(0))
-        aff = self._proc.affinity()
+            self.wait_until(answered, deadline, interval=0.3)
+
+    def _make_endpoint(self, began: float) -> BrokerEndpoint:
+        assert self._ports is not None and self._workdir is not None and self._java is not None
         data = self._workdir / "data"
         common_flags = [f for f in self._flags if not f.startswith(("-Xlog:", "-Dlog4j2.conf"))]
         admin_url = f"http://{LOOPBACK}:{self._ports.web_port}"
@@ -549,27 +424,13 @@ class PulsarStandalone:
         except (OSError, ValueError, KeyError, TypeError):
             pass
         journal = {k: v for k, v in self._config.items() if k.startswith("journal")}
+        local = self._local_record(began)
         info: dict[str, Any] = {
-            "pids": [self._proc.pid],
-            "data_dirs": [str(data)],
-            "log_files": [str(self._proc.log_file)],
-            "gc_logs": [str(self._workdir / "logs" / "gc.log")],
-            "config_files": [str(self._workdir / "config" / "standalone.conf")],
+            **local.as_info(),
             "jvm_flags": common_flags,
             "main_class": MAIN_CLASS,
             "argv": list(self._argv[self._argv.index(MAIN_CLASS):]),
-            "java": java,
-            "java_version": java_ver,
-            "java_version_output": _java_version_output(java),
-            "java_tool_options": os.environ.get("JAVA_TOOL_OPTIONS"),
-            "cpu_affinity": {
-                "broker_cpus": sorted(cpus) if cpus else None,
-                "generator_cpus": sorted(available - cpus) if cpus else sorted(available),
-                "nodes": {"standalone": sorted(aff) if aff is not None else None},
-            },
-            "started_at": self._launched_at,
-            "ready_at": time.time(),
-            "startup_s": round(time.monotonic() - began, 3),
+            **self._java.as_info(),
             "brokers": 1,
             "bookies": self.nodes,
             "bookie_ids": bookies,
@@ -586,62 +447,20 @@ class PulsarStandalone:
             "heap": self.heap,
             "direct_memory": self.direct_memory,
             "broker_overrides": dict(self.overrides),
-            "lib": str(lib),
+            "lib": str(self._lib),
             "lib_source": "maven-cache",
-            "workdir": str(self._workdir),
         }
         return BrokerEndpoint(
             kind="pulsar",
             bootstrap=f"pulsar://{LOOPBACK}:{self._ports.broker_port}",
             mode="process",
             nodes=self.nodes,
-            version=version,
+            version=self._run_version,
             admin_url=admin_url,
             topology_check=self.nodes > 1,
             info=info,
+            local=local,
         )
-
-    def _teardown(self, *, remove_data: bool, timeout: float | None = None) -> None:
-        timeout = self.stop_timeout if timeout is None else timeout
-        if self._proc is not None:
-            self._proc.stop(timeout=timeout)
-        if self._workdir is not None and remove_data:
-            shutil.rmtree(self._workdir / "data", ignore_errors=True)
-            discard_cleanup_path(self._workdir / "data")
-        self._proc = None
-
-    def stop(self, timeout: float | None = None) -> None:
-        """Stop the JVM (SIGTERM, then SIGKILL after ``timeout``) and remove its data.
-
-        Logs are kept (their paths are in ``endpoint.info``) unless ``keep_logs=False``.
-        Safe to call when not running.
-        """
-        self._teardown(remove_data=True, timeout=timeout)
-        self._endpoint = None
-        if not self.keep_logs and self._owns_workdir and self._workdir is not None:
-            shutil.rmtree(self._workdir, ignore_errors=True)
-            self._workdir = None
-
-    def alive(self) -> bool:
-        return self._proc is not None and self._proc.alive()
-
-    def uptime_s(self) -> float:
-        """Seconds since the JVM was launched; 0.0 if not running."""
-        if self._proc is None or not self._proc.alive():
-            return 0.0
-        return self._proc.uptime_s()
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         state = self._endpoint.bootstrap if self._endpoint else "stopped"

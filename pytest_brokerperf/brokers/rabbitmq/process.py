@@ -35,24 +35,22 @@ import secrets
 import shutil
 import string
 import subprocess
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any, ClassVar
 
 from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.errors import BrokerUnavailable, ConfigError, ProvisionError
-from pytest_brokerperf.provision.ports import LOOPBACK, free_port, free_ports, port_open
-from pytest_brokerperf.provision.process import (
-    ManagedProcess,
-    discard_cleanup_path,
-    log_tail,
-    register_cleanup_path,
-    stop_all,
+from pytest_brokerperf.provision.lifecycle import (
+    LocalNode,
+    ProcessCluster,
+    StartFailure,
+    ports_open,
 )
+from pytest_brokerperf.provision.ports import LOOPBACK, free_port, free_ports, port_open
+from pytest_brokerperf.provision.process import ManagedProcess
 
 __all__ = [
     "RABBITMQ_BIN_DIR",
@@ -68,7 +66,6 @@ RABBITMQ_BIN_DIR = Path("/usr/lib/rabbitmq/bin")
 DEFAULT_START_TIMEOUT_S = 90.0
 DEFAULT_STOP_TIMEOUT_S = 30.0
 CTL_TIMEOUT_S = 60.0
-LOG_TAIL_LINES = 40
 #: Scheduler busy-wait off (pitfalls.md §5) — passed explicitly even where the
 #: package's rabbitmq-env already defaults to it, so the flags are visible in results.
 SCHEDULER_FLAGS: tuple[str, ...] = ("+sbwt", "none", "+sbwtdcpu", "none", "+sbwtdio", "none")
@@ -166,22 +163,12 @@ class CtlAccess:
                                          timeout=timeout))
 
 
-class _StartFailure(Exception):
-    def __init__(self, message: str, retry: bool = False) -> None:
-        super().__init__(message)
-        self.retry = retry
-
-
-@dataclass
-class _Node:
+@dataclass(kw_only=True)
+class _Node(LocalNode):
     index: int
-    name: str
     amqp_port: int
     dist_port: int
     base: Path
-    conf_file: Path
-    out_log: Path
-    proc: ManagedProcess | None = None
 
     @property
     def mnesia(self) -> Path:
@@ -195,18 +182,23 @@ class _Node:
     def node_log(self) -> Path:
         return self.log_dir / f"{self.name}.log"
 
+    def log_files(self) -> list[Path]:
+        """The node's own log first, then its console output."""
+        return [self.node_log, self.log_file]
 
-_BIND_FAILURE = re.compile(r"eaddrinuse|Address already in use|could not bind|"
-                           r"failed to start ranch listener", re.I)
 
-
-class RabbitMQProcessCluster:
+class RabbitMQProcessCluster(ProcessCluster[_Node]):
     """One or three RabbitMQ nodes on loopback, testcontainers-style.
 
     ``cpus``: CPUs every node is pinned to; ``None`` = the last CPU when the machine has
     several (the load generator keeps the others), ``set()`` = no pinning.
     ``conf_overrides`` are extra ``rabbitmq.conf`` keys for every node.
     """
+
+    kind: ClassVar[str] = "rabbitmq"
+    bind_failure: ClassVar[re.Pattern[str]] = re.compile(
+        r"eaddrinuse|Address already in use|could not bind|failed to start ranch listener",
+        re.I)
 
     def __init__(
         self,
@@ -222,36 +214,19 @@ class RabbitMQProcessCluster:
     ) -> None:
         if not isinstance(nodes, int) or isinstance(nodes, bool) or nodes < 1:
             raise ConfigError(f"nodes must be a positive integer, got {nodes!r}")
-        self.nodes = nodes
-        self.workdir_arg = Path(workdir) if workdir is not None else None
-        self.cpus = set(cpus) if cpus is not None else None
+        super().__init__(nodes=nodes, workdir=workdir, cpus=cpus, start_timeout=start_timeout,
+                         stop_timeout=stop_timeout, keep_logs=keep_logs)
         self.conf_overrides = dict(conf_overrides or {})
-        self.start_timeout = start_timeout
-        self.stop_timeout = stop_timeout
-        self.keep_logs = keep_logs
         self.bin_dir = Path(bin_dir)
-        self._workdir: Path | None = None
-        self._owns_workdir = False
-        self._nodes: list[_Node] = []
         self._epmd: ManagedProcess | None = None
         self._epmd_port = 0
         self._ctl_ports = (0, 0)
         self._home: Path | None = None
-        self._endpoint: BrokerEndpoint | None = None
-        self._launched_at = 0.0
+
+    def describe(self) -> str:
+        return f"RabbitMQ ({self.nodes} node(s))"
 
     # -- properties ---------------------------------------------------------------------
-    @property
-    def endpoint(self) -> BrokerEndpoint:
-        if self._endpoint is None:
-            raise RuntimeError("RabbitMQProcessCluster is not running; call start() first")
-        return self._endpoint
-
-    @property
-    def processes(self) -> list[ManagedProcess]:
-        """Node processes (epmd excluded), in node order."""
-        return [n.proc for n in self._nodes if n.proc is not None]
-
     @property
     def epmd(self) -> ManagedProcess | None:
         return self._epmd
@@ -262,13 +237,6 @@ class RabbitMQProcessCluster:
         if not self._nodes or self._home is None:
             raise RuntimeError("RabbitMQProcessCluster is not running")
         return CtlAccess(str(self.bin_dir), self._nodes[0].name, self._ctl_env())
-
-    def broker_cpus(self) -> set[int] | None:
-        if self.cpus is not None:
-            return set(self.cpus) or None
-        from pytest_brokerperf.brokers.kafka.process import default_broker_cpus
-
-        return default_broker_cpus()
 
     # -- environment ---------------------------------------------------------------------
     def _common_env(self) -> dict[str, str]:
@@ -302,7 +270,7 @@ class RabbitMQProcessCluster:
             "RABBITMQ_BASE": str(node.base),
             "RABBITMQ_MNESIA_BASE": str(node.mnesia),
             "RABBITMQ_LOG_BASE": str(node.log_dir),
-            "RABBITMQ_CONFIG_FILE": str(node.conf_file),
+            "RABBITMQ_CONFIG_FILE": str(node.config_file),
             "RABBITMQ_ADVANCED_CONFIG_FILE": str(node.base / "advanced.config"),
             "RABBITMQ_ENABLED_PLUGINS_FILE": str(node.base / "enabled_plugins"),
             "RABBITMQ_PID_FILE": str(node.base / "rabbitmq.pid"),
@@ -311,49 +279,14 @@ class RabbitMQProcessCluster:
         return env
 
     # -- lifecycle -----------------------------------------------------------------------
-    def start(self, timeout: float | None = None) -> BrokerEndpoint:
-        """Start epmd and every node, cluster them, wait until ready; the endpoint.
-
-        Raises :class:`BrokerUnavailable` when the package is missing, otherwise
-        :class:`ProvisionError` with the nodes' log tails; nothing is left running.
-        """
-        if self._endpoint is not None:
-            raise RuntimeError("RabbitMQProcessCluster is already running")
+    def _prepare(self) -> None:
         reason = rabbitmq_available(self.bin_dir)
         if reason is not None:
             raise BrokerUnavailable(reason)
-        timeout = self.start_timeout if timeout is None else timeout
-        workdir = self._prepare_workdir()
-        began = time.monotonic()
-        for attempt in range(3):  # new ports when another process took one meanwhile
-            try:
-                self._start_once(workdir, began + timeout, timeout)
-                break
-            except _StartFailure as e:
-                self._teardown(remove_data=True)
-                if e.retry and attempt < 2 and time.monotonic() < began + timeout:
-                    continue
-                raise ProvisionError(str(e)) from None
-            except BaseException:
-                self._teardown(remove_data=True)
-                raise
-        try:
-            self._endpoint = self._make_endpoint(began)
-        except BaseException:
-            self._teardown(remove_data=True)
-            raise
-        return self._endpoint
 
-    def _prepare_workdir(self) -> Path:
-        if self._workdir is None:
-            if self.workdir_arg is not None:
-                self._workdir = self.workdir_arg.resolve()
-            else:
-                self._workdir = Path(tempfile.mkdtemp(prefix="brokerperf-rabbitmq-"))
-                self._owns_workdir = True
-        wd = self._workdir
-        wd.mkdir(parents=True, exist_ok=True)
-        home = wd / "home"
+    def _init_workdir(self, workdir: Path) -> None:
+        """A HOME with a fresh private Erlang cookie, and an empty ``rabbitmq-env.conf``."""
+        home = workdir / "home"
         home.mkdir(exist_ok=True)
         cookie = home / ".erlang.cookie"
         if cookie.exists():
@@ -362,8 +295,7 @@ class RabbitMQProcessCluster:
         cookie.write_text("".join(secrets.choice(alphabet) for _ in range(20)), encoding="ascii")
         cookie.chmod(0o400)
         self._home = home
-        (wd / "rabbitmq-env.conf").write_text("# empty: keeps /etc/rabbitmq out\n")
-        return wd
+        (workdir / "rabbitmq-env.conf").write_text("# empty: keeps /etc/rabbitmq out\n")
 
     def _ctl_port_range(self, exclude: set[int]) -> tuple[int, int]:
         for _ in range(50):
@@ -383,24 +315,26 @@ class RabbitMQProcessCluster:
         nodes = []
         for i in range(n):
             base = workdir / f"rmq{i + 1}"
-            shutil.rmtree(base / "mnesia", ignore_errors=True)  # fresh data every start
-            for sub in ("mnesia", "log"):
-                (base / sub).mkdir(parents=True, exist_ok=True)
-            node = _Node(index=i + 1, name=f"rmq{i + 1}@localhost", amqp_port=ports[2 * i],
-                         dist_port=ports[2 * i + 1], base=base,
-                         conf_file=base / "rabbitmq.conf", out_log=base / "log" / "stdout.log")
-            node.conf_file.write_text(
+            name = f"rmq{i + 1}@localhost"
+            node = _Node(index=i + 1, name=name, label=name,
+                         title=f"RabbitMQ node {name}",
+                         amqp_port=ports[2 * i], dist_port=ports[2 * i + 1], base=base,
+                         data_dir=base / "mnesia", config_file=base / "rabbitmq.conf",
+                         log_file=base / "log" / "stdout.log")
+            self.fresh_dir(node.mnesia)  # fresh data every start
+            node.log_dir.mkdir(parents=True, exist_ok=True)
+            assert node.config_file is not None
+            node.config_file.write_text(
                 render_conf(node_conf(node.amqp_port, nodes=n, overrides=self.conf_overrides)),
                 encoding="utf-8")
             (base / "enabled_plugins").write_text("[].\n")
             (base / "advanced.config").write_text("[].\n")
             for old in node.log_dir.glob("*.log*"):
                 old.unlink()
-            register_cleanup_path(node.mnesia)
             nodes.append(node)
         return nodes
 
-    def _start_once(self, workdir: Path, deadline: float, timeout: float) -> None:
+    def _launch(self, workdir: Path, deadline: float) -> None:
         self._nodes = self._layout(workdir)
         env = {k: v for k, v in os.environ.items() if not k.startswith("ERL_")}
         self._epmd = ManagedProcess(
@@ -409,62 +343,28 @@ class RabbitMQProcessCluster:
         ).start()
         while not port_open(LOOPBACK, self._epmd_port, timeout=0.2):
             if not self._epmd.alive():
-                raise _StartFailure(
+                raise StartFailure(
                     f"epmd on port {self._epmd_port} exited with {self._epmd.returncode}:\n"
                     f"{self._epmd.log_tail()}", retry=True)
             if time.monotonic() > deadline:
-                raise _StartFailure(f"epmd did not listen on port {self._epmd_port}")
+                raise StartFailure(f"epmd did not listen on port {self._epmd_port}")
             time.sleep(0.05)
-        cpus = self.broker_cpus()
-        self._launched_at = time.time()
         for node in self._nodes:
-            node.proc = ManagedProcess(
-                [str(self.bin_dir / "rabbitmq-server")], log_file=node.out_log,
-                name=node.name, env=self._node_env(node), cwd=node.base, cpus=cpus,
-            ).start()
-        self._wait_ready(deadline, timeout)
+            self._spawn(node, [str(self.bin_dir / "rabbitmq-server")], name=node.name,
+                        env=self._node_env(node), cwd=node.base)
+        self._wait_ready(deadline)
         if self.nodes > 1:
             self._join_cluster(deadline)
 
-    def _failure_text(self, headline: str) -> str:
-        parts = [headline]
-        for node in self._nodes:
-            state = "not started"
-            if node.proc is not None:
-                rc = node.proc.returncode
-                state = f"pid {node.proc.pid}, " + ("running" if rc is None else f"exit {rc}")
-            for f in (node.out_log, node.node_log):
-                tail = log_tail(f, LOG_TAIL_LINES)
-                if tail:
-                    parts.append(f"--- {node.name} ({state}), last lines of {f} ---\n{tail}")
-        return "\n".join(parts)
-
     def _check_alive(self) -> None:
-        for node in self._nodes:
-            if node.proc is not None and not node.proc.alive():
-                tails = log_tail(node.out_log, 200) + log_tail(node.node_log, 200)
-                raise _StartFailure(
-                    self._failure_text(
-                        f"RabbitMQ node {node.name} exited with code {node.proc.returncode} "
-                        "during start-up"),
-                    retry=bool(_BIND_FAILURE.search(tails)),
-                )
+        super()._check_alive()
         if self._epmd is not None and not self._epmd.alive():
-            raise _StartFailure(f"epmd exited with {self._epmd.returncode} during start-up")
+            raise StartFailure(f"epmd exited with {self._epmd.returncode} during start-up")
 
-    def _wait_ready(self, deadline: float, timeout: float) -> None:
+    def _wait_ready(self, deadline: float) -> None:
         """AMQP port open on every node, then ``rabbitmqctl await_startup`` on each."""
-        pending = list(self._nodes)
-        while pending:
-            self._check_alive()
-            pending = [n for n in pending if not port_open(LOOPBACK, n.amqp_port, timeout=0.3)]
-            if not pending:
-                break
-            if time.monotonic() >= deadline:
-                raise _StartFailure(self._failure_text(
-                    f"RabbitMQ ({self.nodes} node(s)) not ready within {timeout:.0f} s: "
-                    f"AMQP ports {[n.amqp_port for n in pending]} not accepting connections"))
-            time.sleep(0.1)
+        self.wait_until(ports_open([n.amqp_port for n in self._nodes], "AMQP ports",
+                                   connect_timeout=0.3), deadline, interval=0.1)
         ctl = self.ctl
         for node in self._nodes:
             left = max(5.0, deadline - time.monotonic())
@@ -472,7 +372,7 @@ class RabbitMQProcessCluster:
                           node=node.name, timeout=left + 15)
             if out.returncode != 0:
                 self._check_alive()
-                raise _StartFailure(self._failure_text(
+                raise StartFailure(self._failure_text(
                     f"rabbitmqctl -n {node.name} await_startup failed (exit {out.returncode}): "
                     f"{(out.stderr or out.stdout).strip()[-1500:]}"))
 
@@ -485,14 +385,14 @@ class RabbitMQProcessCluster:
                 left = max(10.0, deadline - time.monotonic())
                 out = ctl.run("rabbitmqctl", *args, node=node.name, timeout=left)
                 if out.returncode != 0:
-                    raise _StartFailure(self._failure_text(
+                    raise StartFailure(self._failure_text(
                         f"rabbitmqctl -n {node.name} {' '.join(args)} failed: "
                         f"{(out.stderr or out.stdout).strip()[-1500:]}"))
         left = max(10.0, deadline - time.monotonic())
         out = ctl.run("rabbitmqctl", "await_online_nodes", str(self.nodes), "--timeout",
                       str(int(left)), timeout=left + 15)
         if out.returncode != 0:
-            raise _StartFailure(self._failure_text(
+            raise StartFailure(self._failure_text(
                 f"the {self.nodes} RabbitMQ nodes did not form one cluster: "
                 f"{(out.stderr or out.stdout).strip()[-1500:]}"))
 
@@ -515,21 +415,12 @@ class RabbitMQProcessCluster:
         version = str(status.get("rabbitmq_version", "unknown"))
         ctl = self.ctl
         schedulers = ctl.check("rabbitmqctl", "eval", "erlang:system_info(schedulers_online).")
-        cpus = self.broker_cpus()
-        available = set(os.sched_getaffinity(0))
-        per_node: dict[str, list[int] | None] = {}
-        for node in self._nodes:
-            assert node.proc is not None
-            aff = node.proc.affinity()
-            per_node[node.name] = sorted(aff) if aff is not None else None
         running = self.cluster_nodes() if self.nodes > 1 else [self._nodes[0].name]
+        alarms = self.alarms()
+        local = self._local_record(began)
         info: dict[str, Any] = {
-            "pids": [p.pid for p in self.processes],
+            **local.as_info(),
             "epmd_pid": self._epmd.pid if self._epmd is not None else None,
-            "data_dirs": [str(n.mnesia) for n in self._nodes],
-            "log_files": [str(n.node_log) for n in self._nodes]
-            + [str(n.out_log) for n in self._nodes],
-            "config_files": [str(n.conf_file) for n in self._nodes],
             "node_names": [n.name for n in self._nodes],
             "running_nodes": running,
             "node_ports": [{"node": n.name, "amqp_port": n.amqp_port,
@@ -540,20 +431,11 @@ class RabbitMQProcessCluster:
             "schedulers_online": schedulers.strip(),
             "conf": node_conf(self._nodes[0].amqp_port, nodes=self.nodes,
                               overrides=self.conf_overrides),
-            "alarms_at_start": self.alarms(),
+            "alarms_at_start": alarms,
             "memory_high_watermark": status.get("vm_memory_high_watermark_setting"),
             "memory_limit_bytes": status.get("vm_memory_high_watermark_limit"),
             "disk_free_bytes": status.get("disk_free"),
             "disk_free_limit_bytes": status.get("disk_free_limit"),
-            "cpu_affinity": {
-                "broker_cpus": sorted(cpus) if cpus else None,
-                "generator_cpus": sorted(available - cpus) if cpus else sorted(available),
-                "nodes": per_node,
-            },
-            "started_at": self._launched_at,
-            "ready_at": time.time(),
-            "startup_s": round(time.monotonic() - began, 3),
-            "workdir": str(self._workdir),
             "ctl": {"bin_dir": ctl.bin_dir, "node": ctl.node, "env": dict(ctl.env)},
             "storage": "disk (mnesia, quorum and stream directories under data_dirs)",
         }
@@ -565,44 +447,15 @@ class RabbitMQProcessCluster:
             version=version,
             topology_check=self.nodes > 1,
             info=info,
+            local=local,
         )
 
-    def _teardown(self, *, remove_data: bool, timeout: float | None = None) -> None:
+    def _teardown(self, timeout: float | None = None) -> None:
         """SIGTERM every node (RabbitMQ shuts down cleanly on it), then epmd; drop data."""
-        timeout = self.stop_timeout if timeout is None else timeout
-        stop_all(self.processes, timeout)
+        super()._teardown(timeout)
         if self._epmd is not None:
             self._epmd.stop(timeout=5.0)
             self._epmd = None
-        if remove_data:
-            for n in self._nodes:
-                shutil.rmtree(n.mnesia, ignore_errors=True)
-                discard_cleanup_path(n.mnesia)
-        self._nodes = []
-
-    def stop(self, timeout: float | None = None) -> None:
-        """Stop every node and epmd, remove the data; logs stay unless ``keep_logs=False``."""
-        self._teardown(remove_data=True, timeout=timeout)
-        self._endpoint = None
-        if not self.keep_logs and self._owns_workdir and self._workdir is not None:
-            shutil.rmtree(self._workdir, ignore_errors=True)
-            self._workdir = None
-
-    def alive(self) -> bool:
-        procs = self.processes
-        return bool(procs) and all(p.alive() for p in procs)
-
-    def uptime_s(self) -> float:
-        procs = [p for p in self.processes if p.alive()]
-        return min((p.uptime_s() for p in procs), default=0.0)
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         state = self._endpoint.bootstrap if self._endpoint else "stopped"

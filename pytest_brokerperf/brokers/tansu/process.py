@@ -16,23 +16,20 @@ Usage::
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import tempfile
-import time
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any, ClassVar
 
 from pytest_brokerperf.endpoint import BrokerEndpoint
-from pytest_brokerperf.errors import BrokerUnavailable, ProvisionError
-from pytest_brokerperf.provision.ports import LOOPBACK, free_port, port_open
-from pytest_brokerperf.provision.process import ManagedProcess
+from pytest_brokerperf.errors import BrokerUnavailable
+from pytest_brokerperf.provision.lifecycle import LocalNode, ProcessCluster, ports_open
+from pytest_brokerperf.provision.ports import LOOPBACK, free_port
 
 __all__ = ["IN_MEMORY_NOTE", "TansuProcess", "find_tansu", "tansu_argv"]
 
 DEFAULT_START_TIMEOUT_S = 30.0
+DEFAULT_STOP_TIMEOUT_S = 10.0
 IN_MEMORY_NOTE = (
     "in-memory storage (memory://): no disk, no fsync, nothing survives a restart; "
     "durability levels do not apply"
@@ -61,122 +58,72 @@ def tansu_argv(binary: str, port: int, cluster_id: str = "brokerperf") -> list[s
             "--storage-engine", "memory://tansu/", "--cluster-id", cluster_id]
 
 
-class TansuProcess:
+class TansuProcess(ProcessCluster[LocalNode]):
     """One Tansu broker process on a free loopback port (nodes=1 only)."""
+
+    kind: ClassVar[str] = "tansu"
+    bind_failure: ClassVar[re.Pattern[str]] = re.compile(r"in use", re.I)
 
     def __init__(self, nodes: int = 1, workdir: Path | None = None,
                  cpus: set[int] | None = None, *,
-                 start_timeout: float = DEFAULT_START_TIMEOUT_S) -> None:
+                 start_timeout: float = DEFAULT_START_TIMEOUT_S,
+                 stop_timeout: float = DEFAULT_STOP_TIMEOUT_S) -> None:
         if nodes != 1:
             raise BrokerUnavailable(
                 f"Tansu is a single stateless broker; a {nodes}-node cluster is not "
                 "available (use --brokerperf-nodes=1)")
-        self.nodes = nodes
-        self.workdir_arg = Path(workdir) if workdir is not None else None
-        self.cpus = set(cpus) if cpus is not None else None
-        self.start_timeout = start_timeout
-        self._proc: ManagedProcess | None = None
-        self._endpoint: BrokerEndpoint | None = None
-        self._workdir: Path | None = None
+        super().__init__(nodes=nodes, workdir=workdir, cpus=cpus, start_timeout=start_timeout,
+                         stop_timeout=stop_timeout)
+        self._binary = ""
+        self._build = ""
+        self._version = "unknown"
+        self._port = 0
+        self._argv: list[str] = []
 
-    @property
-    def endpoint(self) -> BrokerEndpoint:
-        if self._endpoint is None:
-            raise RuntimeError("TansuProcess is not running; call start() first")
-        return self._endpoint
+    def describe(self) -> str:
+        return f"Tansu on {LOOPBACK}:{self._port}"
 
-    @property
-    def processes(self) -> list[ManagedProcess]:
-        return [self._proc] if self._proc is not None else []
-
-    def broker_cpus(self) -> set[int] | None:
-        if self.cpus is not None:
-            return set(self.cpus) or None
-        from pytest_brokerperf.brokers.kafka.process import default_broker_cpus
-
-        return default_broker_cpus()
-
-    def start(self) -> BrokerEndpoint:
-        if self._endpoint is not None:
-            raise RuntimeError("TansuProcess is already running")
-        binary, build = find_tansu()
+    def _prepare(self) -> None:
+        """The vendored binary and the version it reports."""
+        self._binary, self._build = find_tansu()
         try:
-            out = subprocess.run([binary, "--version"], capture_output=True, text=True,
+            out = subprocess.run([self._binary, "--version"], capture_output=True, text=True,
                                  timeout=15, check=False)
-            m = re.search(r"(\d+\.\d+\.\d+\S*)", out.stdout)
-            version = m.group(1) if m else "unknown"
         except (OSError, subprocess.TimeoutExpired) as e:
-            raise BrokerUnavailable(f"cannot run {binary} --version: {e}") from None
-        wd = self.workdir_arg or Path(tempfile.mkdtemp(prefix="brokerperf-tansu-"))
-        wd.mkdir(parents=True, exist_ok=True)
-        self._workdir = wd
-        began = time.monotonic()
-        for attempt in range(3):
-            port = free_port()
-            argv = tansu_argv(binary, port)
-            proc = ManagedProcess(argv, log_file=wd / "tansu.log", name="tansu",
-                                  cpus=self.broker_cpus(), cwd=wd).start()
-            self._proc = proc
-            try:
-                self._wait_ready(port, began + self.start_timeout)
-            except ProvisionError as e:
-                proc.stop(timeout=5)
-                self._proc = None
-                if "in use" in str(e).lower() and attempt < 2:
-                    continue
-                raise
-            break
-        assert self._proc is not None
-        self._endpoint = self._make_endpoint(port, argv, version, build, began)
-        return self._endpoint
+            raise BrokerUnavailable(f"cannot run {self._binary} --version: {e}") from None
+        m = re.search(r"(\d+\.\d+\.\d+\S*)", out.stdout)
+        self._version = m.group(1) if m else "unknown"
 
-    def _wait_ready(self, port: int, deadline: float) -> None:
+    def _launch(self, workdir: Path, deadline: float) -> None:
+        self._port = free_port()
+        self._argv = tansu_argv(self._binary, self._port)
+        node = LocalNode(name="tansu", label="Tansu", log_file=workdir / "tansu.log")
+        self._nodes = [node]
+        self._spawn(node, self._argv, name="tansu", cwd=workdir)
+        self.wait_until(ports_open([self._port], connect_timeout=0.2), deadline, interval=0.05)
+
         from confluent_kafka.admin import AdminClient
 
-        proc = self._proc
-        assert proc is not None
+        admin = AdminClient({"bootstrap.servers": f"{LOOPBACK}:{self._port}", "log_level": 0})
 
-        def fail(what: str) -> ProvisionError:
-            return ProvisionError(
-                f"Tansu on {LOOPBACK}:{port} {what}\n--- last lines of {proc.log_file} ---\n"
-                f"{proc.log_tail(40)}")
-
-        while not port_open(LOOPBACK, port, timeout=0.2):
-            if not proc.alive():
-                raise fail(f"exited with code {proc.returncode} during start-up")
-            if time.monotonic() > deadline:
-                raise fail(f"did not listen within {self.start_timeout:.0f} s")
-            time.sleep(0.05)
-        admin = AdminClient({"bootstrap.servers": f"{LOOPBACK}:{port}", "log_level": 0})
-        while True:
+        def one_broker(remaining: float) -> str | None:
             try:
                 md = admin.list_topics(timeout=2)
-                if len(md.brokers) == 1:
-                    return
             except Exception as e:  # KafkaException while it finishes starting
-                last = str(e)
-            else:
-                last = f"{len(md.brokers)} brokers in metadata"
-            if not proc.alive():
-                raise fail(f"exited with code {proc.returncode} during start-up")
-            if time.monotonic() > deadline:
-                raise fail(f"answered no metadata within {self.start_timeout:.0f} s ({last})")
-            time.sleep(0.1)
+                return f"answered no metadata ({e})"
+            if len(md.brokers) == 1:
+                return None
+            return f"answered no metadata ({len(md.brokers)} brokers in metadata)"
 
-    def _make_endpoint(self, port: int, argv: list[str], version: str, build: str,
-                       began: float) -> BrokerEndpoint:
-        proc = self._proc
-        assert proc is not None
-        cpus = self.broker_cpus()
-        available = set(os.sched_getaffinity(0))
-        aff = proc.affinity()
+        self.wait_until(one_broker, deadline, interval=0.1)
+
+    def _make_endpoint(self, began: float) -> BrokerEndpoint:
+        local = self._local_record(began)
         info: dict[str, Any] = {
-            "pids": [proc.pid],
-            "log_files": [str(proc.log_file)],
-            "data_dirs": [],
-            "binary": argv[0],
-            "argv": argv,
-            "build": build,
+            **local.as_info(),
+            "binary": self._argv[0],
+            "argv": list(self._argv),
+            "build": self._build,
             "storage": "memory",
             "storage_engine": "memory://tansu/",
             "durability": None,
@@ -187,39 +134,11 @@ class TansuProcess:
                 "replica throttles", "CreatePartitions", "ElectLeaders",
                 "broker configs in DescribeConfigs",
             ],
-            "cpu_affinity": {
-                "broker_cpus": sorted(cpus) if cpus else None,
-                "generator_cpus": sorted(available - cpus) if cpus else sorted(available),
-                "nodes": {"tansu": sorted(aff) if aff is not None else None},
-            },
-            "started_at": proc.started_at,
-            "startup_s": round(time.monotonic() - began, 3),
-            "workdir": str(self._workdir),
         }
-        return BrokerEndpoint(kind="tansu", bootstrap=f"{LOOPBACK}:{port}", mode="process",
-                              nodes=1, version=version, topology_check=False, info=info)
-
-    def stop(self, timeout: float = 10.0) -> None:
-        if self._proc is not None:
-            self._proc.stop(timeout=timeout)
-            self._proc = None
-        self._endpoint = None
-
-    def alive(self) -> bool:
-        return self._proc is not None and self._proc.alive()
-
-    def uptime_s(self) -> float:
-        return self._proc.uptime_s() if self._proc is not None else 0.0
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.stop()
+        return BrokerEndpoint(kind="tansu", bootstrap=f"{LOOPBACK}:{self._port}", mode="process",
+                              nodes=1, version=self._version, topology_check=False, info=info,
+                              local=local)
 
     def __repr__(self) -> str:
         state = self._endpoint.bootstrap if self._endpoint else "stopped"
         return f"<TansuProcess {state}>"
-
