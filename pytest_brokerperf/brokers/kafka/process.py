@@ -3,9 +3,9 @@
 Why processes and not containers: no image registry is reachable, and a process
 can be pinned to its own CPU and inspected (pid, GC log, uptime) directly. Every node
 is a combined broker+controller bound to 127.0.0.1 on free ports, started with the
-JVM flags Kafka's own scripts use (pitfalls.md §5: a broker on JVM ergonomics is
-not the Kafka users run), a GC log (pitfalls.md §6) and a fresh data directory per
-start (pitfalls.md §9: no background deletion from an earlier scenario).
+JVM flags Kafka's own scripts use (a broker on JVM ergonomics is not
+the Kafka users run), a GC log (pauses explain latency spikes) and a fresh data directory per
+start (no background deletion from an earlier scenario).
 
 Usage::
 
@@ -64,7 +64,7 @@ Quorum = Literal["static", "dynamic"]
 DEFAULT_START_TIMEOUT_S = 90.0
 DEFAULT_STOP_TIMEOUT_S = 20.0
 
-# What kafka-run-class.sh puts in KAFKA_JVM_PERFORMANCE_OPTS (brokers.md §1.3).
+# What kafka-run-class.sh puts in KAFKA_JVM_PERFORMANCE_OPTS.
 KAFKA_PERFORMANCE_FLAGS: tuple[str, ...] = (
     "-server",
     "-XX:+UseG1GC",
@@ -128,7 +128,7 @@ def node_config(
     extra_listeners: Sequence[ExtraListener] = (),
     overrides: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """The server properties of one node (brokers.md §1.4/§1.6), ``overrides`` merged last."""
+    """The server properties of one node, ``overrides`` merged last."""
     n = len(all_nodes)
     if quorum == "dynamic" and n != 1:
         raise ConfigError("quorum='dynamic' is only supported for a single node; use 'static'")
@@ -174,7 +174,7 @@ def node_config(
             "transaction.state.log.min.isr": str(isr),
             "share.coordinator.state.topic.replication.factor": str(rf),
             "share.coordinator.state.topic.min.isr": str(isr),
-            # Default 3 s would eat a short warm-up (pitfalls.md §6).
+            # Default 3 s would eat a short warm-up.
             "group.initial.rebalance.delay.ms": "0",
         }
     )

@@ -3,16 +3,16 @@
 ``org.apache.pulsar.PulsarStandaloneStarter`` with RocksDB metadata (no ZooKeeper, the
 default since PIP-117), functions worker and stream storage off, bound to 127.0.0.1 on
 free ports, pinned to its own CPU like the Kafka nodes, started with the JVM flags
-``bin/pulsar standalone`` adds (brokers.md §2.4: without the ``--add-opens`` and the two
+``bin/pulsar standalone`` adds (without the ``--add-opens`` and the two
 ``bookkeeper.metadata.*.drivers`` properties the bookie cannot use the RocksDB metadata
 store), a fixed heap and direct memory, G1 and a GC log.
 
-``standalone.conf`` is generated (brokers.md §2.5; no jar holds one): the broker's
-default ensemble / write / ack quorum are set explicitly (``ServiceConfiguration``'s own
-defaults are 2/2/2, which one bookie cannot serve), ``managedLedgerNewEntriesCheckDelayInMillis=0``
-as in OMB's broker template (omb.md §12: 10 ms made caught-up consumers wait), and the
-bookie journal from the durability level (:func:`journal_settings`). Journal settings
-are bookie-wide (pitfalls.md §9), so a standalone serves exactly one durability level:
+``standalone.conf`` is generated (no jar holds one): the broker's default ensemble /
+write / ack quorum are set explicitly (``ServiceConfiguration``'s own defaults are 2/2/2,
+which one bookie cannot serve), ``managedLedgerNewEntriesCheckDelayInMillis=0`` as in
+OMB's driver-pulsar deploy template (10 ms made caught-up consumers wait), and the bookie
+journal from the durability level (:func:`journal_settings`). BookKeeper's journal
+settings are per bookie, so a standalone serves exactly one durability level:
 a different level means another start.
 
 ``nodes=3`` runs three bookies inside the one JVM (``--num-bookies 3``), so ensemble 3 /
@@ -71,7 +71,7 @@ MAIN_CLASS = "org.apache.pulsar.PulsarStandaloneStarter"
 CLUSTER_NAME = "standalone"
 DURABILITY_LEVELS = (1, 2, 3, 4)
 
-# What bin/pulsar adds for `standalone` (brokers.md §2.4). Without the two metadata
+# What bin/pulsar adds for `standalone`. Without the two metadata
 # driver properties BookKeeper cannot use the RocksDB metadata store.
 PULSAR_STANDALONE_FLAGS: tuple[str, ...] = (
     "--add-opens", "java.base/java.io=ALL-UNNAMED",
@@ -123,7 +123,7 @@ class PulsarPorts:
 
 
 def journal_settings(durability: int | None) -> dict[str, str]:
-    """Bookie journal settings of a durability level (omb.md §4.4, seed 003 table 6).
+    """Bookie journal settings of a durability level (docs/reference/durability.md).
 
     Levels 1 and 3 fsync the journal before a bookie acknowledges (``journalSyncData``);
     2 and 4 write it to the page cache only, flushed every second as StreamNative ran
@@ -284,7 +284,7 @@ class PulsarStandalone(ProcessCluster[LocalNode]):
     :class:`~pytest_brokerperf.brokers.kafka.process.KafkaProcessCluster` (None = the
     last CPU when there are several, ``set()`` = no pinning). ``overrides`` are merged
     into ``standalone.conf`` last (e.g. ``{"journalFlushWhenQueueEmpty": "true"}``, a
-    tuning knob of seed 004). ``start_timeout`` bounds start and readiness, not a
+    tuning knob of the Pulsar limit study). ``start_timeout`` bounds start and readiness, not a
     first-time Maven download.
     """
 

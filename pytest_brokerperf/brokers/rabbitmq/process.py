@@ -4,7 +4,7 @@ Why not the packaged service: ``/usr/sbin/rabbitmq-*`` are wrappers that ``su`` 
 ``rabbitmq`` user (changing HOME and therefore the Erlang cookie) and the system node
 owns 5672/15672/25672. So every node here runs ``/usr/lib/rabbitmq/bin/rabbitmq-server``
 in the foreground as a :class:`ManagedProcess` (its own process group, pinned to the
-broker CPU like the Kafka JVM) with a private everything (brokers.md §3.2):
+broker CPU like the Kafka JVM) with a private everything:
 
 * a HOME holding the cluster's ``.erlang.cookie`` (mode 0400), shared with the CLI;
 * a private ``epmd`` started by us on a free loopback port (``ERL_EPMD_PORT``; nodes and
@@ -12,13 +12,14 @@ broker CPU like the Kafka JVM) with a private everything (brokers.md §3.2):
 * node names ``rmqN@localhost``, AMQP and distribution ports, a CLI distribution port
   range, data (mnesia) and log directories, and an empty ``rabbitmq-env.conf`` so the
   system's ``/etc/rabbitmq`` files are never read;
-* ``+sbwt none +sbwtdcpu none +sbwtdio none`` (pitfalls.md §5: idle schedulers would
-  otherwise spin and burn the generator's core) and distribution bound to 127.0.0.1.
+* ``+sbwt none +sbwtdcpu none +sbwtdio none`` (RabbitMQ's runtime tuning guide: idle
+  schedulers would otherwise spin and burn the generator's core) and distribution bound
+  to 127.0.0.1.
 
-Three nodes are clustered with ``stop_app``/``join_cluster``/``start_app`` (brokers.md
-§3.3) and labelled a topology check. Memory and disk alarm state is read at start and
-on demand (:meth:`RabbitMQProcessCluster.alarms`): an alarm blocks publishers, which is
-broker back-pressure (pitfalls.md §7).
+Three nodes are clustered with ``stop_app``/``join_cluster``/``start_app`` and labelled a
+topology check. Memory and disk alarm state is read at start and on demand
+(:meth:`RabbitMQProcessCluster.alarms`): an alarm blocks publishers, which is
+broker back-pressure.
 
 Usage::
 
@@ -66,7 +67,7 @@ RABBITMQ_BIN_DIR = Path("/usr/lib/rabbitmq/bin")
 DEFAULT_START_TIMEOUT_S = 90.0
 DEFAULT_STOP_TIMEOUT_S = 30.0
 CTL_TIMEOUT_S = 60.0
-#: Scheduler busy-wait off (pitfalls.md §5) — passed explicitly even where the
+#: Scheduler busy-wait off (RabbitMQ's runtime tuning guide) — passed explicitly even where the
 #: package's rabbitmq-env already defaults to it, so the flags are visible in results.
 SCHEDULER_FLAGS: tuple[str, ...] = ("+sbwt", "none", "+sbwtdcpu", "none", "+sbwtdio", "none")
 _DIST_LOOPBACK = ("-kernel", "inet_dist_use_interface", "{127,0,0,1}")

