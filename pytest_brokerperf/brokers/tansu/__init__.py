@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from pytest_brokerperf.brokers.base import ManagedBroker
 from pytest_brokerperf.brokers.kafka import KafkaProtocolBroker
-from pytest_brokerperf.brokers.tansu.process import IN_MEMORY_NOTE
+from pytest_brokerperf.brokers.tansu.durability import IN_MEMORY_NOTE
 
 if TYPE_CHECKING:
     from pytest_brokerperf.config import Settings

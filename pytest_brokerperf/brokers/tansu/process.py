@@ -21,19 +21,16 @@ import subprocess
 from pathlib import Path
 from typing import Any, ClassVar
 
+from pytest_brokerperf.brokers.tansu.durability import IN_MEMORY_NOTE
 from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.errors import BrokerUnavailable
 from pytest_brokerperf.provision.lifecycle import LocalNode, ProcessCluster, ports_open
 from pytest_brokerperf.provision.ports import LOOPBACK, free_port
 
-__all__ = ["IN_MEMORY_NOTE", "TansuProcess", "find_tansu", "tansu_argv"]
+__all__ = ["TansuProcess", "find_tansu", "tansu_argv"]
 
 DEFAULT_START_TIMEOUT_S = 30.0
 DEFAULT_STOP_TIMEOUT_S = 10.0
-IN_MEMORY_NOTE = (
-    "in-memory storage (memory://): no disk, no fsync, nothing survives a restart; "
-    "durability levels do not apply"
-)
 
 
 def find_tansu() -> tuple[str, str]:
