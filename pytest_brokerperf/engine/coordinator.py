@@ -611,12 +611,22 @@ class LoadSession:
         return self._admin.backlog(self.subs_by_topic)
 
     def run_until(self, phase: str, done: Callable[[dict[str, int]], bool],
-                  timeout_s: float, *, check_s: float = 0.05) -> PhaseRun:
+                  timeout_s: float, *, check_s: float = 0.05,
+                  begin: Callable[[], object] | None = None) -> PhaseRun:
         """Stats periods labelled ``phase`` until ``done(lifetime totals)`` holds (asked
-        every ``check_s``) or ``timeout_s`` passes; the last period ends at that moment."""
-        t0 = _mono()
-        deadline = t0 + int(timeout_s * 1e9)
+        every ``check_s``) or ``timeout_s`` passes; the last period ends at that moment.
+
+        The phase's first period starts now (what happened since the last period, such
+        as broker-side readings between phases, is in no period); its start totals are
+        read, then its clock starts, then ``begin()`` runs (resuming paused consumers:
+        their counters cannot move before it).
+        """
+        self._baseline()  # between phases (broker-side readings) is in no period
         start = self.totals()
+        t0 = _mono()
+        if begin is not None:
+            begin()
+        deadline = t0 + int(timeout_s * 1e9)
         reached: list[tuple[dict[str, int], int]] = []
 
         def stop() -> bool:
