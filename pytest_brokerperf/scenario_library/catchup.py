@@ -417,12 +417,12 @@ def run_catchup(ctx: RunContext, scenario: CatchUp,
             f"the backlog was not drained within {prepared.drain_timeout_s:g} s: "
             f"{report.residual_messages:,} messages left, done at "
             f"≤{prepared.drain_threshold:,} (CatchUp(drain_timeout_s=...) waits longer)")
-    mib = prepared.backlog_bytes / _MIB
     return finish(ctx, Measured(
         prepared=prepared, driver_name=driver.name, headline=before, verdict=verdict,
         slos=slos, seed=seed, plan=splan, sampler=sampler, session=session,
         extra_figures=extra, record_extra={"catchup": report.as_dict()},
-        summary_params=f"{short_params(prepared.params)} backlog={mib:.0f}MiB",
+        summary_params=(f"{short_params(prepared.params)} "
+                        f"backlog={format_bytes(prepared.backlog_bytes).replace(' ', '')}"),
         junit_figures=(*JUNIT_FIGURES, "build_s", "drain_s", "catchup_rate_msg_s", "catchup_mib_s",
                        "catchup_age.p99", "drain_publish_response.p99"),
     ))
