@@ -154,7 +154,6 @@ class CatchUp(Scenario):
             settings, endpoint, wl, wl_file, self.rate, notes, what="catch-up")
         from_file = settings.profile == "omb" or (
             wl_file is not None and settings.workload is not None) or self.workload is not None
-        subs = wl.subscriptions_per_topic * wl.topics
         if self.backlog_bytes is not None:
             backlog = int(self.backlog_bytes)
         elif from_file and wl.consumer_backlog_size_gb > 0:
@@ -178,8 +177,8 @@ class CatchUp(Scenario):
         during = (self.producers_during_drain if self.producers_during_drain is not None
                   else not wl.consumer_only)
         threshold = drain_threshold(backlog, wl.message_size, ratio)
-        # the backlog grows by every subscription's share of each published message
-        expected_build = backlog / (rate * wl.message_size * max(1, subs // max(1, wl.topics)))
+        # the backlog grows by every subscription's copy of each published message
+        expected_build = backlog / (rate * wl.message_size * max(1, wl.subscriptions_per_topic))
         build_timeout = (float(self.build_timeout_s) if self.build_timeout_s is not None
                          else max(30.0, 3.0 * expected_build + 10.0))
         drain_timeout = (float(self.drain_timeout_s) if self.drain_timeout_s is not None
@@ -327,7 +326,6 @@ def run_catchup(ctx: RunContext, scenario: CatchUp,
         measure_s=prepared.measure_s, workers=workers,
         topic_prefix=safety.topic_prefix(settings, prepared.scenario, ctx.test_id),
         keep_topics=settings.keep_topics, generator_cpus=cpus, seed=seed,
-        drain_timeout_s=max(30.0, prepared.drain_timeout_s),
     )
     # the safety plan counts the longest producing time: window + build + drain bounds
     producing = replace(plan, measure_s=prepared.measure_s + prepared.build_timeout_s
