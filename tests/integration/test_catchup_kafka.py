@@ -106,7 +106,7 @@ def test_drain_accounting_matches_the_broker_offsets(kafka: BrokerEndpoint) -> N
     assert driver_view is not None
     (row,) = driver_view
     assert row.subscription == group and row.how == "end offsets - committed offsets"
-    assert row.position == k0 and 0 <= e0 - row.end <= 2000 * 0.5
+    assert row.position == k0 and 0 <= row.end - e0 <= 2000 * 0.5  # read just after
     # nothing lost or duplicated across pause and resume
     d = end.delivery
     (sub,) = d.subscriptions
@@ -146,8 +146,9 @@ def test_cu(brokerperf):
     assert cu["build_complete"] and cu["drain_complete"], result.stdout.str()
     assert cu["backlog_at_drain_start_bytes"] >= 20 * 1024**2
     (start,) = cu["broker_backlog_at_drain_start"]
-    # the broker's backlog (paused consumers) and the counters' one, side by side
-    assert 0 <= start["messages"] - cu["backlog_at_drain_start_messages"] <= 1000
+    # the broker's backlog (paused consumers) and the counters' one, side by side: read
+    # one after the other while producers go on, so apart by what was published between
+    assert abs(start["messages"] - cu["backlog_at_drain_start_messages"]) <= 1000
     assert cu["catchup_rate_msg_s"] > 0 and cu["drain_s"] > 0
     assert cu["consumed_during_drain"] == (cu["backlog_at_drain_start_messages"]
                                            + cu["produced_during_drain"]
