@@ -103,7 +103,8 @@ class BrokerBacklog:
 class BacklogReader(Protocol):
     """An admin client that reads subscriptions' backlogs from the broker (optional)."""
 
-    def backlog(self, subscriptions: Mapping[str, list[str]]) -> list[BrokerBacklog]:
+    def subscription_backlog(self, subscriptions: Mapping[str, list[str]]
+                             ) -> list[BrokerBacklog]:
         """Backlog of each subscription in ``{topic: [subscription, ...]}``."""
 
 

@@ -608,7 +608,7 @@ class LoadSession:
 
         if not isinstance(self._admin, BacklogReader):
             return None
-        return self._admin.backlog(self.subs_by_topic)
+        return self._admin.subscription_backlog(self.subs_by_topic)
 
     def run_until(self, phase: str, done: Callable[[dict[str, int]], bool],
                   timeout_s: float, *, check_s: float = 0.05,

@@ -317,7 +317,8 @@ class _KafkaAdmin:
             with contextlib.suppress(Exception):
                 fut.result(timeout=60)
 
-    def backlog(self, subscriptions: Mapping[str, list[str]]) -> list[BrokerBacklog]:
+    def subscription_backlog(self, subscriptions: Mapping[str, list[str]]
+                             ) -> list[BrokerBacklog]:
         """Each group's backlog: its topic's end offsets minus the group's committed
         offsets (a partition without a commit counts from its earliest offset)."""
         from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
