@@ -28,6 +28,7 @@ from pytest_brokerperf.scenario_library.catchup import (
     drain_threshold,
 )
 from pytest_brokerperf.scenario_library.tailread import TailRead
+from pytest_brokerperf.scenario_library.throughput import Throughput
 from pytest_brokerperf.slo import SLO, evaluate
 from pytest_brokerperf.workload import Workload
 
@@ -110,6 +111,8 @@ def test_tailread_refuses_a_backlog_workload(tmp_path: Path) -> None:
                  "testDurationMinutes: 1\n")
     with pytest.raises(ValueError, match=r"consumerBacklogSizeGB: 1 .*-m catchup"):
         TailRead().prepare(_settings(workload=str(f)), EP)
+    with pytest.raises(ValueError, match=r"throughput scenario would ignore.*-m catchup"):
+        Throughput().prepare(_settings(workload=str(f)), EP)
     p = CatchUp().prepare(_settings(workload=str(f)), EP)  # the catch-up scenario takes it
     assert p.backlog_bytes == GIB and p.drain_ratio == 0.9
 
