@@ -85,7 +85,9 @@ def test_catchup_record_and_figures(suite):
     # a drained message waited about the build time: older than anything tailing sees
     assert cu["age"]["max_us"] > rec["latency"]["e2e_latency"]["max_us"]
     assert cu["broker_backlog_at_drain_start"] is None  # the loopback has no broker view
-    assert {s["metric"] for s in rec["slo"]} == {"lost", "drained"}
+    if rec["verdict"]["status"] == "valid":  # SLOs are judged on a valid window only
+        assert {s["metric"]: s["status"] for s in rec["slo"]} == {"lost": "pass",
+                                                                   "drained": "pass"}
     assert rec["delivery"]["lost"] == 0
     assert rec["params"]["backlog_bytes"] == 3000 * 256
     art = suite.path / "res" / rec["run_id"]
@@ -97,6 +99,10 @@ def test_catchup_record_and_figures(suite):
 def test_slos_bound_catchup_figures(suite):
     suite.makepyfile(test_scn=BODY.replace("ARGS", "slos=('drain_s < 0.001 ms',)"))
     result = suite.runpytest_subprocess(*FAST, f"--brokerperf-results={suite.path}/res")
+    status = _record(suite)["verdict"]["status"]
+    if status != "valid":
+        pytest.skip(f"the tail-read window was {status} on this loaded host: SLOs are "
+                    "judged on a valid measurement only")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*SLO violated*", "*drain_s = * ms, SLO < 0.001 ms*"])
 
