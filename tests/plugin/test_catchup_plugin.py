@@ -81,9 +81,10 @@ def test_catchup_record_and_figures(suite):
                                            - cu["residual_messages"])
     assert cu["catchup_rate_msg_s"] == pytest.approx(
         cu["consumed_during_drain"] / cu["drain_s"])
-    assert cu["age"]["count"] >= cu["consumed_during_drain"] - 10
-    # a drained message waited about the build time: older than anything tailing sees
-    assert cu["age"]["max_us"] > rec["latency"]["e2e_latency"]["max_us"]
+    # every message read during the drain, give or take a batch still being recorded
+    assert cu["age"]["count"] >= cu["consumed_during_drain"] - 500
+    # the first message published after the pause waited the whole build
+    assert cu["age"]["max_us"] >= 0.99 * cu["build_s"] * 1e6
     assert cu["broker_backlog_at_drain_start"] is None  # the loopback has no broker view
     if rec["verdict"]["status"] == "valid":  # SLOs are judged on a valid window only
         assert {s["metric"]: s["status"] for s in rec["slo"]} == {"lost": "pass",
