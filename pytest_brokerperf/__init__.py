@@ -21,6 +21,7 @@ _EXPORTS = {
     "Scenario": "pytest_brokerperf.scenario_library.base",
     "RunContext": "pytest_brokerperf.scenario_library.context",
     "TailRead": "pytest_brokerperf.scenario_library.tailread",
+    "CatchUp": "pytest_brokerperf.scenario_library.catchup",
     "Throughput": "pytest_brokerperf.scenario_library.throughput",
     "Workload": "pytest_brokerperf.workload",
     "KafkaDriverConfig": "pytest_brokerperf.brokers.kafka.config",

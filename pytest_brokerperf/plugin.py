@@ -28,6 +28,8 @@ SCENARIO_FIXTURES = frozenset({"broker_kind", "broker", "brokerperf", "broker_du
 MARKERS = (
     "tailread: tail-read latency scenario (fixed-rate publishing, tailing consumers)",
     "throughput: maximum sustainable throughput scenario",
+    "catchup: catch-up read scenario (backlog built while consumers are paused, then "
+    "drained while producers go on)",
     "broker(*names): run this test only for these brokers "
     f"(known: {', '.join(KNOWN_BROKERS)}); a test none of whose brokers is selected "
     "by --broker is deselected",

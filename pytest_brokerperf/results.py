@@ -28,10 +28,12 @@ from pytest_brokerperf.metrics.stats import METRICS
 if TYPE_CHECKING:
     from pytest_brokerperf.endpoint import BrokerEndpoint
     from pytest_brokerperf.engine.coordinator import RunOutcome
+    from pytest_brokerperf.metrics.histogram import LatencyHistogram
     from pytest_brokerperf.scenario_library.base import PreparedRun
     from pytest_brokerperf.verdict import Verdict
 
 __all__ = ["RECORD_SCHEMA", "ResultRecord", "ScenarioBlocks", "artefact_dir", "build_record",
+           "histogram_block",
            "write_artefacts"]
 
 #: Version of the JSONL record schema; bump on any incompatible change.
@@ -47,6 +49,7 @@ class ScenarioBlocks(TypedDict, total=False):
     throughput: dict[str, Any] | None
     calibration: dict[str, Any] | None
     rate_discovery: dict[str, Any] | None
+    catchup: dict[str, Any] | None
 
 
 class ResultRecord(ScenarioBlocks):
@@ -139,22 +142,24 @@ def library_versions() -> dict[str, str | None]:
     return out
 
 
+def histogram_block(h: LatencyHistogram) -> dict[str, Any]:
+    """One histogram's percentiles (µs, None = n/a) and counters, with the histogram
+    itself (OMB-encoded and sparse)."""
+    pct = h.percentiles(PERCENTILES)
+    block: dict[str, Any] = {
+        f"{percentile_name(q).replace('.', '')}_us": pct[q] for q in PERCENTILES
+    }
+    block.update(
+        count=h.total_count, min_us=h.min(), max_us=h.max(), mean_us=h.mean(),
+        clamped=h.clamped, below_one_us=h.below_one,
+        hdr=h.encode(), sparse=h.sparse(),
+    )
+    return block
+
+
 def latency_block(outcome: RunOutcome) -> dict[str, Any]:
     """Percentiles (µs, None = n/a) and counters per latency view, with the histograms."""
-    out: dict[str, Any] = {}
-    for m in METRICS:
-        h = outcome.cumulative[m]
-        pct = h.percentiles(PERCENTILES)
-        block: dict[str, Any] = {
-            f"{percentile_name(q).replace('.', '')}_us": pct[q] for q in PERCENTILES
-        }
-        block.update(
-            count=h.total_count, min_us=h.min(), max_us=h.max(), mean_us=h.mean(),
-            clamped=h.clamped, below_one_us=h.below_one,
-            hdr=h.encode(), sparse=h.sparse(),
-        )
-        out[m] = block
-    return out
+    return {m: histogram_block(outcome.cumulative[m]) for m in METRICS}
 
 
 def build_record(*, run_id: str, test_id: str, attempt: int, broker: BrokerEndpoint,

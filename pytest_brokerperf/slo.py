@@ -36,6 +36,7 @@ from pytest_brokerperf.errors import SLOSyntaxError
 from pytest_brokerperf.workload import _load_yaml
 
 __all__ = [
+    "CATCHUP_SANITY_SLOS",
     "METRICS",
     "OPERATORS",
     "SCALARS",
@@ -63,6 +64,10 @@ VIEWS: tuple[str, ...] = (
     "publish_response",
     "e2e_latency",
     "e2e_response",
+    # catch-up scenario: publish response time during the drain, and the drained
+    # messages' age (receive time minus send time), never mixed into e2e latency
+    "drain_publish_response",
+    "catchup_age",
 )
 STATS: tuple[str, ...] = ("p50", "p75", "p95", "p99", "p99.9", "p99.99", "max", "mean")
 #: Scalar metrics and their kind.
@@ -79,6 +84,16 @@ SCALARS: dict[str, str] = {
     # measured window's acknowledged rate) and the knee of its p99 curve
     "max_sustainable_rate": "rate",
     "knee_rate": "rate",
+    # catch-up scenario: backlog build and drain times, the drain's consume rate, 1 when
+    # the drain was done within its bound, publish-response p99 during / before it
+    "build_s": "duration",
+    "drain_s": "duration",
+    "catchup_rate_msg_s": "rate",
+    "catchup_mib_s": "throughput",
+    "drained": "count",
+    "drain_publish_p99_ratio": "ratio",
+    "backlog_at_drain_start": "count",
+    "broker_backlog_at_drain_start": "count",
 }
 METRICS: tuple[str, ...] = tuple(f"{v}.{s}" for v in VIEWS for s in STATS) + tuple(SCALARS)
 
@@ -97,6 +112,8 @@ UNITS: dict[str, dict[str, float]] = {
     "rate": {"": 1.0, "msg/s": 1.0},
     "throughput": {"": 1.0, "MiB/s": 1.0},
     "count": {"": 1.0},
+    "duration": {"": 1.0, "s": 1.0, "ms": 1e-3, "min": 60.0},
+    "ratio": {"": 1.0, "x": 1.0},
 }
 #: Metrics that also accept ``%`` and the figure that is the 100 % denominator.
 PERCENT_OF: dict[str, str] = {"lost": "acked"}
@@ -684,9 +701,17 @@ TAIL_READ_SANITY_SLOS: tuple[SLO, ...] = (
 #: The throughput ladder's sanity bound: every acknowledged message arrives.
 THROUGHPUT_SANITY_SLOS: tuple[SLO, ...] = (SLO.parse("lost == 0", source=_SHIPPED),)
 
+#: The catch-up scenario's sanity bounds: nothing lost, and the backlog drained within
+#: the run's bound (``drained`` is 1 then).
+CATCHUP_SANITY_SLOS: tuple[SLO, ...] = (
+    SLO.parse("lost == 0", source=_SHIPPED),
+    SLO.parse("drained == 1", source=_SHIPPED),
+)
+
 #: Shipped sanity bounds by scenario name.
 SHIPPED_SLOS: dict[str, tuple[SLO, ...]] = {"tailread": TAIL_READ_SANITY_SLOS,
-                                            "throughput": THROUGHPUT_SANITY_SLOS}
+                                            "throughput": THROUGHPUT_SANITY_SLOS,
+                                            "catchup": CATCHUP_SANITY_SLOS}
 
 
 def merge_slos(

@@ -14,16 +14,21 @@ and the engine stamps the ack time itself.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 __all__ = [
     "AckCallback",
     "AdminClient",
+    "BacklogReader",
+    "BrokerBacklog",
     "ConsumerClient",
     "Driver",
     "ErrorCallback",
+    "PausableConsumer",
     "ProducerClient",
     "QueueFull",
+    "consumer_pause",
 ]
 
 AckCallback = Callable[[bytes, "int | None"], None]
@@ -60,6 +65,47 @@ class ConsumerClient(Protocol):
         """Return up to ``max_messages`` (value, partition) pairs, waiting at most timeout."""
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class PausableConsumer(Protocol):
+    """A consumer that can stop reading without leaving its subscription (catch-up runs).
+
+    While paused, ``receive()`` keeps being called (Kafka needs its ``poll()`` to stay in
+    the group) and returns nothing new; nothing may stay buffered in the client, so the
+    backlog built meanwhile is all on the broker. ``pause()`` returns once every message
+    it returned so far is committed (acknowledged) to the broker.
+    """
+
+    def pause(self) -> None: ...
+
+    def resume(self) -> None: ...
+
+
+def consumer_pause(driver: object) -> str | None:
+    """How ``driver``'s consumers pause (its ``CONSUMER_PAUSE``), None when they cannot."""
+    how = getattr(driver, "CONSUMER_PAUSE", None)
+    return how if isinstance(how, str) and how else None
+
+
+@dataclass(frozen=True)
+class BrokerBacklog:
+    """One subscription's backlog as the broker reports it, beside the engine's counters."""
+
+    subscription: str
+    messages: int  # what the broker still holds for the subscription
+    end: int | None = None  # Kafka: sum of the partitions' end offsets
+    position: int | None = None  # Kafka: sum of the group's committed offsets
+    how: str = ""  # how it was read ("end offsets - committed offsets")
+
+
+@runtime_checkable
+class BacklogReader(Protocol):
+    """An admin client that reads subscriptions' backlogs from the broker (optional)."""
+
+    def subscription_backlog(self, subscriptions: Mapping[str, list[str]]
+                             ) -> list[BrokerBacklog]:
+        """Backlog of each subscription in ``{topic: [subscription, ...]}``."""
 
 
 @runtime_checkable

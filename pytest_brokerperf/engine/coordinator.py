@@ -40,12 +40,13 @@ from pytest_brokerperf.metrics.stats import METRICS, PeriodStats, WorkerSample
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
 
-    from pytest_brokerperf.brokers.driver import Driver
+    from pytest_brokerperf.brokers.driver import BrokerBacklog, Driver
     from pytest_brokerperf.metrics.histogram import LatencyHistogram
     from pytest_brokerperf.workload import Workload
 
 __all__ = [
     "LoadSession",
+    "PhaseRun",
     "RunOutcome",
     "RunPlan",
     "Rung",
@@ -328,6 +329,19 @@ class SessionEnd:
 WaitHook = Callable[["LoadSession"], None]
 
 
+@dataclass
+class PhaseRun:
+    """A phase that lasts until a condition on the lifetime counters holds (catch-up's
+    backlog build and drain): its periods, the last one cut short at that moment."""
+
+    phase: str
+    periods: list[PeriodStats]
+    done: bool  # False: the timeout came first
+    elapsed_s: float  # from the phase's start until done() held (or the timeout)
+    start_totals: dict[str, int]
+    end_totals: dict[str, int]  # lifetime totals read when done() held
+
+
 class LoadSession:
     """Topics, worker processes and clients of one workload, for one or more rungs.
 
@@ -467,10 +481,18 @@ class LoadSession:
         return (sum(values) / len(values) if values else None), delta.steal_share
 
     # -- periods ----------------------------------------------------------------------
-    def tick(self, index: int, phase: str, on_wait: WaitHook | None = None) -> PeriodStats:
-        """Wait for the end of the current stats period and merge every worker's snapshot."""
+    def tick(self, index: int, phase: str, on_wait: WaitHook | None = None, *,
+             stop: Callable[[], bool] | None = None, check_s: float = 0.05) -> PeriodStats:
+        """Wait for the end of the current stats period and merge every worker's snapshot;
+        the period ends early once ``stop()`` (asked every ``check_s``) is true."""
         deadline = self._last_tick + int(self.plan.period_s * 1e9)
-        if on_wait is None:
+        if stop is not None:
+            while not stop():
+                left = (deadline - _mono()) / 1e9
+                if left <= 0:
+                    break
+                time.sleep(min(left, check_s))
+        elif on_wait is None:
             _wait_until(deadline)
         else:
             while True:
@@ -555,6 +577,76 @@ class LoadSession:
                 if isinstance(v, int):
                     out[k] = out.get(k, 0) + v
         return out
+
+    def backlog(self, totals: dict[str, int] | None = None) -> int:
+        """Messages published and not yet received, over every subscription (OMB's
+        ``subscriptionsPerTopic * messagesSent - messagesReceived``)."""
+        t = self.totals() if totals is None else totals
+        return self.subs_per_topic * t.get("acked", 0) - t.get("received", 0)
+
+    def pause_consumers(self, pause: bool = True) -> dict[str, int]:
+        """Pause (or resume) every consumer; returns once each has applied it, with the
+        lifetime totals read then. The drivers' ``ConsumerClient.pause`` keeps the
+        subscriptions (no rebalance) and leaves no backlog in client memory."""
+        out: dict[str, int] = {}
+        for r in _broadcast(self.workers, "pause_consumers", pause, timeout_s=60):
+            for k, v in r.items():
+                if isinstance(v, int):
+                    out[k] = out.get(k, 0) + v
+        return out
+
+    def stop_producers(self) -> int:
+        """Stop sending for good (catch-up's consumer-only drain); outstanding acks left."""
+        flush = _broadcast(self.workers, "stop_producers", self.plan.flush_timeout_s,
+                           timeout_s=self.plan.flush_timeout_s + 30)
+        return sum(f["outstanding"] for f in flush)
+
+    def broker_backlog(self) -> list[BrokerBacklog] | None:
+        """Each subscription's backlog read from the broker; None when the driver's admin
+        client cannot read one."""
+        from pytest_brokerperf.brokers.driver import BacklogReader
+
+        if not isinstance(self._admin, BacklogReader):
+            return None
+        return self._admin.subscription_backlog(self.subs_by_topic)
+
+    def run_until(self, phase: str, done: Callable[[dict[str, int]], bool],
+                  timeout_s: float, *, check_s: float = 0.05,
+                  begin: Callable[[], object] | None = None) -> PhaseRun:
+        """Stats periods labelled ``phase`` until ``done(lifetime totals)`` holds (asked
+        every ``check_s``) or ``timeout_s`` passes; the last period ends at that moment.
+
+        The phase's first period starts now (what happened since the last period, such
+        as broker-side readings between phases, is in no period); its start totals are
+        read, then its clock starts, then ``begin()`` runs (resuming paused consumers:
+        their counters cannot move before it).
+        """
+        self._baseline()  # between phases (broker-side readings) is in no period
+        start = self.totals()
+        t0 = _mono()
+        if begin is not None:
+            begin()
+        deadline = t0 + int(timeout_s * 1e9)
+        reached: list[tuple[dict[str, int], int]] = []
+
+        def stop() -> bool:
+            t = self.totals()
+            if done(t):
+                reached.append((t, _mono()))
+                return True
+            return _mono() >= deadline
+
+        periods: list[PeriodStats] = []
+        while True:
+            periods.append(self.tick(len(periods), phase, stop=stop, check_s=check_s))
+            if reached or _mono() >= deadline:
+                break
+        if reached:
+            end, t_end = reached[0]
+        else:
+            end, t_end = self.totals(), _mono()
+        return PhaseRun(phase=phase, periods=periods, done=bool(reached),
+                        elapsed_s=(t_end - t0) / 1e9, start_totals=start, end_totals=end)
 
     def drain(self, timeout_s: float) -> bool:
         """Lower the rate to the 1 msg/s floor and wait (bounded) for queues and lag to empty."""

@@ -164,6 +164,10 @@ class Worker:
         self.consumer_state: list[tuple[_Counters, _Buffers, ReceiveLedger]] = []
         self.consumers_ready = 0
         self.consumers_stop = threading.Event()
+        #: set: consumers pause (catch-up backlog build); each thread applies it to its
+        #: client and notes the state it applied in ``consumers_paused_state``
+        self.consumers_pause = threading.Event()
+        self.consumers_paused_state: list[bool] = []
         self.keys = _KeyGen(a.key_distributor, a.seed)
         tails = [p[header.HEADER_SIZE:] for p in a.payloads] or [b""]
         self.tails = tails
@@ -306,14 +310,16 @@ class Worker:
         consumers are created before producers, so nothing published is missed because a
         subscription — a RabbitMQ queue, say — did not exist yet)."""
         up: list[threading.Event] = []
-        for spec in self.a.consumers:
+        for k, spec in enumerate(self.a.consumers):
             state = (_Counters(), _Buffers(), ReceiveLedger())
             self.consumer_state.append(state)
+            self.consumers_paused_state.append(False)
             ready = threading.Event()
             up.append(ready)
             t = threading.Thread(
                 target=self._guard(
-                    lambda s=spec, st=state, r=ready: self._consume(s, st[0], st[1], st[2], r)),
+                    lambda s=spec, st=state, r=ready, k=k: self._consume(
+                        s, st[0], st[1], st[2], r, index=k)),
                 name=f"consumer-{spec.cid}",
                 daemon=True,
             )
@@ -329,7 +335,8 @@ class Worker:
                     raise RuntimeError(f"consumer {t.name} not created within {timeout_s:.0f} s")
 
     def _consume(self, spec: ConsumerSpec, c: _Counters, bufs: _Buffers,
-                 ledger: ReceiveLedger, ready: threading.Event | None = None) -> None:
+                 ledger: ReceiveLedger, ready: threading.Event | None = None, *,
+                 index: int = 0) -> None:
         driver = self.a.driver
         client_id = f"{self.a.client_prefix}-c{spec.cid}"
         client: ConsumerClient = driver.consumer(
@@ -343,8 +350,20 @@ class Worker:
         loc: dict[str, array] = {"e2e_latency": array("q"), "e2e_response": array("q")}
         e2e_l, e2e_r = loc["e2e_latency"], loc["e2e_response"]
         receive = ledger.receive
+        pause_wanted, paused_state = self.consumers_pause, self.consumers_paused_state
+        paused = False
         try:
             while not self.consumers_stop.is_set():
+                if pause_wanted.is_set() != paused:
+                    # between batches: every message a receive() returned is counted
+                    paused = not paused
+                    pause_resume = getattr(client, "pause" if paused else "resume", None)
+                    if pause_resume is None:
+                        raise RuntimeError(
+                            f"{driver.kind} consumer {client_id} cannot pause (its driver "
+                            "has no ConsumerClient.pause/resume)")
+                    pause_resume()
+                    paused_state[index] = paused
                 batch = client.receive(500, 0.05)
                 if not batch:
                     continue
@@ -374,6 +393,26 @@ class Worker:
         finally:
             bufs.flush(loc)
             client.close()
+
+    def pause_consumers(self, pause: bool, timeout_s: float = 30.0) -> dict[str, Any]:
+        """Pause (or resume) every consumer and wait (bounded) until each has applied it;
+        the lifetime totals at that moment."""
+        if pause:
+            self.consumers_pause.set()
+        else:
+            self.consumers_pause.clear()
+        deadline = time.monotonic() + timeout_s
+        while any(s != pause for s in self.consumers_paused_state):
+            dead = [t.name for t in self.consumer_threads if not t.is_alive()]
+            if dead:
+                raise RuntimeError(f"consumer thread(s) {dead} died while "
+                                   f"{'pausing' if pause else 'resuming'}:\n"
+                                   + "\n".join(self.errors[-3:]))
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"consumers not {'paused' if pause else 'resumed'} "
+                                   f"within {timeout_s:.0f} s")
+            time.sleep(0.005)
+        return self.totals()
 
     # -- stats ------------------------------------------------------------------------
     def totals(self) -> dict[str, Any]:
@@ -496,6 +535,8 @@ def worker_main(conn: Connection, assignment: WorkerAssignment) -> None:
                 result = None
             elif cmd == "snapshot":
                 result = w.snapshot()
+            elif cmd == "pause_consumers":
+                result = w.pause_consumers(bool(arg))
             elif cmd == "stop_producers":
                 result = w.stop_producers(arg)
             elif cmd == "final":

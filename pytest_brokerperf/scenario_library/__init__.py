@@ -14,6 +14,7 @@ One protocol (:class:`~pytest_brokerperf.scenario_library.base.Scenario`: ``prep
 from __future__ import annotations
 
 from pytest_brokerperf.scenario_library.base import PreparedRun, Scenario, ScenarioResult
+from pytest_brokerperf.scenario_library.catchup import CatchUp
 from pytest_brokerperf.scenario_library.tailread import TOPOLOGY_CHECK_RATE, TailRead
 from pytest_brokerperf.scenario_library.throughput import Throughput
 from pytest_brokerperf.scenario_library.throughput_run import (
@@ -24,6 +25,15 @@ from pytest_brokerperf.scenario_library.throughput_run import (
 )
 
 __all__ = [
-    "LADDER", "RATE_DISCOVERY", "TOPOLOGY_CHECK_RATE", "PreparedRun", "Scenario",
-    "ScenarioResult", "TailRead", "Throughput", "ThroughputPrepared", "ThroughputResult",
+    "LADDER",
+    "RATE_DISCOVERY",
+    "TOPOLOGY_CHECK_RATE",
+    "CatchUp",
+    "PreparedRun",
+    "Scenario",
+    "ScenarioResult",
+    "TailRead",
+    "Throughput",
+    "ThroughputPrepared",
+    "ThroughputResult",
 ]

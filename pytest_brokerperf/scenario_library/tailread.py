@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from pytest_brokerperf.scenario_library.context import RunContext
     from pytest_brokerperf.workload import Workload
 
-__all__ = ["TOPOLOGY_CHECK_RATE", "TailRead"]
+__all__ = ["TOPOLOGY_CHECK_RATE", "TailRead", "fixed_rate_window"]
 
 #: The profile's default tail-read rate on a topology check (several local broker nodes
 #: on one machine): three JVMs pinned to one of two cores spend their first minutes
@@ -66,48 +66,15 @@ class TailRead(Scenario):
             partitions=self.partitions, message_size=self.message_size,
             producers_per_topic=self.producers, consumer_per_subscription=self.consumers,
             subscriptions_per_topic=self.subscriptions)
-        spec = settings.profile_spec
-        from_file = settings.profile == "omb"
-        if settings.rate is not None:
-            rate = float(settings.rate)
-            notes.append(f"rate {rate:g} msg/s from --brokerperf-rate")
-        elif self.rate is not None:
-            rate = float(self.rate)
-        elif from_file or (wl_file is not None and settings.workload is not None):
-            rate = float(wl.producer_rate)
-        else:
-            rate = float(spec.tailread_rate)
-            if endpoint.topology_check and rate > TOPOLOGY_CHECK_RATE:
-                rate = TOPOLOGY_CHECK_RATE
-                notes.append(
-                    f"rate {rate:g} msg/s instead of the profile's {spec.tailread_rate:g}: "
-                    f"{endpoint.nodes} broker nodes share this machine (topology check); "
-                    "--brokerperf-rate sets another"
-                )
-        if rate <= 0:
+        if wl.consumer_backlog_size_gb > 0:
             raise ValueError(
-                "the tail-read scenario needs a fixed producerRate > 0; producerRate: 0 "
-                "(rate discovery) belongs to the throughput scenario"
+                f"workload {wl_file or wl.source} sets consumerBacklogSizeGB: "
+                f"{wl.consumer_backlog_size_gb} (a backlog to build and drain), which the "
+                "tail-read scenario would ignore; run it as a catch-up read: "
+                "`pytest scenarios -m catchup` (CatchUp()), or set consumerBacklogSizeGB: 0"
             )
-        period = resolve_period(settings, wl)
-        if settings.warmup is not None:
-            warmup = float(settings.warmup)
-        elif from_file:
-            warmup = wl.warmup_s
-        else:
-            warmup = float(spec.warmup_s)
-        if settings.duration is not None:
-            measure = float(settings.duration)
-        elif from_file:
-            measure = wl.duration_s
-        else:
-            measure = float(spec.measure_s)
-            if wl_file is not None and settings.workload is not None:
-                notes.append(
-                    f"durations from profile {settings.profile!r} (warm-up cap {warmup:g} s, "
-                    f"measured {measure:g} s), not from the workload file; use "
-                    "--brokerperf-profile=omb to run the file's durations"
-                )
+        rate, period, warmup, measure = fixed_rate_window(
+            settings, endpoint, wl, wl_file, self.rate, notes, what="tail-read")
         wl = wl.replace(producer_rate=round(rate))
         return PreparedRun(
             scenario=self.name, workload=wl, workload_file=wl_file, rate=rate,
@@ -118,6 +85,57 @@ class TailRead(Scenario):
 
     def execute(self, ctx: RunContext, extra_slos: tuple[str, ...]) -> ScenarioResult:
         return run_fixed_rate(ctx, self, extra_slos)
+
+
+def fixed_rate_window(settings: Settings, endpoint: BrokerEndpoint, wl: Workload,
+                      wl_file: Path | None, given_rate: float | None, notes: list[str], *,
+                      what: str) -> tuple[float, float, float, float]:
+    """A fixed-rate scenario's (rate, period, warm-up cap, measured window) from the
+    flags, the scenario's own rate, the workload file (``omb`` profile or a file given
+    with ``--brokerperf-workload``) and the profile, in that order."""
+    spec = settings.profile_spec
+    from_file = settings.profile == "omb"
+    if settings.rate is not None:
+        rate = float(settings.rate)
+        notes.append(f"rate {rate:g} msg/s from --brokerperf-rate")
+    elif given_rate is not None:
+        rate = float(given_rate)
+    elif from_file or (wl_file is not None and settings.workload is not None):
+        rate = float(wl.producer_rate)
+    else:
+        rate = float(spec.tailread_rate)
+        if endpoint.topology_check and rate > TOPOLOGY_CHECK_RATE:
+            rate = TOPOLOGY_CHECK_RATE
+            notes.append(
+                f"rate {rate:g} msg/s instead of the profile's {spec.tailread_rate:g}: "
+                f"{endpoint.nodes} broker nodes share this machine (topology check); "
+                "--brokerperf-rate sets another"
+            )
+    if rate <= 0:
+        raise ValueError(
+            f"the {what} scenario needs a fixed producerRate > 0; producerRate: 0 "
+            "(rate discovery) belongs to the throughput scenario"
+        )
+    period = resolve_period(settings, wl)
+    if settings.warmup is not None:
+        warmup = float(settings.warmup)
+    elif from_file:
+        warmup = wl.warmup_s
+    else:
+        warmup = float(spec.warmup_s)
+    if settings.duration is not None:
+        measure = float(settings.duration)
+    elif from_file:
+        measure = wl.duration_s
+    else:
+        measure = float(spec.measure_s)
+        if wl_file is not None and settings.workload is not None:
+            notes.append(
+                f"durations from profile {settings.profile!r} (warm-up cap {warmup:g} s, "
+                f"measured {measure:g} s), not from the workload file; use "
+                "--brokerperf-profile=omb to run the file's durations"
+            )
+    return rate, period, warmup, measure
 
 
 def run_fixed_rate(ctx: RunContext, scenario: Scenario,

@@ -91,6 +91,13 @@ class Throughput(Scenario):
             settings, given=self.workload, shipped="max-rate-1-topic-16-partitions-1kb",
             notes=notes, partitions=self.partitions, message_size=self.message_size,
             subscriptions_per_topic=self.subscriptions)
+        if wl.consumer_backlog_size_gb > 0:
+            raise ValueError(
+                f"workload {wl_file or wl.source} sets consumerBacklogSizeGB: "
+                f"{wl.consumer_backlog_size_gb} (a backlog to build and drain), which the "
+                "throughput scenario would ignore; run it as a catch-up read: "
+                "`pytest scenarios -m catchup` (CatchUp()), or set consumerBacklogSizeGB: 0"
+            )
         mode = self._mode(settings, wl, notes)
         spec = settings.profile_spec
         from_file = settings.profile == "omb"

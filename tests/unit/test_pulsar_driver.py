@@ -286,3 +286,31 @@ def test_describe_and_driver_yaml_redact_auth(fake_client: type[FakeClient]) -> 
     desc = d.describe()
     assert desc["client"] == "pulsar-client" and desc["namespace"] == d.namespace
     assert desc["producer"]["batching_enabled"] is True
+
+
+def test_pause_closes_the_consumer_and_resume_subscribes_again(
+        fake_client: type[FakeClient], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Catch-up runs: a paused consumer holds nothing in a receiver queue (it is closed;
+    the durable subscription keeps the backlog) and resumes on the same subscription."""
+    closed: list[FakeConsumer] = []
+    monkeypatch.setattr(FakeConsumer, "close", lambda self: closed.append(self))
+    driver = create_driver(ENDPOINT, None)
+    assert "subscribes again" in (driver.CONSUMER_PAUSE or "")
+    cons = driver.consumer("t", "sub", "c0")
+    client = fake_client.instances[0]
+    (first,) = [c for *_, c in client.consumers]
+    first._consumer.queue = [FakeMessage(b"a", "x")]
+    cons.pause()
+    assert closed == [first]
+    assert cons.receive(10, 0.01) == []  # paused: nothing, the message stays queued
+    assert first._consumer.queue
+    cons.pause()  # idempotent
+    assert closed == [first]
+    cons.resume()
+    (_, _, kw1, _), (topic2, sub2, kw2, second) = client.consumers
+    assert (topic2, sub2, kw2) == (driver.full_topic("t"), "sub", kw1)
+    second._consumer.queue = [FakeMessage(b"b", "x")]
+    assert cons.receive(10, 0.01) == [(b"b", 0)]
+    cons.pause()
+    cons.close()  # already closed by the pause: not closed twice
+    assert closed == [first, second]

@@ -374,3 +374,37 @@ def test_quorum_consumer_declares_and_binds_its_partition_queues(
     assert declares[0][1]["durable"] is True
     assert [x[1] for x in conn.ch.calls if x[0] == "bind"] == [
         ("t-s-part-0", "t", "0"), ("t-s-part-1", "t", "1")]
+
+
+def test_pause_cancels_and_requeues_then_resume_consumes_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Catch-up runs: AMQP has no pause, so the consumer cancels, the delivered messages
+    not yet handed out go back to the queue (one multiple nack), and resume consumes the
+    same queues again; streams cannot (they would restart at their offset)."""
+    nacks: list[tuple[int, bool, bool]] = []
+    cancelled: list[str] = []
+    monkeypatch.setattr(pika, "BlockingConnection", FakeBlockingConnection)
+    monkeypatch.setattr(FakeBlockingChannel, "basic_cancel",
+                        lambda self, tag: cancelled.append(tag) or [], raising=False)
+    monkeypatch.setattr(FakeBlockingChannel, "basic_nack",
+                        lambda self, tag, multiple, requeue: nacks.append(
+                            (tag, multiple, requeue)), raising=False)
+    ep = BrokerEndpoint(kind="rabbitmq", bootstrap="amqp://127.0.0.1:5999", mode="process")
+    cfg = RabbitMQDriverConfig(exchange_type="DIRECT", queue_type="QUORUM")
+    driver = RabbitMQDriver(ep, cfg, topic_partitions={"t": 2})
+    assert "basic.cancel" in (driver.CONSUMER_PAUSE or "")
+    c = driver.consumer("t", "s", "c0")
+    conn = FakeBlockingConnection.last
+    assert conn is not None
+    conn.pending = [("t-s-part-0", b"a"), ("t-s-part-1", b"b"), ("t-s-part-0", b"c")]
+    assert c.receive(1, 0.01) == [(b"a", 0)]  # b and c delivered, not handed out
+    c.pause()
+    assert sorted(cancelled) == ["ctag-t-s-part-0", "ctag-t-s-part-1"]
+    assert nacks == [(3, True, True)]  # b and c requeued: nothing held in the client
+    assert c.receive(10, 0.01) == []
+    c.resume()
+    consumes = [x[1][0] for x in conn.ch.calls if x[0] == "consume"]
+    assert consumes == ["t-s-part-0", "t-s-part-1", "t-s-part-0", "t-s-part-1"]
+    stream = RabbitMQDriver(ep, RabbitMQDriverConfig(exchange_type="DIRECT",
+                                                     queue_type="STREAM"))
+    assert stream.CONSUMER_PAUSE is None and "x-stream-offset" in stream.CONSUMER_PAUSE_MISSING

@@ -22,9 +22,14 @@ import threading
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from pytest_brokerperf.brokers.driver import AckCallback, ErrorCallback, QueueFull
+from pytest_brokerperf.brokers.driver import (
+    AckCallback,
+    BrokerBacklog,
+    ErrorCallback,
+    QueueFull,
+)
 from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.errors import ConfigError, DriverError
 from pytest_brokerperf.redaction import SecretDict, redact
@@ -147,7 +152,17 @@ class _KafkaProducer:
 
 
 class _KafkaConsumer:
-    __slots__ = ("_auto_commit", "_c", "_consume", "_poll")
+    """One member of a consumer group.
+
+    Pausing (catch-up runs) uses librdkafka's ``pause()`` of the assigned partitions:
+    it stops fetching and drops what was prefetched, so no backlog hides in client
+    memory, while ``receive()`` keeps calling ``poll()`` — the group membership stays
+    (``max.poll.interval.ms``) and no rebalance happens. Partitions assigned while paused
+    are paused at the next ``receive()``. ``resume()`` continues from the last consumed
+    offset (confluent-kafka's ``Consumer.pause``/``resume`` docs).
+    """
+
+    __slots__ = ("_auto_commit", "_c", "_consume", "_paused", "_paused_parts", "_poll")
 
     def __init__(self, settings: dict[str, Any], topic: str) -> None:
         from confluent_kafka import Consumer
@@ -159,8 +174,35 @@ class _KafkaConsumer:
         self._c.subscribe([topic])
         self._consume = self._c.consume
         self._poll = self._c.poll
+        self._paused = False
+        self._paused_parts: set[tuple[str, int]] = set()
+
+    def _pause_assigned(self) -> None:
+        parts = self._c.assignment()
+        new = [tp for tp in parts if (tp.topic, tp.partition) not in self._paused_parts]
+        if new:
+            self._c.pause(new)
+            self._paused_parts.update((tp.topic, tp.partition) for tp in new)
+
+    def pause(self) -> None:
+        """Pause every assigned partition, then commit what was consumed (synchronously,
+        so the group's committed offsets equal the messages counted)."""
+        self._paused = True
+        self._pause_assigned()
+        if not self._auto_commit:
+            with contextlib.suppress(Exception):  # _NO_OFFSET: nothing new consumed
+                self._c.commit(asynchronous=False)
+
+    def resume(self) -> None:
+        self._paused = False
+        parts = self._c.assignment()
+        if parts:
+            self._c.resume(parts)
+        self._paused_parts.clear()
 
     def receive(self, max_messages: int, timeout_s: float) -> list[tuple[bytes, int]]:
+        if self._paused:
+            self._pause_assigned()  # a partition assigned since the pause
         # consume(n, timeout) blocks until n messages OR the timeout: at low rates that
         # would add up to `timeout` of harness-made e2e latency. Wait for the first
         # message only, then take whatever else is already fetched without waiting.
@@ -275,6 +317,41 @@ class _KafkaAdmin:
             with contextlib.suppress(Exception):
                 fut.result(timeout=60)
 
+    def subscription_backlog(self, subscriptions: Mapping[str, list[str]]
+                             ) -> list[BrokerBacklog]:
+        """Each group's backlog: its topic's end offsets minus the group's committed
+        offsets (a partition without a commit counts from its earliest offset)."""
+        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+        from confluent_kafka.admin import OffsetSpec
+
+        md = self._admin.list_topics(timeout=10)
+        out: list[BrokerBacklog] = []
+        for topic, groups in subscriptions.items():
+            tmd = md.topics.get(topic)
+            if tmd is None or tmd.error is not None:
+                raise DriverError(f"reading the backlog of Kafka topic {topic!r}: no metadata "
+                                  f"({tmd.error if tmd is not None else 'unknown topic'})")
+            parts = [TopicPartition(topic, p) for p in sorted(tmd.partitions)]
+            ends = self._offsets(parts, OffsetSpec.latest())
+            starts = self._offsets(parts, OffsetSpec.earliest())
+            for group in groups:
+                fut = self._admin.list_consumer_group_offsets(
+                    [ConsumerGroupTopicPartitions(group, parts)], request_timeout=30)[group]
+                committed = {tp.partition: tp.offset
+                             for tp in fut.result(timeout=60).topic_partitions
+                             if tp.error is None}
+                pos = {p: committed[p] if committed.get(p, -1) >= 0 else starts[p]
+                       for p in ends}
+                end_sum, pos_sum = sum(ends.values()), sum(pos.values())
+                out.append(BrokerBacklog(subscription=group, messages=end_sum - pos_sum,
+                                         end=end_sum, position=pos_sum,
+                                         how="end offsets - committed offsets"))
+        return out
+
+    def _offsets(self, parts: list[Any], spec: Any) -> dict[int, int]:
+        futures = self._admin.list_offsets({tp: spec for tp in parts}, request_timeout=30)
+        return {tp.partition: int(f.result(timeout=60).offset) for tp, f in futures.items()}
+
     def read_back(self, names: list[str]) -> dict[str, Any]:
         from confluent_kafka.admin import ConfigResource, ResourceType
 
@@ -331,6 +408,9 @@ class KafkaDriver:
     stats_interval_ms: int = 5000
     extra: dict[str, str] = field(default_factory=dict)
     kind: str = "kafka"
+    CONSUMER_PAUSE: ClassVar[str] = (
+        "librdkafka pause() of the assigned partitions while poll() goes on: the group "
+        "keeps its members (no rebalance) and prefetched messages are dropped")
 
     @property
     def name(self) -> str:

@@ -14,7 +14,7 @@ import threading
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from pytest_brokerperf.brokers.driver import AckCallback, ErrorCallback, QueueFull
 
@@ -73,8 +73,19 @@ class _Consumer:
     def __init__(self, topic: str, subscription: str) -> None:
         self.q = _queue(topic, subscription)
         self.event = threading.Event()
+        self.paused = False
+
+    def pause(self) -> None:
+        """Stop reading; messages keep queueing in the subscription's queue (the 'broker')."""
+        self.paused = True
+
+    def resume(self) -> None:
+        self.paused = False
 
     def receive(self, max_messages: int, timeout_s: float) -> list[tuple[bytes, int]]:
+        if self.paused:
+            self.event.wait(timeout_s)
+            return []
         q = self.q
         if not q:
             self.event.wait(min(timeout_s, 0.001))
@@ -118,6 +129,8 @@ class LoopbackDriver:
     max_queue: int = 100_000
     kind: str = "loopback"
     name: str = "loopback"
+    #: a paused consumer stops reading; its subscription's queue keeps filling
+    CONSUMER_PAUSE: ClassVar[str] = "stops reading; the subscription's queue keeps filling"
 
     def admin(self) -> _Admin:
         return _Admin()

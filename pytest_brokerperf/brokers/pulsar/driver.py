@@ -51,9 +51,14 @@ import urllib.parse
 import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from pytest_brokerperf.brokers.driver import AckCallback, ErrorCallback, QueueFull
+from pytest_brokerperf.brokers.driver import (
+    AckCallback,
+    BrokerBacklog,
+    ErrorCallback,
+    QueueFull,
+)
 from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.engine import header
 from pytest_brokerperf.errors import ConfigError, DriverError
@@ -289,24 +294,48 @@ class _PulsarConsumer:
 
         self._driver = driver
         self._client = driver._acquire_client()
-        full = driver.full_topic(topic)
+        self._full, self._subscription, self._client_id = (
+            driver.full_topic(topic), subscription, client_id)
+        try:
+            self._subscribe()
+        except DriverError:
+            driver._release_client()
+            raise
+        self._cumulative = driver.config.cumulative_acks
+        self._timeout = _pulsar.Timeout
+        self._partition_of: dict[str, int] = {}
+        self._closed = False
+        self._paused = False
+
+    def _subscribe(self) -> None:
         try:
             self._c = self._client.subscribe(
-                full, subscription,
-                **_with_enums(driver.config.subscribe_kwargs(consumer_name=client_id)))
+                self._full, self._subscription,
+                **_with_enums(self._driver.config.subscribe_kwargs(
+                    consumer_name=self._client_id)))
         except Exception as exc:
-            driver._release_client()
-            raise DriverError(
-                f"subscribing {subscription!r} to Pulsar topic {full} failed: {exc}") from exc
+            raise DriverError(f"subscribing {self._subscription!r} to Pulsar topic "
+                              f"{self._full} failed: {exc}") from exc
         raw = getattr(self._c, "_consumer", self._c)
         self._recv = raw.receive
         self._ack_cumulative = raw.acknowledge_cumulative
         self._ack = raw.acknowledge
-        self._cumulative = driver.config.cumulative_acks
-        self._timeout = _pulsar.Timeout
         self._wrapped = raw is self._c  # public API only: messages are pulsar.Message
-        self._partition_of: dict[str, int] = {}
-        self._closed = False
+
+    def pause(self) -> None:
+        """Close the consumer (its pending acknowledgements are flushed): the durable
+        subscription keeps its cursor, and what was prefetched into the receiver queue
+        but not acknowledged goes back to the broker's backlog. pulsar-client's
+        ``pause_message_listener()`` would keep filling the receiver queue instead."""
+        if not self._paused:
+            self._paused = True
+            self._c.close()
+
+    def resume(self) -> None:
+        """Subscribe again: reading continues at the subscription's cursor."""
+        if self._paused:
+            self._subscribe()
+            self._paused = False
 
     def _partition(self, topic_name: str) -> int:
         p = self._partition_of.get(topic_name)
@@ -317,6 +346,9 @@ class _PulsarConsumer:
         return p
 
     def receive(self, max_messages: int, timeout_s: float) -> list[tuple[bytes, int]]:
+        if self._paused:
+            time.sleep(timeout_s)
+            return []
         recv = self._recv
         timeout = self._timeout
         try:
@@ -353,7 +385,8 @@ class _PulsarConsumer:
             return
         self._closed = True
         try:
-            self._c.close()
+            if not self._paused:
+                self._c.close()
         finally:
             self._driver._release_client()
 
@@ -519,6 +552,14 @@ class PulsarAdmin:
                 out[sub] = out.get(sub, 0) + int(s.get("msgBacklog", 0))
         return out
 
+    def subscription_backlog(self, subscriptions: Mapping[str, list[str]]
+                             ) -> list[BrokerBacklog]:
+        """Each subscription's ``msgBacklog`` from the topic's (partitioned) stats."""
+        got = self.backlog(list(subscriptions))
+        return [BrokerBacklog(subscription=sub, messages=got.get(sub, 0),
+                              how="msgBacklog of the (partitioned) topic stats")
+                for subs in subscriptions.values() for sub in subs]
+
     def read_back(self, names: list[str]) -> dict[str, Any]:
         ns = self.namespace
         base = f"/admin/v2/namespaces/{ns}"
@@ -573,6 +614,11 @@ class PulsarDriver:
     namespace: str = ""
     kind: str = "pulsar"
     _key: str = field(default="", repr=False)
+    #: how catch-up runs pause consumers (scenario_library/catchup.py)
+    CONSUMER_PAUSE: ClassVar[str] = (
+        "the consumer closes and subscribes again: the durable subscription keeps its "
+        "cursor and nothing waits in a receiver queue (pause_message_listener() would "
+        "keep filling it)")
 
     def __post_init__(self) -> None:
         if not self.namespace:

@@ -33,9 +33,9 @@ import zlib
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from pytest_brokerperf.brokers.driver import AckCallback, ErrorCallback, QueueFull
+from pytest_brokerperf.brokers.driver import AckCallback, BrokerBacklog, ErrorCallback, QueueFull
 from pytest_brokerperf.brokers.rabbitmq.config import (
     QueueSpec,
     RabbitMQDriverConfig,
@@ -411,6 +411,9 @@ class _RabbitConsumer:
         self._auto_ack = cfg.auto_ack
         self._buf: deque[tuple[bytes, int, int]] = deque()
         self._partition: dict[str, int] = {}
+        self._queues = queues
+        self._consume_args: dict[str, Any] | None = None
+        self._paused = False
         # Consumers of one subscription declare its quorum queues concurrently; RabbitMQ
         # 3.10 can answer declare-ok before the queue's Raft member runs, and the
         # basic.consume that follows then kills the connection (INTERNAL_ERROR, noproc).
@@ -446,14 +449,38 @@ class _RabbitConsumer:
                 # the queue's Raft member runs (else the channel closes and we retry).
                 for q in queues:
                     ch.queue_declare(q.name, passive=True)
-        consume_args: dict[str, Any] | None = None
         if cfg.is_stream:
             off = cfg.stream_offset
-            consume_args = {"x-stream-offset": int(off) if off.isdigit() else off}
-        for q in queues:
-            tag = ch.basic_consume(q.name, self._on_message, auto_ack=cfg.auto_ack,
-                                   arguments=consume_args)
+            self._consume_args = {"x-stream-offset": int(off) if off.isdigit() else off}
+        self._consume()
+
+    def _consume(self) -> None:
+        for q in self._queues:
+            tag = self._ch.basic_consume(q.name, self._on_message, auto_ack=self._auto_ack,
+                                         arguments=self._consume_args)
             self._partition[tag] = q.partition
+
+    def pause(self) -> None:
+        """AMQP 0-9-1 has no pause: cancel the consumers (pika nacks, with requeue,
+        whatever the broker pushed after the cancel) and requeue the delivered messages
+        not yet handed out, so the backlog is all in the queues. With auto-ack the
+        delivered messages are the broker's no more: they are handed out as usual."""
+        if self._paused:
+            return
+        self._paused = True
+        for tag in list(self._partition):
+            for _, method, _, body in self._ch.basic_cancel(tag) or ():
+                self._buf.append((body, self._partition.get(tag, 0), method.delivery_tag))
+        if not self._auto_ack and self._buf:
+            self._ch.basic_nack(self._buf[-1][2], multiple=True, requeue=True)
+            self._buf.clear()
+
+    def resume(self) -> None:
+        """Consume the queues again (a classic or quorum queue keeps its messages)."""
+        if self._paused:
+            self._partition.clear()
+            self._consume()
+            self._paused = False
 
     def _on_message(self, ch: Any, method: Any, props: Any, body: bytes) -> None:
         self._buf.append((body, self._partition.get(method.consumer_tag, 0),
@@ -462,7 +489,7 @@ class _RabbitConsumer:
     def receive(self, max_messages: int, timeout_s: float) -> list[tuple[bytes, int]]:
         buf = self._buf
         if not buf:
-            self._conn.process_data_events(time_limit=timeout_s)
+            self._conn.process_data_events(time_limit=timeout_s)  # heartbeats too
             if not buf:
                 return []
         out: list[tuple[bytes, int]] = []
@@ -579,6 +606,24 @@ class _RabbitAdmin:
         if errors:
             raise DriverError("deleting RabbitMQ topics failed: " + "; ".join(errors))
 
+    def subscription_backlog(self, subscriptions: Mapping[str, list[str]]
+                             ) -> list[BrokerBacklog]:
+        """Ready messages of each subscription's queues (a passive declare's
+        ``message_count``); empty for streams, which keep no per-consumer count."""
+        cfg = self._driver.config
+        if cfg.is_stream:
+            return []
+        out: list[BrokerBacklog] = []
+        for topic, subs in subscriptions.items():
+            p = self._created.get(topic, 0)
+            for sub in subs:
+                ready = sum(int(self._channel().queue_declare(q.name, passive=True)
+                                .method.message_count)
+                            for q in subscription_queues(topic, sub, p, cfg))
+                out.append(BrokerBacklog(subscription=sub, messages=ready,
+                                         how="messages ready in the subscription's queues"))
+        return out
+
     def delete_groups(self, subscriptions: list[str]) -> None:
         """Delete the subscription queues (classic/quorum) of the topics created here."""
         import pika
@@ -674,10 +719,23 @@ class RabbitMQDriver:
     config: RabbitMQDriverConfig
     topic_partitions: dict[str, int] = field(default_factory=dict)
     kind: str = "rabbitmq"
+    #: why catch-up runs skip on RabbitMQ streams (scenario_library/catchup.py)
+    CONSUMER_PAUSE_MISSING: ClassVar[str] = (
+        "a stream consumer that cancels and consumes again restarts at its "
+        "x-stream-offset; stream offset tracking is not implemented yet")
 
     @property
     def name(self) -> str:
         return str(self.config.name)
+
+    @property
+    def CONSUMER_PAUSE(self) -> str | None:
+        """How catch-up runs pause consumers: AMQP 0-9-1 has no pause, so the consumer
+        is cancelled (prefetched messages requeued) and consumes again; None on streams."""
+        if self.config.is_stream:
+            return None
+        return ("basic.cancel, delivered messages requeued (AMQP has no pause), then "
+                "basic.consume again: the backlog stays in the queues")
 
     @property
     def uris(self) -> list[str]:

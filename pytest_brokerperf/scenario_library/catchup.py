@@ -1,0 +1,426 @@
+"""Catch-up read: build a backlog while consumers are paused, then drain it.
+
+OMB's backlog phases (``consumerBacklogSizeGB``, ``backlogDrainRatio`` in its
+WorkloadGenerator): after a tail-read window at a fixed rate, the consumers pause while
+producers go on until the backlog — published and not yet received, over every
+subscription — reaches the requested size; then the consumers resume and the drain is
+done once at most ``max(1000, (1 - backlogDrainRatio) * backlog / messageSize)``
+messages are left. Producers go on during the drain unless ``producers_during_drain``
+is false (Confluent's ``consumerOnly``).
+
+Consumers pause through their driver (``ConsumerClient.pause``) so that no rebalance
+happens and no backlog hides in client memory; the backlog is read from the broker too
+(Kafka: end offsets minus the groups' committed offsets) at the drain's start and end.
+The drained messages' age (receive time minus send time) is a histogram of its own,
+never mixed into the end-to-end latency of the tail-read window.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_brokerperf.scenario_library.base import (
+    PreparedRun,
+    Scenario,
+    ScenarioResult,
+    auto_workers,
+    base_params,
+    driver_file,
+    resolve_workload,
+)
+from pytest_brokerperf.scenario_library.finish import JUNIT_FIGURES, Measured, finish, short_params
+from pytest_brokerperf.scenario_library.tailread import fixed_rate_window
+
+if TYPE_CHECKING:
+    from pytest_brokerperf.brokers.driver import BrokerBacklog
+    from pytest_brokerperf.config import Settings
+    from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.engine.coordinator import PhaseRun
+    from pytest_brokerperf.metrics.histogram import LatencyHistogram
+    from pytest_brokerperf.metrics.stats import PeriodStats
+    from pytest_brokerperf.scenario_library.context import RunContext
+    from pytest_brokerperf.workload import Workload
+
+__all__ = ["BUILD_SECONDS", "CatchUp", "CatchUpPrepared", "CatchUpReport",
+           "drain_threshold"]
+
+_GIB = 1024**3
+_MIB = 1024**2
+#: Without a backlog size from the scenario or a workload file, the backlog is what the
+#: producers publish in this many seconds at the run's rate (per subscription).
+BUILD_SECONDS: dict[str, float] = {"smoke": 10.0, "standard": 60.0, "omb": 60.0}
+#: OMB's floor of the drain-done level, in messages.
+MIN_BACKLOG = 1000
+
+
+def drain_threshold(backlog_bytes: int, message_size: int, drain_ratio: float) -> int:
+    """Messages at or below which the drain is done (OMB's WorkloadGenerator):
+    ``max(1000, (long)((1 - backlogDrainRatio) * (backlog_bytes / messageSize)))``."""
+    capacity = backlog_bytes // message_size
+    return max(MIN_BACKLOG, int((1.0 - drain_ratio) * capacity))
+
+
+@dataclass
+class CatchUpPrepared(PreparedRun):
+    """A catch-up run resolved against the settings (``measure_s``: the tail-read window
+    before the backlog is built)."""
+
+    backlog_bytes: int = 0
+    drain_ratio: float = 1.0
+    drain_threshold: int = MIN_BACKLOG
+    producers_during_drain: bool = True
+    build_timeout_s: float = 60.0
+    drain_timeout_s: float = 120.0
+
+
+@dataclass
+class CatchUpReport:
+    """The record's ``catchup`` block (docs/reference/results.md)."""
+
+    backlog_bytes_target: int
+    drain_ratio: float
+    drain_threshold_messages: int
+    producers_during_drain: bool
+    consumer_pause: str  # how the driver pauses its consumers
+    build_s: float
+    build_complete: bool
+    backlog_at_drain_start_messages: int  # counters: subscriptions x acked - received
+    backlog_at_drain_start_bytes: int
+    drain_s: float | None  # None: not done within drain_timeout_s
+    drain_complete: bool
+    drain_timeout_s: float
+    consumed_during_drain: int  # distinct messages received, all subscriptions
+    consumed_bytes_during_drain: int
+    produced_during_drain: int  # acknowledged
+    residual_messages: int  # backlog (counters) when the drain was done
+    catchup_rate_msg_s: float | None
+    catchup_mib_s: float | None
+    net_drain_rate_msg_s: float | None  # backlog reduction per second
+    publish_response_p99_before_us: float | None
+    publish_response_p99_drain_us: float | None
+    drain_publish_p99_ratio: float | None
+    drain_host_steal_share: float | None
+    #: per subscription, read from the broker: at the drain's start (consumers paused)
+    #: and at its end (consumers paused again for the reading); None where the driver
+    #: cannot read a backlog
+    broker_backlog_at_drain_start: list[dict[str, Any]] | None
+    broker_backlog_at_drain_end: list[dict[str, Any]] | None
+    counters_at_drain_end: dict[str, int] = field(default_factory=dict)
+    age: dict[str, Any] = field(default_factory=dict)  # the drained messages' age (µs)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class CatchUp(Scenario):
+    """Catch-up read: a tail-read window, a backlog built while consumers are paused,
+    and its drain while producers go on (or not).
+
+    Fields left ``None`` come from the workload (``--brokerperf-workload`` or the shipped
+    ``catch-up-smoke.yaml``) and the profile. ``backlog_bytes`` (all subscriptions,
+    like OMB's) defaults to the workload's ``consumerBacklogSizeGB`` (``omb`` profile or a
+    file given with ``--brokerperf-workload``), else to what the producers publish in
+    :data:`BUILD_SECONDS` of the profile.
+    """
+
+    workload: Workload | None = None
+    partitions: int | None = None
+    message_size: int | None = None
+    rate: float | None = None
+    producers: int | None = None
+    consumers: int | None = None
+    subscriptions: int | None = None
+    backlog_bytes: int | None = None
+    drain_ratio: float | None = None  # OMB's backlogDrainRatio
+    producers_during_drain: bool | None = None  # None: not the workload's consumerOnly
+    build_timeout_s: float | None = None
+    drain_timeout_s: float | None = None
+    driver_file: Path | None = None
+    slos: tuple[str, ...] = ()
+    name: str = "catchup"
+
+    def prepare(self, settings: Settings, endpoint: BrokerEndpoint) -> CatchUpPrepared:
+        notes: list[str] = []
+        wl, wl_file = resolve_workload(
+            settings, given=self.workload, shipped="catch-up-smoke", notes=notes,
+            partitions=self.partitions, message_size=self.message_size,
+            producers_per_topic=self.producers, consumer_per_subscription=self.consumers,
+            subscriptions_per_topic=self.subscriptions)
+        rate, period, warmup, measure = fixed_rate_window(
+            settings, endpoint, wl, wl_file, self.rate, notes, what="catch-up")
+        from_file = settings.profile == "omb" or (
+            wl_file is not None and settings.workload is not None) or self.workload is not None
+        if self.backlog_bytes is not None:
+            backlog = int(self.backlog_bytes)
+        elif from_file and wl.consumer_backlog_size_gb > 0:
+            backlog = wl.backlog_bytes
+        else:
+            seconds = BUILD_SECONDS.get(settings.profile, 60.0)
+            backlog = int(rate * seconds * wl.message_size * max(1, wl.subscriptions_per_topic))
+            notes.append(
+                f"backlog {backlog / _MIB:.1f} MiB: {seconds:g} s of publishing at "
+                f"{rate:g} msg/s ({settings.profile} profile); backlog_bytes= or a "
+                "workload's consumerBacklogSizeGB sets another")
+        if backlog < wl.message_size:
+            raise ValueError(
+                f"backlog_bytes={backlog} is below one {wl.message_size}-byte message; "
+                "give a backlog of at least a few thousand messages")
+        ratio = float(self.drain_ratio if self.drain_ratio is not None
+                      else wl.backlog_drain_ratio)
+        if not 0.0 <= ratio <= 1.0:
+            raise ValueError(f"drain_ratio={ratio} is outside 0..1 (OMB's backlogDrainRatio: "
+                             "1.0 drains fully, 0.9 leaves 10 %)")
+        during = (self.producers_during_drain if self.producers_during_drain is not None
+                  else not wl.consumer_only)
+        threshold = drain_threshold(backlog, wl.message_size, ratio)
+        # the backlog grows by every subscription's copy of each published message
+        expected_build = backlog / (rate * wl.message_size * max(1, wl.subscriptions_per_topic))
+        build_timeout = (float(self.build_timeout_s) if self.build_timeout_s is not None
+                         else max(30.0, 3.0 * expected_build + 10.0))
+        drain_timeout = (float(self.drain_timeout_s) if self.drain_timeout_s is not None
+                         else max(60.0, 10.0 * expected_build))
+        wl = wl.replace(producer_rate=round(rate), consumer_backlog_size_gb=backlog / _GIB,
+                        backlog_drain_ratio=ratio, consumer_only=not during)
+        params = base_params(wl, endpoint, rate)
+        params.update(backlog_bytes=backlog, drain_ratio=ratio, producers_during_drain=during)
+        return CatchUpPrepared(
+            scenario=self.name, workload=wl, workload_file=wl_file, rate=rate,
+            period_s=period, warmup_s=warmup, measure_s=measure, params=params,
+            slos=self.sanity_slos(), driver_file=driver_file(settings, self.driver_file),
+            notes=notes, backlog_bytes=backlog, drain_ratio=ratio, drain_threshold=threshold,
+            producers_during_drain=during, build_timeout_s=build_timeout,
+            drain_timeout_s=drain_timeout,
+        )
+
+    def execute(self, ctx: RunContext, extra_slos: tuple[str, ...]) -> ScenarioResult:
+        return run_catchup(ctx, self, extra_slos)
+
+
+def _merged(periods: list[PeriodStats], metric: str) -> LatencyHistogram:
+    from pytest_brokerperf.metrics.histogram import LatencyHistogram
+
+    h = LatencyHistogram.for_metric(metric)
+    for p in periods:
+        h.add(p.histograms[metric])
+    return h
+
+
+def _backlog_rows(rows: list[BrokerBacklog] | None) -> list[dict[str, Any]] | None:
+    return None if rows is None else [asdict(r) for r in rows]
+
+
+def catchup_figures(prepared: CatchUpPrepared, *, subs_per_topic: int, build: PhaseRun,
+                    drain: PhaseRun, before_p99: float | None, consumer_pause: str,
+                    at_start: list[BrokerBacklog] | None = None,
+                    at_end: list[BrokerBacklog] | None = None,
+                    end_totals: dict[str, int] | None = None,
+                    ) -> tuple[CatchUpReport, dict[str, float | None]]:
+    """The record block and the SLO-checkable figures of one catch-up run, from the
+    build and drain phases' counters and periods."""
+    from pytest_brokerperf.figures import PERCENTILES, percentile_name
+    from pytest_brokerperf.results import histogram_block
+    from pytest_brokerperf.verdict import window_steal_share
+
+    def backlog(t: dict[str, int]) -> int:
+        return subs_per_topic * t.get("acked", 0) - t.get("received", 0)
+
+    s, e = drain.start_totals, drain.end_totals
+    b0 = backlog(s)
+    consumed = e.get("received", 0) - s.get("received", 0)
+    consumed_bytes = e.get("received_bytes", 0) - s.get("received_bytes", 0)
+    produced = e.get("acked", 0) - s.get("acked", 0)
+    residual = backlog(e)
+    drain_s = drain.elapsed_s if drain.done else None
+    rate = consumed / drain_s if drain_s else None
+    mib = consumed_bytes / drain_s / _MIB if drain_s else None
+    net = (b0 - residual) / drain_s if drain_s else None
+    during = _merged(drain.periods, "publish_response").percentile(99)
+    ratio = (during / before_p99 if during is not None and before_p99 else None)
+    age = _merged(drain.periods, "e2e_latency")
+    pct = age.percentiles(PERCENTILES)
+
+    report = CatchUpReport(
+        backlog_bytes_target=prepared.backlog_bytes, drain_ratio=prepared.drain_ratio,
+        drain_threshold_messages=prepared.drain_threshold,
+        producers_during_drain=prepared.producers_during_drain,
+        consumer_pause=consumer_pause, build_s=build.elapsed_s, build_complete=build.done,
+        backlog_at_drain_start_messages=b0,
+        backlog_at_drain_start_bytes=b0 * prepared.workload.message_size,
+        drain_s=drain_s, drain_complete=drain.done, drain_timeout_s=prepared.drain_timeout_s,
+        consumed_during_drain=consumed, consumed_bytes_during_drain=consumed_bytes,
+        produced_during_drain=produced, residual_messages=residual,
+        catchup_rate_msg_s=rate, catchup_mib_s=mib, net_drain_rate_msg_s=net,
+        publish_response_p99_before_us=before_p99, publish_response_p99_drain_us=during,
+        drain_publish_p99_ratio=ratio,
+        drain_host_steal_share=window_steal_share(drain.periods),
+        broker_backlog_at_drain_start=_backlog_rows(at_start),
+        broker_backlog_at_drain_end=_backlog_rows(at_end),
+        counters_at_drain_end=dict(end_totals or {}), age=histogram_block(age),
+    )
+    figures: dict[str, float | None] = {
+        "build_s": build.elapsed_s,
+        "drain_s": drain_s,
+        "catchup_rate_msg_s": rate,
+        "catchup_mib_s": mib,
+        "drained": 1.0 if drain.done else 0.0,
+        "drain_publish_p99_ratio": ratio,
+        "backlog_at_drain_start": float(b0),
+    }
+    dp = _merged(drain.periods, "publish_response")
+    dpp = dp.percentiles(PERCENTILES)
+    for q in PERCENTILES:
+        figures[f"drain_publish_response.{percentile_name(q)}"] = dpp[q]
+        figures[f"catchup_age.{percentile_name(q)}"] = pct[q]
+    figures["drain_publish_response.max"] = dp.max()
+    figures["drain_publish_response.mean"] = dp.mean()
+    figures["catchup_age.max"] = age.max()
+    figures["catchup_age.mean"] = age.mean()
+    if at_start is not None:
+        figures["broker_backlog_at_drain_start"] = float(sum(r.messages for r in at_start))
+    return report, figures
+
+
+def run_catchup(ctx: RunContext, scenario: CatchUp,
+                extra_slos: tuple[str, ...]) -> ScenarioResult:
+    """Prepare, guard, run the four phases (tail-read window, build, drain, end), judge
+    and record."""
+    from pytest_brokerperf import safety
+    from pytest_brokerperf.brokers import create_driver
+    from pytest_brokerperf.brokers.driver import consumer_pause
+    from pytest_brokerperf.engine.coordinator import (
+        LoadSession,
+        Rung,
+        RunPlan,
+        default_generator_cpus,
+    )
+    from pytest_brokerperf.errors import BrokerUnavailable, ConfigError, MeasurementError
+    from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
+    from pytest_brokerperf.safety import format_bytes
+    from pytest_brokerperf.summary import format_progress
+    from pytest_brokerperf.verdict import Thresholds, assess
+
+    settings, broker = ctx.settings, ctx.broker
+    prepared = scenario.prepare(settings, broker)
+    slos = ctx.slos_for(prepared, (*scenario.slos, *extra_slos))
+    wl = prepared.workload
+    base_dir = prepared.workload_file.parent if prepared.workload_file else None
+    seed = int.from_bytes(os.urandom(4), "little")
+    payloads = wl.payloads(base_dir, seed=seed)
+    driver = create_driver(broker, prepared.driver_file, prepared.scenario,
+                           stats_interval_ms=max(1000, int(prepared.period_s * 1000)))
+    how = consumer_pause(driver)
+    if how is None:
+        why = getattr(driver, "CONSUMER_PAUSE_MISSING", "")
+        raise BrokerUnavailable(
+            f"catch-up on {broker.kind}: its driver cannot pause consumers without a "
+            f"rebalance or a backlog held in client memory{': ' + why if why else ''}")
+    cpus = default_generator_cpus(broker.info.get("cpu_affinity"))
+    clients = wl.total_producers + wl.total_consumers
+    workers = settings.workers or auto_workers(prepared.rate, clients, cpus)
+    plan = RunPlan(
+        rate=prepared.rate, period_s=prepared.period_s, warmup_max_s=prepared.warmup_s,
+        measure_s=prepared.measure_s, workers=workers,
+        topic_prefix=safety.topic_prefix(settings, prepared.scenario, ctx.test_id),
+        keep_topics=settings.keep_topics, generator_cpus=cpus, seed=seed,
+    )
+    # the safety plan counts the longest producing time: window + build + drain bounds
+    producing = replace(plan, measure_s=prepared.measure_s + prepared.build_timeout_s
+                        + prepared.drain_timeout_s)
+    driver, safety_notes = safety.safe_driver(driver, settings, broker, prepared, producing)
+    prepared.notes.extend(safety_notes)
+    splan = safety.build_plan(settings, broker, prepared, driver, producing,
+                              test_id=ctx.test_id, cluster_changes=scenario.cluster_changes)
+    ctx.guard(splan)
+    sampler = BrokerMetricsSampler.for_endpoint(broker, settings)
+    every = max(1, round(5.0 / prepared.period_s))
+    verbose = ctx.verbose
+    acked_bytes = 0
+
+    def on_period(p: PeriodStats) -> None:
+        nonlocal acked_bytes
+        if sampler is not None:
+            sampler.on_period(p)
+        acked_bytes += p.bytes_sent
+        if splan.max_bytes is not None and acked_bytes > splan.max_bytes:
+            raise ConfigError(f"REFUSED: {format_bytes(acked_bytes)} acknowledged, over "
+                              f"the byte cap {format_bytes(splan.max_bytes)} "
+                              "(--brokerperf-max-bytes); the run was stopped")
+        if verbose or p.index % every == every - 1:
+            ctx.progress(format_progress(broker.kind, f"{prepared.scenario}:{p.phase}", p))
+
+    ctx.progress(
+        f"brokerperf: {broker.kind} {prepared.scenario} rate={prepared.rate:g} msg/s "
+        f"warm-up≤{prepared.warmup_s:g}s measure={prepared.measure_s:g}s then backlog "
+        f"{format_bytes(prepared.backlog_bytes)} (drain done at ≤{prepared.drain_threshold:,} "
+        f"messages, producers {'on' if prepared.producers_during_drain else 'off'}) "
+        f"workers={workers}")
+    size = wl.message_size
+    if sampler is not None:
+        sampler.start()
+    try:
+        with LoadSession(driver, wl, plan, payloads=payloads, on_period=on_period) as s:
+            spec = settings.profile_spec
+            before = s.run_rung(Rung(prepared.rate, prepared.warmup_s, prepared.measure_s,
+                                     warmup_until_steady=spec.warmup_until_steady))
+            s.pause_consumers(True)
+            build = s.run_until(
+                "build", lambda t: s.backlog(t) * size >= prepared.backlog_bytes,
+                prepared.build_timeout_s)
+            if not build.done:
+                have = s.backlog(build.end_totals) * size
+                raise MeasurementError(
+                    f"backlog not built within {prepared.build_timeout_s:g} s: "
+                    f"{format_bytes(have)} of {format_bytes(prepared.backlog_bytes)} at "
+                    f"{prepared.rate:g} msg/s; raise CatchUp(build_timeout_s=...) or the rate, "
+                    "or lower backlog_bytes")
+            ctx.progress(f"brokerperf: {broker.kind} catchup: backlog "
+                         f"{format_bytes(s.backlog(build.end_totals) * size)} built in "
+                         f"{build.elapsed_s:.1f} s; draining")
+            at_start = s.broker_backlog()
+            if not prepared.producers_during_drain:
+                s.stop_producers()
+            drain = s.run_until(
+                "drain", lambda t: s.backlog(t) <= prepared.drain_threshold,
+                prepared.drain_timeout_s, begin=lambda: s.pause_consumers(False))
+            # one exact reading at the drain's end: consumers paused (offsets committed)
+            end_totals = s.pause_consumers(True)
+            at_end = s.broker_backlog()
+            s.pause_consumers(False)
+            end = s.finish()
+    finally:
+        if sampler is not None:
+            sampler.stop()
+    end.apply(before, end_time=False)
+    before.begin_time = end.begin_time
+    verdict = assess(before, Thresholds(steal_share=settings.max_steal / 100))
+    before_p99 = before.cumulative["publish_response"].percentile(99)
+    report, extra = catchup_figures(
+        prepared, subs_per_topic=wl.subscriptions_per_topic, build=build, drain=drain,
+        before_p99=before_p99, consumer_pause=how, at_start=at_start, at_end=at_end,
+        end_totals=end_totals)
+    session = replace(before, periods=before.periods + build.periods + drain.periods,
+                      end_time=end.end_time, worker_errors=list(end.worker_errors))
+    ctx.progress(
+        f"brokerperf: {broker.kind} catchup: build {report.build_s:.1f} s, drain "
+        + (f"{report.drain_s:.1f} s at {report.catchup_rate_msg_s:,.0f} msg/s "
+           f"({report.catchup_mib_s:.1f} MiB/s)" if report.drain_s is not None
+           else f"not done in {prepared.drain_timeout_s:g} s "
+                f"({report.residual_messages:,} messages left)"))
+    if not drain.done:
+        prepared.notes.append(
+            f"the backlog was not drained within {prepared.drain_timeout_s:g} s: "
+            f"{report.residual_messages:,} messages left, done at "
+            f"≤{prepared.drain_threshold:,} (CatchUp(drain_timeout_s=...) waits longer)")
+    return finish(ctx, Measured(
+        prepared=prepared, driver_name=driver.name, headline=before, verdict=verdict,
+        slos=slos, seed=seed, plan=splan, sampler=sampler, session=session,
+        extra_figures=extra, record_extra={"catchup": report.as_dict()},
+        summary_params=(f"{short_params(prepared.params)} "
+                        f"backlog={format_bytes(prepared.backlog_bytes).replace(' ', '')}"),
+        junit_figures=(*JUNIT_FIGURES, "build_s", "drain_s", "catchup_rate_msg_s", "catchup_mib_s",
+                       "catchup_age.p99", "drain_publish_response.p99"),
+    ))
