@@ -140,6 +140,11 @@ class LadderPolicy:
     cpu_share: float = 0.90  # of one core
     runq_share: float = 0.20  # of wall time
     knee_factor: float = 2.0
+    #: optional latency bound per rung: a rung whose ``latency_bound_metric`` (a
+    #: ``view.pQ`` of the rung's views) exceeds it is not sustainable, and the knee is
+    #: also reported against it (even when the lowest rung is already past it)
+    latency_bound_us: float | None = None
+    latency_bound_metric: str = "publish_response.p99"
     refuse_factor: float = 2.0  # refuse rungs above 2 × workers × harness ceiling
     steal_share: float = 0.05  # hypervisor steal, share of all the machine's CPU time
 
@@ -167,6 +172,8 @@ class RungSignals:
     producing_workers: int = 1
     generator_cpu_busy: float | None = None  # the generator CPUs' busy share, all processes
     host_steal_share: float | None = None  # hypervisor steal over the rung (/proc/stat)
+    #: the rung's latency percentiles, ``{"publish_response.p99": µs}`` (None: undersampled)
+    latency_us: dict[str, float | None] = field(default_factory=dict)
 
     @property
     def ack_ratio(self) -> float:
@@ -215,6 +222,9 @@ class RungSignals:
             producing_workers=producing_workers,
             generator_cpu_busy=sum(busy) / len(busy) if busy else None,
             host_steal_share=window_steal_share(periods),
+            latency_us={f"{view}.p{q:g}": outcome.cumulative[view].percentile(q)
+                        for view in RUNG_VIEWS if view in outcome.cumulative
+                        for q in RUNG_PERCENTILES},
         )
 
 
@@ -243,7 +253,22 @@ def judge_rung(sig: RungSignals, policy: LadderPolicy | None = None) -> list[str
                    f"{pol.publish_delay_budget_us / 1000:g} ms budget")
     if sig.send_errors:
         why.append(f"{sig.send_errors} sends failed")
+    over = latency_over_bound(sig, pol)
+    if over:
+        why.append(over)
     return why
+
+
+def latency_over_bound(sig: RungSignals, policy: LadderPolicy) -> str | None:
+    """Why the rung's latency exceeds the policy's bound (None: no bound, or within it)."""
+    bound = policy.latency_bound_us
+    if bound is None:
+        return None
+    value = sig.latency_us.get(policy.latency_bound_metric)
+    if value is None or value <= bound:
+        return None
+    return (f"{policy.latency_bound_metric} {value / 1000:,.1f} ms over the rung's latency "
+            f"bound {bound / 1000:g} ms")
 
 
 def attribute_limit(sig: RungSignals, failures: Sequence[str],
@@ -330,6 +355,9 @@ def attribute_limit(sig: RungSignals, failures: Sequence[str],
         reasons.append(f"client queue grew {sig.queue_slope:+,.0f} msg/s")
     if _grows(sig.lag_slope, sig.lag_end, sig.target, pol):
         reasons.append(f"consumer lag grew {sig.lag_slope:+,.0f} msg/s")
+    over = latency_over_bound(sig, pol)
+    if over:
+        reasons.append(over)
     if not reasons:
         reasons.append(f"acknowledged only {sig.ack_ratio:.1%} of the target")
     cpu = max(sig.worker_cpu.values(), default=0.0)
@@ -354,12 +382,23 @@ class Knee:
 
 
 def find_knee(points: Iterable[tuple[float, float | None]], factor: float = 2.0,
-              metric: str = "e2e_response.p99") -> Knee | None:
+              metric: str = "e2e_response.p99", bound_us: float | None = None) -> Knee | None:
     """The knee of (offered rate, p99 µs) points; None when p99 never bends by ``factor``.
 
-    Points with no p99 (undersampled) are skipped.
+    With ``bound_us`` the knee is the highest rate whose value stays within the bound
+    (``factor`` 0 marks it): when the lowest rung is already past the bound the knee lies
+    below the ladder (``rate_msg_s`` None), which is reported, not hidden. Points with no
+    p99 (undersampled) are skipped.
     """
     pts = sorted((r, float(v)) for r, v in points if v is not None and math.isfinite(v))
+    if bound_us is not None:
+        prev: float | None = None
+        for rate, value in pts:
+            if value > bound_us:
+                return Knee(metric=metric, rate_msg_s=prev, bend_rate_msg_s=rate,
+                            floor_us=bound_us, bend_p99_us=value, factor=0.0)
+            prev = rate
+        return None
     floor: float | None = None
     prev_rate: float | None = None
     for i, (rate, p99) in enumerate(pts):
@@ -497,6 +536,8 @@ class LadderResult:
     limit_rate: float | None  # the first rung that failed or was refused
     knee: Knee | None
     knee_publish: Knee | None
+    #: the knee against the policy's latency bound (None: no bound, or never past it)
+    knee_bound: Knee | None = None
     workers: int = 1
     ceilings: dict[str, Any] = field(default_factory=dict)
 
@@ -511,6 +552,24 @@ class LadderResult:
         return self.outcome != "limit-not-reached"
 
     def summary(self) -> str:
+        return self._summary() + self._bound_note()
+
+    def _bound_note(self) -> str:
+        bound = self.policy.latency_bound_us
+        if bound is None:
+            return ""
+        what = f"{self.policy.latency_bound_metric} ≤ {bound / 1000:g} ms"
+        k = self.knee_bound
+        if k is None:
+            return f"; every measured rung kept {what}"
+        if k.rate_msg_s is None:
+            return (f"; {what} held at no rung: the lowest ({k.bend_rate_msg_s:,.0f} msg/s) "
+                    f"already had {k.bend_p99_us / 1000:,.1f} ms, so the latency knee lies "
+                    "below the ladder")
+        return (f"; {what} up to {k.rate_msg_s:,.0f} msg/s ({k.bend_p99_us / 1000:,.1f} ms "
+                f"at {k.bend_rate_msg_s:,.0f})")
+
+    def _summary(self) -> str:
         hs = self.highest_sustainable_rate
         best = f"{hs:,.0f} msg/s" if hs is not None else "none"
         if self.outcome == "limit-not-reached":
@@ -546,6 +605,7 @@ class LadderResult:
             "limit_rate_msg_s": self.limit_rate,
             "knee": self.knee.as_dict() if self.knee else None,
             "knee_publish_response": self.knee_publish.as_dict() if self.knee_publish else None,
+            "knee_latency_bound": self.knee_bound.as_dict() if self.knee_bound else None,
             "curve": [
                 {"offered_rate_msg_s": r.target_rate,
                  "ack_rate_msg_s": r.signals.ack_rate if r.signals else None,
@@ -578,9 +638,16 @@ def summarize(rates: Sequence[float], rungs: list[RungResult], policy: LadderPol
                      policy.knee_factor, "e2e_response.p99")
     knee_pub = find_knee(((r.target_rate, r.p("publish_response", "p99")) for r in measured),
                          policy.knee_factor, "publish_response.p99")
+    knee_bound = None
+    if policy.latency_bound_us is not None:
+        view, _, q = policy.latency_bound_metric.rpartition(".")
+        knee_bound = find_knee(((r.target_rate, r.p(view, q)) for r in measured),
+                               metric=policy.latency_bound_metric,
+                               bound_us=policy.latency_bound_us)
     return LadderResult(
         rates=tuple(rates), rungs=rungs, policy=policy,
         highest_sustainable_rate=max(ok) if ok else None, outcome=outcome, limit=limit,
-        limit_rate=limit_rate, knee=knee, knee_publish=knee_pub, workers=workers,
+        limit_rate=limit_rate, knee=knee, knee_publish=knee_pub, knee_bound=knee_bound,
+        workers=workers,
         ceilings=dict(ceilings or {}),
     )

@@ -59,6 +59,9 @@ class Throughput(Scenario):
     rung_warmup_s: float | None = None  # per-rung warm-up cap
     rung_measure_s: float | None = None  # per-rung measured window
     tolerance: float | None = None  # acknowledged-rate tolerance (default ±5 %)
+    #: a rung is sustainable only with ``rung_latency_metric`` at most this (ms)
+    rung_latency_bound_ms: float | None = None
+    rung_latency_metric: str = "publish_response.p99"
     policy: lad.LadderPolicy | None = None
     subscriptions: int | None = None
     driver_file: Path | None = None
@@ -108,6 +111,18 @@ class Throughput(Scenario):
         policy = self.policy or lad.LadderPolicy()
         if self.tolerance is not None:
             policy = _replace(policy, rate_tolerance=float(self.tolerance))
+        if self.rung_latency_bound_ms is not None:
+            view, _, q = self.rung_latency_metric.rpartition(".")
+            if view not in lad.RUNG_VIEWS or q not in {f"p{x:g}" for x in lad.RUNG_PERCENTILES}:
+                raise ValueError(
+                    f"Throughput(rung_latency_metric={self.rung_latency_metric!r}): expected "
+                    f"VIEW.pQ with VIEW one of {', '.join(lad.RUNG_VIEWS)} and Q one of "
+                    + ", ".join(f"p{x:g}" for x in lad.RUNG_PERCENTILES))
+            if self.rung_latency_bound_ms <= 0:
+                raise ValueError("Throughput(rung_latency_bound_ms=...) must be > 0 ms, got "
+                                 f"{self.rung_latency_bound_ms!r}")
+            policy = _replace(policy, latency_bound_us=float(self.rung_latency_bound_ms) * 1000,
+                              latency_bound_metric=self.rung_latency_metric)
         if mode == LADDER:
             raw = settings.ladder or self.rates or lad.ladder_rates(settings.profile)
             rates = tuple(sorted({float(r) for r in raw}))

@@ -409,3 +409,44 @@ def test_a_rung_ahead_of_its_schedule_is_unsteady_not_a_limit():
         in res.summary()
     v = ladder_verdict(res)
     assert v.status == "unsteady" and not v.judgeable
+
+
+# ---------------------------------------------------------------- latency bound per rung
+
+
+def test_a_rung_over_its_latency_bound_is_not_sustainable_and_the_broker_is_named():
+    pol = LadderPolicy(latency_bound_us=50_000, latency_bound_metric="publish_response.p99")
+    slow = sig(latency_us={"publish_response.p99": 80_000.0})
+    failures = judge_rung(slow, pol)
+    assert failures == ["publish_response.p99 80.0 ms over the rung's latency bound 50 ms"]
+    limit, reasons = attribute_limit(slow, failures, pol)
+    assert limit == BROKER and "over the rung's latency bound" in reasons[0]
+    # within the bound, or without one, the same rung is sustainable
+    assert judge_rung(sig(latency_us={"publish_response.p99": 40_000.0}), pol) == []
+    assert judge_rung(slow, LadderPolicy()) == []
+
+
+def test_the_latency_knee_is_reported_even_below_the_lowest_rung():
+    from pytest_brokerperf.ladder import find_knee
+
+    k = find_knee([(1000, 60_000.0), (2000, 90_000.0)], bound_us=50_000,
+                  metric="publish_response.p99")
+    assert k is not None and k.rate_msg_s is None and k.bend_rate_msg_s == 1000
+    k = find_knee([(1000, 10_000.0), (2000, 20_000.0), (4000, 70_000.0)], bound_us=50_000)
+    assert k is not None and (k.rate_msg_s, k.bend_rate_msg_s) == (2000, 4000)
+    assert find_knee([(1000, 10_000.0)], bound_us=50_000) is None
+    # the factor-based knee finds nothing when the first rung is already bent
+    assert find_knee([(1000, 60_000.0), (2000, 90_000.0)]) is None
+
+
+def test_throughput_refuses_an_unknown_rung_latency_metric():
+    from pytest_brokerperf import Throughput
+    from pytest_brokerperf.config import Settings
+    from pytest_brokerperf.endpoint import BrokerEndpoint
+
+    ep = BrokerEndpoint(kind="loopback", bootstrap="in-process", mode="process")
+    with pytest.raises(ValueError, match=r"rung_latency_metric='e2e\.p98'"):
+        Throughput(rung_latency_bound_ms=5, rung_latency_metric="e2e.p98").prepare(
+            Settings(), ep)
+    prepared = Throughput(rung_latency_bound_ms=5).prepare(Settings(), ep)
+    assert prepared.policy is not None and prepared.policy.latency_bound_us == 5000
