@@ -313,8 +313,10 @@ def attribute_limit(sig: RungSignals, failures: Sequence[str],
     busy = sig.generator_cpu_busy
     cpus_full = busy is None or busy >= pol.cpu_share
     if starved and not hot and cpus_full:
+        # another process held the generator's CPU: the machine's noise, like steal time
+        # (measured again under --brokerperf-noise-retries), never the broker's limit
         full = "" if busy is None else f", its CPUs {busy:.0%} busy"
-        return GENERATOR, [
+        return HOST, [
             "worker process CPU-starved: waited on a run queue "
             + ", ".join(f"{v:.0%} (worker {k})" for k, v in sorted(starved.items()))
             + f" of the rung (≥ {pol.runq_share:.0%}) while using less than "

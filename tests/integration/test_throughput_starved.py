@@ -1,8 +1,9 @@
-"""A deliberately CPU-starved generator is classified generator-bound, not as a broker.
+"""A deliberately CPU-starved generator is never classified as a broker result.
 
 The loopback driver (no broker) with its worker process pinned to one CPU that three busy
-loops also run on: whatever rung fails first, the limit is the generator, from the
-run-queue signal — never broker back-pressure. It burns a CPU on purpose, so it runs
+loops also run on: whatever rung fails first, the limit is the machine (host-noise:
+another process held the generator's CPU, from the run-queue signal) or the generator —
+never broker back-pressure. It burns a CPU on purpose, so it runs
 under the integration session lock (tests/integration/conftest.py), never beside another
 session's broker.
 """
@@ -16,7 +17,7 @@ import time
 
 from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
 from pytest_brokerperf.engine.coordinator import Rung, RunOutcome, RunPlan, run_rates
-from pytest_brokerperf.ladder import BROKER, GENERATOR, LadderPolicy
+from pytest_brokerperf.ladder import BROKER, GENERATOR, HOST, LadderPolicy
 from pytest_brokerperf.scenario_library.throughput_run import judge
 from pytest_brokerperf.workload import Workload
 
@@ -47,9 +48,10 @@ def _ladder(rates: list[float], cpu: int):
     return results
 
 
-def test_cpu_starved_generator_is_generator_bound_not_a_broker_result() -> None:
+def test_cpu_starved_generator_is_host_noise_not_a_broker_result() -> None:
     """Pin the generator to one CPU and run three busy loops on the same CPU: whatever
-    rung fails first, its limit is the generator (run-queue starvation), never the broker."""
+    rung fails first, its limit is the machine (run-queue starvation) or the generator,
+    never the broker."""
     cpu = sorted(os.sched_getaffinity(0))[0]
     hogs = [
         subprocess.Popen([sys.executable, "-c",
@@ -67,9 +69,9 @@ def test_cpu_starved_generator_is_generator_bound_not_a_broker_result() -> None:
     failed = [r for r in results if not r.sustainable]
     assert failed, "a starved generator sustained 160k msg/s"
     (first,) = failed
-    assert first.limit == GENERATOR, (first.limit, first.limit_reasons)
+    assert first.limit in (HOST, GENERATOR), (first.limit, first.limit_reasons)
     assert first.limit != BROKER
-    assert first.verdict["status"] == "generator-bound"
+    assert first.verdict["status"] in ("host-noise", "generator-bound")
     assert first.signals is not None
     # the independent signal: the worker waited on a run queue (or had its core)
     assert (max(first.signals.worker_runq.values()) >= 0.2

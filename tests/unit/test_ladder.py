@@ -123,11 +123,12 @@ def test_growing_lag_with_idle_generator_is_the_broker():
     assert failing(s)[0] == BROKER
 
 
-def test_cpu_starved_generator_is_the_generator():
+def test_cpu_starved_generator_is_host_noise_not_the_broker():
+    # another process held the generator's CPU: the machine's noise, measured again
     s = sig(ack_rate=6_000, lag_slope=3_000, lag_end=30_000, worker_cpu={0: 0.35},
             worker_runq={0: 0.6})
     limit, (why,) = failing(s)
-    assert limit == GENERATOR
+    assert limit == lad.HOST
     assert "run queue 60% (worker 0)" in why and "another process took its CPU" in why
 
 
@@ -140,7 +141,7 @@ def test_run_queue_wait_of_its_own_threads_is_not_starvation():
     assert failing(s)[0] == BROKER
     s.generator_cpu_busy = 0.97  # the CPU was full and not with this worker: starved
     limit, (why,) = failing(s)
-    assert limit == GENERATOR and "its CPUs 97% busy" in why
+    assert limit == lad.HOST and "its CPUs 97% busy" in why
 
 
 def test_saturated_worker_is_the_client_library_when_the_harness_alone_keeps_up():
