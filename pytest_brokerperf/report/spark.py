@@ -1,0 +1,470 @@
+"""The PySpark job: read result directories, upgrade, de-duplicate, aggregate per cell.
+
+Everything runs as native Spark SQL (no Python UDF), so executors need no copy of this
+package and ``--master spark://...`` runs the same job on a cluster. Histograms are
+merged from the records' sparse ``[counts index, count]`` pairs: explode, group by
+(cell, view, index), sum; percentiles come from the merged counts with the same rank
+rule as HdrHistogram_py (``max(int(q/100·n + 0.5), 1)``) and the fixed 3-digit layout's
+closed-form bucket values, so they equal those of one histogram fed every raw sample.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_brokerperf.metrics.histogram import min_samples_for
+from pytest_brokerperf.report.model import (
+    PERCENTILE_NAMES,
+    VIEWS,
+    CellKey,
+    CellStats,
+    CurvePoint,
+    Figures,
+    InvalidRecord,
+    LatencyStats,
+    RateStats,
+    ReportInputError,
+    ReportResult,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+__all__ = [
+    "CURRENT_SCHEMA",
+    "SUPPORTED_SCHEMAS",
+    "aggregate",
+    "find_result_files",
+    "load_records",
+    "record_schema",
+    "spark_session",
+]
+
+#: The record schema this job reads natively.
+CURRENT_SCHEMA = "brokerperf.result/1"
+#: Versions it can read, each upgraded to ``CURRENT_SCHEMA`` on read (see ``_upgrade``).
+SUPPORTED_SCHEMAS = (CURRENT_SCHEMA,)
+CELL = ("broker", "scenario", "params_key", "durability_key", "fault", "env")
+_RATES = {
+    "ack_rate": "ack_rate_msg_s",
+    "consume_rate": "consume_rate_msg_s",
+    "publish_mib_s": "publish_mib_s",
+    "consume_mib_s": "consume_mib_s",
+    "max_sustainable_rate": "max_sustainable_rate",
+}
+
+
+# --------------------------------------------------------------------------- session
+
+
+def spark_session(master: str | None = None, *, app: str = "brokerperf-report") -> SparkSession:
+    """A SparkSession: embedded ``local[*]`` by default, or ``master`` (spark://, yarn...).
+
+    Quiet (no UI, no console progress bar: the caller prints its own progress line) and
+    with few shuffle partitions, since cells and buckets are few.
+    """
+    from pyspark.sql import SparkSession
+
+    builder = (SparkSession.builder.appName(app)
+               .master(master or os.environ.get("BROKERPERF_SPARK_MASTER") or "local[*]")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "8")
+               .config("spark.sql.session.timeZone", "UTC"))
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+@contextlib.contextmanager
+def progress(what: str, stream: Any = None) -> Iterator[None]:
+    """A one-line ``brokerperf report: <what> ... 12 s`` ticker while Spark works."""
+    out = stream if stream is not None else sys.stderr
+    done = threading.Event()
+    start = time.monotonic()
+    tty = bool(getattr(out, "isatty", lambda: False)())
+
+    def tick() -> None:
+        while not done.wait(1.0):
+            if tty:
+                out.write(f"\rbrokerperf report: {what} ... {time.monotonic() - start:.0f} s")
+                out.flush()
+
+    out.write(f"brokerperf report: {what} ...")
+    out.flush()
+    thread = threading.Thread(target=tick, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+        out.write(f"\rbrokerperf report: {what} ... done in {time.monotonic() - start:.1f} s\n")
+        out.flush()
+
+
+# --------------------------------------------------------------------------- schema
+
+
+def record_schema() -> StructType:
+    """The explicit schema of the fields the report reads (everything else is skipped)."""
+    from pyspark.sql import types as T
+
+    d, s, long_, b = T.DoubleType(), T.StringType(), T.LongType(), T.BooleanType()
+
+    def struct(**fields: Any) -> T.StructType:
+        return T.StructType([T.StructField(k, v, True) for k, v in fields.items()])
+
+    hist = struct(
+        count=long_, min_us=d, max_us=d, mean_us=d, p50_us=d, p75_us=d, p95_us=d, p99_us=d,
+        p999_us=d, p9999_us=d, clamped=long_, below_one_us=long_,
+        sparse=T.ArrayType(T.ArrayType(long_)))
+    curve_point = struct(
+        offered_rate_msg_s=d, ack_rate_msg_s=d, sustainable=b, verdict=s,
+        e2e_response_p99_us=d, publish_response_p99_us=d)
+    return struct(
+        schema=s, run_id=s, test_id=s, attempt=long_, broker=s, broker_version=s,
+        provision=s, nodes=long_, topology_check=b, scenario=s,
+        params=T.MapType(s, s), profile=s, env=s, driver=s,
+        durability=struct(level=long_, label=s),
+        begin_time=s, end_time=s, period_s=d, measured_s=d,
+        target_rate_msg_s=d, ack_rate_msg_s=d, consume_rate_msg_s=d, publish_mib_s=d,
+        consume_mib_s=d, send_errors=long_,
+        latency=struct(**{v: hist for v in VIEWS}),
+        verdict=struct(status=s, reasons=T.ArrayType(s)),
+        throughput=struct(mode=s, highest_sustainable_rate_msg_s=d, limit=s, outcome=s),
+        ladder=struct(curve=T.ArrayType(curve_point), knee=struct(rate_msg_s=d)),
+        manifest=struct(machine=struct(cpu_model=s, logical_cpus=long_)),
+        _corrupt_record=s,
+    )
+
+
+# --------------------------------------------------------------------------- input
+
+
+def find_result_files(dirs: Sequence[str | Path]) -> list[Path]:
+    """Every ``results.jsonl`` in or under the given directories (or the files themselves)."""
+    files: list[Path] = []
+    for raw in dirs:
+        p = Path(raw)
+        if p.is_file():
+            files.append(p)
+            continue
+        if not p.is_dir():
+            raise ReportInputError(f"result directory {str(p)!r} does not exist; give the "
+                                   "--brokerperf-results directory of a run (or a parent)")
+        found = sorted(p.rglob("results.jsonl"))
+        if not found:
+            raise ReportInputError(f"no results.jsonl in or under {str(p)!r}; give the "
+                                   "--brokerperf-results directory of a run (or a parent)")
+        files.extend(found)
+    seen: set[Path] = set()
+    unique = []
+    for f in files:
+        r = f.resolve()
+        if r not in seen:
+            seen.add(r)
+            unique.append(f)
+    return unique
+
+
+def _upgrade(df: DataFrame) -> DataFrame:
+    """Bring every supported record version to the current one (defaults for absent fields).
+
+    ``brokerperf.result/1`` is read as is; fields added to it later without a version
+    bump (``attempt``, ``env``) get the value their absence meant.
+    """
+    from pyspark.sql import functions as F
+
+    return (df
+            .withColumn("attempt", F.coalesce(F.col("attempt"), F.lit(1)))
+            .withColumn("env", F.coalesce(F.col("env"), F.lit("local")))
+            .withColumn("params", F.coalesce(F.col("params"), F.create_map()))
+            .withColumn("schema", F.lit(CURRENT_SCHEMA)))
+
+
+def load_records(spark: SparkSession, dirs: Sequence[str | Path]) -> tuple[DataFrame, ReportResult]:
+    """Read, check versions, upgrade and de-duplicate; the frame is cached."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    files = find_result_files(dirs)
+    raw = (spark.read.schema(record_schema())
+           .option("mode", "PERMISSIVE")
+           .option("columnNameOfCorruptRecord", "_corrupt_record")
+           .json([str(f) for f in files])
+           .withColumn("_file", F.input_file_name())
+           .cache())
+    stats = raw.agg(
+        F.count(F.lit(1)).alias("n"),
+        F.sum(F.when(F.col("_corrupt_record").isNotNull(), 1).otherwise(0)).alias("bad"),
+        F.sum(F.when(F.col("_corrupt_record").isNull()
+                     & (F.col("run_id").isNull() | F.col("test_id").isNull()), 1)
+              .otherwise(0)).alias("keyless"),
+    ).first()
+    assert stats is not None
+    n, bad, keyless = int(stats["n"]), int(stats["bad"] or 0), int(stats["keyless"] or 0)
+    result = ReportResult(cells={}, files=[str(f) for f in files], records_read=0,
+                          duplicates_dropped=0, malformed_lines=bad)
+    if bad:
+        where = sorted({r["_file"] for r in raw.filter(F.col("_corrupt_record").isNotNull())
+                        .select("_file").distinct().limit(5).collect()})
+        result.warnings.append(f"{bad} malformed line(s) skipped (truncated write?) in "
+                               f"{', '.join(where)}")
+    if keyless:
+        result.warnings.append(f"{keyless} record(s) without run_id/test_id skipped")
+    good = raw.filter(F.col("_corrupt_record").isNull() & F.col("run_id").isNotNull()
+                      & F.col("test_id").isNotNull())
+    versions = good.groupBy(F.coalesce(F.col("schema"), F.lit("<none>")).alias("v")).agg(
+        F.first("_file").alias("file")).collect()
+    unknown = [(r["v"], r["file"]) for r in versions if r["v"] not in SUPPORTED_SCHEMAS]
+    if unknown:
+        v, f = unknown[0]
+        raise ReportInputError(
+            f"record schema {v!r} in {f} is not one this report reads "
+            f"({', '.join(SUPPORTED_SCHEMAS)}); upgrade pytest-brokerperf to the version "
+            "that wrote it")
+    if n - bad - keyless == 0:
+        raise ReportInputError(f"no usable record in {', '.join(map(str, files))}")
+    upgraded = _upgrade(good)
+    w = Window.partitionBy("run_id", "test_id", "attempt").orderBy(
+        F.col("end_time").desc_nulls_last(), F.col("_file"))
+    deduped = (upgraded.withColumn("_rank", F.row_number().over(w))
+               .filter(F.col("_rank") == 1).drop("_rank", "_corrupt_record"))
+    deduped = _with_cell(deduped).cache()
+    kept = deduped.count()
+    raw.unpersist()
+    result.records_read = n - bad - keyless
+    result.duplicates_dropped = result.records_read - kept
+    return deduped, result
+
+
+def _with_cell(df: DataFrame) -> DataFrame:
+    """Add the cell columns: canonical params text, durability key, fault."""
+    from pyspark.sql import functions as F
+
+    params_key = F.expr(
+        "array_join(array_sort(transform(filter(map_entries(params), "
+        "e -> e.key NOT IN ('durability', 'fault')), "
+        "e -> concat(e.key, '=', coalesce(e.value, 'null')))), ' ')")
+    level = F.coalesce(F.col("durability.level").cast("string"),
+                       F.col("params")["durability"])
+    durability_key = F.when(level.isNull() | (level == "null"), F.lit("driver-defined")) \
+        .otherwise(F.concat(F.lit("d"), level))
+    machine = F.concat_ws(" × ", F.coalesce(F.col("manifest.machine.cpu_model"), F.lit("?")),
+                          F.concat(F.coalesce(F.col("manifest.machine.logical_cpus")
+                                              .cast("string"), F.lit("?")), F.lit(" cpus")))
+    return (df.withColumn("broker", F.coalesce(F.col("broker"), F.lit("?")))
+            .withColumn("scenario", F.coalesce(F.col("scenario"), F.lit("?")))
+            .withColumn("params_key", params_key)
+            .withColumn("durability_key", durability_key)
+            .withColumn("fault", F.coalesce(F.col("params")["fault"], F.lit("none")))
+            .withColumn("machine", machine)
+            .withColumn("status", F.coalesce(F.col("verdict.status"), F.lit("unknown")))
+            .withColumn("max_sustainable_rate",
+                        F.col("throughput.highest_sustainable_rate_msg_s")))
+
+
+# --------------------------------------------------------------------------- histograms
+
+
+def bucket_value(index: Column) -> Column:
+    """Highest equivalent value of a fixed-layout counts index (what percentiles report).
+
+    3 significant digits, lowest 1 µs: ``b = max((i >> 10) - 1, 0)``,
+    ``s = i < 2048 ? i : (i & 1023) + 1024``, value ``(s << b) + (1 << b) - 1``.
+    """
+    from pyspark.sql import functions as F
+
+    b = F.greatest(F.shiftright(index, 10) - 1, F.lit(0)).cast("int")
+    s = F.when(index < 2048, index).otherwise(F.bitwiseAND(index, F.lit(1023)) + 1024)
+    return (F.shiftleft(s, b) + F.shiftleft(F.lit(1).cast("long"), b) - 1).cast("long")
+
+
+def _bucket_low_and_mid(index: Column) -> tuple[Column, Column]:
+    from pyspark.sql import functions as F
+
+    b = F.greatest(F.shiftright(index, 10) - 1, F.lit(0)).cast("int")
+    s = F.when(index < 2048, index).otherwise(F.bitwiseAND(index, F.lit(1023)) + 1024)
+    low = F.shiftleft(s.cast("long"), b)
+    size = F.shiftleft(F.lit(1).cast("long"), b)
+    return low, low + F.shiftright(size, 1)
+
+
+def merged_buckets(records: DataFrame, keys: Sequence[str]) -> DataFrame:
+    """(keys..., view, idx, cnt): the sparse histograms of ``records`` summed per bucket."""
+    from pyspark.sql import functions as F
+
+    views = F.array(*[F.struct(F.lit(v).alias("view"),
+                               F.col(f"latency.{v}.sparse").alias("sparse")) for v in VIEWS])
+    return (records.select(*keys, F.explode(views).alias("h"))
+            .select(*keys, F.col("h.view").alias("view"), F.explode("h.sparse").alias("b"))
+            .select(*keys, "view", F.col("b")[0].alias("idx"), F.col("b")[1].alias("cnt"))
+            .groupBy(*keys, "view", "idx").agg(F.sum("cnt").alias("cnt")))
+
+
+def percentiles(buckets: DataFrame, keys: Sequence[str]) -> DataFrame:
+    """(keys..., view, total, min, max, mean, p50 ... p99.99) from merged bucket counts.
+
+    Rank as HdrHistogram_py: ``target = max(int(q * n / 100 + 0.5), 1)``; the value is
+    that of the first bucket whose cumulative count reaches the target; ``None`` when
+    ``n`` is below ``10 / (1 - q/100)``.
+    """
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    g = [*keys, "view"]
+    w = Window.partitionBy(*g).orderBy("idx").rowsBetween(Window.unboundedPreceding,
+                                                          Window.currentRow)
+    low, mid = _bucket_low_and_mid(F.col("idx"))
+    cum = (buckets.filter(F.col("cnt") > 0)
+           .withColumn("cum", F.sum("cnt").over(w))
+           .withColumn("total", F.sum("cnt").over(Window.partitionBy(*g))))
+    aggs = [F.min(F.when(F.col("cum") >= F.greatest(
+        (F.lit(q) * F.col("total") / 100 + 0.5).cast("long"), F.lit(1)), F.col("idx")))
+        .alias(f"i_{i}") for i, (_, q) in enumerate(PERCENTILE_NAMES)]
+    out = cum.groupBy(*g).agg(
+        F.first("total").alias("total"),
+        F.min(F.when(F.col("cnt") > 0, low)).alias("min"),
+        F.max("idx").alias("i_max"),
+        (F.sum(F.col("cnt").cast("decimal(38,0)") * mid) / F.first("total")).cast("double")
+        .alias("mean"),
+        *aggs)
+    cols = [*g, "total", F.col("min").cast("double").alias("min"),
+            bucket_value(F.col("i_max")).cast("double").alias("max"), "mean"]
+    for i, (name, q) in enumerate(PERCENTILE_NAMES):
+        cols.append(F.when(F.col("total") >= min_samples_for(q),
+                           bucket_value(F.col(f"i_{i}")).cast("double")).alias(name))
+    return out.select(*cols)
+
+
+# --------------------------------------------------------------------------- aggregate
+
+
+def _rate_stats(row: Any, name: str) -> RateStats:
+    def val(suffix: str) -> float | None:
+        x = row[f"{name}__{suffix}"]
+        return None if x is None else float(x)
+
+    return RateStats(n=int(row[f"{name}__n"] or 0), mean=val("mean"), stddev=val("sd"),
+                     min=val("min"), max=val("max"))
+
+
+def _rate_aggs() -> list[Column]:
+    from pyspark.sql import functions as F
+
+    aggs = []
+    for name, col in _RATES.items():
+        aggs += [F.count(col).alias(f"{name}__n"), F.avg(col).alias(f"{name}__mean"),
+                 F.stddev_samp(col).alias(f"{name}__sd"), F.min(col).alias(f"{name}__min"),
+                 F.max(col).alias(f"{name}__max")]
+    return aggs
+
+
+def _key(row: Any) -> CellKey:
+    return CellKey(row["broker"], row["scenario"], row["params_key"] or "",
+                   row["durability_key"], row["fault"], row["env"])
+
+
+def _latency(row: Any) -> LatencyStats:
+    values: dict[str, float | None] = {name: row[name] for name, _ in PERCENTILE_NAMES}
+    values.update(min=row["min"], max=row["max"], mean=row["mean"])
+    return LatencyStats(count=int(row["total"]), values=values)
+
+
+def aggregate(records: DataFrame, result: ReportResult) -> ReportResult:
+    """Per-cell statistics (pooled and per run) into ``result.cells``; returns ``result``."""
+    from pyspark.sql import functions as F
+
+    cell = list(CELL)
+    valid = records.filter(F.col("status") == "valid")
+    per_run = merged_buckets(valid, [*cell, "run_id"]).cache()
+    pooled = per_run.groupBy(*cell, "view", "idx").agg(F.sum("cnt").alias("cnt"))
+    lat_cell = percentiles(pooled, cell).collect()
+    lat_run = percentiles(per_run, [*cell, "run_id"]).collect()
+    per_run.unpersist()
+
+    counts = records.groupBy(*cell).agg(
+        F.count(F.lit(1)).alias("records"),
+        F.sum(F.when(F.col("status") == "valid", 1).otherwise(0)).alias("valid"),
+        F.countDistinct("run_id").alias("runs"),
+        F.sort_array(F.collect_set("machine")).alias("machines")).collect()
+    rates_cell = valid.groupBy(*cell).agg(
+        *_rate_aggs(),
+        (F.stddev_samp("latency.e2e_response.p99_us")
+         / F.avg("latency.e2e_response.p99_us")).alias("p99_cv")).collect()
+    rates_run = valid.groupBy(*cell, "run_id").agg(*_rate_aggs()).collect()
+    invalid = (records.filter(F.col("status") != "valid")
+               .select(*cell, "run_id", "test_id", "attempt", "status",
+                       F.coalesce(F.col("verdict.reasons"), F.array()).alias("reasons"))
+               .orderBy("run_id", "test_id", "attempt").collect())
+    curve = valid.select(
+        *cell, "run_id", "target_rate_msg_s", "ack_rate_msg_s",
+        F.col("latency.e2e_response.p99_us").alias("e2e_p99"),
+        F.col("latency.publish_response.p99_us").alias("pub_p99"),
+        F.col("ladder.curve").alias("curve"), F.col("ladder.knee.rate_msg_s").alias("knee"),
+    ).collect()
+
+    lat_by_cell: dict[CellKey, dict[str, LatencyStats]] = defaultdict(dict)
+    for r in lat_cell:
+        lat_by_cell[_key(r)][r["view"]] = _latency(r)
+    lat_by_run: dict[tuple[CellKey, str], dict[str, LatencyStats]] = defaultdict(dict)
+    for r in lat_run:
+        lat_by_run[(_key(r), r["run_id"])][r["view"]] = _latency(r)
+    rates_by_cell = {_key(r): r for r in rates_cell}
+    runs_by_cell: dict[CellKey, dict[str, Figures]] = defaultdict(dict)
+    for r in rates_run:
+        k = _key(r)
+        runs_by_cell[k][r["run_id"]] = Figures(
+            latency=lat_by_run.get((k, r["run_id"]), {}),
+            rates={name: _rate_stats(r, name) for name in _RATES})
+    invalid_by_cell: dict[CellKey, list[InvalidRecord]] = defaultdict(list)
+    for r in invalid:
+        invalid_by_cell[_key(r)].append(InvalidRecord(
+            r["run_id"], r["test_id"], int(r["attempt"]), r["status"], tuple(r["reasons"])))
+    curve_by_cell: dict[CellKey, list[CurvePoint]] = defaultdict(list)
+    for r in curve:
+        points = curve_by_cell[_key(r)]
+        if r["curve"]:
+            for p in r["curve"]:
+                points.append(CurvePoint(r["run_id"], p["offered_rate_msg_s"],
+                                         p["ack_rate_msg_s"], p["e2e_response_p99_us"],
+                                         p["publish_response_p99_us"], p["sustainable"],
+                                         r["knee"]))
+        else:
+            points.append(CurvePoint(r["run_id"], r["target_rate_msg_s"], r["ack_rate_msg_s"],
+                                     r["e2e_p99"], r["pub_p99"], True))
+
+    for r in counts:
+        k = _key(r)
+        rr = rates_by_cell.get(k)
+        rates = ({name: _rate_stats(rr, name) for name in _RATES} if rr is not None else {})
+        result.cells[k] = CellStats(
+            key=k, records=int(r["records"]), valid=int(r["valid"]), runs=int(r["runs"]),
+            figures=Figures(latency=lat_by_cell.get(k, {}), rates=rates),
+            run_figures=dict(sorted(runs_by_cell.get(k, {}).items())),
+            p99_spread=None if rr is None or rr["p99_cv"] is None else float(rr["p99_cv"]),
+            invalid=tuple(invalid_by_cell.get(k, ())),
+            machines=tuple(r["machines"]),
+            curve=tuple(sorted(curve_by_cell.get(k, ()),
+                               key=lambda p: (p.run_id, p.offered_rate or 0.0))),
+        )
+    return result
+
+
+def run_job(spark: SparkSession, dirs: Sequence[str | Path]) -> ReportResult:
+    """Load and aggregate ``dirs`` (one side of a comparison)."""
+    records, result = load_records(spark, dirs)
+    try:
+        return aggregate(records, result)
+    finally:
+        records.unpersist()
