@@ -78,7 +78,7 @@ def spark_session(master: str | None = None, *, app: str = "brokerperf-report") 
                .master(master or os.environ.get("BROKERPERF_SPARK_MASTER") or "local[*]")
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "8")
+               .config("spark.sql.shuffle.partitions", "4")
                .config("spark.sql.session.timeZone", "UTC"))
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
@@ -193,7 +193,11 @@ def _upgrade(df: DataFrame) -> DataFrame:
 
 
 def load_records(spark: SparkSession, dirs: Sequence[str | Path]) -> tuple[DataFrame, ReportResult]:
-    """Read, check versions, upgrade and de-duplicate; the frame is cached."""
+    """Read, check versions, upgrade and de-duplicate (one Spark action; lazily cached).
+
+    Malformed lines (a write cut short) and records without a key are skipped with a
+    warning; a record schema this job cannot read is an input error naming the file.
+    """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -203,49 +207,49 @@ def load_records(spark: SparkSession, dirs: Sequence[str | Path]) -> tuple[DataF
            .option("columnNameOfCorruptRecord", "_corrupt_record")
            .json([str(f) for f in files])
            .withColumn("_file", F.input_file_name())
+           .withColumn("_bad", F.col("_corrupt_record").isNotNull())
+           .withColumn("_keyless", ~F.col("_bad") & (F.col("run_id").isNull()
+                                                      | F.col("test_id").isNull()))
            .cache())
+    ok = ~F.col("_bad") & ~F.col("_keyless")
     stats = raw.agg(
         F.count(F.lit(1)).alias("n"),
-        F.sum(F.when(F.col("_corrupt_record").isNotNull(), 1).otherwise(0)).alias("bad"),
-        F.sum(F.when(F.col("_corrupt_record").isNull()
-                     & (F.col("run_id").isNull() | F.col("test_id").isNull()), 1)
-              .otherwise(0)).alias("keyless"),
+        F.sum(F.col("_bad").cast("int")).alias("bad"),
+        F.sum(F.col("_keyless").cast("int")).alias("keyless"),
+        F.slice(F.sort_array(F.collect_set(F.when(F.col("_bad"), F.col("_file")))), 1, 5)
+        .alias("bad_files"),
+        F.collect_set(F.when(ok, F.struct(
+            F.coalesce(F.col("schema"), F.lit("<none>")).alias("v"), F.col("_file").alias("f"))
+        )).alias("versions"),
+        F.countDistinct(F.when(ok, F.struct("run_id", "test_id", "attempt"))).alias("keys"),
     ).first()
     assert stats is not None
     n, bad, keyless = int(stats["n"]), int(stats["bad"] or 0), int(stats["keyless"] or 0)
     result = ReportResult(cells={}, files=[str(f) for f in files], records_read=0,
                           duplicates_dropped=0, malformed_lines=bad)
     if bad:
-        where = sorted({r["_file"] for r in raw.filter(F.col("_corrupt_record").isNotNull())
-                        .select("_file").distinct().limit(5).collect()})
-        result.warnings.append(f"{bad} malformed line(s) skipped (truncated write?) in "
-                               f"{', '.join(where)}")
+        result.warnings.append(f"{bad} malformed line(s) skipped (a write cut short?) in "
+                               f"{', '.join(stats['bad_files'])}")
     if keyless:
         result.warnings.append(f"{keyless} record(s) without run_id/test_id skipped")
-    good = raw.filter(F.col("_corrupt_record").isNull() & F.col("run_id").isNotNull()
-                      & F.col("test_id").isNotNull())
-    versions = good.groupBy(F.coalesce(F.col("schema"), F.lit("<none>")).alias("v")).agg(
-        F.first("_file").alias("file")).collect()
-    unknown = [(r["v"], r["file"]) for r in versions if r["v"] not in SUPPORTED_SCHEMAS]
+    unknown = sorted((r["v"], r["f"]) for r in stats["versions"]
+                     if r["v"] not in SUPPORTED_SCHEMAS)
     if unknown:
         v, f = unknown[0]
         raise ReportInputError(
             f"record schema {v!r} in {f} is not one this report reads "
-            f"({', '.join(SUPPORTED_SCHEMAS)}); upgrade pytest-brokerperf to the version "
-            "that wrote it")
-    if n - bad - keyless == 0:
+            f"({', '.join(SUPPORTED_SCHEMAS)}); use the pytest-brokerperf version that "
+            "wrote it, or a newer one")
+    result.records_read = n - bad - keyless
+    if result.records_read == 0:
         raise ReportInputError(f"no usable record in {', '.join(map(str, files))}")
-    upgraded = _upgrade(good)
+    result.duplicates_dropped = result.records_read - int(stats["keys"])
     w = Window.partitionBy("run_id", "test_id", "attempt").orderBy(
         F.col("end_time").desc_nulls_last(), F.col("_file"))
-    deduped = (upgraded.withColumn("_rank", F.row_number().over(w))
-               .filter(F.col("_rank") == 1).drop("_rank", "_corrupt_record"))
-    deduped = _with_cell(deduped).cache()
-    kept = deduped.count()
-    raw.unpersist()
-    result.records_read = n - bad - keyless
-    result.duplicates_dropped = result.records_read - kept
-    return deduped, result
+    deduped = (_upgrade(raw.filter(ok)).withColumn("_rank", F.row_number().over(w))
+               .filter(F.col("_rank") == 1).drop("_rank", "_corrupt_record", "_bad",
+                                                 "_keyless"))
+    return _with_cell(deduped).cache(), result
 
 
 def _with_cell(df: DataFrame) -> DataFrame:
@@ -277,7 +281,14 @@ def _with_cell(df: DataFrame) -> DataFrame:
 # --------------------------------------------------------------------------- histograms
 
 
-def bucket_value(index: Column) -> Column:
+def _bucket_sql(index: str) -> tuple[str, str]:
+    """SQL for a fixed-layout counts index: (sub-bucket value s, bucket shift b)."""
+    b = f"CAST(greatest(shiftright({index}, 10) - 1, 0) AS INT)"
+    s = f"CAST(CASE WHEN {index} < 2048 THEN {index} ELSE ({index} & 1023) + 1024 END AS BIGINT)"
+    return s, b
+
+
+def bucket_value(index: str) -> Column:
     """Highest equivalent value of a fixed-layout counts index (what percentiles report).
 
     3 significant digits, lowest 1 µs: ``b = max((i >> 10) - 1, 0)``,
@@ -285,19 +296,17 @@ def bucket_value(index: Column) -> Column:
     """
     from pyspark.sql import functions as F
 
-    b = F.greatest(F.shiftright(index, 10) - 1, F.lit(0)).cast("int")
-    s = F.when(index < 2048, index).otherwise(F.bitwiseAND(index, F.lit(1023)) + 1024)
-    return (F.shiftleft(s, b) + F.shiftleft(F.lit(1).cast("long"), b) - 1).cast("long")
+    s, b = _bucket_sql(index)
+    return F.expr(f"shiftleft({s}, {b}) + shiftleft(CAST(1 AS BIGINT), {b}) - 1")
 
 
-def _bucket_low_and_mid(index: Column) -> tuple[Column, Column]:
+def _bucket_low_and_mid(index: str) -> tuple[Column, Column]:
+    """Lowest and median equivalent values of a counts index (min and mean use these)."""
     from pyspark.sql import functions as F
 
-    b = F.greatest(F.shiftright(index, 10) - 1, F.lit(0)).cast("int")
-    s = F.when(index < 2048, index).otherwise(F.bitwiseAND(index, F.lit(1023)) + 1024)
-    low = F.shiftleft(s.cast("long"), b)
-    size = F.shiftleft(F.lit(1).cast("long"), b)
-    return low, low + F.shiftright(size, 1)
+    s, b = _bucket_sql(index)
+    low = f"shiftleft({s}, {b})"
+    return F.expr(low), F.expr(f"{low} + shiftright(shiftleft(CAST(1 AS BIGINT), {b}), 1)")
 
 
 def merged_buckets(records: DataFrame, keys: Sequence[str]) -> DataFrame:
@@ -325,7 +334,7 @@ def percentiles(buckets: DataFrame, keys: Sequence[str]) -> DataFrame:
     g = [*keys, "view"]
     w = Window.partitionBy(*g).orderBy("idx").rowsBetween(Window.unboundedPreceding,
                                                           Window.currentRow)
-    low, mid = _bucket_low_and_mid(F.col("idx"))
+    low, mid = _bucket_low_and_mid("idx")
     cum = (buckets.filter(F.col("cnt") > 0)
            .withColumn("cum", F.sum("cnt").over(w))
            .withColumn("total", F.sum("cnt").over(Window.partitionBy(*g))))
@@ -340,10 +349,10 @@ def percentiles(buckets: DataFrame, keys: Sequence[str]) -> DataFrame:
         .alias("mean"),
         *aggs)
     cols = [*g, "total", F.col("min").cast("double").alias("min"),
-            bucket_value(F.col("i_max")).cast("double").alias("max"), "mean"]
+            bucket_value("i_max").cast("double").alias("max"), "mean"]
     for i, (name, q) in enumerate(PERCENTILE_NAMES):
         cols.append(F.when(F.col("total") >= min_samples_for(q),
-                           bucket_value(F.col(f"i_{i}")).cast("double")).alias(name))
+                           bucket_value(f"i_{i}").cast("double")).alias(name))
     return out.select(*cols)
 
 
@@ -382,77 +391,76 @@ def _latency(row: Any) -> LatencyStats:
 
 
 def aggregate(records: DataFrame, result: ReportResult) -> ReportResult:
-    """Per-cell statistics (pooled and per run) into ``result.cells``; returns ``result``."""
+    """Per-cell statistics (pooled and per run) into ``result.cells``; returns ``result``.
+
+    Four Spark actions: merged-histogram percentiles (cells and runs in one union),
+    counts and rate statistics (likewise), records left out of verdicts, ladder curves.
+    """
     from pyspark.sql import functions as F
 
     cell = list(CELL)
     valid = records.filter(F.col("status") == "valid")
-    per_run = merged_buckets(valid, [*cell, "run_id"]).cache()
-    pooled = per_run.groupBy(*cell, "view", "idx").agg(F.sum("cnt").alias("cnt"))
-    lat_cell = percentiles(pooled, cell).collect()
-    lat_run = percentiles(per_run, [*cell, "run_id"]).collect()
-    per_run.unpersist()
+    per_run = merged_buckets(valid, [*cell, "run_id"])
+    pooled = (per_run.groupBy(*cell, "view", "idx").agg(F.sum("cnt").alias("cnt"))
+              .withColumn("run_id", F.lit(None).cast("string")))
+    lat_rows = percentiles(per_run.unionByName(pooled), [*cell, "run_id"]).collect()
 
-    counts = records.groupBy(*cell).agg(
-        F.count(F.lit(1)).alias("records"),
-        F.sum(F.when(F.col("status") == "valid", 1).otherwise(0)).alias("valid"),
-        F.countDistinct("run_id").alias("runs"),
-        F.sort_array(F.collect_set("machine")).alias("machines")).collect()
-    rates_cell = valid.groupBy(*cell).agg(
-        *_rate_aggs(),
-        (F.stddev_samp("latency.e2e_response.p99_us")
-         / F.avg("latency.e2e_response.p99_us")).alias("p99_cv")).collect()
-    rates_run = valid.groupBy(*cell, "run_id").agg(*_rate_aggs()).collect()
+    def cell_level(df: DataFrame) -> DataFrame:
+        return df.groupBy(*cell).agg(
+            *_rate_aggs(),
+            F.count(F.lit(1)).alias("records"),
+            F.sum((F.col("status") == "valid").cast("int")).alias("valid"),
+            F.countDistinct("run_id").alias("runs"),
+            F.sort_array(F.collect_set("machine")).alias("machines"),
+            (F.stddev_samp("e2e_p99") / F.avg("e2e_p99")).alias("p99_cv"),
+        ).withColumn("run_id", F.lit(None).cast("string"))
+
+    valid_rates = records.select(
+        *cell, "run_id", "status", "machine",
+        F.when(F.col("status") == "valid", F.col("latency.e2e_response.p99_us")).alias("e2e_p99"),
+        *[F.when(F.col("status") == "valid", F.col(c)).alias(c) for c in _RATES.values()])
+    run_level = valid.groupBy(*cell, "run_id").agg(*_rate_aggs())
+    agg_rows = (cell_level(valid_rates).unionByName(run_level, allowMissingColumns=True)
+                .collect())
     invalid = (records.filter(F.col("status") != "valid")
                .select(*cell, "run_id", "test_id", "attempt", "status",
                        F.coalesce(F.col("verdict.reasons"), F.array()).alias("reasons"))
                .orderBy("run_id", "test_id", "attempt").collect())
-    curve = valid.select(
-        *cell, "run_id", "target_rate_msg_s", "ack_rate_msg_s",
-        F.col("latency.e2e_response.p99_us").alias("e2e_p99"),
-        F.col("latency.publish_response.p99_us").alias("pub_p99"),
-        F.col("ladder.curve").alias("curve"), F.col("ladder.knee.rate_msg_s").alias("knee"),
-    ).collect()
+    ladders = (valid.filter(F.size(F.coalesce(F.col("ladder.curve"), F.array())) > 0)
+               .select(*cell, "run_id", F.col("ladder.knee.rate_msg_s").alias("knee"),
+                       F.explode("ladder.curve").alias("p")).collect())
 
-    lat_by_cell: dict[CellKey, dict[str, LatencyStats]] = defaultdict(dict)
-    for r in lat_cell:
-        lat_by_cell[_key(r)][r["view"]] = _latency(r)
-    lat_by_run: dict[tuple[CellKey, str], dict[str, LatencyStats]] = defaultdict(dict)
-    for r in lat_run:
-        lat_by_run[(_key(r), r["run_id"])][r["view"]] = _latency(r)
-    rates_by_cell = {_key(r): r for r in rates_cell}
+    lat_by: dict[tuple[CellKey, str | None], dict[str, LatencyStats]] = defaultdict(dict)
+    for r in lat_rows:
+        lat_by[(_key(r), r["run_id"])][r["view"]] = _latency(r)
+    cell_rows = {}
     runs_by_cell: dict[CellKey, dict[str, Figures]] = defaultdict(dict)
-    for r in rates_run:
+    for r in agg_rows:
         k = _key(r)
-        runs_by_cell[k][r["run_id"]] = Figures(
-            latency=lat_by_run.get((k, r["run_id"]), {}),
-            rates={name: _rate_stats(r, name) for name in _RATES})
+        if r["run_id"] is None:
+            cell_rows[k] = r
+        else:
+            runs_by_cell[k][r["run_id"]] = Figures(
+                latency=lat_by.get((k, r["run_id"]), {}),
+                rates={name: _rate_stats(r, name) for name in _RATES})
     invalid_by_cell: dict[CellKey, list[InvalidRecord]] = defaultdict(list)
     for r in invalid:
         invalid_by_cell[_key(r)].append(InvalidRecord(
             r["run_id"], r["test_id"], int(r["attempt"]), r["status"], tuple(r["reasons"])))
     curve_by_cell: dict[CellKey, list[CurvePoint]] = defaultdict(list)
-    for r in curve:
-        points = curve_by_cell[_key(r)]
-        if r["curve"]:
-            for p in r["curve"]:
-                points.append(CurvePoint(r["run_id"], p["offered_rate_msg_s"],
-                                         p["ack_rate_msg_s"], p["e2e_response_p99_us"],
-                                         p["publish_response_p99_us"], p["sustainable"],
-                                         r["knee"]))
-        else:
-            points.append(CurvePoint(r["run_id"], r["target_rate_msg_s"], r["ack_rate_msg_s"],
-                                     r["e2e_p99"], r["pub_p99"], True))
+    for r in ladders:
+        p = r["p"]
+        curve_by_cell[_key(r)].append(CurvePoint(
+            r["run_id"], p["offered_rate_msg_s"], p["ack_rate_msg_s"], p["e2e_response_p99_us"],
+            p["publish_response_p99_us"], p["sustainable"], r["knee"]))
 
-    for r in counts:
-        k = _key(r)
-        rr = rates_by_cell.get(k)
-        rates = ({name: _rate_stats(rr, name) for name in _RATES} if rr is not None else {})
+    for k, r in cell_rows.items():
         result.cells[k] = CellStats(
             key=k, records=int(r["records"]), valid=int(r["valid"]), runs=int(r["runs"]),
-            figures=Figures(latency=lat_by_cell.get(k, {}), rates=rates),
+            figures=Figures(latency=lat_by.get((k, None), {}),
+                            rates={name: _rate_stats(r, name) for name in _RATES}),
             run_figures=dict(sorted(runs_by_cell.get(k, {}).items())),
-            p99_spread=None if rr is None or rr["p99_cv"] is None else float(rr["p99_cv"]),
+            p99_spread=None if r["p99_cv"] is None else float(r["p99_cv"]),
             invalid=tuple(invalid_by_cell.get(k, ())),
             machines=tuple(r["machines"]),
             curve=tuple(sorted(curve_by_cell.get(k, ()),
