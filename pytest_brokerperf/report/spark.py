@@ -108,7 +108,8 @@ def progress(what: str, stream: Any = None) -> Iterator[None]:
     finally:
         done.set()
         thread.join()
-        out.write(f"\rbrokerperf report: {what} ... done in {time.monotonic() - start:.1f} s\n")
+        took = f"done in {time.monotonic() - start:.1f} s"
+        out.write(f"\rbrokerperf report: {what} ... {took}\n" if tty else f" {took}\n")
         out.flush()
 
 
