@@ -248,11 +248,12 @@ def quantile_chart(view: str, cells: Sequence[CellStats]) -> str | None:
         lat = c.figures.latency.get(view)
         if lat is None:
             continue
-        pts = [(1 / (1 - q / 100), lat.get(name)) for name, q in PERCENTILE_NAMES]
-        pts = [(x, y / 1000) for x, y in pts if y is not None]
+        raw = [(1 / (1 - q / 100), lat.get(name)) for name, q in PERCENTILE_NAMES]
+        pts = [(x, y / 1000) for x, y in raw if y is not None]
         if not pts:
             continue
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=c.key.broker)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=c.key.broker,
+                gid=f"series-{c.key.broker}")
         drawn += 1
     if not drawn:
         plt.close(fig)
@@ -300,7 +301,7 @@ def throughput_chart(cells: Sequence[CellStats]) -> str | None:
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
     for broker, pts in series.items():
         line = ax.plot([p[0] for p in pts], [p[1] / 1000 for p in pts], marker="o",
-                       label=broker)[0]
+                       label=broker, gid=f"series-{broker}")[0]
         bad = [p for p in pts if not p[2]]
         if bad:
             ax.scatter([p[0] for p in bad], [p[1] / 1000 for p in bad], marker="x", s=60,
@@ -335,7 +336,7 @@ def matrix_chart(cells: Sequence[CellStats], metric: str = "e2e_response.p99") -
         xs = [j + i * width for j in range(len(labels))]
         ys = [values.get((lab, broker)) for lab in labels]
         ax.bar(xs, [(y or 0) / (1000 if metric not in RATE_METRICS else 1) for y in ys],
-               width=width, label=broker)
+               width=width, label=broker, gid=f"series-{broker}")
     ax.set_xticks([j + width * (len(brokers) - 1) / 2 for j in range(len(labels))])
     ax.set_xticklabels([lab.replace(" ", "\n") for lab in labels], fontsize="xx-small")
     ax.set_ylabel(metric + (" (ms)" if metric not in RATE_METRICS else ""))

@@ -349,7 +349,7 @@ def percentiles(buckets: DataFrame, keys: Sequence[str]) -> DataFrame:
         (F.sum(F.col("cnt").cast("decimal(38,0)") * mid) / F.first("total")).cast("double")
         .alias("mean"),
         *aggs)
-    cols = [*g, "total", F.col("min").cast("double").alias("min"),
+    cols: list[Column | str] = [*g, "total", F.col("min").cast("double").alias("min"),
             bucket_value("i_max").cast("double").alias("max"), "mean"]
     for i, (name, q) in enumerate(PERCENTILE_NAMES):
         cols.append(F.when(F.col("total") >= min_samples_for(q),
