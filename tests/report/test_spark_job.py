@@ -12,7 +12,7 @@ import pytest
 from pytest_brokerperf.metrics.histogram import (
     E2E_HIGHEST_US,
     highest_for,
-     min_samples_for,
+    min_samples_for,
     value_at_index,
 )
 from pytest_brokerperf.report.model import PERCENTILE_NAMES, ReportInputError
@@ -150,7 +150,7 @@ def test_unknown_schema_and_empty_input_are_input_errors(spark: Any, tmp_path: P
     with pytest.raises(ReportInputError, match=r"brokerperf.result/9.*new/results.jsonl"):
         job.run_job(spark, [tmp_path / "new"])
     (tmp_path / "empty").mkdir()
-    with pytest.raises(ReportInputError, match="no results.jsonl"):
+    with pytest.raises(ReportInputError, match=r"no results\.jsonl"):
         job.find_result_files([tmp_path / "empty"])
     with pytest.raises(ReportInputError, match="does not exist"):
         job.find_result_files([tmp_path / "nope"])
