@@ -80,6 +80,9 @@ def spark_session(master: str | None = None, *, app: str = "brokerperf-report") 
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "4")
                .config("spark.sql.session.timeZone", "UTC"))
+    local_dir = os.environ.get("BROKERPERF_SPARK_LOCAL_DIR")
+    if local_dir:  # shuffle and spill files: a tmpfs spares a busy disk
+        builder = builder.config("spark.local.dir", local_dir)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark

@@ -129,7 +129,10 @@ def test_cells_split_by_durability_env_and_fault(spark: Any, tmp_path: Path) -> 
             SyntheticRun(test_id="c", env="ci-m5"),
             SyntheticRun(test_id="d", params=fault_params),
             SyntheticRun(test_id="e", attempt=2), SyntheticRun(test_id="e", attempt=1)]
-    write_jsonl(tmp_path / "results.jsonl", [synthetic_record(r, s) for r in runs])
+    recs = [synthetic_record(r, s) for r in runs]
+    old = synthetic_record(SyntheticRun(test_id="f"), s)
+    del old["attempt"], old["env"]  # written before these fields: upgraded on read
+    write_jsonl(tmp_path / "results.jsonl", [*recs, old])
     result = job.run_job(spark, [tmp_path])
     keys = sorted((k.durability, k.env, k.fault) for k in result.cells)
     assert keys == [("d1", "local", "none"), ("driver-defined", "ci-m5", "none"),
@@ -137,7 +140,8 @@ def test_cells_split_by_durability_env_and_fault(spark: Any, tmp_path: Path) -> 
                     ("driver-defined", "local", "none")]
     plain = next(c for k, c in result.cells.items()
                  if (k.durability, k.env, k.fault) == ("driver-defined", "local", "none"))
-    assert plain.records == 3  # a, and e's two attempts: attempts are distinct keys
+    # a, e's two attempts (distinct keys) and f (no attempt/env: 1 and "local")
+    assert plain.records == 4
     assert "fault" not in plain.key.params and "durability" not in plain.key.params
     assert "message_size=1024" in plain.key.params
 
@@ -154,12 +158,3 @@ def test_unknown_schema_and_empty_input_are_input_errors(spark: Any, tmp_path: P
         job.find_result_files([tmp_path / "empty"])
     with pytest.raises(ReportInputError, match="does not exist"):
         job.find_result_files([tmp_path / "nope"])
-
-
-def test_records_without_new_fields_are_upgraded_on_read(spark: Any, tmp_path: Path) -> None:
-    rec = synthetic_record(SyntheticRun(), {"e2e_response": np.arange(1, 2001)})
-    for k in ("attempt", "env"):
-        del rec[k]
-    write_jsonl(tmp_path / "results.jsonl", [rec])
-    [key] = job.run_job(spark, [tmp_path]).cells
-    assert key.env == "local"
