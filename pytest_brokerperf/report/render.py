@@ -335,8 +335,10 @@ def matrix_chart(cells: Sequence[CellStats], metric: str = "e2e_response.p99") -
     for i, broker in enumerate(brokers):
         xs = [j + i * width for j in range(len(labels))]
         ys = [values.get((lab, broker)) for lab in labels]
-        ax.bar(xs, [(y or 0) / (1000 if metric not in RATE_METRICS else 1) for y in ys],
-               width=width, label=broker, gid=f"series-{broker}")
+        bars = ax.bar(xs, [(y or 0) / (1000 if metric not in RATE_METRICS else 1)
+                           for y in ys], width=width, label=broker)
+        for j, patch in enumerate(bars):  # one bar per parameter set in this series
+            patch.set_gid(f"series-{broker}-{j}")
     ax.set_xticks([j + width * (len(brokers) - 1) / 2 for j in range(len(labels))])
     ax.set_xticklabels([lab.replace(" ", "\n") for lab in labels], fontsize="xx-small")
     ax.set_ylabel(metric + (" (ms)" if metric not in RATE_METRICS else ""))

@@ -90,9 +90,12 @@ def test_injected_regression_trips_the_gate_and_outputs_are_written(
     # e2e_response quantiles per rate (the only charted view recorded), curve, matrix
     assert len(figures) == 2 + 1 + 1
     for fig in figures:  # every chart: one series per broker, no more
-        for broker in BROKERS:
-            assert len(re.findall(f'id="series-{broker}"', fig)) <= 1
-        assert re.search(r'id="series-(kafka|pulsar)"', fig)
+        ids = re.findall(r'id="(series-[a-z0-9-]+)"', fig)
+        assert ids and len(ids) == len(set(ids))
+        assert {i.split("-")[1] for i in ids} <= set(BROKERS)
+    matrix = next(f for f in figures if "series-kafka-0" in f)
+    assert {"series-kafka-1", "series-pulsar-0", "series-pulsar-1"} <= set(
+        re.findall(r'id="(series-[a-z0-9-]+)"', matrix))
     curve = next(f for f in figures if "acknowledged rate" in f)
     assert all(f'id="series-{b}"' in curve for b in BROKERS)
 
