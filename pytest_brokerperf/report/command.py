@@ -35,6 +35,7 @@ class ReportOptions:
     env: str | None = None
     master: str | None = None
     title: str = "brokerperf report"
+    run_id: str | None = None  # only this run's records (the pytest session's report)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -95,7 +96,7 @@ def run(opts: ReportOptions, *, out: TextIO | None = None, err: TextIO | None = 
             spark = spark_session(opts.master)
         with progress(f"aggregating {len(opts.dirs)} result director"
                       f"{'y' if len(opts.dirs) == 1 else 'ies'}", err):
-            current = run_job(spark, opts.dirs)
+            current = run_job(spark, opts.dirs, run_id=opts.run_id)
         baseline = None
         if opts.baseline:
             with progress("aggregating the baseline", err):

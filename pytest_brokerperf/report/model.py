@@ -26,6 +26,8 @@ __all__ = [
     "RateStats",
     "ReportInputError",
     "ReportResult",
+    "cell_key_of",
+    "figures_of",
 ]
 
 #: Latency views of a record (the same names as ``pytest_brokerperf.metrics.stats``).
@@ -173,3 +175,61 @@ class ReportResult:
     duplicates_dropped: int
     malformed_lines: int
     warnings: list[str] = field(default_factory=list)
+
+
+def _param_text(value: object) -> str:
+    """A parameter value as the Spark job's ``map<string,string>`` reading renders it."""
+    import json
+
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True)
+
+
+def cell_key_of(record: Mapping[str, object]) -> CellKey:
+    """The matrix cell of one JSONL record, exactly as the Spark job keys it."""
+    params = record.get("params") or {}
+    assert isinstance(params, Mapping)
+    text = " ".join(sorted(f"{k}={_param_text(v)}" for k, v in params.items()
+                           if k not in ("durability", "fault")))
+    durability = record.get("durability") or {}
+    level = durability.get("level") if isinstance(durability, Mapping) else None
+    if level is None:
+        level = params.get("durability")
+    fault = params.get("fault")
+    return CellKey(broker=str(record.get("broker") or "?"),
+                   scenario=str(record.get("scenario") or "?"), params=text,
+                   durability="driver-defined" if level is None else f"d{level}",
+                   fault="none" if fault is None else _param_text(fault),
+                   env=str(record.get("env") or "local"))
+
+
+def _opt_float(x: object) -> float | None:
+    return None if x is None else float(x)  # type: ignore[arg-type]
+
+
+def figures_of(record: Mapping[str, object]) -> Figures:
+    """The figures of one record (its own percentiles: exact for a single run)."""
+    latency: dict[str, LatencyStats] = {}
+    blocks = record.get("latency") or {}
+    assert isinstance(blocks, Mapping)
+    for view in VIEWS:
+        b = blocks.get(view)
+        if not isinstance(b, Mapping):
+            continue
+        values: dict[str, float | None] = {
+            name: _opt_float(b.get(f"{name.replace('.', '')}_us"))
+            for name, _ in PERCENTILE_NAMES}
+        values.update(min=_opt_float(b.get("min_us")), max=_opt_float(b.get("max_us")),
+                      mean=_opt_float(b.get("mean_us")))
+        latency[view] = LatencyStats(count=int(b.get("count") or 0), values=values)
+    rates: dict[str, RateStats] = {}
+    for name, path in RATE_METRICS.items():
+        node: object = record
+        for part in path.split("."):
+            node = node.get(part) if isinstance(node, Mapping) else None
+        v = _opt_float(node)
+        rates[name] = RateStats(n=0 if v is None else 1, mean=v, stddev=None, min=v, max=v)
+    return Figures(latency=latency, rates=rates)

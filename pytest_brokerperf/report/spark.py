@@ -196,7 +196,8 @@ def _upgrade(df: DataFrame) -> DataFrame:
             .withColumn("schema", F.lit(CURRENT_SCHEMA)))
 
 
-def load_records(spark: SparkSession, dirs: Sequence[str | Path]) -> tuple[DataFrame, ReportResult]:
+def load_records(spark: SparkSession, dirs: Sequence[str | Path], *,
+                 run_id: str | None = None) -> tuple[DataFrame, ReportResult]:
     """Read, check versions, upgrade and de-duplicate (one Spark action; lazily cached).
 
     Malformed lines (a write cut short) and records without a key are skipped with a
@@ -210,8 +211,10 @@ def load_records(spark: SparkSession, dirs: Sequence[str | Path]) -> tuple[DataF
            .option("mode", "PERMISSIVE")
            .option("columnNameOfCorruptRecord", "_corrupt_record")
            .json([str(f) for f in files])
-           .withColumn("_file", F.input_file_name())
-           .withColumn("_bad", F.col("_corrupt_record").isNotNull())
+           .withColumn("_file", F.input_file_name()))
+    if run_id is not None:  # one run's records (the pytest session's own report)
+        raw = raw.filter(F.col("_corrupt_record").isNotNull() | (F.col("run_id") == run_id))
+    raw = (raw.withColumn("_bad", F.col("_corrupt_record").isNotNull())
            .withColumn("_keyless", ~F.col("_bad") & (F.col("run_id").isNull()
                                                       | F.col("test_id").isNull()))
            .cache())
@@ -473,9 +476,10 @@ def aggregate(records: DataFrame, result: ReportResult) -> ReportResult:
     return result
 
 
-def run_job(spark: SparkSession, dirs: Sequence[str | Path]) -> ReportResult:
-    """Load and aggregate ``dirs`` (one side of a comparison)."""
-    records, result = load_records(spark, dirs)
+def run_job(spark: SparkSession, dirs: Sequence[str | Path], *,
+            run_id: str | None = None) -> ReportResult:
+    """Load and aggregate ``dirs`` (one side of a comparison), optionally one run only."""
+    records, result = load_records(spark, dirs, run_id=run_id)
     try:
         return aggregate(records, result)
     finally:
