@@ -15,7 +15,7 @@ from pytest_brokerperf.metrics.histogram import (
     min_samples_for,
     value_at_index,
 )
-from pytest_brokerperf.report.model import PERCENTILE_NAMES, ReportInputError
+from pytest_brokerperf.report.model import PERCENTILE_NAMES, ReportInputError, cell_key_of
 from pytest_brokerperf.testing.records import SyntheticRun, synthetic_record, write_jsonl
 
 pytest.importorskip("pyspark", reason="the report extra (pyspark) is not installed")
@@ -142,6 +142,8 @@ def test_cells_split_by_durability_env_and_fault(spark: Any, tmp_path: Path) -> 
                  if (k.durability, k.env, k.fault) == ("driver-defined", "local", "none"))
     # a, e's two attempts (distinct keys) and f (no attempt/env: 1 and "local")
     assert plain.records == 4
+    # the pytest gate keys one record in Python exactly as Spark keys it
+    assert {cell_key_of(r) for r in [*recs, old]} == set(result.cells)
     assert "fault" not in plain.key.params and "durability" not in plain.key.params
     assert "message_size=1024" in plain.key.params
 
