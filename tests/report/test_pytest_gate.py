@@ -28,7 +28,7 @@ def broker(broker_kind):
 
 TEST = """
 import pytest
-from pytest_brokerperf.scenarios import TailRead
+from pytest_brokerperf import TailRead
 
 @pytest.mark.tailread
 def test_tail(brokerperf):
