@@ -79,7 +79,12 @@ def spark_session(master: str | None = None, *, app: str = "brokerperf-report") 
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "4")
-               .config("spark.sql.session.timeZone", "UTC"))
+               .config("spark.sql.session.timeZone", "UTC")
+               # records carry arrays of ~1000 buckets: small cached batches keep the
+               # columnar cache's per-batch buffers far below the heap (default 10,000 rows)
+               .config("spark.sql.inMemoryColumnarStorage.batchSize", "256")
+               .config("spark.driver.memory",
+                       os.environ.get("BROKERPERF_SPARK_DRIVER_MEMORY") or "2g"))
     local_dir = os.environ.get("BROKERPERF_SPARK_LOCAL_DIR")
     if local_dir:  # shuffle and spill files: a tmpfs spares a busy disk
         builder = builder.config("spark.local.dir", local_dir)
