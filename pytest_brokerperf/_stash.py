@@ -8,9 +8,11 @@ import pytest
 
 if TYPE_CHECKING:  # the summary module reads these keys: types only, no import cycle
     from pytest_brokerperf.config import Settings
+    from pytest_brokerperf.report.session import SessionGate
     from pytest_brokerperf.summary import LadderRow, SummaryRow
 
-__all__ = ["DRY_RUN_PLANS_KEY", "LADDER_ROWS_KEY", "SETTINGS_KEY", "SUMMARY_ROWS_KEY"]
+__all__ = ["DRY_RUN_PLANS_KEY", "GATE_KEY", "LADDER_ROWS_KEY", "SETTINGS_KEY",
+           "SUMMARY_ROWS_KEY"]
 
 #: The session's resolved settings, set once in ``pytest_configure``.
 SETTINGS_KEY: pytest.StashKey[Settings] = pytest.StashKey()
@@ -25,3 +27,6 @@ DRY_RUN_PLANS_KEY: pytest.StashKey[list[list[str]]] = pytest.StashKey()
 
 #: One row per throughput ladder (or rate discovery), printed under the summary table.
 LADDER_ROWS_KEY: pytest.StashKey[list[LadderRow]] = pytest.StashKey()
+
+#: ``--brokerperf-fail-on``: the budgets and the baseline's cells, loaded at session start.
+GATE_KEY: pytest.StashKey[SessionGate] = pytest.StashKey()

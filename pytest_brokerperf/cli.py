@@ -4,6 +4,9 @@
     brokerperf run [PYTEST ARGS...]     the shipped scenario suite with your options
     brokerperf fetch kafka [--version V]  resolve and cache the broker jars
     brokerperf info                     versions, machine, clock and fsync facts (JSON)
+    brokerperf report DIR [DIR...] [--html F] [--markdown F] [--csv F]
+                      [--baseline DIR --fail-on EXPR]
+                                        aggregate results with Spark, gate regressions
     brokerperf cleanup --prefix P --older-than D --bootstrap HOST:PORT [--config PATH]
                                         delete topics and groups crashed runs left
 """
@@ -46,6 +49,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_fetch.add_argument("broker", choices=["kafka"])
     p_fetch.add_argument("--version", default=None)
     sub.add_parser("info", help="versions, machine, clock and fsync facts as JSON")
+    p_report = sub.add_parser(
+        "report", help="aggregate result directories with Spark; charts, summary, gates",
+        description="Aggregate results.jsonl records with PySpark into Markdown, CSV and "
+        "HTML, and gate regressions against a baseline. Exit codes: 0 ok, 1 regression, "
+        "2 usage or input error, 3 inconclusive.")
+    from pytest_brokerperf.report.command import add_arguments
+
+    add_arguments(p_report)
     p_clean = sub.add_parser(
         "cleanup", help="delete Kafka topics and consumer groups that crashed runs left",
         description="Delete topics and empty consumer groups whose names start with PREFIX "
@@ -91,6 +102,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                           "machine": sysstats.machine_info(), "clock": sysstats.clock_info(),
                           "fsync_probe_tmp": probe}, indent=2, default=str))
         return 0
+    if args.command == "report":
+        from pytest_brokerperf.report.command import options_from, run
+
+        return run(options_from(args))
     if args.command == "cleanup":
         from pytest_brokerperf.brokers.kafka.cleanup import cleanup, parse_age
         from pytest_brokerperf.errors import ConfigError

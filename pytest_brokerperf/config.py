@@ -154,7 +154,7 @@ PROFILES: Final[Mapping[str, ProfileSpec]] = MappingProxyType(
 _Kind = Literal[
     "brokers", "choice", "int", "workers", "seconds", "rate", "bool", "dir", "file",
     "existing_dir", "label", "version", "hostports", "bytes", "maxrate", "owner", "urls",
-    "rates", "url", "amqpurls", "levels", "percent", "count",
+    "rates", "url", "amqpurls", "levels", "percent", "count", "formats", "budgets",
 ]
 
 
@@ -328,6 +328,28 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
         default="local", metavar="LABEL", what="environment label", example="ci-2core",
         help="environment label that SLO selectors and baselines are keyed by "
         "(letters, digits, '.', '_', '-')",
+    ),
+    OptionSpec(
+        name="report", field="report", flag="--brokerperf-report", kind="formats",
+        default=(), metavar="FORMATS", what="report formats", example="html,markdown",
+        choices=("html", "markdown", "csv"), default_text="none (no Spark report)",
+        help="at session end, aggregate this run's results with Spark (the report extra) "
+        "into <results>/<run id>/report.html, summary.md, cells.csv; comma-separated",
+    ),
+    OptionSpec(
+        name="baseline", field="baseline", flag="--brokerperf-baseline", kind="existing_dir",
+        default=None, metavar="DIR", what="baseline directory", example="brokerperf-baseline",
+        default_text="none",
+        help="earlier runs' results (at least 3 runs per cell) that --brokerperf-fail-on "
+        "compares each test with; aggregated with Spark at session start",
+    ),
+    OptionSpec(
+        name="fail_on", field="fail_on", flag="--brokerperf-fail-on", kind="budgets",
+        default=None, metavar="EXPR", what="regression budgets",
+        example="e2e_response.p99:+15%,ack_rate:-10%", default_text="none",
+        help="fail a test whose figures regress beyond these budgets against "
+        "--brokerperf-baseline (docs/reference/report.md), e.g. "
+        "'e2e_response.p99:+15%,ack_rate:-10%'",
     ),
     OptionSpec(
         name="kafka_version", field="kafka_version", flag="--kafka-version", kind="version",
@@ -681,6 +703,28 @@ def _parse_label(spec: OptionSpec, raw: object, src: _Source) -> str:
     return text
 
 
+def _parse_formats(spec: OptionSpec, raw: object, src: _Source) -> tuple[str, ...]:
+    items = [x.strip().lower() for x in _as_text(spec, raw, src).split(",") if x.strip()]
+    if not items:
+        raise _invalid(spec, raw, src, f"expected one or more of {', '.join(spec.choices)}")
+    for item in items:
+        if item not in spec.choices:
+            raise _invalid(spec, raw, src, f"{item!r} is not one of {', '.join(spec.choices)}"
+                           f"{_did_you_mean(item, spec.choices)}")
+    return tuple(dict.fromkeys(items))
+
+
+def _parse_budgets(spec: OptionSpec, raw: object, src: _Source) -> str:
+    text = _as_text(spec, raw, src).strip()
+    from pytest_brokerperf.report.gates import parse_fail_on  # light: no pyspark
+
+    try:
+        parse_fail_on(text)
+    except ConfigError as exc:
+        raise _invalid(spec, raw, src, str(exc)) from None
+    return text
+
+
 def _parse_version(spec: OptionSpec, raw: object, src: _Source) -> str:
     text = _as_text(spec, raw, src).strip()
     if not _VERSION_RE.match(text):
@@ -945,6 +989,8 @@ _PARSERS: Final[Mapping[str, Callable[[OptionSpec, object, _Source], Any]]] = {
     "url": _parse_url,
     "amqpurls": _parse_amqp_urls,
     "levels": _parse_levels,
+    "formats": _parse_formats,
+    "budgets": _parse_budgets,
 }
 
 
@@ -993,6 +1039,9 @@ class Settings:
     rate: float | None = None
     workers: int | None = None
     env: str = "local"  # --brokerperf-env label, not the process environment
+    report: tuple[str, ...] = ()  # --brokerperf-report formats
+    baseline: Path | None = None  # --brokerperf-baseline
+    fail_on: str | None = None  # --brokerperf-fail-on budgets (validated)
     kafka_version: str = KAFKA_DEFAULT_VERSION
     kafka_home: Path | None = None
     pulsar_version: str = PULSAR_DEFAULT_VERSION
@@ -1150,6 +1199,10 @@ class Settings:
             values[spec.field] = value
             sources[spec.name] = where
 
+        if values.get("fail_on") and values.get("baseline") is None:
+            raise ConfigError(
+                f"--brokerperf-fail-on (from {sources['fail_on']}) needs the runs to compare "
+                "with: give --brokerperf-baseline DIR (earlier runs' --brokerperf-results)")
         if run_id is not None:
             sources["run_id"] = "xdist controller"
         elif not _unset(env.get(RUN_ID_ENV)):

@@ -93,6 +93,29 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SETTINGS_KEY] = settings
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """``--brokerperf-fail-on``: aggregate the baseline once (Spark), before any test."""
+    config = session.config
+    settings = config.stash.get(SETTINGS_KEY, None)
+    if (settings is None or not settings.fail_on or settings.dry_run
+            or config.getoption("collectonly", False) or _xdist_worker(config) is not None):
+        return
+    from pytest_brokerperf._stash import GATE_KEY
+    from pytest_brokerperf.errors import BrokerPerfError
+    from pytest_brokerperf.report.session import load_gate
+
+    try:
+        gate = load_gate(settings)
+    except ImportError as exc:
+        raise pytest.UsageError(
+            f"pytest-brokerperf: --brokerperf-fail-on needs the report extra ({exc}): "
+            "pip install 'pytest-brokerperf[report]'") from exc
+    except BrokerPerfError as exc:
+        raise pytest.UsageError(f"pytest-brokerperf: --brokerperf-baseline: {exc}") from exc
+    if gate is not None:
+        config.stash[GATE_KEY] = gate
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """xdist controller → worker: one run id for the whole session."""
@@ -343,6 +366,16 @@ def pytest_terminal_summary(
             from pytest_brokerperf.summary import write_summary
 
             write_summary(terminalreporter, rows)
+        settings = config.stash.get(SETTINGS_KEY, None)
+        if rows and settings is not None and settings.report:
+            from pytest_brokerperf.report.session import session_report
+
+            terminalreporter.section("brokerperf report")
+            code, lines = session_report(settings)
+            for line in lines:
+                terminalreporter.write_line(line)
+            if code == 2:
+                terminalreporter.write_line("brokerperf report: no report (see above)")
     except Exception as exc:
         with contextlib.suppress(Exception):
             terminalreporter.write_line(f"brokerperf: could not write the summary: {exc!r}")

@@ -144,6 +144,9 @@ def finish(ctx: RunContext, m: Measured) -> ScenarioResult:
     record["noise_retries"] = m.noise_retries
     record["broker_metrics"] = None
     record.update(m.record_extra)
+    from pytest_brokerperf.report.session import apply_gate
+
+    apply_gate(ctx.request.config, record, failures, inconclusive)
     if m.sampler is not None:
         m.sampler.write_csv(directory / "broker-metrics.csv")
         record["broker_metrics"] = m.sampler.summary("broker-metrics.csv")

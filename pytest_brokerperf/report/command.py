@@ -1,0 +1,142 @@
+"""``brokerperf report DIR [DIR...]``: run the Spark job, write outputs, judge the gates.
+
+Exit codes: 0 ok, 1 regression, 2 usage or input error, 3 inconclusive (a gated cell
+could not be judged: too few baseline runs, no valid result, a cell on one side only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from pytest_brokerperf.errors import BrokerPerfError, ConfigError
+from pytest_brokerperf.report.gates import MIN_BASELINE_RUNS, Budget, evaluate, parse_fail_on
+
+__all__ = ["EXIT_INCONCLUSIVE", "EXIT_OK", "EXIT_REGRESSION", "EXIT_USAGE", "ReportOptions",
+           "add_arguments", "run"]
+
+EXIT_OK, EXIT_REGRESSION, EXIT_USAGE, EXIT_INCONCLUSIVE = 0, 1, 2, 3
+
+
+@dataclass
+class ReportOptions:
+    """What to read, what to write, what to judge."""
+
+    dirs: list[Path]
+    html: Path | None = None
+    markdown: Path | None = None
+    csv: Path | None = None
+    baseline: list[Path] = field(default_factory=list)
+    fail_on: list[str] = field(default_factory=list)
+    env: str | None = None
+    master: str | None = None
+    title: str = "brokerperf report"
+    run_id: str | None = None  # only this run's records (the pytest session's report)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dirs", nargs="+", type=Path, metavar="DIR",
+                   help="result directories (--brokerperf-results of one or more runs, or "
+                   "a parent: every results.jsonl under it is read)")
+    p.add_argument("--html", type=Path, metavar="FILE",
+                   help="write the self-contained HTML report here")
+    p.add_argument("--markdown", type=Path, metavar="FILE",
+                   help="write the Markdown summary here ('-' for stdout)")
+    p.add_argument("--csv", type=Path, metavar="FILE", help="write one CSV row per cell")
+    p.add_argument("--baseline", type=Path, action="append", default=[], metavar="DIR",
+                   help="baseline result directories (repeatable; at least "
+                   f"{MIN_BASELINE_RUNS} runs for a noise floor)")
+    p.add_argument("--fail-on", action="append", default=[], metavar="EXPR",
+                   help="budgets, e.g. 'e2e_response.p99:+15%%,ack_rate:-10%%' (needs "
+                   "--baseline; repeatable)")
+    p.add_argument("--env", metavar="LABEL",
+                   help="only cells with this --brokerperf-env label, on both sides")
+    p.add_argument("--master", metavar="URL",
+                   help="Spark master (default: embedded local[*]; e.g. spark://host:7077)")
+    p.add_argument("--title", default="brokerperf report", help="report title")
+
+
+def options_from(args: argparse.Namespace) -> ReportOptions:
+    return ReportOptions(dirs=list(args.dirs), html=args.html, markdown=args.markdown,
+                         csv=args.csv, baseline=list(args.baseline),
+                         fail_on=list(args.fail_on), env=args.env, master=args.master,
+                         title=args.title)
+
+
+def _budgets(opts: ReportOptions) -> list[Budget]:
+    if not opts.fail_on:
+        return []
+    if not opts.baseline:
+        raise ConfigError("--fail-on needs --baseline DIR (the runs to compare with)")
+    return parse_fail_on(opts.fail_on)
+
+
+def _write(path: Path, text: str, out: TextIO) -> None:
+    if str(path) == "-":
+        out.write(text)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def run(opts: ReportOptions, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """The whole command; returns its exit code (errors are printed, never raised)."""
+    out = out if out is not None else sys.stdout
+    err = err if err is not None else sys.stderr
+    try:
+        budgets = _budgets(opts)
+        from pytest_brokerperf.report.render import Report, csv_text, html_page, markdown
+        from pytest_brokerperf.report.spark import progress, run_job, spark_session
+
+        with progress("starting Spark", err):
+            spark = spark_session(opts.master)
+        with progress(f"aggregating {len(opts.dirs)} result director"
+                      f"{'y' if len(opts.dirs) == 1 else 'ies'}", err):
+            current = run_job(spark, opts.dirs, run_id=opts.run_id)
+        baseline = None
+        if opts.baseline:
+            with progress("aggregating the baseline", err):
+                baseline = run_job(spark, opts.baseline)
+        if opts.env is not None:
+            for side in (current, baseline):
+                if side is not None:
+                    side.cells = {k: v for k, v in side.cells.items() if k.env == opts.env}
+            if not current.cells:
+                raise ConfigError(f"--env {opts.env!r}: no cell of the input has this label")
+        report = Report(current=current, baseline=baseline, budgets=budgets, title=opts.title)
+        if budgets and baseline is not None:
+            report.gates = evaluate(current.cells, baseline.cells, budgets)
+        md = markdown(report)
+        if opts.markdown:
+            _write(opts.markdown, md, out)
+        if opts.csv:
+            _write(opts.csv, csv_text(current), out)
+        if opts.html:
+            _write(opts.html, html_page(report), out)
+        for w in current.warnings:
+            err.write(f"brokerperf report: warning: {w}\n")
+        code = report.exit_code
+        if budgets:
+            bad = [g for g in report.gates if g.status != "pass"]
+            for g in bad:
+                err.write(f"brokerperf report: {g.status}: {g.cell.label()}: {g.message}\n")
+            err.write(f"brokerperf report: {len(report.gates)} gate check(s), "
+                      f"{len(bad)} not passed: exit {code}\n")
+        return code
+    except (BrokerPerfError, OSError) as exc:
+        err.write(f"brokerperf report: {exc}\n")
+        return EXIT_USAGE
+    except ImportError as exc:
+        err.write(f"brokerperf report: {exc}; install the report extra: "
+                  "pip install 'pytest-brokerperf[report]'\n")
+        return EXIT_USAGE
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="brokerperf report", description=__doc__)
+    add_arguments(parser)
+    return run(options_from(parser.parse_args(argv)))

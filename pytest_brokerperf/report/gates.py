@@ -1,0 +1,242 @@
+"""Regression gates: ``--fail-on 'e2e_response.p99:+15%,ack_rate:-10%'`` against a baseline.
+
+The grammar follows pytest-benchmark's ``--benchmark-compare-fail=STAT:5%`` (a relative
+budget with ``%``, otherwise an absolute one in the metric's unit), with direction: a
+latency regresses when it rises, a rate when it falls. The sign may be omitted; when
+given it must point the way a regression goes.
+
+Each budget is checked per matrix cell. A cell's limit is the baseline's pooled figure
+moved by the larger of the budget and the *noise floor* — twice the relative standard
+deviation of the baseline's per-run figures — so a budget tighter than the baseline's
+own run-to-run noise cannot trip on noise. The noise floor needs at least
+:data:`MIN_BASELINE_RUNS` valid baseline runs; with fewer the cell is inconclusive.
+A cell on one side only is never a pass: ``missing`` (in the baseline, not in this run)
+or ``no-baseline``. The limit itself passes: a gate trips only beyond it.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Literal
+
+from pytest_brokerperf.errors import ConfigError
+from pytest_brokerperf.report.model import (
+    LATENCY_STATS,
+    RATE_METRICS,
+    VIEWS,
+    CellKey,
+    CellStats,
+)
+
+__all__ = [
+    "MIN_BASELINE_RUNS",
+    "NOISE_SIGMAS",
+    "Budget",
+    "GateResult",
+    "GateStatus",
+    "evaluate",
+    "exit_code",
+    "parse_fail_on",
+]
+
+#: Valid baseline runs needed before a noise floor (and so a verdict) is trusted.
+MIN_BASELINE_RUNS = 3
+#: The noise floor is this many relative standard deviations of the baseline's runs.
+NOISE_SIGMAS = 2
+
+GateStatus = Literal["pass", "regression", "inconclusive", "missing", "no-baseline"]
+
+_UNITS_US = {"us": Fraction(1), "µs": Fraction(1), "ms": Fraction(1000),
+             "s": Fraction(1_000_000)}
+_ITEM = re.compile(
+    r"^\s*(?P<metric>[A-Za-z_][A-Za-z0-9_.]*)\s*:\s*(?P<sign>[+-])?\s*"
+    r"(?P<num>\d+(?:\.\d+)?)\s*(?P<unit>%|us|µs|ms|s)?\s*$")
+
+
+@dataclass(frozen=True)
+class Budget:
+    """One ``METRIC:[+|-]N[%|unit]`` item. ``relative`` is a fraction (0.15 for 15 %)."""
+
+    text: str
+    metric: str
+    higher_is_worse: bool
+    relative: Fraction | None
+    absolute: Fraction | None  # in the metric's unit (µs for latency)
+
+    def describe(self) -> str:
+        sign = "+" if self.higher_is_worse else "-"
+        if self.relative is not None:
+            return f"{sign}{float(self.relative * 100):g}%"
+        assert self.absolute is not None
+        unit = " µs" if not self.metric_is_rate else ""
+        return f"{sign}{float(self.absolute):g}{unit}"
+
+    @property
+    def metric_is_rate(self) -> bool:
+        return self.metric in RATE_METRICS
+
+
+def _check_metric(metric: str, item: str) -> bool:
+    """True when higher is worse (latency); raises for unknown metric names."""
+    if metric in RATE_METRICS:
+        return False
+    view, _, stat = metric.partition(".")
+    if view in VIEWS and stat in LATENCY_STATS:
+        return True
+    raise ConfigError(
+        f"--fail-on item {item!r}: unknown metric {metric!r}. Use a latency view and "
+        f"statistic ({', '.join(VIEWS)} . {', '.join(LATENCY_STATS)}, e.g. "
+        f"e2e_response.p99) or a rate ({', '.join(RATE_METRICS)})")
+
+
+def parse_fail_on(exprs: str | Sequence[str]) -> list[Budget]:
+    """Parse one or more comma-separated budget lists; raises ``ConfigError`` naming the item."""
+    texts = [exprs] if isinstance(exprs, str) else list(exprs)
+    budgets: list[Budget] = []
+    for text in texts:
+        for item in text.split(","):
+            if not item.strip():
+                continue
+            m = _ITEM.match(item)
+            if m is None:
+                raise ConfigError(
+                    f"--fail-on item {item.strip()!r} is not METRIC:[+|-]NUMBER[%|us|ms|s], "
+                    "e.g. 'e2e_response.p99:+15%' or 'ack_rate:-10%'")
+            metric = m["metric"]
+            worse_up = _check_metric(metric, item.strip())
+            sign, unit = m["sign"], m["unit"]
+            if sign is not None and (sign == "+") != worse_up:
+                good = "+" if worse_up else "-"
+                what = "a latency regresses upwards" if worse_up else "a rate regresses downwards"
+                raise ConfigError(
+                    f"--fail-on item {item.strip()!r}: {what}; write "
+                    f"'{metric}:{good}{m['num']}{unit or ''}' (or leave the sign out)")
+            num = Fraction(m["num"])
+            if unit == "%":
+                budgets.append(Budget(item.strip(), metric, worse_up, num / 100, None))
+                continue
+            if unit is not None and not worse_up:
+                raise ConfigError(
+                    f"--fail-on item {item.strip()!r}: {metric} is a rate; give a percentage "
+                    "or a number in its own unit (msg/s, MiB/s), without a time unit")
+            scale = _UNITS_US[unit] if unit else Fraction(1)
+            budgets.append(Budget(item.strip(), metric, worse_up, None, num * scale))
+    if not budgets:
+        raise ConfigError("--fail-on is empty; give e.g. 'e2e_response.p99:+15%'")
+    return budgets
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """One budget judged on one cell."""
+
+    cell: CellKey
+    budget: Budget
+    status: GateStatus
+    observed: float | None
+    baseline: float | None
+    limit: float | None
+    noise_floor: float | None  # relative (0.04 = 4 %), None when not learnt
+    baseline_runs: int
+    message: str
+
+
+def noise_floor(values: Iterable[float | None]) -> tuple[float | None, int]:
+    """``NOISE_SIGMAS`` × relative stddev of per-run figures, and how many runs had one."""
+    vals = [v for v in values if v is not None]
+    if len(vals) < MIN_BASELINE_RUNS:
+        return None, len(vals)
+    mean = statistics.fmean(vals)
+    if mean == 0:
+        return 0.0, len(vals)
+    return NOISE_SIGMAS * statistics.stdev(vals) / abs(mean), len(vals)
+
+
+def _fmt(metric: str, value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    if metric in RATE_METRICS:
+        return f"{value:,.1f}"
+    return f"{value / 1000:.3f} ms"
+
+
+def _judge(cell: CellKey, budget: Budget, cur: CellStats, base: CellStats) -> GateResult:
+    metric = budget.metric
+
+    def result(status: GateStatus, msg: str, observed: float | None = None,
+               baseline: float | None = None, limit: float | None = None,
+               noise: float | None = None, runs: int = 0) -> GateResult:
+        return GateResult(cell, budget, status, observed, baseline, limit, noise, runs, msg)
+
+    if cur.valid == 0:
+        reasons = sorted({r.status for r in cur.invalid}) or ["no records"]
+        return result("inconclusive", f"{metric}: no valid result in this run "
+                      f"({', '.join(reasons)})")
+    observed = cur.figures.metric(metric)
+    baseline = base.figures.metric(metric)
+    noise, runs = noise_floor(f.metric(metric) for f in base.run_figures.values())
+    if noise is None:
+        return result("inconclusive",
+                      f"{metric}: the baseline has {runs} valid run(s) with this figure; a "
+                      f"noise floor needs at least {MIN_BASELINE_RUNS}",
+                      observed, baseline, runs=runs)
+    if observed is None or baseline is None:
+        side = "this run" if observed is None else "the baseline"
+        return result("inconclusive", f"{metric}: n/a in {side} (undersampled or not "
+                      "recorded)", observed, baseline, noise=noise, runs=runs)
+    b = Fraction(baseline)
+    allowance = max(budget.relative, Fraction(noise)) if budget.relative is not None else None
+    if budget.higher_is_worse:
+        if allowance is not None:
+            limit = b * (1 + allowance)
+        else:
+            assert budget.absolute is not None
+            limit = b + max(budget.absolute, Fraction(noise) * abs(b))
+        bad = Fraction(observed) > limit
+    else:
+        if allowance is not None:
+            limit = b * (1 - allowance)
+        else:
+            assert budget.absolute is not None
+            limit = b - max(budget.absolute, Fraction(noise) * abs(b))
+        bad = Fraction(observed) < limit
+    change = (observed - baseline) / baseline * 100 if baseline else float("nan")
+    msg = (f"{metric} = {_fmt(metric, observed)} vs baseline {_fmt(metric, baseline)} "
+           f"({change:+.1f}%), budget {budget.describe()}, noise floor {noise * 100:.1f}% "
+           f"over {runs} baseline runs, limit {_fmt(metric, float(limit))}")
+    return result("regression" if bad else "pass", msg, observed, baseline, float(limit),
+                  noise, runs)
+
+
+def evaluate(current: Mapping[CellKey, CellStats], baseline: Mapping[CellKey, CellStats],
+             budgets: Sequence[Budget]) -> list[GateResult]:
+    """Every budget on every cell of either side, in cell order."""
+    out: list[GateResult] = []
+    for key in sorted(set(current) | set(baseline)):
+        cur, base = current.get(key), baseline.get(key)
+        for budget in budgets:
+            if cur is None:
+                out.append(GateResult(key, budget, "missing", None, None, None, None, 0,
+                                      f"{budget.metric}: cell in the baseline but not in "
+                                      "this run (test not run, renamed or crashed?)"))
+            elif base is None:
+                out.append(GateResult(key, budget, "no-baseline", None, None, None, None, 0,
+                                      f"{budget.metric}: no baseline for this cell (new "
+                                      "test, parameters or --brokerperf-env label?)"))
+            else:
+                out.append(_judge(key, budget, cur, base))
+    return out
+
+
+def exit_code(results: Iterable[GateResult]) -> int:
+    """1 on any regression, else 3 when anything could not be judged, else 0."""
+    statuses = {r.status for r in results}
+    if "regression" in statuses:
+        return 1
+    if statuses & {"inconclusive", "missing", "no-baseline"}:
+        return 3
+    return 0

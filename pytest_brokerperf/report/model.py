@@ -1,0 +1,235 @@
+"""Declared types the Spark job hands to gates and renderers (plain Python, no pyspark).
+
+A *cell* is one point of the test matrix: broker × scenario × parameters × durability
+level × fault × environment label. Its figures are pooled over every valid record of
+the cell (histograms merged bucket by bucket, so percentiles are exact); per-run figures
+feed the noise floor of gates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from pytest_brokerperf.errors import BrokerPerfError
+
+__all__ = [
+    "LATENCY_STATS",
+    "RATE_METRICS",
+    "VIEWS",
+    "CellKey",
+    "CellStats",
+    "CurvePoint",
+    "Figures",
+    "InvalidRecord",
+    "LatencyStats",
+    "RateStats",
+    "ReportInputError",
+    "ReportResult",
+    "cell_key_of",
+    "figures_of",
+]
+
+#: Latency views of a record (the same names as ``pytest_brokerperf.metrics.stats``).
+VIEWS: tuple[str, ...] = (
+    "publish_latency", "publish_delay", "publish_response", "e2e_latency", "e2e_response",
+)
+#: Percentile names and their values, as ``figures.percentile_name`` spells them.
+PERCENTILE_NAMES: tuple[tuple[str, float], ...] = (
+    ("p50", 50.0), ("p75", 75.0), ("p95", 95.0), ("p99", 99.0), ("p99.9", 99.9),
+    ("p99.99", 99.99),
+)
+LATENCY_STATS: tuple[str, ...] = (*(n for n, _ in PERCENTILE_NAMES), "max", "mean", "min")
+#: Rate metrics (higher is better) and the record field they come from.
+RATE_METRICS: Mapping[str, str] = {
+    "ack_rate": "ack_rate_msg_s",
+    "consume_rate": "consume_rate_msg_s",
+    "publish_mib_s": "publish_mib_s",
+    "consume_mib_s": "consume_mib_s",
+    "max_sustainable_rate": "throughput.highest_sustainable_rate_msg_s",
+}
+
+
+class ReportInputError(BrokerPerfError):
+    """The report's input cannot be read or used (exit code 2); the message says why."""
+
+
+@dataclass(frozen=True, order=True)
+class CellKey:
+    """One matrix cell. ``params`` is canonical ``key=value`` text, sorted by key."""
+
+    broker: str
+    scenario: str
+    params: str
+    durability: str  # "d1".."d4" or "driver-defined"
+    fault: str  # "none" when no fault was injected
+    env: str
+
+    def label(self) -> str:
+        return (f"{self.broker} {self.scenario} [{self.params}] {self.durability} "
+                f"fault={self.fault} env={self.env}")
+
+
+@dataclass(frozen=True)
+class LatencyStats:
+    """One latency view merged over records (µs; ``None`` = empty or undersampled)."""
+
+    count: int
+    values: Mapping[str, float | None]  # keys: LATENCY_STATS
+
+    def get(self, stat: str) -> float | None:
+        if stat not in LATENCY_STATS:
+            raise KeyError(f"unknown latency statistic {stat!r}; known: "
+                           f"{', '.join(LATENCY_STATS)}")
+        return self.values.get(stat)
+
+
+@dataclass(frozen=True)
+class RateStats:
+    """A rate across repeats (valid records of the cell)."""
+
+    n: int
+    mean: float | None
+    stddev: float | None
+    min: float | None
+    max: float | None
+
+    @property
+    def spread(self) -> float | None:
+        """Coefficient of variation (stddev / mean) across repeats: run-to-run spread."""
+        if self.mean in (None, 0) or self.stddev is None:
+            return None
+        return self.stddev / self.mean
+
+
+@dataclass(frozen=True)
+class Figures:
+    """Latency views and rates of a cell or of one run of it."""
+
+    latency: Mapping[str, LatencyStats]
+    rates: Mapping[str, RateStats]
+
+    def metric(self, name: str) -> float | None:
+        """``e2e_response.p99`` (µs) or ``ack_rate`` (msg/s): the figure gates compare."""
+        if name in RATE_METRICS:
+            r = self.rates.get(name)
+            return None if r is None else r.mean
+        view, _, stat = name.partition(".")
+        if view not in VIEWS or not stat:
+            raise KeyError(name)
+        lat = self.latency.get(view)
+        return None if lat is None else lat.get(stat)
+
+
+@dataclass(frozen=True)
+class InvalidRecord:
+    """A record left out of verdicts, shown with its reason."""
+
+    run_id: str
+    test_id: str
+    attempt: int
+    status: str
+    reasons: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    """One latency-versus-throughput point (a ladder rung, or a whole tail-read run)."""
+
+    run_id: str
+    offered_rate: float | None
+    ack_rate: float | None
+    e2e_p99_us: float | None
+    publish_p99_us: float | None
+    sustainable: bool | None
+    knee_rate: float | None = None
+
+
+@dataclass(frozen=True)
+class CellStats:
+    """Everything the report knows about one cell."""
+
+    key: CellKey
+    records: int
+    valid: int
+    runs: int  # distinct run ids, any status
+    figures: Figures  # pooled over valid records
+    run_figures: Mapping[str, Figures]  # per valid run id
+    p99_spread: float | None  # CV of the per-record e2e_response p99 across valid records
+    invalid: tuple[InvalidRecord, ...] = ()
+    machines: tuple[str, ...] = ()
+    curve: tuple[CurvePoint, ...] = ()
+
+    @property
+    def valid_runs(self) -> int:
+        return len(self.run_figures)
+
+
+@dataclass
+class ReportResult:
+    """The job's output: cells plus what was skipped while reading."""
+
+    cells: dict[CellKey, CellStats]
+    files: list[str]
+    records_read: int
+    duplicates_dropped: int
+    malformed_lines: int
+    warnings: list[str] = field(default_factory=list)
+
+
+def _param_text(value: object) -> str:
+    """A parameter value as the Spark job's ``map<string,string>`` reading renders it."""
+    import json
+
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True)
+
+
+def cell_key_of(record: Mapping[str, object]) -> CellKey:
+    """The matrix cell of one JSONL record, exactly as the Spark job keys it."""
+    params = record.get("params") or {}
+    assert isinstance(params, Mapping)
+    text = " ".join(sorted(f"{k}={_param_text(v)}" for k, v in params.items()
+                           if k not in ("durability", "fault")))
+    durability = record.get("durability") or {}
+    level = durability.get("level") if isinstance(durability, Mapping) else None
+    if level is None:
+        level = params.get("durability")
+    fault = params.get("fault")
+    return CellKey(broker=str(record.get("broker") or "?"),
+                   scenario=str(record.get("scenario") or "?"), params=text,
+                   durability="driver-defined" if level is None else f"d{level}",
+                   fault="none" if fault is None else _param_text(fault),
+                   env=str(record.get("env") or "local"))
+
+
+def _opt_float(x: object) -> float | None:
+    return None if x is None else float(x)  # type: ignore[arg-type]
+
+
+def figures_of(record: Mapping[str, object]) -> Figures:
+    """The figures of one record (its own percentiles: exact for a single run)."""
+    latency: dict[str, LatencyStats] = {}
+    blocks = record.get("latency") or {}
+    assert isinstance(blocks, Mapping)
+    for view in VIEWS:
+        b = blocks.get(view)
+        if not isinstance(b, Mapping):
+            continue
+        values: dict[str, float | None] = {
+            name: _opt_float(b.get(f"{name.replace('.', '')}_us"))
+            for name, _ in PERCENTILE_NAMES}
+        values.update(min=_opt_float(b.get("min_us")), max=_opt_float(b.get("max_us")),
+                      mean=_opt_float(b.get("mean_us")))
+        latency[view] = LatencyStats(count=int(b.get("count") or 0), values=values)
+    rates: dict[str, RateStats] = {}
+    for name, path in RATE_METRICS.items():
+        node: object = record
+        for part in path.split("."):
+            node = node.get(part) if isinstance(node, Mapping) else None
+        v = _opt_float(node)
+        rates[name] = RateStats(n=0 if v is None else 1, mean=v, stddev=None, min=v, max=v)
+    return Figures(latency=latency, rates=rates)

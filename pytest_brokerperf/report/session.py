@@ -1,0 +1,120 @@
+"""The report inside a pytest session: per-test gates and the session-end report.
+
+``--brokerperf-baseline DIR --brokerperf-fail-on EXPR``: the baseline is aggregated with
+Spark once, at session start; each scenario test's record is then judged against its
+cell (a single run's own percentiles), and a regression fails that test with observed,
+baseline, budget and noise floor in the message. ``--brokerperf-report=html,markdown``:
+at session end the session's own records are aggregated into
+``<results>/<run id>/report.html`` and ``summary.md`` (and ``cells.csv``).
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_brokerperf.report.gates import Budget, GateResult, evaluate, parse_fail_on
+from pytest_brokerperf.report.model import CellKey, CellStats, cell_key_of, figures_of
+
+if TYPE_CHECKING:
+    import pytest
+
+    from pytest_brokerperf.config import Settings
+
+__all__ = ["SessionGate", "apply_gate", "judge_record", "load_gate", "session_report"]
+
+
+@dataclass
+class SessionGate:
+    """The budgets and the baseline's cells, loaded once per session."""
+
+    budgets: list[Budget]
+    baseline: Mapping[CellKey, CellStats]
+    seen: set[CellKey] = field(default_factory=set)
+
+
+def load_gate(settings: Settings) -> SessionGate | None:
+    """Aggregate the baseline (Spark) when ``--brokerperf-fail-on`` asks for a gate."""
+    if not settings.fail_on or settings.baseline is None:
+        return None
+    budgets = parse_fail_on(settings.fail_on)
+    from pytest_brokerperf.report.spark import progress, run_job, spark_session
+
+    with progress(f"aggregating the baseline {settings.baseline}", sys.stderr):
+        baseline = run_job(spark_session(), [settings.baseline])
+    return SessionGate(budgets, baseline.cells)
+
+
+def cell_of_record(record: Mapping[str, Any]) -> CellStats:
+    key = cell_key_of(record)
+    verdict = record.get("verdict") or {}
+    valid = verdict.get("status") == "valid"
+    figs = figures_of(record)
+    return CellStats(key=key, records=1, valid=int(valid), runs=1, figures=figs,
+                     run_figures={str(record.get("run_id")): figs} if valid else {},
+                     p99_spread=None)
+
+
+def judge_record(gate: SessionGate, record: Mapping[str, Any]) -> list[GateResult]:
+    """Every budget on this record's cell (``no-baseline`` when the baseline lacks it)."""
+    cell = cell_of_record(record)
+    gate.seen.add(cell.key)
+    base = {cell.key: gate.baseline[cell.key]} if cell.key in gate.baseline else {}
+    return evaluate({cell.key: cell}, base, gate.budgets)
+
+
+def gate_dicts(results: list[GateResult]) -> list[dict[str, Any]]:
+    """The record's ``gates`` list."""
+    return [{"metric": g.budget.metric, "budget": g.budget.text, "status": g.status,
+             "observed": g.observed, "baseline": g.baseline, "limit": g.limit,
+             "noise_floor": g.noise_floor, "baseline_runs": g.baseline_runs,
+             "message": g.message} for g in results]
+
+
+def session_report(settings: Settings) -> tuple[int, list[str]]:
+    """The session-end report of this run's records; (exit code, lines to show)."""
+    from pytest_brokerperf.report.command import ReportOptions, run
+
+    out_dir = Path(settings.results_dir) / settings.run_id
+    formats = set(settings.report)
+    opts = ReportOptions(
+        dirs=[Path(settings.results_dir) / "results.jsonl"], run_id=settings.run_id,
+        html=out_dir / "report.html" if "html" in formats else None,
+        markdown=out_dir / "summary.md" if "markdown" in formats else None,
+        csv=out_dir / "cells.csv" if "csv" in formats else None,
+        baseline=[settings.baseline] if settings.baseline else [],
+        fail_on=[settings.fail_on] if settings.fail_on else [],
+        title=f"brokerperf report: run {settings.run_id} (env {settings.env})")
+    err = io.StringIO()
+    code = run(opts, out=io.StringIO(), err=err)
+    lines = [line for line in err.getvalue().splitlines() if line.strip()]
+    written = [str(p) for p in (opts.html, opts.markdown, opts.csv) if p is not None
+               and p.exists()]
+    if written:
+        lines.append("report written to " + ", ".join(written))
+    return code, lines
+
+
+def apply_gate(config: pytest.Config, record: Any, failures: list[str],
+               inconclusive: list[str]) -> None:
+    """``--brokerperf-fail-on``: judge one scenario's record against the baseline's cell.
+
+    A regression joins the test's failures; a gate that cannot judge (no baseline cell,
+    fewer than 3 baseline runs, an undersampled figure) makes the test INCONCLUSIVE,
+    never a silent pass. The results go into the record's ``gates`` list.
+    """
+    from pytest_brokerperf._stash import GATE_KEY
+
+    gate = config.stash.get(GATE_KEY, None)
+    if gate is None:
+        return
+    results = judge_record(gate, record)
+    record["gates"] = gate_dicts(results)
+    failures += [f"regression against the baseline: {g.message}" for g in results
+                 if g.status == "regression"]
+    inconclusive += [f"gate {g.status}: {g.message}" for g in results
+                     if g.status not in ("pass", "regression")]

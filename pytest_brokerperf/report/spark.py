@@ -1,0 +1,491 @@
+"""The PySpark job: read result directories, upgrade, de-duplicate, aggregate per cell.
+
+Everything runs as native Spark SQL (no Python UDF), so executors need no copy of this
+package and ``--master spark://...`` runs the same job on a cluster. Histograms are
+merged from the records' sparse ``[counts index, count]`` pairs: explode, group by
+(cell, view, index), sum; percentiles come from the merged counts with the same rank
+rule as HdrHistogram_py (``max(int(q/100·n + 0.5), 1)``) and the fixed 3-digit layout's
+closed-form bucket values, so they equal those of one histogram fed every raw sample.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_brokerperf.metrics.histogram import min_samples_for
+from pytest_brokerperf.report.model import (
+    PERCENTILE_NAMES,
+    VIEWS,
+    CellKey,
+    CellStats,
+    CurvePoint,
+    Figures,
+    InvalidRecord,
+    LatencyStats,
+    RateStats,
+    ReportInputError,
+    ReportResult,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+__all__ = [
+    "CURRENT_SCHEMA",
+    "SUPPORTED_SCHEMAS",
+    "aggregate",
+    "find_result_files",
+    "load_records",
+    "record_schema",
+    "spark_session",
+]
+
+#: The record schema this job reads natively.
+CURRENT_SCHEMA = "brokerperf.result/1"
+#: Versions it can read, each upgraded to ``CURRENT_SCHEMA`` on read (see ``_upgrade``).
+SUPPORTED_SCHEMAS = (CURRENT_SCHEMA,)
+CELL = ("broker", "scenario", "params_key", "durability_key", "fault", "env")
+_RATES = {
+    "ack_rate": "ack_rate_msg_s",
+    "consume_rate": "consume_rate_msg_s",
+    "publish_mib_s": "publish_mib_s",
+    "consume_mib_s": "consume_mib_s",
+    "max_sustainable_rate": "max_sustainable_rate",
+}
+
+
+# --------------------------------------------------------------------------- session
+
+
+def spark_session(master: str | None = None, *, app: str = "brokerperf-report") -> SparkSession:
+    """A SparkSession: embedded ``local[*]`` by default, or ``master`` (spark://, yarn...).
+
+    Quiet (no UI, no console progress bar: the caller prints its own progress line) and
+    with few shuffle partitions, since cells and buckets are few.
+    """
+    from pyspark.sql import SparkSession
+
+    builder = (SparkSession.builder.appName(app)
+               .master(master or os.environ.get("BROKERPERF_SPARK_MASTER") or "local[*]")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "4")
+               .config("spark.sql.session.timeZone", "UTC")
+               # records carry arrays of ~1000 buckets: small cached batches keep the
+               # columnar cache's per-batch buffers far below the heap (default 10,000 rows)
+               .config("spark.sql.inMemoryColumnarStorage.batchSize", "256")
+               .config("spark.driver.memory",
+                       os.environ.get("BROKERPERF_SPARK_DRIVER_MEMORY") or "2g"))
+    local_dir = os.environ.get("BROKERPERF_SPARK_LOCAL_DIR")
+    if local_dir:  # shuffle and spill files: a tmpfs spares a busy disk
+        builder = builder.config("spark.local.dir", local_dir)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+@contextlib.contextmanager
+def progress(what: str, stream: Any = None) -> Iterator[None]:
+    """A one-line ``brokerperf report: <what> ... 12 s`` ticker while Spark works."""
+    out = stream if stream is not None else sys.stderr
+    done = threading.Event()
+    start = time.monotonic()
+    tty = bool(getattr(out, "isatty", lambda: False)())
+
+    def tick() -> None:
+        while not done.wait(1.0):
+            if tty:
+                out.write(f"\rbrokerperf report: {what} ... {time.monotonic() - start:.0f} s")
+                out.flush()
+
+    out.write(f"brokerperf report: {what} ...")
+    out.flush()
+    thread = threading.Thread(target=tick, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+        took = f"done in {time.monotonic() - start:.1f} s"
+        out.write(f"\rbrokerperf report: {what} ... {took}\n" if tty else f" {took}\n")
+        out.flush()
+
+
+# --------------------------------------------------------------------------- schema
+
+
+def record_schema() -> StructType:
+    """The explicit schema of the fields the report reads (everything else is skipped)."""
+    from pyspark.sql import types as T
+
+    d, s, long_, b = T.DoubleType(), T.StringType(), T.LongType(), T.BooleanType()
+
+    def struct(**fields: Any) -> T.StructType:
+        return T.StructType([T.StructField(k, v, True) for k, v in fields.items()])
+
+    hist = struct(
+        count=long_, min_us=d, max_us=d, mean_us=d, p50_us=d, p75_us=d, p95_us=d, p99_us=d,
+        p999_us=d, p9999_us=d, clamped=long_, below_one_us=long_,
+        sparse=T.ArrayType(T.ArrayType(long_)))
+    curve_point = struct(
+        offered_rate_msg_s=d, ack_rate_msg_s=d, sustainable=b, verdict=s,
+        e2e_response_p99_us=d, publish_response_p99_us=d)
+    return struct(
+        schema=s, run_id=s, test_id=s, attempt=long_, broker=s, broker_version=s,
+        provision=s, nodes=long_, topology_check=b, scenario=s,
+        params=T.MapType(s, s), profile=s, env=s, driver=s,
+        durability=struct(level=long_, label=s),
+        begin_time=s, end_time=s, period_s=d, measured_s=d,
+        target_rate_msg_s=d, ack_rate_msg_s=d, consume_rate_msg_s=d, publish_mib_s=d,
+        consume_mib_s=d, send_errors=long_,
+        latency=struct(**{v: hist for v in VIEWS}),
+        verdict=struct(status=s, reasons=T.ArrayType(s)),
+        throughput=struct(mode=s, highest_sustainable_rate_msg_s=d, limit=s, outcome=s),
+        ladder=struct(curve=T.ArrayType(curve_point), knee=struct(rate_msg_s=d)),
+        manifest=struct(machine=struct(cpu_model=s, logical_cpus=long_)),
+        _corrupt_record=s,
+    )
+
+
+# --------------------------------------------------------------------------- input
+
+
+def find_result_files(dirs: Sequence[str | Path]) -> list[Path]:
+    """Every ``results.jsonl`` in or under the given directories (or the files themselves)."""
+    files: list[Path] = []
+    for raw in dirs:
+        p = Path(raw)
+        if p.is_file():
+            files.append(p)
+            continue
+        if not p.is_dir():
+            raise ReportInputError(f"result directory {str(p)!r} does not exist; give the "
+                                   "--brokerperf-results directory of a run (or a parent)")
+        found = sorted(p.rglob("results.jsonl"))
+        if not found:
+            raise ReportInputError(f"no results.jsonl in or under {str(p)!r}; give the "
+                                   "--brokerperf-results directory of a run (or a parent)")
+        files.extend(found)
+    seen: set[Path] = set()
+    unique = []
+    for f in files:
+        r = f.resolve()
+        if r not in seen:
+            seen.add(r)
+            unique.append(f)
+    return unique
+
+
+def _upgrade(df: DataFrame) -> DataFrame:
+    """Bring every supported record version to the current one (defaults for absent fields).
+
+    ``brokerperf.result/1`` is read as is; fields added to it later without a version
+    bump (``attempt``, ``env``) get the value their absence meant.
+    """
+    from pyspark.sql import functions as F
+
+    return (df
+            .withColumn("attempt", F.coalesce(F.col("attempt"), F.lit(1)))
+            .withColumn("env", F.coalesce(F.col("env"), F.lit("local")))
+            .withColumn("params", F.coalesce(F.col("params"), F.create_map()))
+            .withColumn("schema", F.lit(CURRENT_SCHEMA)))
+
+
+def load_records(spark: SparkSession, dirs: Sequence[str | Path], *,
+                 run_id: str | None = None) -> tuple[DataFrame, ReportResult]:
+    """Read, check versions, upgrade and de-duplicate (one Spark action; lazily cached).
+
+    Malformed lines (a write cut short) and records without a key are skipped with a
+    warning; a record schema this job cannot read is an input error naming the file.
+    """
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    files = find_result_files(dirs)
+    raw = (spark.read.schema(record_schema())
+           .option("mode", "PERMISSIVE")
+           .option("columnNameOfCorruptRecord", "_corrupt_record")
+           .json([str(f) for f in files])
+           .withColumn("_file", F.input_file_name()))
+    if run_id is not None:  # one run's records (the pytest session's own report)
+        raw = raw.filter(F.col("_corrupt_record").isNotNull() | (F.col("run_id") == run_id))
+    raw = (raw.withColumn("_bad", F.col("_corrupt_record").isNotNull())
+           .withColumn("_keyless", ~F.col("_bad") & (F.col("run_id").isNull()
+                                                      | F.col("test_id").isNull()))
+           .cache())
+    ok = ~F.col("_bad") & ~F.col("_keyless")
+    stats = raw.agg(
+        F.count(F.lit(1)).alias("n"),
+        F.sum(F.col("_bad").cast("int")).alias("bad"),
+        F.sum(F.col("_keyless").cast("int")).alias("keyless"),
+        F.slice(F.sort_array(F.collect_set(F.when(F.col("_bad"), F.col("_file")))), 1, 5)
+        .alias("bad_files"),
+        F.collect_set(F.when(ok, F.struct(
+            F.coalesce(F.col("schema"), F.lit("<none>")).alias("v"), F.col("_file").alias("f"))
+        )).alias("versions"),
+        F.countDistinct(F.when(ok, F.struct("run_id", "test_id", "attempt"))).alias("keys"),
+    ).first()
+    assert stats is not None
+    n, bad, keyless = int(stats["n"]), int(stats["bad"] or 0), int(stats["keyless"] or 0)
+    result = ReportResult(cells={}, files=[str(f) for f in files], records_read=0,
+                          duplicates_dropped=0, malformed_lines=bad)
+    if bad:
+        result.warnings.append(f"{bad} malformed line(s) skipped (a write cut short?) in "
+                               f"{', '.join(stats['bad_files'])}")
+    if keyless:
+        result.warnings.append(f"{keyless} record(s) without run_id/test_id skipped")
+    unknown = sorted((r["v"], r["f"]) for r in stats["versions"]
+                     if r["v"] not in SUPPORTED_SCHEMAS)
+    if unknown:
+        v, f = unknown[0]
+        raise ReportInputError(
+            f"record schema {v!r} in {f} is not one this report reads "
+            f"({', '.join(SUPPORTED_SCHEMAS)}); use the pytest-brokerperf version that "
+            "wrote it, or a newer one")
+    result.records_read = n - bad - keyless
+    if result.records_read == 0:
+        raise ReportInputError(f"no usable record in {', '.join(map(str, files))}")
+    result.duplicates_dropped = result.records_read - int(stats["keys"])
+    w = Window.partitionBy("run_id", "test_id", "attempt").orderBy(
+        F.col("end_time").desc_nulls_last(), F.col("_file"))
+    deduped = (_upgrade(raw.filter(ok)).withColumn("_rank", F.row_number().over(w))
+               .filter(F.col("_rank") == 1).drop("_rank", "_corrupt_record", "_bad",
+                                                 "_keyless"))
+    return _with_cell(deduped).cache(), result
+
+
+def _with_cell(df: DataFrame) -> DataFrame:
+    """Add the cell columns: canonical params text, durability key, fault."""
+    from pyspark.sql import functions as F
+
+    params_key = F.expr(
+        "array_join(array_sort(transform(filter(map_entries(params), "
+        "e -> e.key NOT IN ('durability', 'fault')), "
+        "e -> concat(e.key, '=', coalesce(e.value, 'null')))), ' ')")
+    level = F.coalesce(F.col("durability.level").cast("string"),
+                       F.col("params")["durability"])
+    durability_key = F.when(level.isNull() | (level == "null"), F.lit("driver-defined")) \
+        .otherwise(F.concat(F.lit("d"), level))
+    machine = F.concat_ws(" × ", F.coalesce(F.col("manifest.machine.cpu_model"), F.lit("?")),
+                          F.concat(F.coalesce(F.col("manifest.machine.logical_cpus")
+                                              .cast("string"), F.lit("?")), F.lit(" cpus")))
+    return (df.withColumn("broker", F.coalesce(F.col("broker"), F.lit("?")))
+            .withColumn("scenario", F.coalesce(F.col("scenario"), F.lit("?")))
+            .withColumn("params_key", params_key)
+            .withColumn("durability_key", durability_key)
+            .withColumn("fault", F.coalesce(F.col("params")["fault"], F.lit("none")))
+            .withColumn("machine", machine)
+            .withColumn("status", F.coalesce(F.col("verdict.status"), F.lit("unknown")))
+            .withColumn("max_sustainable_rate",
+                        F.col("throughput.highest_sustainable_rate_msg_s")))
+
+
+# --------------------------------------------------------------------------- histograms
+
+
+def _bucket_sql(index: str) -> tuple[str, str]:
+    """SQL for a fixed-layout counts index: (sub-bucket value s, bucket shift b)."""
+    b = f"CAST(greatest(shiftright({index}, 10) - 1, 0) AS INT)"
+    s = f"CAST(CASE WHEN {index} < 2048 THEN {index} ELSE ({index} & 1023) + 1024 END AS BIGINT)"
+    return s, b
+
+
+def bucket_value(index: str) -> Column:
+    """Highest equivalent value of a fixed-layout counts index (what percentiles report).
+
+    3 significant digits, lowest 1 µs: ``b = max((i >> 10) - 1, 0)``,
+    ``s = i < 2048 ? i : (i & 1023) + 1024``, value ``(s << b) + (1 << b) - 1``.
+    """
+    from pyspark.sql import functions as F
+
+    s, b = _bucket_sql(index)
+    return F.expr(f"shiftleft({s}, {b}) + shiftleft(CAST(1 AS BIGINT), {b}) - 1")
+
+
+def _bucket_low_and_mid(index: str) -> tuple[Column, Column]:
+    """Lowest and median equivalent values of a counts index (min and mean use these)."""
+    from pyspark.sql import functions as F
+
+    s, b = _bucket_sql(index)
+    low = f"shiftleft({s}, {b})"
+    return F.expr(low), F.expr(f"{low} + shiftright(shiftleft(CAST(1 AS BIGINT), {b}), 1)")
+
+
+def merged_buckets(records: DataFrame, keys: Sequence[str]) -> DataFrame:
+    """(keys..., view, idx, cnt): the sparse histograms of ``records`` summed per bucket."""
+    from pyspark.sql import functions as F
+
+    views = F.array(*[F.struct(F.lit(v).alias("view"),
+                               F.col(f"latency.{v}.sparse").alias("sparse")) for v in VIEWS])
+    return (records.select(*keys, F.explode(views).alias("h"))
+            .select(*keys, F.col("h.view").alias("view"), F.explode("h.sparse").alias("b"))
+            .select(*keys, "view", F.col("b")[0].alias("idx"), F.col("b")[1].alias("cnt"))
+            .groupBy(*keys, "view", "idx").agg(F.sum("cnt").alias("cnt")))
+
+
+def percentiles(buckets: DataFrame, keys: Sequence[str]) -> DataFrame:
+    """(keys..., view, total, min, max, mean, p50 ... p99.99) from merged bucket counts.
+
+    Rank as HdrHistogram_py: ``target = max(int(q * n / 100 + 0.5), 1)``; the value is
+    that of the first bucket whose cumulative count reaches the target; ``None`` when
+    ``n`` is below ``10 / (1 - q/100)``.
+    """
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    g = [*keys, "view"]
+    w = Window.partitionBy(*g).orderBy("idx").rowsBetween(Window.unboundedPreceding,
+                                                          Window.currentRow)
+    low, mid = _bucket_low_and_mid("idx")
+    cum = (buckets.filter(F.col("cnt") > 0)
+           .withColumn("cum", F.sum("cnt").over(w))
+           .withColumn("total", F.sum("cnt").over(Window.partitionBy(*g))))
+    aggs = [F.min(F.when(F.col("cum") >= F.greatest(
+        (F.lit(q) * F.col("total") / 100 + 0.5).cast("long"), F.lit(1)), F.col("idx")))
+        .alias(f"i_{i}") for i, (_, q) in enumerate(PERCENTILE_NAMES)]
+    out = cum.groupBy(*g).agg(
+        F.first("total").alias("total"),
+        F.min(F.when(F.col("cnt") > 0, low)).alias("min"),
+        F.max("idx").alias("i_max"),
+        (F.sum(F.col("cnt").cast("decimal(38,0)") * mid) / F.first("total")).cast("double")
+        .alias("mean"),
+        *aggs)
+    cols: list[Column | str] = [*g, "total", F.col("min").cast("double").alias("min"),
+            bucket_value("i_max").cast("double").alias("max"), "mean"]
+    for i, (name, q) in enumerate(PERCENTILE_NAMES):
+        cols.append(F.when(F.col("total") >= min_samples_for(q),
+                           bucket_value(f"i_{i}").cast("double")).alias(name))
+    return out.select(*cols)
+
+
+# --------------------------------------------------------------------------- aggregate
+
+
+def _rate_stats(row: Any, name: str) -> RateStats:
+    def val(suffix: str) -> float | None:
+        x = row[f"{name}__{suffix}"]
+        return None if x is None else float(x)
+
+    return RateStats(n=int(row[f"{name}__n"] or 0), mean=val("mean"), stddev=val("sd"),
+                     min=val("min"), max=val("max"))
+
+
+def _rate_aggs() -> list[Column]:
+    from pyspark.sql import functions as F
+
+    aggs = []
+    for name, col in _RATES.items():
+        aggs += [F.count(col).alias(f"{name}__n"), F.avg(col).alias(f"{name}__mean"),
+                 F.stddev_samp(col).alias(f"{name}__sd"), F.min(col).alias(f"{name}__min"),
+                 F.max(col).alias(f"{name}__max")]
+    return aggs
+
+
+def _key(row: Any) -> CellKey:
+    return CellKey(row["broker"], row["scenario"], row["params_key"] or "",
+                   row["durability_key"], row["fault"], row["env"])
+
+
+def _latency(row: Any) -> LatencyStats:
+    values: dict[str, float | None] = {name: row[name] for name, _ in PERCENTILE_NAMES}
+    values.update(min=row["min"], max=row["max"], mean=row["mean"])
+    return LatencyStats(count=int(row["total"]), values=values)
+
+
+def aggregate(records: DataFrame, result: ReportResult) -> ReportResult:
+    """Per-cell statistics (pooled and per run) into ``result.cells``; returns ``result``.
+
+    Four Spark actions: merged-histogram percentiles (cells and runs in one union),
+    counts and rate statistics (likewise), records left out of verdicts, ladder curves.
+    """
+    from pyspark.sql import functions as F
+
+    cell = list(CELL)
+    valid = records.filter(F.col("status") == "valid")
+    per_run = merged_buckets(valid, [*cell, "run_id"])
+    pooled = (per_run.groupBy(*cell, "view", "idx").agg(F.sum("cnt").alias("cnt"))
+              .withColumn("run_id", F.lit(None).cast("string")))
+    lat_rows = percentiles(per_run.unionByName(pooled), [*cell, "run_id"]).collect()
+
+    def cell_level(df: DataFrame) -> DataFrame:
+        return df.groupBy(*cell).agg(
+            *_rate_aggs(),
+            F.count(F.lit(1)).alias("records"),
+            F.sum((F.col("status") == "valid").cast("int")).alias("valid"),
+            F.countDistinct("run_id").alias("runs"),
+            F.sort_array(F.collect_set("machine")).alias("machines"),
+            (F.stddev_samp("e2e_p99") / F.avg("e2e_p99")).alias("p99_cv"),
+        ).withColumn("run_id", F.lit(None).cast("string"))
+
+    valid_rates = records.select(
+        *cell, "run_id", "status", "machine",
+        F.when(F.col("status") == "valid", F.col("latency.e2e_response.p99_us")).alias("e2e_p99"),
+        *[F.when(F.col("status") == "valid", F.col(c)).alias(c) for c in _RATES.values()])
+    run_level = valid.groupBy(*cell, "run_id").agg(*_rate_aggs())
+    agg_rows = (cell_level(valid_rates).unionByName(run_level, allowMissingColumns=True)
+                .collect())
+    invalid = (records.filter(F.col("status") != "valid")
+               .select(*cell, "run_id", "test_id", "attempt", "status",
+                       F.coalesce(F.col("verdict.reasons"), F.array()).alias("reasons"))
+               .orderBy("run_id", "test_id", "attempt").collect())
+    ladders = (valid.filter(F.size(F.coalesce(F.col("ladder.curve"), F.array())) > 0)
+               .select(*cell, "run_id", F.col("ladder.knee.rate_msg_s").alias("knee"),
+                       F.explode("ladder.curve").alias("p")).collect())
+
+    lat_by: dict[tuple[CellKey, str | None], dict[str, LatencyStats]] = defaultdict(dict)
+    for r in lat_rows:
+        lat_by[(_key(r), r["run_id"])][r["view"]] = _latency(r)
+    cell_rows = {}
+    runs_by_cell: dict[CellKey, dict[str, Figures]] = defaultdict(dict)
+    for r in agg_rows:
+        k = _key(r)
+        if r["run_id"] is None:
+            cell_rows[k] = r
+        else:
+            runs_by_cell[k][r["run_id"]] = Figures(
+                latency=lat_by.get((k, r["run_id"]), {}),
+                rates={name: _rate_stats(r, name) for name in _RATES})
+    invalid_by_cell: dict[CellKey, list[InvalidRecord]] = defaultdict(list)
+    for r in invalid:
+        invalid_by_cell[_key(r)].append(InvalidRecord(
+            r["run_id"], r["test_id"], int(r["attempt"]), r["status"], tuple(r["reasons"])))
+    curve_by_cell: dict[CellKey, list[CurvePoint]] = defaultdict(list)
+    for r in ladders:
+        p = r["p"]
+        curve_by_cell[_key(r)].append(CurvePoint(
+            r["run_id"], p["offered_rate_msg_s"], p["ack_rate_msg_s"], p["e2e_response_p99_us"],
+            p["publish_response_p99_us"], p["sustainable"], r["knee"]))
+
+    for k, r in cell_rows.items():
+        result.cells[k] = CellStats(
+            key=k, records=int(r["records"]), valid=int(r["valid"]), runs=int(r["runs"]),
+            figures=Figures(latency=lat_by.get((k, None), {}),
+                            rates={name: _rate_stats(r, name) for name in _RATES}),
+            run_figures=dict(sorted(runs_by_cell.get(k, {}).items())),
+            p99_spread=None if r["p99_cv"] is None else float(r["p99_cv"]),
+            invalid=tuple(invalid_by_cell.get(k, ())),
+            machines=tuple(r["machines"]),
+            curve=tuple(sorted(curve_by_cell.get(k, ()),
+                               key=lambda p: (p.run_id, p.offered_rate or 0.0))),
+        )
+    return result
+
+
+def run_job(spark: SparkSession, dirs: Sequence[str | Path], *,
+            run_id: str | None = None) -> ReportResult:
+    """Load and aggregate ``dirs`` (one side of a comparison), optionally one run only."""
+    records, result = load_records(spark, dirs, run_id=run_id)
+    try:
+        return aggregate(records, result)
+    finally:
+        records.unpersist()

@@ -1,0 +1,101 @@
+"""Synthetic ``results.jsonl`` records for report tests and the report benchmark.
+
+Records carry real histograms (``LatencyHistogram`` fed the given samples, encoded as the
+plugin encodes them), so what the report merges is what a run would have written; the
+rest of the record holds the fields the report reads, in schema ``brokerperf.result/1``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from pytest_brokerperf.figures import PERCENTILES, percentile_name
+from pytest_brokerperf.metrics.histogram import LatencyHistogram
+from pytest_brokerperf.metrics.stats import METRICS
+
+__all__ = ["SyntheticRun", "latency_block_from_samples", "synthetic_record", "write_jsonl"]
+
+
+def latency_block_from_samples(samples: Mapping[str, Sequence[int] | npt.NDArray[np.int64]]
+                               ) -> dict[str, Any]:
+    """The record's ``latency`` object for raw µs samples per view (as ``results.py``)."""
+    out: dict[str, Any] = {}
+    for view in METRICS:
+        h = LatencyHistogram.for_metric(view)
+        if view in samples:
+            h.record_batch(np.asarray(samples[view], dtype=np.int64))
+        pct = h.percentiles(PERCENTILES)
+        block: dict[str, Any] = {
+            f"{percentile_name(q).replace('.', '')}_us": pct[q] for q in PERCENTILES}
+        block.update(count=h.total_count, min_us=h.min(), max_us=h.max(), mean_us=h.mean(),
+                     clamped=h.clamped, below_one_us=h.below_one, hdr=h.encode(),
+                     sparse=h.sparse())
+        out[view] = block
+    return out
+
+
+@dataclass
+class SyntheticRun:
+    """What one synthetic record says; defaults make a valid Kafka tail-read."""
+
+    run_id: str = "20260101-000000-aaaaaa"
+    test_id: str = "test_scn.py::test_tail[kafka]"
+    attempt: int = 1
+    broker: str = "kafka"
+    scenario: str = "tailread"
+    params: dict[str, Any] = field(default_factory=lambda: {
+        "topics": 1, "partitions": 4, "message_size": 1024, "producers": 1,
+        "subscriptions": 1, "consumers": 1, "rate": 1000.0, "durability": None})
+    env: str = "local"
+    status: str = "valid"
+    reasons: tuple[str, ...] = ()
+    ack_rate: float = 1000.0
+    durability_level: int | None = None
+    end_time: str = "2026-01-01T00:01:00.000+00:00"
+    cpu_model: str = "Test CPU"
+
+
+def synthetic_record(run: SyntheticRun, samples: Mapping[str, Sequence[int]
+                                                         | npt.NDArray[np.int64]],
+                     *, latency: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """One record; ``latency`` (a prebuilt block) wins over ``samples`` when given."""
+    params = dict(run.params)
+    params["durability"] = run.durability_level
+    return {
+        "schema": "brokerperf.result/1",
+        "run_id": run.run_id, "test_id": run.test_id, "attempt": run.attempt,
+        "broker": run.broker, "broker_version": "test", "provision": "process", "nodes": 1,
+        "topology_check": False, "scenario": run.scenario, "params": params,
+        "profile": "smoke", "env": run.env, "driver": run.broker,
+        "durability": {"level": run.durability_level,
+                       "label": "driver-defined" if run.durability_level is None
+                       else f"level {run.durability_level}", "settings": {}, "read_back": {}},
+        "begin_time": "2026-01-01T00:00:00.000+00:00", "end_time": run.end_time,
+        "period_s": 10.0, "measured_s": 60.0,
+        "target_rate_msg_s": float(params.get("rate") or run.ack_rate),
+        "ack_rate_msg_s": run.ack_rate, "consume_rate_msg_s": run.ack_rate,
+        "publish_mib_s": run.ack_rate * int(params.get("message_size") or 0) / 2**20,
+        "consume_mib_s": run.ack_rate * int(params.get("message_size") or 0) / 2**20,
+        "send_errors": 0,
+        "latency": dict(latency) if latency is not None else latency_block_from_samples(samples),
+        "verdict": {"status": run.status, "reasons": list(run.reasons), "flags": [],
+                    "details": {}},
+        "slo": [], "notes": [], "artefacts": "",
+        "manifest": {"machine": {"cpu_model": run.cpu_model, "logical_cpus": 2}},
+    }
+
+
+def write_jsonl(path: Path, records: Iterable[Mapping[str, Any]]) -> Path:
+    """Append records to ``path`` (a ``results.jsonl``), creating its directory."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as fh:
+        for rec in records:
+            fh.write(json.dumps(rec, sort_keys=True, allow_nan=False) + "\n")
+    return path
