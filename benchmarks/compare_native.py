@@ -66,7 +66,7 @@ PERFTEST_VERSION = "2.22.1"
 #: Offered rate of the harness "max" runs: far above any broker here, so the worker
 #: sends as fast as it can and what is acknowledged is its ceiling.
 HARNESS_MAX_OFFER = 1_000_000.0
-NATIVE_MAX_RATE_GUESS = 200_000.0  # sizes ProducerPerformance's first max run
+NATIVE_MAX_RATE_GUESS = 100_000.0  # sizes ProducerPerformance's first max run
 TOOL_HEAP = "512m"
 
 
@@ -245,7 +245,7 @@ def run_bare(endpoint: Any, broker: str, rate: str, repeat: int, warmup_s: float
              duration_s: float, gen_cpus: tuple[int, ...] | None, workdir: Path) -> Measurement:
     from pytest_brokerperf.brokers import create_driver
 
-    driver = create_driver(endpoint, None, stats_interval_ms=0)
+    driver: Any = create_driver(endpoint, None, stats_interval_ms=0)
     topic = f"cmp-bare-{rate}-{repeat}-{os.getpid()}"
     admin = driver.admin() if broker != "rabbitmq" else None
     spec = bare_spec(broker, driver, topic, rate, warmup_s, duration_s)
@@ -364,7 +364,7 @@ class NativeRunner:
             ) -> Measurement:
         from pytest_brokerperf.brokers import create_driver
 
-        driver = create_driver(endpoint, None, stats_interval_ms=0)
+        driver: Any = create_driver(endpoint, None, stats_interval_ms=0)
         topic = f"cmp-native-{rate}-{repeat}-{os.getpid()}"
         log = self.workdir / f"native-{rate}-{repeat}.log"
         admin = driver.admin() if self.broker != "rabbitmq" else None
@@ -382,7 +382,7 @@ class NativeRunner:
                     admin.delete_topics([topic])
                 admin.close()
             if self.broker == "rabbitmq":
-                _rabbit_cleanup(driver.endpoint.bootstrap.split(",")[0], f"{topic}-q", topic)
+                _rabbit_cleanup(endpoint.bootstrap.split(",")[0], f"{topic}-q", topic)
         text = log.read_text(errors="replace")
         try:
             if self.broker == "kafka":
@@ -485,7 +485,7 @@ def main(argv: list[str] | None = None) -> int:
         aff = endpoint.info.get("cpu_affinity") or {}
         gen = aff.get("generator_cpus")
         gen_cpus = tuple(gen) if gen and aff.get("broker_cpus") else None
-        driver = create_driver(endpoint, None, stats_interval_ms=0)
+        driver: Any = create_driver(endpoint, None, stats_interval_ms=0)
         print(json.dumps({"broker": args.broker, "version": endpoint.version,
                           "broker_cpus": aff.get("broker_cpus"), "generator_cpus": gen_cpus,
                           "native_tool": None if tool is None else f"{tool.name} {tool.version}",

@@ -205,13 +205,13 @@ def spread(values: Iterable[float | None]) -> Spread | None:
     return Spread(vals[0], statistics.median(vals), vals[-1], len(vals))
 
 
-def paired_ratios(ms: Sequence[Measurement], num: str, den: str) -> list[float]:
-    """``num``/``den`` msg/s within each (rate, repeat): runs of one repeat alternate
-    on one broker, so they share its state (a disk filling, a warm page cache)."""
+def paired_ratios(ms: Sequence[Measurement], num: str, den: str, rate: str) -> list[float]:
+    """``num``/``den`` msg/s at ``rate``, paired within each repeat: runs of one repeat
+    alternate on one broker, so they share its state (a disk filling, a warm cache)."""
     by_key = {(m.side, m.rate, m.repeat): m for m in ms}
     out: list[float] = []
     for m in ms:
-        if m.side != num or m.figures is None:
+        if m.side != num or m.rate != rate or m.figures is None:
             continue
         d = by_key.get((den, m.rate, m.repeat))
         if d is not None and d.figures is not None and d.figures.msg_s > 0:
@@ -248,7 +248,7 @@ def format_report(ms: Sequence[Measurement], sides: Sequence[tuple[str, str]],
                        f"{'-' if p99 is None else f'{p99.median:.2f}':>7} "
                        f"{'-' if p999 is None else f'{p999.median:.2f}':>8}  {note}")
         for num, den in (("harness", "native"), ("harness", "bare")):
-            r = spread(paired_ratios(ms, num, den))
+            r = spread(paired_ratios(ms, num, den, rate))
             if r is not None:
                 text = f"min {r.low:.2f} median {r.median:.2f} max {r.high:.2f}"
                 out.append(f"{rate:>6}  {'ratio ' + num + '/' + den:<34} {text:>28}")

@@ -1,0 +1,144 @@
+"""benchmarks/native_report.py: the native tools' outputs read as steady-state figures.
+
+The samples are captured outputs of the real tools (Kafka 4.3.1 ProducerPerformance,
+pulsar-perf 4.0.6, PerfTest 2.22.1) on this project's local single-node brokers, trimmed
+to the lines that matter plus some noise around them. No broker is needed.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+from native_report import (  # noqa: E402
+    Measurement,
+    ToolFigures,
+    ToolOutputError,
+    format_report,
+    paired_ratios,
+    parse_perftest,
+    parse_producer_performance,
+    parse_pulsar_perf,
+    spread,
+)
+
+KAFKA_MAX = """\
+SLF4J: Failed to load class "org.slf4j.impl.StaticLoggerBinder".
+Warmup first 400000 records. Steady state results will print after the complete test summary.
+87039 records sent, 17232.0 records/sec (16.83 MB/sec), 389.2 ms avg latency, 1748.0 ms max latency.
+252000 records sent, 50259.3 records/sec (49.08 MB/sec), 591.9 ms avg latency, 1212.0 ms max latency.
+In steady state.
+212718 records sent, 42424.8 records/sec (41.43 MB/sec), 269.9 ms avg latency, 897.0 ms max latency.
+1400000 records sent, 40580.886403 records/sec (39.63 MB/sec), 216.80 ms avg latency, 1748.00 ms max latency, 67 ms 50th, 728 ms 95th, 953 ms 99th, 1132 ms 99.9th.
+1000000 steady state records sent, 41872.539988 records/sec (40.89 MB/sec), 108.59 ms avg latency, 953.00 ms max latency, 32 ms 50th, 586 ms 95th, 757 ms 99th, 880 ms 99.9th.
+"""  # noqa: E501
+
+KAFKA_NO_WARMUP = """\
+4998 records sent, 999.4 records/sec (0.98 MB/sec), 5.3 ms avg latency, 109.0 ms max latency.
+7000 records sent, 991.360997 records/sec (0.97 MB/sec), 19.72 ms avg latency, 1275.00 ms max latency, 5 ms 50th, 67 ms 95th, 86 ms 99th, 132 ms 99.9th.
+"""  # noqa: E501
+
+
+def test_kafka_uses_the_steady_state_summary_not_the_whole_run() -> None:
+    fig = parse_producer_performance(KAFKA_MAX)
+    assert fig.msg_s == pytest.approx(41872.539988)
+    assert (fig.p50_ms, fig.p99_ms, fig.p999_ms) == (32.0, 757.0, 880.0)
+    assert "steady" in fig.how
+
+
+def test_kafka_whole_run_summary_when_there_is_no_warmup() -> None:
+    fig = parse_producer_performance(KAFKA_NO_WARMUP)
+    assert fig.msg_s == pytest.approx(991.360997)
+    assert (fig.p50_ms, fig.p99_ms, fig.p999_ms) == (5.0, 86.0, 132.0)
+    assert fig.how == "whole-run summary"
+
+
+def test_kafka_periodic_lines_alone_are_not_a_result() -> None:
+    periodic_only = "\n".join(KAFKA_MAX.splitlines()[:6])
+    with pytest.raises(ToolOutputError, match="no summary line"):
+        parse_producer_performance(periodic_only)
+
+
+PULSAR = """\
+18:40:01.120 INFO  PerformanceProducer - Created 1 producers
+18:40:11.125 INFO  PerformanceProducer - Throughput produced:     412,345 msg ---  41234.5 msg/s ---    322.1 Mbit/s  --- failure      0.0 msg/s --- Latency: mean:  80.123 ms - med:  40.111 - 95pct: 300.000 - 99pct: 900.100 - 99.9pct: 1200.500 - 99.99pct: 1300.000 - Max: 1400.000
+18:40:21.127 INFO  PerformanceProducer - Throughput produced:   1,101,000 msg --- 110100.0 msg/s ---    860.2 Mbit/s  --- failure      0.0 msg/s --- Latency: mean:  10.500 ms - med:   8.000 - 95pct:  20.000 - 99pct:  30.000 - 99.9pct:  45.000 - 99.99pct:  60.000 - Max:  70.000
+18:40:31.130 INFO  PerformanceProducer - Throughput produced:   1,201,000 msg --- 120100.0 msg/s ---    938.3 Mbit/s  --- failure      0.0 msg/s --- Latency: mean:  11.500 ms - med:   9.000 - 95pct:  22.000 - 99pct:  34.000 - 99.9pct:  47.000 - 99.99pct:  61.000 - Max:  72.000
+18:40:33.140 INFO  PerformanceProducer - Aggregated throughput stats --- 2,760,000 records sent --- 86250.000 msg/s --- 673.8 Mbit/s
+18:40:33.141 INFO  PerformanceProducer - Aggregated latency stats --- Latency: mean:  11.000 ms - med:   8.500 - 95pct:  21.000 - 99pct:  32.000 - 99.9pct:  46.000 - 99.99pct:  60.500 - 99.999pct:  71.000 - Max:  72.000
+"""  # noqa: E501
+
+
+def test_pulsar_rate_comes_from_the_periodic_lines_after_the_warmup() -> None:
+    fig = parse_pulsar_perf(PULSAR, warmup_s=10)
+    # the Aggregated line's 86,250 msg/s includes the warm-up's 41k; the steady lines don't
+    assert fig.msg_s == pytest.approx((110100.0 + 120100.0) / 2)
+    assert (fig.p50_ms, fig.p99_ms, fig.p999_ms) == (8.5, 32.0, 46.0)
+    assert "2 periodic" in fig.how and "Aggregated" in fig.how
+
+
+def test_pulsar_latency_falls_back_to_the_steady_lines_median() -> None:
+    no_agg = "\n".join(ln for ln in PULSAR.splitlines() if "Aggregated" not in ln)
+    fig = parse_pulsar_perf(no_agg, warmup_s=10)
+    assert (fig.p50_ms, fig.p99_ms, fig.p999_ms) == (8.5, 32.0, 46.0)
+
+
+def test_pulsar_a_warmup_longer_than_the_run_is_an_error_not_the_aggregate() -> None:
+    with pytest.raises(ToolOutputError, match="includes the warm-up"):
+        parse_pulsar_perf(PULSAR, warmup_s=30)
+
+
+PERFTEST = """\
+id: test-184501-123, starting consumer #0
+id: test-184501-123, time 1.000 s, sent: 9120 msg/s, confirmed: 8001 msg/s, nacked: 0 msg/s, received: 7000 msg/s, min/median/75th/95th/99th consumer latency: 900/20000/30000/40000/50000 µs, confirm latency: 500/9000/12000/20000/30000 µs
+id: test-184501-123, time 2.000 s, sent: 18000 msg/s, confirmed: 18000 msg/s, nacked: 0 msg/s, received: 17900 msg/s, min/median/75th/95th/99th consumer latency: 800/10000/12000/14000/16000 µs, confirm latency: 400/5000/6000/7000/8000 µs
+id: test-184501-123, time 3.000 s, sent: 19000 msg/s, confirmed: 19000 msg/s, nacked: 0 msg/s, received: 18900 msg/s, min/median/75th/95th/99th consumer latency: 800/11000/12000/14000/17000 µs, confirm latency: 400/6000/6500/7000/9000 µs
+id: test-184501-123, time 4.000 s, sent: 20000 msg/s, confirmed: 20000 msg/s, nacked: 0 msg/s, received: 19900 msg/s, min/median/75th/95th/99th consumer latency: 800/12000/12000/14000/18000 µs, confirm latency: 400/7000/7500/8000/10000 µs
+test stopped (Reached time limit)
+id: test-184501-123, sending rate avg: 16530 msg/s
+id: test-184501-123, receiving rate avg: 15925 msg/s
+"""  # noqa: E501
+
+
+def test_perftest_mean_confirmed_rate_and_median_confirm_latency_after_warmup() -> None:
+    fig = parse_perftest(PERFTEST, warmup_s=1.0)
+    assert fig.msg_s == pytest.approx(19000.0)
+    assert fig.p50_ms == pytest.approx(6.0)
+    assert fig.p99_ms == pytest.approx(9.0)
+    assert fig.p999_ms is None
+
+
+def test_perftest_without_confirm_lines_is_an_error() -> None:
+    with pytest.raises(ToolOutputError, match="--confirm"):
+        parse_perftest("id: x, sending rate avg: 100 msg/s\n", warmup_s=0)
+
+
+def _m(side: str, rate: str, repeat: int, msg_s: float | None) -> Measurement:
+    return Measurement(side, rate, repeat, None if msg_s is None else ToolFigures(msg_s),
+                       error="" if msg_s is not None else "boom")
+
+
+def test_ratios_pair_runs_of_the_same_repeat_and_rate() -> None:
+    ms = [_m("harness", "max", 0, 80), _m("native", "max", 0, 100),
+          _m("harness", "max", 1, 90), _m("native", "max", 1, 200),
+          _m("harness", "1000", 0, 1000), _m("native", "1000", 0, 1000)]
+    assert paired_ratios(ms, "harness", "native", "max") == [0.8, 0.45]
+    assert paired_ratios(ms, "harness", "native", "1000") == [1.0]
+    s = spread(paired_ratios(ms, "harness", "native", "max"))
+    assert s is not None and (s.low, s.high, s.n) == (0.45, 0.8, 2)
+
+
+def test_a_failed_run_is_left_out_of_the_ratios_and_listed() -> None:
+    ms = [_m("harness", "max", 0, 80), _m("native", "max", 0, None),
+          _m("harness", "max", 1, 90), _m("native", "max", 1, 100)]
+    assert paired_ratios(ms, "harness", "native", "max") == [0.9]
+    text = format_report(ms, [("harness", "harness"), ("native", "tool")], ["max"],
+                         ["tool X cannot do Y"])
+    assert "1 (1 failed)" in text
+    assert "native rate=max repeat=0: boom" in text
+    assert "tool X cannot do Y" in text
+    assert "min 0.90 median 0.90 max 0.90" in text
