@@ -14,7 +14,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
-from native_report import (  # noqa: E402
+from native_report import (
     Measurement,
     ToolFigures,
     ToolOutputError,
