@@ -64,32 +64,46 @@ def test_kafka_periodic_lines_alone_are_not_a_result() -> None:
 
 
 PULSAR = """\
-18:40:01.120 INFO  PerformanceProducer - Created 1 producers
-18:40:11.125 INFO  PerformanceProducer - Throughput produced:     412,345 msg ---  41234.5 msg/s ---    322.1 Mbit/s  --- failure      0.0 msg/s --- Latency: mean:  80.123 ms - med:  40.111 - 95pct: 300.000 - 99pct: 900.100 - 99.9pct: 1200.500 - 99.99pct: 1300.000 - Max: 1400.000
-18:40:21.127 INFO  PerformanceProducer - Throughput produced:   1,101,000 msg --- 110100.0 msg/s ---    860.2 Mbit/s  --- failure      0.0 msg/s --- Latency: mean:  10.500 ms - med:   8.000 - 95pct:  20.000 - 99pct:  30.000 - 99.9pct:  45.000 - 99.99pct:  60.000 - Max:  70.000
-18:40:31.130 INFO  PerformanceProducer - Throughput produced:   1,201,000 msg --- 120100.0 msg/s ---    938.3 Mbit/s  --- failure      0.0 msg/s --- Latency: mean:  11.500 ms - med:   9.000 - 95pct:  22.000 - 99pct:  34.000 - 99.9pct:  47.000 - 99.99pct:  61.000 - Max:  72.000
-18:40:33.140 INFO  PerformanceProducer - Aggregated throughput stats --- 2,760,000 records sent --- 86250.000 msg/s --- 673.8 Mbit/s
-18:40:33.141 INFO  PerformanceProducer - Aggregated latency stats --- Latency: mean:  11.000 ms - med:   8.500 - 95pct:  21.000 - 99pct:  32.000 - 99.9pct:  46.000 - 99.99pct:  60.500 - 99.999pct:  71.000 - Max:  72.000
+18:31:21.409 INFO  PerformanceProducer - Created 1 producers
+18:31:30.610 INFO  PerformanceProducer - Throughput produced:  169210 msg ---  16727.0 msg/s ---    130.7 Mbit/s  --- failure      0.0 msg/s --- Latency: mean:   0.000 ms - med:   0.000 - 95pct:   0.000 - 99pct:   0.000 - 99.9pct:   0.000 - 99.99pct:   0.000 - Max:   0.000
+18:31:41.491 INFO  PerformanceProducer - Throughput produced:  716475 msg ---  47867.4 msg/s ---    374.0 Mbit/s  --- failure      0.0 msg/s --- Latency: mean: 251.780 ms - med: 175.048 - 95pct: 662.315 - 99pct: 913.271 - 99.9pct: 993.071 - 99.99pct: 998.927 - Max: 999.451
+18:31:43.428 INFO  PerformanceProducer - ------------- DONE (reached the maximum duration: [22 seconds] of production) --------------
+18:31:51.540 INFO  PerformanceProducer - Aggregated throughput stats --- 875150 records sent --- 27003.611 msg/s --- 210.966 Mbit/s
+18:31:51.715 INFO  PerformanceProducer - Aggregated latency stats --- Latency: mean: 243.120 ms - med: 176.929 - 95pct: 596.127 - 99pct: 806.519 - 99.9pct: 989.935 - 99.99pct: 998.867 - 99.999pct: 999.067 - Max: 999.451
 """  # noqa: E501
 
 
 def test_pulsar_rate_comes_from_the_periodic_lines_after_the_warmup() -> None:
     fig = parse_pulsar_perf(PULSAR, warmup_s=10)
-    # the Aggregated line's 86,250 msg/s includes the warm-up's 41k; the steady lines don't
-    assert fig.msg_s == pytest.approx((110100.0 + 120100.0) / 2)
-    assert (fig.p50_ms, fig.p99_ms, fig.p999_ms) == (8.5, 32.0, 46.0)
-    assert "2 periodic" in fig.how and "Aggregated" in fig.how
+    # "Aggregated" says 27,003 msg/s: the warm-up's line and the shutdown are in it
+    assert fig.msg_s == pytest.approx(47867.4)
+    assert (fig.p50_ms, fig.p99_ms, fig.p999_ms) == (176.929, 806.519, 989.935)
+    assert "1 periodic" in fig.how and "Aggregated" in fig.how
+
+
+def test_pulsar_rate_is_the_mean_of_every_steady_line() -> None:
+    line = ("12:00:00.000 INFO  PerformanceProducer - Throughput produced:   1,101,000 msg --- "
+            "{rate} msg/s ---    860.2 Mbit/s  --- failure      0.0 msg/s --- Latency: mean:  "
+            "10.500 ms - med:   {p50} - 95pct:  20.000 - 99pct:  30.000 - 99.9pct:  45.000 - "
+            "99.99pct:  60.000 - Max:  70.000")
+    text = "\n".join(line.format(rate=r, p50=p) for r, p in
+                     (("16,000.0", "0.000"), ("100,000.0", "8.000"), ("120,000.0", "9.000"),
+                      ("110,000.0", "7.000")))
+    fig = parse_pulsar_perf(text, warmup_s=10)
+    assert fig.msg_s == pytest.approx(110_000.0)
+    assert fig.p50_ms == 8.0  # no Aggregated line: median of the steady lines
+    assert "3 periodic" in fig.how
 
 
 def test_pulsar_latency_falls_back_to_the_steady_lines_median() -> None:
     no_agg = "\n".join(ln for ln in PULSAR.splitlines() if "Aggregated" not in ln)
     fig = parse_pulsar_perf(no_agg, warmup_s=10)
-    assert (fig.p50_ms, fig.p99_ms, fig.p999_ms) == (8.5, 32.0, 46.0)
+    assert (fig.p50_ms, fig.p99_ms, fig.p999_ms) == (175.048, 913.271, 993.071)
 
 
 def test_pulsar_a_warmup_longer_than_the_run_is_an_error_not_the_aggregate() -> None:
     with pytest.raises(ToolOutputError, match="includes the warm-up"):
-        parse_pulsar_perf(PULSAR, warmup_s=30)
+        parse_pulsar_perf(PULSAR, warmup_s=20)
 
 
 PERFTEST = """\
