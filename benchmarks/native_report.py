@@ -142,11 +142,12 @@ _PERFTEST_PERIODIC = re.compile(
     r"msg/s.*?confirm latency: (?P<lat>[0-9./]+) (?P<unit>µs|us|ms)")
 
 
-def parse_perftest(text: str, warmup_s: float) -> ToolFigures:
-    """RabbitMQ PerfTest: mean confirmed msg/s and median confirm latency of the
-    one-second lines after ``warmup_s``."""
+def parse_perftest(text: str, warmup_s: float, interval_s: float = 1.0) -> ToolFigures:
+    """RabbitMQ PerfTest: mean confirmed msg/s and median confirm latency of the lines
+    (one every ``interval_s``, ``--interval``) whose interval starts after ``warmup_s``."""
     lines = [m for m in (_PERFTEST_PERIODIC.search(line) for line in text.splitlines()) if m]
-    steady = [m for m in lines if float(m.group("t")) > warmup_s + 1e-9]
+    steady = [m for m in lines
+              if float(m.group("t")) - interval_s >= warmup_s - 0.05 * interval_s]
     if not steady:
         raise ToolOutputError(
             f"PerfTest printed {len(lines)} per-second line(s) with confirms, none after the "

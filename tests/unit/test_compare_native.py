@@ -107,23 +107,33 @@ def test_pulsar_a_warmup_longer_than_the_run_is_an_error_not_the_aggregate() -> 
 
 
 PERFTEST = """\
-id: test-184501-123, starting consumer #0
-id: test-184501-123, time 1.000 s, sent: 9120 msg/s, confirmed: 8001 msg/s, nacked: 0 msg/s, received: 7000 msg/s, min/median/75th/95th/99th consumer latency: 900/20000/30000/40000/50000 µs, confirm latency: 500/9000/12000/20000/30000 µs
-id: test-184501-123, time 2.000 s, sent: 18000 msg/s, confirmed: 18000 msg/s, nacked: 0 msg/s, received: 17900 msg/s, min/median/75th/95th/99th consumer latency: 800/10000/12000/14000/16000 µs, confirm latency: 400/5000/6000/7000/8000 µs
-id: test-184501-123, time 3.000 s, sent: 19000 msg/s, confirmed: 19000 msg/s, nacked: 0 msg/s, received: 18900 msg/s, min/median/75th/95th/99th consumer latency: 800/11000/12000/14000/17000 µs, confirm latency: 400/6000/6500/7000/9000 µs
-id: test-184501-123, time 4.000 s, sent: 20000 msg/s, confirmed: 20000 msg/s, nacked: 0 msg/s, received: 19900 msg/s, min/median/75th/95th/99th consumer latency: 800/12000/12000/14000/18000 µs, confirm latency: 400/7000/7500/8000/10000 µs
+id: test-183510-816, starting consumer #0
+id: test-183510-816, starting consumer #0, channel #0
+id: test-183510-816, starting producer #0
+id: test-183510-816, starting producer #0, channel #0
+id: test-183510-816, time 1.003 s, sent: 2505 msg/s, confirmed: 2298 msg/s, nacked: 0 msg/s, received: 2203 msg/s, min/median/75th/95th/99th consumer latency: 11111/72719/125287/235563/266797 µs, confirm latency: 6255/37479/95636/217466/232034 µs
+id: test-183510-816, time 2.005 s, sent: 6012 msg/s, confirmed: 5685 msg/s, nacked: 0 msg/s, received: 5780 msg/s, min/median/75th/95th/99th consumer latency: 34019/83157/98350/152798/163657 µs, confirm latency: 21954/71331/86959/119476/143332 µs
+id: test-183510-816, time 3.005 s, sent: 5396 msg/s, confirmed: 5210 msg/s, nacked: 0 msg/s, received: 5210 msg/s, min/median/75th/95th/99th consumer latency: 66489/139046/176967/211684/222436 µs, confirm latency: 60631/127032/164021/207096/219711 µs
+id: test-183510-816, time 4.001 s, sent: 5933 msg/s, confirmed: 6180 msg/s, nacked: 0 msg/s, received: 6180 msg/s, min/median/75th/95th/99th consumer latency: 36556/84703/104227/128327/140124 µs, confirm latency: 33982/79696/98644/114282/128618 µs
+id: test-183510-816, time 5.001 s, sent: 6672 msg/s, confirmed: 6646 msg/s, nacked: 0 msg/s, received: 6600 msg/s, min/median/75th/95th/99th consumer latency: 44789/87461/98753/109548/115643 µs, confirm latency: 30355/83928/95127/108876/115054 µs
+id: test-183510-816, time 6.001 s, sent: 6608 msg/s, confirmed: 6747 msg/s, nacked: 0 msg/s, received: 6793 msg/s, min/median/75th/95th/99th consumer latency: 44619/80711/90951/102903/117493 µs, confirm latency: 37164/77247/88354/101592/106158 µs
+id: test-183510-816, time 7.001 s, sent: 6338 msg/s, confirmed: 6265 msg/s, nacked: 0 msg/s, received: 6201 msg/s, min/median/75th/95th/99th consumer latency: 40109/93706/106899/124602/146853 µs, confirm latency: 37506/87723/101608/121503/143491 µs
 test stopped (Reached time limit)
-id: test-184501-123, sending rate avg: 16530 msg/s
-id: test-184501-123, receiving rate avg: 15925 msg/s
+id: test-183510-816, sending rate avg: 5592 msg/s
+id: test-183510-816, receiving rate avg: 5569 msg/s
+id: test-183510-816, consumer latency min/median/75th/95th/99th 16613/89031/107030/163411/211746 µs
+id: test-183510-816, confirm latency min/median/75th/95th/99th 7491/82441/101722/156845/218293 µs
 """  # noqa: E501
 
 
 def test_perftest_mean_confirmed_rate_and_median_confirm_latency_after_warmup() -> None:
-    fig = parse_perftest(PERFTEST, warmup_s=1.0)
-    assert fig.msg_s == pytest.approx(19000.0)
-    assert fig.p50_ms == pytest.approx(6.0)
-    assert fig.p99_ms == pytest.approx(9.0)
+    fig = parse_perftest(PERFTEST, warmup_s=2.0)
+    # lines at 3.005 .. 7.001 s: the one at 2.005 s still covers the warm-up
+    assert fig.msg_s == pytest.approx((5210 + 6180 + 6646 + 6747 + 6265) / 5)
+    assert fig.p50_ms == pytest.approx(83.928)
+    assert fig.p99_ms == pytest.approx(128.618)
     assert fig.p999_ms is None
+    assert "5 per-second" in fig.how
 
 
 def test_perftest_without_confirm_lines_is_an_error() -> None:
