@@ -301,6 +301,7 @@ class NativeRunner:
         self.broker, self.tool, self.java, self.workdir = broker, tool, java, workdir
         self.warmup_s, self.duration_s = warmup_s, duration_s
         self.max_estimate = NATIVE_MAX_RATE_GUESS  # updated from each max run
+        self.measured_max = False
 
     def jvm(self) -> list[str]:
         return [self.java, f"-Xms{TOOL_HEAP}", f"-Xmx{TOOL_HEAP}", "-cp", self.tool.classpath]
@@ -395,6 +396,7 @@ class NativeRunner:
             return Measurement("native", rate, repeat, None, error=f"exit {rc}: {e}; see {log}")
         if rate == "max" and fig.msg_s > 0:
             self.max_estimate = fig.msg_s
+            self.measured_max = True
         return Measurement("native", rate, repeat, fig)
 
 
@@ -511,6 +513,9 @@ def main(argv: list[str] | None = None) -> int:
                         m = Measurement(side, rate, repeat, None,
                                         error=f"{type(e).__name__}: {e}".splitlines()[0])
                     ms.append(m)
+                    if (side == "bare" and rate == "max" and native is not None
+                            and not native.measured_max and m.figures is not None):
+                        native.max_estimate = m.figures.msg_s  # sizes the first tool run
                     f = m.figures
                     print(json.dumps({"repeat": repeat, "rate": rate, "side": side,
                                       "msg_s": None if f is None else round(f.msg_s),
@@ -524,14 +529,11 @@ def main(argv: list[str] | None = None) -> int:
     labels = {"harness": "harness (1 worker, full recording)",
               "bare": f"bare {_client_name(args.broker)} loop",
               "native": tool.name if tool is not None else "native"}
-    cpu = [m.extra["worker_cpu_share"] for m in ms if "worker_cpu_share" in m.extra]
     print()
     print(f"{args.broker} {endpoint.version}, single node; {args.repeats} repeat(s) x "
           f"{args.duration:g} s measured after {args.warmup:g} s warm-up; 1 KiB messages; "
           f"generators pinned to CPUs {list(gen_cpus) if gen_cpus else 'unpinned'}")
     print(format_report(ms, [(s, labels[s]) for s in sides], rates, notes), end="")
-    if cpu:
-        print(f"harness worker CPU share of one core: {min(cpu):.2f}-{max(cpu):.2f}")
     if args.json:
         Path(args.json).write_text(json.dumps([asdict(m) for m in ms], indent=2) + "\n",
                                    encoding="utf-8")

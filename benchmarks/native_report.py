@@ -248,6 +248,11 @@ def format_report(ms: Sequence[Measurement], sides: Sequence[tuple[str, str]],
                        f"{'-' if p50 is None else f'{p50.median:.2f}':>7} "
                        f"{'-' if p99 is None else f'{p99.median:.2f}':>7} "
                        f"{'-' if p999 is None else f'{p999.median:.2f}':>8}  {note}")
+        cpu = spread(m.extra.get("worker_cpu_share") for m in ms
+                     if m.side == "harness" and m.rate == rate)
+        if cpu is not None:
+            out.append(f"{rate:>6}  {'harness worker CPU (share of a core)':<34} "
+                       f"{cpu.text('{:.2f}'):>28}")
         for num, den in (("harness", "native"), ("harness", "bare")):
             r = spread(paired_ratios(ms, num, den, rate))
             if r is not None:

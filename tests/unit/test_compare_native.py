@@ -166,3 +166,15 @@ def test_a_failed_run_is_left_out_of_the_ratios_and_listed() -> None:
     assert "native rate=max repeat=0: boom" in text
     assert "tool X cannot do Y" in text
     assert "min 0.90 median 0.90 max 0.90" in text
+
+
+def test_the_table_shows_the_harness_worker_cpu_per_rate() -> None:
+    ms = [Measurement("harness", "max", 0, ToolFigures(80.0), extra={"worker_cpu_share": 0.97}),
+          Measurement("harness", "max", 1, ToolFigures(90.0), extra={"worker_cpu_share": 0.91}),
+          Measurement("harness", "1000", 0, ToolFigures(1000.0),
+                      extra={"worker_cpu_share": 0.2})]
+    lines = format_report(ms, [("harness", "harness")], ["max", "1000"]).splitlines()
+    cpu = [ln for ln in lines if "harness worker CPU" in ln]
+    assert len(cpu) == 2
+    assert "0.94 [0.91-0.97]" in cpu[0] and cpu[0].split()[0] == "max"
+    assert cpu[1].split()[0] == "1000" and cpu[1].rstrip().endswith("0.20")
