@@ -136,6 +136,8 @@ def mismatches(broker: str, driver: Any) -> list[str]:
             "its rate is the mean of the lines after a 10 s warm-up",
             "pulsar-perf latency: send to callback per message; the harness's likewise "
             "(callback time minus send time)",
+            "bare pulsar-client loop: no client memory limit (the Python client has none; "
+            "the harness's driver enforces clientMemoryLimitMB itself, pulsar-perf gets -ml)",
         ]
     return [
         *common,
