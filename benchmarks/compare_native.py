@@ -108,11 +108,13 @@ def resolve_native(broker: str, broker_version: str, broker_lib: str | None) -> 
 # -- settings the sides cannot share ------------------------------------------------------
 
 
-def mismatches(broker: str, driver: Any) -> list[str]:
+def mismatches(broker: str, driver: Any, consume: bool = True) -> list[str]:
     """What differs between the generators although the topic shape is the same."""
     common = [
-        "the harness consumes its topic (one subscription) in its one worker process and "
-        "records five latency views; the bare loop produces only and records nothing",
+        ("the harness consumes its topic (one subscription) in its one worker process and "
+         "records five latency views; the bare loop produces only and records nothing")
+        if consume else ("the harness runs without a subscription (--harness-no-consumer): "
+                         "publish latency views only; the bare loop records nothing"),
         "at max rate the harness offers 1,000,000 msg/s open-loop: its publish latency then "
         "includes client-queue time, as the tools' does at their max",
         "bare loop: no latency recorded (counting acks only)",
@@ -157,8 +159,9 @@ def _offered(rate: str) -> float:
 
 
 def run_harness(endpoint: Any, broker: str, rate: str, repeat: int, warmup_s: float,
-                duration_s: float, gen_cpus: tuple[int, ...] | None) -> Measurement:
-    """The engine, one worker process, one producer and one consumer."""
+                duration_s: float, gen_cpus: tuple[int, ...] | None,
+                consume: bool = True) -> Measurement:
+    """The engine, one worker process, one producer and (``consume``) one consumer."""
     from pytest_brokerperf.brokers import create_driver
     from pytest_brokerperf.engine.coordinator import LoadSession, Rung, RunPlan
     from pytest_brokerperf.workload import Workload
@@ -167,7 +170,8 @@ def run_harness(endpoint: Any, broker: str, rate: str, repeat: int, warmup_s: fl
     offered = _offered(rate)
     driver = create_driver(endpoint, None, stats_interval_ms=0)
     wl = Workload(name="compare-native", topics=1, partitions_per_topic=partitions,
-                  message_size=MESSAGE_SIZE, subscriptions_per_topic=1, producers_per_topic=1,
+                  message_size=MESSAGE_SIZE, subscriptions_per_topic=int(consume),
+                  producers_per_topic=1,
                   consumer_per_subscription=1, producer_rate=int(min(offered, 2**31 - 1)),
                   test_duration_minutes=1, warmup_duration_minutes=0)
     plan = RunPlan(rate=offered, period_s=1.0, warmup_max_s=warmup_s, measure_s=duration_s,
@@ -462,6 +466,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="warm-up seconds per run (pulsar-perf: rounded up to its 10 s lines)")
     ap.add_argument("--rates", default="max,1000,10000")
     ap.add_argument("--sides", default=",".join(SIDES), help="subset of harness,bare,native")
+    ap.add_argument("--harness-no-consumer", action="store_true",
+                    help="run the harness without its subscription (Kafka, Pulsar), to see "
+                    "what consuming in the worker costs")
     ap.add_argument("--workdir", default=None, help="tool logs (default: a new temp dir)")
     ap.add_argument("--json", default=None, help="write every measurement to this file")
     args = ap.parse_args(argv)
@@ -471,6 +478,12 @@ def main(argv: list[str] | None = None) -> int:
     if bad or args.repeats < 1 or args.duration <= 0:
         raise SystemExit(f"bad --sides {bad} / --repeats {args.repeats} / --duration "
                          f"{args.duration}: sides are {', '.join(SIDES)}, the rest positive")
+    consume = not args.harness_no_consumer
+    if not consume and args.broker == "rabbitmq":
+        raise SystemExit("--harness-no-consumer: RabbitMQ subscription queues are created by "
+                         "their consumers; without one the exchange routes to no queue and "
+                         "confirms come back for messages stored nowhere. Use it with "
+                         "--broker kafka or pulsar.")
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix=f"compare-native-{args.broker}-"))
     workdir.mkdir(parents=True, exist_ok=True)
 
@@ -504,7 +517,7 @@ def main(argv: list[str] | None = None) -> int:
                     try:
                         if side == "harness":
                             m = run_harness(endpoint, args.broker, rate, repeat, args.warmup,
-                                            args.duration, gen_cpus)
+                                            args.duration, gen_cpus, consume)
                         elif side == "bare":
                             m = run_bare(endpoint, args.broker, rate, repeat, args.warmup,
                                          args.duration, gen_cpus, workdir)
@@ -527,8 +540,9 @@ def main(argv: list[str] | None = None) -> int:
                                       **{k: round(v, 3) for k, v in m.extra.items()},
                                       "error": m.error or None,
                                       "wall_s": round(time.monotonic() - t0, 1)}), flush=True)
-        notes = mismatches(args.broker, driver)
-    labels = {"harness": "harness (1 worker, full recording)",
+        notes = mismatches(args.broker, driver, consume)
+    labels = {"harness": "harness (1 worker, full recording)" if consume
+              else "harness (1 worker, no consumer)",
               "bare": f"bare {_client_name(args.broker)} loop",
               "native": tool.name if tool is not None else "native"}
     print()

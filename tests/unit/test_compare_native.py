@@ -178,3 +178,21 @@ def test_the_table_shows_the_harness_worker_cpu_per_rate() -> None:
     assert len(cpu) == 2
     assert "0.94 [0.91-0.97]" in cpu[0] and cpu[0].split()[0] == "max"
     assert cpu[1].split()[0] == "1000" and cpu[1].rstrip().endswith("0.20")
+
+
+@pytest.mark.parametrize("consume", [True, False])
+def test_the_harness_side_runs_the_engine_with_full_recording(consume: bool) -> None:
+    """run_harness end to end on the loopback driver (no broker): acked msg/s at the
+    offered rate, publish latency percentiles and the worker's CPU share are filled in."""
+    from compare_native import run_harness
+
+    from pytest_brokerperf.endpoint import BrokerEndpoint
+
+    endpoint = BrokerEndpoint(kind="loopback", bootstrap="loopback", mode="process")
+    m = run_harness(endpoint, "loopback", "500", 0, warmup_s=0.5, duration_s=1.0,
+                    gen_cpus=None, consume=consume)
+    assert m.side == "harness" and m.figures is not None and not m.error
+    assert m.figures.msg_s > 0
+    assert m.figures.p50_ms is not None and m.figures.p99_ms is not None
+    assert 0 < m.extra["worker_cpu_share"]
+    assert (m.extra["consume_msg_s"] > 0) is consume
