@@ -466,6 +466,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="warm-up seconds per run (pulsar-perf: rounded up to its 10 s lines)")
     ap.add_argument("--rates", default="max,1000,10000")
     ap.add_argument("--sides", default=",".join(SIDES), help="subset of harness,bare,native")
+    ap.add_argument("--broker-warmup", type=float, default=20.0,
+                    help="seconds of bare-loop load at max rate before the first round, not "
+                    "measured (a fresh broker is slower at first; 0 = none)")
     ap.add_argument("--harness-no-consumer", action="store_true",
                     help="run the harness without its subscription (Kafka, Pulsar), to see "
                     "what consuming in the worker costs")
@@ -509,6 +512,12 @@ def main(argv: list[str] | None = None) -> int:
                           "workdir": str(workdir)}), flush=True)
         native = (NativeRunner(args.broker, tool, find_java(None), workdir, args.warmup,
                                args.duration) if tool is not None else None)
+        if args.broker_warmup > 0:
+            w = run_bare(endpoint, args.broker, "max", -1, 0.0, args.broker_warmup, gen_cpus,
+                         workdir)
+            print(json.dumps({"broker_warmup_s": args.broker_warmup,
+                              "msg_s": None if w.figures is None else round(w.figures.msg_s),
+                              "error": w.error or None}), flush=True)
         for repeat in range(args.repeats):
             for rate in rates:
                 order = sides[repeat % len(sides):] + sides[:repeat % len(sides)]
