@@ -491,7 +491,6 @@ def main(argv: list[str] | None = None) -> int:
     workdir.mkdir(parents=True, exist_ok=True)
 
     from pytest_brokerperf.brokers import create_driver
-    from pytest_brokerperf.brokers.kafka.process import find_java
     from pytest_brokerperf.provision.maven import KAFKA_DEFAULT_VERSION
 
     tool = None
@@ -510,7 +509,7 @@ def main(argv: list[str] | None = None) -> int:
                           "broker_cpus": aff.get("broker_cpus"), "generator_cpus": gen_cpus,
                           "native_tool": None if tool is None else f"{tool.name} {tool.version}",
                           "workdir": str(workdir)}), flush=True)
-        native = (NativeRunner(args.broker, tool, find_java(None), workdir, args.warmup,
+        native = (NativeRunner(args.broker, tool, _find_java(), workdir, args.warmup,
                                args.duration) if tool is not None else None)
         if args.broker_warmup > 0:
             w = run_bare(endpoint, args.broker, "max", -1, 0.0, args.broker_warmup, gen_cpus,
@@ -563,6 +562,20 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.json).write_text(json.dumps([asdict(m) for m in ms], indent=2) + "\n",
                                    encoding="utf-8")
     return 0 if all(m.figures is not None for m in ms) else 1
+
+
+def _find_java() -> str:
+    """The JDK the project starts brokers with (``find_java`` lives in
+    ``provision.java`` on newer trees, in ``brokers.kafka.process`` before)."""
+    import importlib
+
+    for module in ("pytest_brokerperf.provision.java", "pytest_brokerperf.brokers.kafka.process"):
+        try:
+            find = importlib.import_module(module).find_java
+        except (ImportError, AttributeError):
+            continue
+        return str(find(None))
+    raise SystemExit("no find_java in pytest_brokerperf: cannot locate the JDK for the tools")
 
 
 def _client_name(broker: str) -> str:
