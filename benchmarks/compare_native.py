@@ -1,0 +1,586 @@
+"""The harness side by side with the broker's own perf tool and a bare client loop.
+
+Starts ONE local single-node broker with the project's own provisioning, then runs,
+alternating and repeated, on the same broker:
+
+* **harness** - the real engine (:class:`~pytest_brokerperf.engine.coordinator.LoadSession`),
+  one spawned worker process with full recording (header, five latency views, delivery
+  ledgers, stats periods) and one subscription consumed in that same process, as the
+  scenarios run it;
+* **bare** - ``benchmarks/bare_clients.py``: a plain produce loop on the same client
+  library and client settings, no pacing at maximum rate, no recording, counting acks;
+* **native** - the broker's own tool, resolved from Maven into the jar cache: Kafka's
+  ``org.apache.kafka.tools.ProducerPerformance`` (``kafka-tools``, the broker's version),
+  Pulsar's ``PulsarPerfTestTool produce`` (``pulsar-testclient``; its closure includes
+  the broker, so the broker's own classpath supplies that part), RabbitMQ's PerfTest
+  (``com.rabbitmq:perf-test``).
+
+at maximum rate and at fixed rates, and prints msg/s and publish latency p50/p99/p99.9
+per generator, the ratios harness/native and harness/bare (min/median/max over the
+repeats, paired within a repeat) and every setting a generator cannot match. Every
+generator is pinned to the CPUs the broker does not use, so each gets the same CPU.
+
+    python benchmarks/compare_native.py --broker kafka [--repeats 3] [--duration 10] \\
+        [--rates max,1000,10000] [--warmup 3] [--json out.json]
+
+Run it under the machine's broker lock (it also holds the project's integration-test
+broker lock while the broker runs). Tool output is kept under ``--workdir``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bare_clients import BareSpec
+from native_report import (
+    Measurement,
+    ToolFigures,
+    ToolOutputError,
+    format_report,
+    parse_perftest,
+    parse_producer_performance,
+    parse_pulsar_perf,
+)
+
+BROKERS = ("kafka", "pulsar", "rabbitmq")
+SIDES = ("harness", "bare", "native")
+MESSAGE_SIZE = 1024
+KAFKA_PARTITIONS = 16
+PULSAR_PARTITIONS = 16
+PULSAR_TESTCLIENT_VERSION = "4.0.6"  # the newest pulsar-testclient Maven Central serves for 4.0
+PERFTEST_VERSION = "2.22.1"
+#: Offered rate of the harness "max" runs: far above any broker here, so the worker
+#: sends as fast as it can and what is acknowledged is its ceiling.
+HARNESS_MAX_OFFER = 1_000_000.0
+NATIVE_MAX_RATE_GUESS = 100_000.0  # sizes ProducerPerformance's first max run
+TOOL_HEAP = "512m"
+
+
+@dataclass(frozen=True)
+class NativeTool:
+    """A resolved native tool: the classpath and main class to run."""
+
+    name: str
+    main_class: str
+    classpath: str
+    version: str
+
+
+def resolve_native(broker: str, broker_version: str, broker_lib: str | None) -> NativeTool:
+    """Resolve the broker's own perf tool into the jar cache (Maven, once)."""
+    from pytest_brokerperf.provision.maven import Artifact, resolve_classpath
+
+    if broker == "kafka":
+        art = Artifact("org.apache.kafka", "kafka-tools", broker_version)
+        lib = resolve_classpath("kafka-tools", broker_version, [art])
+        return NativeTool("ProducerPerformance", "org.apache.kafka.tools.ProducerPerformance",
+                          f"{lib}/*", broker_version)
+    if broker == "pulsar":
+        # pulsar-testclient depends on pulsar-broker, whose closure does not fully resolve
+        # from Maven Central; the broker we run has that closure already: its jars go
+        # first (slf4j 2 and the log4j2 binding included), the tool's own after.
+        art = Artifact("org.apache.pulsar", "pulsar-testclient", PULSAR_TESTCLIENT_VERSION,
+                       ("org.apache.pulsar:pulsar-broker",))
+        lib = resolve_classpath("pulsar-testclient", PULSAR_TESTCLIENT_VERSION, [art])
+        if not broker_lib:
+            raise ToolOutputError("the Pulsar endpoint does not name its lib directory")
+        return NativeTool("pulsar-perf produce", "org.apache.pulsar.testclient.PulsarPerfTestTool",
+                          f"{broker_lib}/*:{lib}/*", PULSAR_TESTCLIENT_VERSION)
+    art = Artifact("com.rabbitmq", "perf-test", PERFTEST_VERSION)
+    lib = resolve_classpath("perf-test", PERFTEST_VERSION, [art])
+    return NativeTool("PerfTest", "com.rabbitmq.perf.PerfTest", f"{lib}/*", PERFTEST_VERSION)
+
+
+# -- settings the sides cannot share ------------------------------------------------------
+
+
+def mismatches(broker: str, driver: Any, consume: bool = True) -> list[str]:
+    """What differs between the generators although the topic shape is the same."""
+    common = [
+        ("the harness consumes its topic (one subscription) in its one worker process and "
+         "records five latency views; the bare loop produces only and records nothing")
+        if consume else ("the harness runs without a subscription (--harness-no-consumer): "
+                         "publish latency views only; the bare loop records nothing"),
+        "at max rate the harness offers 1,000,000 msg/s open-loop: its publish latency then "
+        "includes client-queue time, as the tools' does at their max",
+        "bare loop: no latency recorded (counting acks only)",
+    ]
+    if broker == "kafka":
+        return [
+            *common,
+            "ProducerPerformance uses the Java client (kafka-clients): buffer.memory 32 MiB "
+            "(~32k messages of 1 KiB in flight) against librdkafka's queue of 100,000 "
+            "messages / 1 GiB; acks, linger.ms and batch.size are passed to it",
+            "ProducerPerformance produces only (no consumer)",
+            "ProducerPerformance latency: send() to callback; the harness's: librdkafka's "
+            "produce-to-ack time (Message.latency())",
+        ]
+    if broker == "pulsar":
+        return [
+            *common,
+            "pulsar-perf: Java client 4.0.7 (the broker's jars) driven by the 4.0.6 "
+            "testclient (4.0.7 is not published)",
+            "pulsar-perf produces only (no consumer); its periodic lines are 10 s apart, so "
+            "its rate is the mean of the lines after a 10 s warm-up",
+            "pulsar-perf latency: send to callback per message; the harness's likewise "
+            "(callback time minus send time)",
+            "bare pulsar-client loop: no client memory limit (the Python client has none; "
+            "the harness's driver enforces clientMemoryLimitMB itself, pulsar-perf gets -ml)",
+        ]
+    return [
+        *common,
+        "PerfTest's consumer acknowledges every message (no multiple-ack); the harness "
+        "acknowledges once per received batch (multiple=True)",
+        "PerfTest reports confirm latency min/median/75th/95th/99th only: no p99.9",
+        "PerfTest's per-second percentiles are combined as their median (no merged histogram)",
+        "bare loop declares the quorum queue but has no consumer (the queue grows)",
+    ]
+
+
+# -- the runs ----------------------------------------------------------------------------
+
+
+def _offered(rate: str) -> float:
+    return HARNESS_MAX_OFFER if rate == "max" else float(rate)
+
+
+def run_harness(endpoint: Any, broker: str, rate: str, repeat: int, warmup_s: float,
+                duration_s: float, gen_cpus: tuple[int, ...] | None,
+                consume: bool = True) -> Measurement:
+    """The engine, one worker process, one producer and (``consume``) one consumer."""
+    from pytest_brokerperf.brokers import create_driver
+    from pytest_brokerperf.engine.coordinator import LoadSession, Rung, RunPlan
+    from pytest_brokerperf.workload import Workload
+
+    partitions = {"kafka": KAFKA_PARTITIONS, "pulsar": PULSAR_PARTITIONS}.get(broker, 1)
+    offered = _offered(rate)
+    driver = create_driver(endpoint, None, stats_interval_ms=0)
+    wl = Workload(name="compare-native", topics=1, partitions_per_topic=partitions,
+                  message_size=MESSAGE_SIZE, subscriptions_per_topic=int(consume),
+                  producers_per_topic=1,
+                  consumer_per_subscription=1, producer_rate=int(min(offered, 2**31 - 1)),
+                  test_duration_minutes=1, warmup_duration_minutes=0)
+    plan = RunPlan(rate=offered, period_s=1.0, warmup_max_s=warmup_s, measure_s=duration_s,
+                   workers=1, topic_prefix=f"cmp-harness-{rate}-{repeat}-{os.getpid()}",
+                   drain_timeout_s=5.0, flush_timeout_s=10.0, generator_cpus=gen_cpus)
+    with LoadSession(driver, wl, plan, payloads=wl.payloads(None, seed=1)) as s:
+        out = s.run_rung(Rung(offered, warmup_s, duration_s,
+                              warmup_until_steady=rate != "max"))
+        s.finish()
+    h = out.cumulative["publish_latency"]
+
+    def ms(q: float) -> float | None:
+        v = h.percentile(q)
+        return None if v is None else float(v) / 1000.0
+
+    cpu = sum(w.cpu_s for p in out.periods for w in p.workers)
+    return Measurement("harness", rate, repeat,
+                       ToolFigures(out.ack_rate, ms(50), ms(99), ms(99.9),
+                                   how="engine: acked msg/s and publish_latency of the "
+                                       "measured periods"),
+                       extra={"worker_cpu_share": cpu / out.measured_s if out.measured_s else 0.0,
+                              "consume_msg_s": out.consume_rate})
+
+
+def _run_process(argv: list[str], log: Path, cpus: tuple[int, ...] | None,
+                 timeout_s: float, name: str, env: dict[str, str] | None = None) -> int | None:
+    """Run one generator process to its end (bounded); always stopped on the way out."""
+    from pytest_brokerperf.provision.process import ManagedProcess
+
+    proc = ManagedProcess(argv, log_file=log, name=name, cpus=cpus, env=env)
+    proc.start()
+    try:
+        return proc.wait(timeout_s)
+    finally:
+        proc.stop(timeout=5.0)
+
+
+def bare_spec(broker: str, driver: Any, topic: str, rate: str, warmup_s: float,
+              duration_s: float) -> BareSpec:
+    """The bare loop's settings, taken from the same driver config as the harness's."""
+    offered = 0.0 if rate == "max" else float(rate)
+    if broker == "kafka":
+        conf = dict(driver.config.producer_settings(driver.endpoint.bootstrap))
+        conf.pop("bootstrap.servers", None)
+        return BareSpec(address=driver.endpoint.bootstrap, topic=topic, rate=offered,
+                        warmup_s=warmup_s, duration_s=duration_s, message_size=MESSAGE_SIZE,
+                        client={k: v for k, v in conf.items() if isinstance(v, str | int | float
+                                                                            | bool)})
+    if broker == "pulsar":
+        return BareSpec(address=driver.service_url, topic=driver.full_topic(topic), rate=offered,
+                        warmup_s=warmup_s, duration_s=duration_s, message_size=MESSAGE_SIZE,
+                        client=driver.client_kwargs(),
+                        producer=driver.config.producer_kwargs(producer_name=None))
+    cfg = driver.config
+    return BareSpec(address=driver.endpoint.bootstrap.split(",")[0], topic=topic, rate=offered,
+                    warmup_s=warmup_s, duration_s=duration_s, message_size=MESSAGE_SIZE,
+                    queue=f"{topic}-q", routing_key="0",
+                    queue_arguments=cfg.queue_declare_arguments(),
+                    persistent=cfg.message_persistence, max_pending=cfg.max_pending_confirms)
+
+
+def _rabbit_cleanup(uri: str, queue: str, exchange: str | None) -> None:
+    import pika
+
+    with contextlib.suppress(Exception):
+        conn = pika.BlockingConnection(pika.URLParameters(uri))
+        try:
+            ch = conn.channel()
+            ch.queue_delete(queue)
+            if exchange:
+                ch.exchange_delete(exchange)
+        finally:
+            conn.close()
+
+
+def run_bare(endpoint: Any, broker: str, rate: str, repeat: int, warmup_s: float,
+             duration_s: float, gen_cpus: tuple[int, ...] | None, workdir: Path) -> Measurement:
+    from pytest_brokerperf.brokers import create_driver
+
+    driver: Any = create_driver(endpoint, None, stats_interval_ms=0)
+    topic = f"cmp-bare-{rate}-{repeat}-{os.getpid()}"
+    admin = driver.admin() if broker != "rabbitmq" else None
+    spec = bare_spec(broker, driver, topic, rate, warmup_s, duration_s)
+    log = workdir / f"bare-{rate}-{repeat}.log"
+    try:
+        if admin is not None:
+            parts = KAFKA_PARTITIONS if broker == "kafka" else PULSAR_PARTITIONS
+            admin.create_topics([topic], [parts])
+        argv = [sys.executable, str(Path(__file__).with_name("bare_clients.py")), broker,
+                "--spec", json.dumps(asdict(spec))]
+        env = dict(os.environ)
+        root = str(Path(__file__).resolve().parent.parent)
+        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH")
+                                    else "")
+        rc = _run_process(argv, log, gen_cpus, warmup_s + duration_s + 90, "bare", env)
+    finally:
+        if admin is not None:
+            with contextlib.suppress(Exception):
+                admin.delete_topics([topic])
+            admin.close()
+        if broker == "rabbitmq":
+            _rabbit_cleanup(spec.address, spec.queue, spec.topic)
+    lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.startswith("{")]
+    if not lines:
+        return Measurement("bare", rate, repeat, None,
+                           error=f"exit {rc}, no result line; see {log}")
+    doc = json.loads(lines[-1])
+    if doc.get("error") or not doc.get("seconds"):
+        return Measurement("bare", rate, repeat, None,
+                           error=f"{doc.get('error') or 'no window'}; see {log}")
+    return Measurement("bare", rate, repeat,
+                       ToolFigures(float(doc["msg_s"]), how="acks counted in the window"))
+
+
+def _write_log4j2(path: Path) -> None:
+    path.write_text(
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<Configuration status="WARN">\n'
+        '  <Appenders><Console name="out" target="SYSTEM_OUT">'
+        '<PatternLayout pattern="%d{HH:mm:ss.SSS} %-5level %c{1} - %m%n"/></Console></Appenders>\n'
+        '  <Loggers>\n'
+        '    <Logger name="org.apache.pulsar.testclient" level="info"/>\n'
+        '    <Root level="warn"><AppenderRef ref="out"/></Root>\n'
+        '  </Loggers>\n'
+        '</Configuration>\n', encoding="utf-8")
+
+
+class NativeRunner:
+    """Builds and runs the native tool's command line for one measurement."""
+
+    def __init__(self, broker: str, tool: NativeTool, java: str, workdir: Path,
+                 warmup_s: float, duration_s: float) -> None:
+        self.broker, self.tool, self.java, self.workdir = broker, tool, java, workdir
+        self.warmup_s, self.duration_s = warmup_s, duration_s
+        self.max_estimate = NATIVE_MAX_RATE_GUESS  # updated from each max run
+        self.measured_max = False
+
+    def jvm(self) -> list[str]:
+        return [self.java, f"-Xms{TOOL_HEAP}", f"-Xmx{TOOL_HEAP}", "-cp", self.tool.classpath]
+
+    def kafka_argv(self, driver: Any, topic: str, rate: str) -> tuple[list[str], float]:
+        props = driver.config.producer_config
+        keep = {k: props[k] for k in ("acks", "linger.ms", "batch.size") if k in props}
+        per_s = self.max_estimate if rate == "max" else float(rate)
+        warm = int(per_s * self.warmup_s)
+        total = warm + int(per_s * self.duration_s)
+        argv = [*self.jvm(), self.tool.main_class, "--bootstrap-server",
+                driver.endpoint.bootstrap, "--topic", topic, "--num-records", str(total),
+                "--warmup-records", str(warm), "--record-size", str(MESSAGE_SIZE),
+                "--throughput", "-1" if rate == "max" else str(int(float(rate))),
+                "--command-property", *(f"{k}={v}" for k, v in keep.items())]
+        # a max run lasts total/actual-rate: allow a slow broker three times the estimate
+        return argv, (self.warmup_s + self.duration_s) * 3 + 60
+
+    def pulsar_argv(self, driver: Any, topic: str, rate: str) -> tuple[list[str], float]:
+        warm = math.ceil(max(self.warmup_s, 1.0) / 10.0) * 10
+        total = warm + math.ceil(self.duration_s / 10.0) * 10 + 2
+        conf = self.workdir / "pulsar-perf-client.conf"
+        conf.write_text(f"brokerServiceUrl={driver.service_url}\n"
+                        f"webServiceUrl={driver.admin_url}\n", encoding="utf-8")
+        log4j = self.workdir / "pulsar-perf-log4j2.xml"
+        _write_log4j2(log4j)
+        c = driver.config.client
+        p = driver.config.producer
+        mem_mb = driver.config.memory_limit_bytes() // (1024 * 1024)
+        argv = [*self.jvm(), f"-Dlog4j2.configurationFile={log4j}", self.tool.main_class,
+                str(conf), "produce", "-u", driver.service_url, "-au", driver.admin_url,
+                "-r", str(int(_offered(rate))), "-s", str(MESSAGE_SIZE), "-n", "1",
+                "-time", str(total), "--warmup-time", str(warm),
+                "-b", str(p.batching_max_publish_delay_ms),
+                "-bb", str(p.batching_max_bytes), "-bm", str(min(p.batching_max_messages,
+                                                                  2**31 - 1)),
+                "-o", str(max(p.pending_queue_size, 0)),
+                "-p", str(max(p.max_pending_messages_across_partitions, 0)),
+                "-ioThreads", str(c.io_threads), "-c", str(c.connections_per_broker),
+                "--send-timeout", str(p.send_timeout_ms // 1000),
+                *(["-ml", f"{mem_mb}M"] if mem_mb else []),
+                *(["-db"] if not p.batching_enabled else []),
+                driver.full_topic(topic)]
+        self.pulsar_warm = float(warm)
+        return argv, total + 90
+
+    def rabbit_argv(self, driver: Any, topic: str, rate: str) -> tuple[list[str], float]:
+        cfg = driver.config
+        total = math.ceil(self.warmup_s + self.duration_s)
+        argv = [*self.jvm(), self.tool.main_class, "--uri", driver.endpoint.bootstrap.split(",")[0],
+                "--producers", "1", "--consumers", "1", "--size", str(MESSAGE_SIZE),
+                "--quorum-queue", "--queue", f"{topic}-q", "--exchange", topic,
+                "--routing-key", "0", "--flag", "persistent",
+                "--confirm", str(cfg.max_pending_confirms), "--qos", str(cfg.prefetch_count),
+                "--time", str(total), "--interval", "1"]
+        if rate != "max":
+            argv += ["--rate", str(int(float(rate)))]
+        return argv, total + 90
+
+    def run(self, endpoint: Any, rate: str, repeat: int, gen_cpus: tuple[int, ...] | None
+            ) -> Measurement:
+        from pytest_brokerperf.brokers import create_driver
+
+        driver: Any = create_driver(endpoint, None, stats_interval_ms=0)
+        topic = f"cmp-native-{rate}-{repeat}-{os.getpid()}"
+        log = self.workdir / f"native-{rate}-{repeat}.log"
+        admin = driver.admin() if self.broker != "rabbitmq" else None
+        try:
+            if admin is not None:
+                parts = KAFKA_PARTITIONS if self.broker == "kafka" else PULSAR_PARTITIONS
+                admin.create_topics([topic], [parts])
+            build = {"kafka": self.kafka_argv, "pulsar": self.pulsar_argv,
+                     "rabbitmq": self.rabbit_argv}[self.broker]
+            argv, timeout_s = build(driver, topic, rate)
+            rc = _run_process(argv, log, gen_cpus, timeout_s, self.tool.name.split()[0])
+        finally:
+            if admin is not None:
+                with contextlib.suppress(Exception):
+                    admin.delete_topics([topic])
+                admin.close()
+            if self.broker == "rabbitmq":
+                _rabbit_cleanup(endpoint.bootstrap.split(",")[0], f"{topic}-q", topic)
+        text = log.read_text(errors="replace")
+        try:
+            if self.broker == "kafka":
+                fig = parse_producer_performance(text)
+            elif self.broker == "pulsar":
+                fig = parse_pulsar_perf(text, self.pulsar_warm)
+            else:
+                fig = parse_perftest(text, self.warmup_s)
+        except ToolOutputError as e:
+            return Measurement("native", rate, repeat, None, error=f"exit {rc}: {e}; see {log}")
+        if rate == "max" and fig.msg_s > 0:
+            self.max_estimate = fig.msg_s
+            self.measured_max = True
+        return Measurement("native", rate, repeat, fig)
+
+
+# -- main --------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _broker_lock() -> Iterator[None]:
+    """The integration tests' lock: never two brokers of this project at once."""
+    from pytest_brokerperf.provision.maven import cache_root
+
+    path = cache_root() / ".integration-brokers.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+b") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def parse_rates(text: str) -> list[str]:
+    """``max,1000,10000`` → ``["max", "1000", "10000"]``; a bad entry is named."""
+    out: list[str] = []
+    for item in (t.strip() for t in text.split(",")):
+        if item == "max":
+            out.append(item)
+            continue
+        try:
+            value = float(item)
+        except ValueError:
+            value = -1.0
+        if value <= 0:
+            raise SystemExit(f"--rates: {item!r} is neither 'max' nor a positive msg/s")
+        out.append(str(int(value)) if value == int(value) else str(value))
+    if not out:
+        raise SystemExit("--rates is empty: give e.g. max,1000,10000")
+    return out
+
+
+def _cluster(broker: str) -> Any:
+    if broker == "kafka":
+        from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster
+
+        return KafkaProcessCluster()
+    if broker == "pulsar":
+        from pytest_brokerperf.brokers.pulsar.process import PulsarStandalone
+
+        return PulsarStandalone()
+    from pytest_brokerperf.brokers.rabbitmq.process import RabbitMQProcessCluster
+
+    return RabbitMQProcessCluster()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--broker", choices=BROKERS, required=True)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--duration", type=float, default=10.0, help="measured seconds per run")
+    ap.add_argument("--warmup", type=float, default=3.0,
+                    help="warm-up seconds per run (pulsar-perf: rounded up to its 10 s lines)")
+    ap.add_argument("--rates", default="max,1000,10000")
+    ap.add_argument("--sides", default=",".join(SIDES), help="subset of harness,bare,native")
+    ap.add_argument("--broker-warmup", type=float, default=20.0,
+                    help="seconds of bare-loop load at max rate before the first round, not "
+                    "measured (a fresh broker is slower at first; 0 = none)")
+    ap.add_argument("--harness-no-consumer", action="store_true",
+                    help="run the harness without its subscription (Kafka, Pulsar), to see "
+                    "what consuming in the worker costs")
+    ap.add_argument("--workdir", default=None, help="tool logs (default: a new temp dir)")
+    ap.add_argument("--json", default=None, help="write every measurement to this file")
+    args = ap.parse_args(argv)
+    rates = parse_rates(args.rates)
+    sides = [s.strip() for s in args.sides.split(",") if s.strip()]
+    bad = [s for s in sides if s not in SIDES]
+    if bad or args.repeats < 1 or args.duration <= 0:
+        raise SystemExit(f"bad --sides {bad} / --repeats {args.repeats} / --duration "
+                         f"{args.duration}: sides are {', '.join(SIDES)}, the rest positive")
+    consume = not args.harness_no_consumer
+    if not consume and args.broker == "rabbitmq":
+        raise SystemExit("--harness-no-consumer: RabbitMQ subscription queues are created by "
+                         "their consumers; without one the exchange routes to no queue and "
+                         "confirms come back for messages stored nowhere. Use it with "
+                         "--broker kafka or pulsar.")
+    workdir = Path(args.workdir or tempfile.mkdtemp(prefix=f"compare-native-{args.broker}-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+
+    from pytest_brokerperf.brokers import create_driver
+    from pytest_brokerperf.provision.maven import KAFKA_DEFAULT_VERSION
+
+    tool = None
+    if "native" in sides and args.broker != "pulsar":  # pulsar's needs the broker's lib dir
+        tool = resolve_native(args.broker, KAFKA_DEFAULT_VERSION, None)
+    ms: list[Measurement] = []
+    with _broker_lock(), _cluster(args.broker) as cluster:
+        endpoint = cluster.endpoint
+        if "native" in sides and tool is None:
+            tool = resolve_native(args.broker, endpoint.version, endpoint.info.get("lib"))
+        aff = endpoint.info.get("cpu_affinity") or {}
+        gen = aff.get("generator_cpus")
+        gen_cpus = tuple(gen) if gen and aff.get("broker_cpus") else None
+        driver: Any = create_driver(endpoint, None, stats_interval_ms=0)
+        print(json.dumps({"broker": args.broker, "version": endpoint.version,
+                          "broker_cpus": aff.get("broker_cpus"), "generator_cpus": gen_cpus,
+                          "native_tool": None if tool is None else f"{tool.name} {tool.version}",
+                          "workdir": str(workdir)}), flush=True)
+        native = (NativeRunner(args.broker, tool, _find_java(), workdir, args.warmup,
+                               args.duration) if tool is not None else None)
+        if args.broker_warmup > 0:
+            w = run_bare(endpoint, args.broker, "max", -1, 0.0, args.broker_warmup, gen_cpus,
+                         workdir)
+            print(json.dumps({"broker_warmup_s": args.broker_warmup,
+                              "msg_s": None if w.figures is None else round(w.figures.msg_s),
+                              "error": w.error or None}), flush=True)
+        for repeat in range(args.repeats):
+            for rate in rates:
+                order = sides[repeat % len(sides):] + sides[:repeat % len(sides)]
+                for side in order:
+                    t0 = time.monotonic()
+                    try:
+                        if side == "harness":
+                            m = run_harness(endpoint, args.broker, rate, repeat, args.warmup,
+                                            args.duration, gen_cpus, consume)
+                        elif side == "bare":
+                            m = run_bare(endpoint, args.broker, rate, repeat, args.warmup,
+                                         args.duration, gen_cpus, workdir)
+                        else:
+                            assert native is not None
+                            m = native.run(endpoint, rate, repeat, gen_cpus)
+                    except Exception as e:  # one failed run must not lose the others
+                        m = Measurement(side, rate, repeat, None,
+                                        error=f"{type(e).__name__}: {e}".splitlines()[0])
+                    ms.append(m)
+                    if (side == "bare" and rate == "max" and native is not None
+                            and not native.measured_max and m.figures is not None):
+                        native.max_estimate = m.figures.msg_s  # sizes the first tool run
+                    f = m.figures
+                    print(json.dumps({"repeat": repeat, "rate": rate, "side": side,
+                                      "msg_s": None if f is None else round(f.msg_s),
+                                      "p50_ms": None if f is None else f.p50_ms,
+                                      "p99_ms": None if f is None else f.p99_ms,
+                                      "p999_ms": None if f is None else f.p999_ms,
+                                      **{k: round(v, 3) for k, v in m.extra.items()},
+                                      "error": m.error or None,
+                                      "wall_s": round(time.monotonic() - t0, 1)}), flush=True)
+        notes = mismatches(args.broker, driver, consume)
+    labels = {"harness": "harness (1 worker, full recording)" if consume
+              else "harness (1 worker, no consumer)",
+              "bare": f"bare {_client_name(args.broker)} loop",
+              "native": tool.name if tool is not None else "native"}
+    print()
+    print(f"{args.broker} {endpoint.version}, single node; {args.repeats} repeat(s) x "
+          f"{args.duration:g} s measured after {args.warmup:g} s warm-up; 1 KiB messages; "
+          f"generators pinned to CPUs {list(gen_cpus) if gen_cpus else 'unpinned'}")
+    print(format_report(ms, [(s, labels[s]) for s in sides], rates, notes), end="")
+    if args.json:
+        Path(args.json).write_text(json.dumps([asdict(m) for m in ms], indent=2) + "\n",
+                                   encoding="utf-8")
+    return 0 if all(m.figures is not None for m in ms) else 1
+
+
+def _find_java() -> str:
+    """The JDK the project starts brokers with (``find_java`` lives in
+    ``provision.java`` on newer trees, in ``brokers.kafka.process`` before)."""
+    import importlib
+
+    for module in ("pytest_brokerperf.provision.java", "pytest_brokerperf.brokers.kafka.process"):
+        try:
+            find = importlib.import_module(module).find_java
+        except (ImportError, AttributeError):
+            continue
+        return str(find(None))
+    raise SystemExit("no find_java in pytest_brokerperf: cannot locate the JDK for the tools")
+
+
+def _client_name(broker: str) -> str:
+    return {"kafka": "confluent-kafka", "pulsar": "pulsar-client", "rabbitmq": "pika"}[broker]
+
+
+if __name__ == "__main__":
+    sys.exit(main())
