@@ -12,7 +12,9 @@ no container or network outlives its session.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -109,6 +111,39 @@ def test_a_failed_start_carries_the_containers_log_and_leaves_nothing(
     assert "did not become ready" in text and "exited with code" in text
     assert "lines of the container's log" in text and "num.network.threads" in text
     assert _leftovers("it-containers-bad") == []
+
+
+KILLED_SESSION = """
+import sys, time
+from pathlib import Path
+from pytest_brokerperf.brokers.kafka.container import KafkaContainerCluster
+cluster = KafkaContainerCluster(version=sys.argv[1], workdir=Path(sys.argv[2]),
+                                run_id="it-containers-killed")
+cluster.start()
+print("up", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_sigkilled_sessions_containers_are_removed_by_the_next(tmp_path: Path) -> None:
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(repo), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_SESSION, KAFKA_DEFAULT_VERSION,
+                             str(tmp_path)], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "up"
+    finally:
+        proc.kill()  # SIGKILL: no atexit, no cleanup of its own
+        proc.wait(timeout=30)
+    assert _leftovers("it-containers-killed") != []
+    client = containers.docker_client()
+    try:
+        removed = containers.remove_orphans(client)
+    finally:
+        client.close()
+    assert _leftovers("it-containers-killed") == []
+    assert any("it-containers-killed" in name for name in removed)
 
 
 def test_tailread_smoke_in_container_mode_through_pytest(
