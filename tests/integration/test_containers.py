@@ -57,49 +57,6 @@ def _leftovers(run_id: str) -> list[str]:
     return names
 
 
-@pytest.fixture(scope="module")
-def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerEndpoint]:
-    cluster = KafkaContainerCluster(version=KAFKA_DEFAULT_VERSION,
-                                    workdir=tmp_path_factory.mktemp("kafka-container"),
-                                    run_id="it-containers")
-    try:
-        yield cluster.start()
-    finally:
-        cluster.stop()
-    assert _leftovers("it-containers") == []
-
-
-def test_host_clients_see_the_advertised_published_port(kafka: BrokerEndpoint) -> None:
-    from confluent_kafka.admin import AdminClient
-
-    md = AdminClient({"bootstrap.servers": kafka.bootstrap}).list_topics(timeout=10)
-    assert [f"{b.host}:{b.port}" for b in md.brokers.values()] == [kafka.bootstrap]
-    assert kafka.bootstrap.startswith("127.0.0.1:")
-
-
-def test_clients_on_the_container_network_reach_the_in_network_listener(
-        kafka: BrokerEndpoint, _kafka_image: str) -> None:
-    host, port = kafka.info["in_network_bootstrap"].split(":")
-    probe = subprocess.run(
-        ["docker", "run", "--rm", "--network", kafka.info["network"], "--entrypoint", "bash",
-         _kafka_image, "-c", f"exec 3<>/dev/tcp/{host}/{port} && echo reached"],
-        capture_output=True, text=True, timeout=120, check=False)
-    assert probe.stdout.strip() == "reached", probe.stderr
-
-
-def test_the_broker_is_pinned_and_sampled_like_a_process_mode_broker(
-        kafka: BrokerEndpoint) -> None:
-    import psutil
-
-    affinity = kafka.info["cpu_affinity"]
-    (pid,) = kafka.info["pids"]  # the JVM as the host sees it: /proc sampling works
-    assert "java" in " ".join(psutil.Process(pid).cmdline())
-    assert "-XX:MaxGCPauseMillis=20" in psutil.Process(pid).cmdline()
-    if affinity["broker_cpus"]:
-        assert affinity["cpuset_cpus"] == ",".join(map(str, affinity["broker_cpus"]))
-        assert sorted(psutil.Process(pid).cpu_affinity()) == affinity["broker_cpus"]
-
-
 def test_a_failed_start_carries_the_containers_log_and_leaves_nothing(
         tmp_path: Path) -> None:
     cluster = KafkaContainerCluster(version=KAFKA_DEFAULT_VERSION, workdir=tmp_path,
@@ -171,3 +128,50 @@ def test_tailread_smoke_in_container_mode_through_pytest(
     assert rec["broker_version"] == KAFKA_DEFAULT_VERSION
     assert "kafka-1.log" in rec["manifest"]["logs"]  # the container's log, copied
     assert _leftovers(rec["run_id"]) == []
+
+
+# -- one container for the rest of the module (started after the tests above, so no
+# other broker runs while they measure) ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerEndpoint]:
+    cluster = KafkaContainerCluster(version=KAFKA_DEFAULT_VERSION,
+                                    workdir=tmp_path_factory.mktemp("kafka-container"),
+                                    run_id="it-containers")
+    try:
+        yield cluster.start()
+    finally:
+        cluster.stop()
+    assert _leftovers("it-containers") == []
+
+
+def test_host_clients_see_the_advertised_published_port(kafka: BrokerEndpoint) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    md = AdminClient({"bootstrap.servers": kafka.bootstrap}).list_topics(timeout=10)
+    assert [f"{b.host}:{b.port}" for b in md.brokers.values()] == [kafka.bootstrap]
+    assert kafka.bootstrap.startswith("127.0.0.1:")
+
+
+def test_clients_on_the_container_network_reach_the_in_network_listener(
+        kafka: BrokerEndpoint, _kafka_image: str) -> None:
+    host, port = kafka.info["in_network_bootstrap"].split(":")
+    probe = subprocess.run(
+        ["docker", "run", "--rm", "--network", kafka.info["network"], "--entrypoint", "bash",
+         _kafka_image, "-c", f"exec 3<>/dev/tcp/{host}/{port} && echo reached"],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert probe.stdout.strip() == "reached", probe.stderr
+
+
+def test_the_broker_is_pinned_and_sampled_like_a_process_mode_broker(
+        kafka: BrokerEndpoint) -> None:
+    import psutil
+
+    affinity = kafka.info["cpu_affinity"]
+    (pid,) = kafka.info["pids"]  # the JVM as the host sees it: /proc sampling works
+    assert "java" in " ".join(psutil.Process(pid).cmdline())
+    assert "-XX:MaxGCPauseMillis=20" in psutil.Process(pid).cmdline()
+    if affinity["broker_cpus"]:
+        assert affinity["cpuset_cpus"] == ",".join(map(str, affinity["broker_cpus"]))
+        assert sorted(psutil.Process(pid).cpu_affinity()) == affinity["broker_cpus"]
