@@ -50,8 +50,8 @@ def _leftovers(run_id: str) -> list[str]:
     """Names of containers and networks still labelled with ``run_id``."""
     label = f"label={containers.LABEL_RUN_ID}={run_id}"
     names = []
-    for what in (["ps", "-a"], ["network", "ls"]):
-        out = subprocess.run(["docker", *what, "--filter", label, "--format", "{{.Names}}"],
+    for what, field in ((["ps", "-a"], "{{.Names}}"), (["network", "ls"], "{{.Name}}")):
+        out = subprocess.run(["docker", *what, "--filter", label, "--format", field],
                              capture_output=True, text=True, check=True, timeout=60).stdout
         names += out.split()
     return names
