@@ -155,6 +155,7 @@ _Kind = Literal[
     "brokers", "choice", "int", "workers", "seconds", "rate", "bool", "dir", "file",
     "existing_dir", "label", "version", "hostports", "bytes", "maxrate", "owner", "urls",
     "rates", "url", "amqpurls", "levels", "percent", "count", "formats", "budgets",
+    "images",
 ]
 
 
@@ -222,6 +223,14 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
         choices=PROVISION_MODES,
         help="how brokers come to exist: auto (currently process), process (local "
         "JVM/Erlang processes), container (testcontainers), remote (an existing cluster)",
+    ),
+    OptionSpec(
+        name="image", field="images", flag="--brokerperf-image", kind="images", default=(),
+        metavar="KIND=REF[,...]", what="container image", example="kafka=apache/kafka:4.3.1",
+        default_text="brokerperf/<kind>:<version> (built by ci/docker.sh), else the "
+        "official image of that version",
+        help="the container image per broker kind for --brokerperf-provision=container, "
+        "comma-separated KIND=REF pairs (never pulled: the image must be on the engine)",
     ),
     OptionSpec(
         name="nodes", field="nodes", flag="--brokerperf-nodes", kind="int", default=1,
@@ -813,6 +822,35 @@ def _parse_urls(spec: OptionSpec, raw: object, src: _Source) -> tuple[str, ...]:
     return urls
 
 
+_IMAGE_REF_RE: Final = re.compile(r"^[a-z0-9][a-z0-9._/:@-]*$")
+
+
+def _parse_images(spec: OptionSpec, raw: object, src: _Source) -> tuple[tuple[str, str], ...]:
+    """``kafka=REF,pulsar=REF`` → ``(("kafka", REF), ...)``; one image per broker kind."""
+    if isinstance(raw, list | tuple):
+        items = [str(x).strip() for x in raw]
+    else:
+        items = [x.strip() for x in _as_text(spec, raw, src).split(",")]
+    images: dict[str, str] = {}
+    for item in (x for x in items if x):
+        kind, sep, ref = (part.strip() for part in item.partition("="))
+        kind = kind.lower()
+        if not sep or not ref:
+            raise _invalid(spec, raw, src, f"{item!r} is not KIND=IMAGE (e.g. "
+                           "kafka=apache/kafka:4.3.1)")
+        if kind not in KNOWN_BROKERS:
+            raise _invalid(spec, raw, src,
+                           f"unknown broker {kind!r}{_did_you_mean(kind, KNOWN_BROKERS)}; "
+                           f"known brokers are {', '.join(KNOWN_BROKERS)}")
+        if not _IMAGE_REF_RE.match(ref):
+            raise _invalid(spec, raw, src, f"{ref!r} is not an image reference "
+                           "(repository[:tag] or repository@sha256:digest, lower case)")
+        if kind in images:
+            raise _invalid(spec, raw, src, f"two images for {kind!r}")
+        images[kind] = ref
+    return tuple(sorted(images.items()))
+
+
 def _parse_url(spec: OptionSpec, raw: object, src: _Source) -> str:
     """One URL whose scheme is one of ``spec.choices``."""
     from urllib.parse import urlsplit
@@ -991,6 +1029,7 @@ _PARSERS: Final[Mapping[str, Callable[[OptionSpec, object, _Source], Any]]] = {
     "levels": _parse_levels,
     "formats": _parse_formats,
     "budgets": _parse_budgets,
+    "images": _parse_images,
 }
 
 
@@ -1022,6 +1061,8 @@ class Settings:
     brokers: tuple[str, ...] = ("kafka",)
     provision: str = "auto"  # as requested
     provision_effective: str = AUTO_PROVISION  # what "auto" became
+    #: --brokerperf-image: (kind, image reference) pairs, sorted; () = the defaults
+    images: tuple[tuple[str, str], ...] = ()
     nodes: int = 1
     profile: str = "smoke"
     durability: tuple[int, ...] = ()  # --brokerperf-durability; () = driver-defined
@@ -1087,6 +1128,10 @@ class Settings:
             return self.provision
         return f"{self.provision}({self.provision_effective})"
 
+    def image_for(self, kind: str) -> str | None:
+        """The ``--brokerperf-image`` reference for broker ``kind`` (None: the default)."""
+        return dict(self.images).get(kind)
+
     @property
     def remote(self) -> bool:
         """True when brokers are existing clusters named by flags (caps apply)."""
@@ -1129,6 +1174,8 @@ class Settings:
             value = getattr(self, f.name)
             if isinstance(value, Path):
                 value = str(value)
+            elif f.name == "images":
+                value = dict(value)
             elif isinstance(value, tuple):
                 value = list(value)
             out[f.name] = value

@@ -124,21 +124,24 @@ def pytest_configure_node(node: Any) -> None:
         node.workerinput["brokerperf_run_id"] = settings.run_id
 
 
-def pytest_report_header(config: pytest.Config) -> str | None:
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
     settings = config.stash.get(SETTINGS_KEY, None)
     if settings is None:
         return None
+    from pytest_brokerperf.provision import provision_reason
     from pytest_brokerperf.summary import _display_path
 
     results = _display_path(settings.results_dir, config.invocation_params.dir)
-    return (
+    reason = provision_reason(settings)
+    return [
         f"brokerperf: brokers={','.join(settings.brokers)} "
         f"provision={settings.provision_display} nodes={settings.nodes} "
         + (f"durability={','.join(map(str, settings.durability))} "
            if settings.durability else "")
         + f"profile={settings.profile} results={results} run_id={settings.run_id}"
-        + (" DRY-RUN" if settings.dry_run else "")
-    )
+        + (" DRY-RUN" if settings.dry_run else ""),
+        *([f"brokerperf: {reason}"] if reason else []),
+    ]
 
 
 # --------------------------------------------------------------------------- matrix

@@ -21,12 +21,37 @@ from pytest_brokerperf.brokers.base import ManagedBroker
 if TYPE_CHECKING:
     from pytest_brokerperf.config import Settings
 
-__all__ = ["ManagedBroker", "effective_mode", "start_broker"]
+__all__ = ["ManagedBroker", "effective_mode", "provision_reason", "start_broker"]
 
 
 def effective_mode(requested: str) -> str:
-    """``auto`` means local processes until container support lands."""
+    """``auto`` means local processes (see :func:`provision_reason` for why)."""
     return "process" if requested == "auto" else requested
+
+
+def provision_reason(settings: Settings) -> str | None:
+    """Which provisioning mode the session uses and why, with the Docker engine's state
+    (for the report header); None for remote clusters.
+
+    ``auto`` stays ``process`` even when an engine answers: container mode is offered for
+    one Kafka node only in this version, and an engine on the machine must not change
+    which brokers a test suite measures (CI's integration tests run in process mode).
+    """
+    from pytest_brokerperf.provision.containers import engine_status
+
+    if settings.provision_effective not in ("process", "container"):
+        return None
+    if settings.provision_effective == "process" and settings.provision != "auto":
+        return None
+    engine = engine_status()
+    where = (f"a Docker engine answers at {engine.address}" if engine.answers
+             else f"no Docker engine answers at {engine.address} ({engine.detail})")
+    if settings.provision == "auto":
+        return (f"provision auto -> process: local processes unless "
+                f"--brokerperf-provision=container is asked for ({where})")
+    if engine.answers:
+        return f"provision container: {where}"
+    return f"provision container: {where}; container-mode tests skip"
 
 
 def start_broker(kind: str, settings: Settings, workdir: Path,

@@ -2,7 +2,8 @@
 
 Everything Kafka lives in this package: the confluent-kafka driver (:mod:`.driver`), the
 OMB driver YAML and client properties (:mod:`.config`), local KRaft clusters from Maven
-Central jars (:mod:`.process`, :mod:`.jmx_exporter`), remote clusters (:mod:`.remote`),
+Central jars (:mod:`.process`, :mod:`.jmx_exporter`), containers (:mod:`.container`),
+remote clusters (:mod:`.remote`),
 durability levels (:mod:`.durability`), broker metrics (:mod:`.metrics`), flags
 (:mod:`.options`) and ``brokerperf cleanup`` (:mod:`.cleanup`). Tansu, Redpanda and
 AutoMQ reuse it through :class:`KafkaProtocolBroker`.
@@ -105,7 +106,8 @@ class KafkaProtocolBroker(BrokerType):
 
 
 class KafkaBroker(KafkaProtocolBroker):
-    """Apache Kafka: local KRaft clusters (1 or 3 nodes) or a remote cluster."""
+    """Apache Kafka: local KRaft clusters (1 or 3 nodes), one node in a container, or a
+    remote cluster."""
 
     name: ClassVar[str] = "kafka"
     no_durability: ClassVar[str | None] = None
@@ -119,6 +121,25 @@ class KafkaBroker(KafkaProtocolBroker):
             kafka_home=settings.kafka_home, workdir=workdir,
             metrics_agent=settings.broker_metrics,
         )
+        return ManagedBroker(cluster.start(), cluster)
+
+    def start_container(self, settings: Settings, workdir: Path,
+                        durability: int | None) -> ManagedBroker:
+        """One KRaft node in a container (:mod:`.container`); three are not offered yet."""
+        from pytest_brokerperf.brokers.kafka.container import KafkaContainerCluster
+
+        if settings.nodes != 1:
+            raise BrokerUnavailable(
+                f"--brokerperf-provision=container runs one Kafka node in this version, not "
+                f"{settings.nodes} (--brokerperf-nodes); use --brokerperf-provision=process "
+                "for a three-node cluster")
+        if settings.kafka_home is not None:
+            raise BrokerUnavailable(
+                "--kafka-home names local jars, which container mode does not use; drop it, "
+                "or use --brokerperf-provision=process")
+        cluster = KafkaContainerCluster(
+            version=settings.kafka_version, workdir=workdir, run_id=settings.run_id,
+            image=settings.image_for("kafka"))
         return ManagedBroker(cluster.start(), cluster)
 
     def apply_level(self, cfg: KafkaDriverConfig, level: int) -> KafkaDriverConfig:

@@ -1,0 +1,391 @@
+"""Kafka in KRaft mode in a container (``--brokerperf-provision=container``).
+
+One combined broker+controller node through testcontainers' generic ``DockerContainer``,
+configured through the official apache/kafka image's contract: every server property
+as a ``KAFKA_<NAME>`` environment variable (:func:`env_from_properties`, the inverse of
+what the image's entrypoint does, :func:`properties_from_env`), ``CLUSTER_ID`` for the
+storage format, and the launcher variables ``KAFKA_HEAP_OPTS``,
+``KAFKA_JVM_PERFORMANCE_OPTS`` and ``KAFKA_GC_LOG_OPTS``. ``ci/docker.sh`` builds a
+local image honouring that contract (``brokerperf/kafka:<version>``); the official
+image works unchanged where it is on the engine (``--brokerperf-image``).
+
+So that both modes measure the same broker, the node gets the server properties,
+JVM flags and heap of process mode (:mod:`.process`) and is pinned with
+``--cpuset-cpus`` to the CPU a process-mode broker is pinned to.
+
+Listeners, the classic trap (a broker advertising an address its clients cannot reach):
+
+- ``HOST`` binds port P inside the container, published as the same port P on
+  127.0.0.1 and advertised as ``127.0.0.1:P`` — right for clients on the host;
+- ``PLAINTEXT`` on 9092 (the image's port) is advertised as ``kafka-1:9092``, the
+  node's alias on the session's container network — right for clients in containers
+  on that network; it is also the inter-broker listener;
+- ``CONTROLLER`` on 9093, on the container network only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_brokerperf.brokers.kafka.process import (
+    KAFKA_PERFORMANCE_FLAGS,
+    generate_cluster_id,
+)
+from pytest_brokerperf.endpoint import BrokerEndpoint
+from pytest_brokerperf.errors import ConfigError, ProvisionError
+from pytest_brokerperf.provision import containers
+from pytest_brokerperf.provision.cpus import default_broker_cpus
+from pytest_brokerperf.provision.ports import LOOPBACK, free_ports
+
+if TYPE_CHECKING:
+    from testcontainers.core.container import DockerContainer
+    from testcontainers.core.network import Network
+
+__all__ = [
+    "IN_NETWORK_PORT", "LAUNCHER_VARIABLES", "KafkaContainerCluster", "KafkaContainerLayout",
+    "container_properties", "default_images", "env_from_properties", "launcher_env",
+    "properties_from_env",
+]
+
+#: The official image's client port, used for the in-network listener.
+IN_NETWORK_PORT = 9092
+CONTROLLER_PORT = 9093
+LOG_DIR = "/var/log/kafka"  # bind-mounted from the host's workdir/logs
+DATA_DIR = "/var/lib/kafka/data"
+DEFAULT_START_TIMEOUT_S = 120.0
+LOG_TAIL_LINES = 40
+#: What the container may use beyond the heap (metaspace, direct buffers, page cache is
+#: the host's): a limit that stops a runaway JVM without constraining a healthy one.
+MEMORY_HEADROOM_MB = 1024
+
+#: ``KAFKA_*`` variables the image's launcher reads itself: never server properties
+#: (the list the official image's entrypoint excludes).
+LAUNCHER_VARIABLES = frozenset({
+    "KAFKA_VERSION", "KAFKA_HEAP_OPTS", "KAFKA_LOG4J_OPTS", "KAFKA_OPTS", "KAFKA_JMX_OPTS",
+    "KAFKA_JVM_PERFORMANCE_OPTS", "KAFKA_GC_LOG_OPTS", "KAFKA_LOG4J_ROOT_LOGLEVEL",
+    "KAFKA_LOG4J_LOGGERS", "KAFKA_TOOLS_LOG4J_LOGLEVEL", "KAFKA_JMX_HOSTNAME",
+    "KAFKA_HOME_DIR", "KAFKA_DEBUG",
+})
+
+
+# -- the image's contract (pure, unit-tested) ---------------------------------------------
+
+
+def env_from_properties(props: Mapping[str, str]) -> dict[str, str]:
+    """Server properties as the image's ``KAFKA_*`` variables: ``.`` → ``_``,
+    ``_`` → ``__``, ``-`` → ``___``, upper case."""
+    env: dict[str, str] = {}
+    code = {".": "_", "_": "__", "-": "___"}
+    for key, value in props.items():
+        name = "KAFKA_" + "".join(code.get(ch, ch) for ch in key).upper()
+        if name in LAUNCHER_VARIABLES:
+            raise ConfigError(f"server property {key!r} would be the launcher variable {name}")
+        env[name] = str(value)
+    return env
+
+
+def properties_from_env(env: Mapping[str, str]) -> dict[str, str]:
+    """What the image's entrypoint makes of ``env`` (``ci/images/kafka/entrypoint.sh``):
+    the inverse of :func:`env_from_properties` for every non-launcher ``KAFKA_*``."""
+    props: dict[str, str] = {}
+    for name in sorted(env):
+        if not name.startswith("KAFKA_") or name in LAUNCHER_VARIABLES:
+            continue
+        key = name[len("KAFKA_"):].lower()
+        key = key.replace("___", "-").replace("__", "\0").replace("_", ".").replace("\0", "_")
+        props[key] = env[name]
+    return props
+
+
+@dataclass(frozen=True)
+class KafkaContainerLayout:
+    """Where one node listens: the host port its ``HOST`` listener binds and publishes."""
+
+    node_id: int
+    host_port: int
+    alias: str  # the node's name on the container network
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{LOOPBACK}:{self.host_port}"
+
+    @property
+    def in_network_bootstrap(self) -> str:
+        return f"{self.alias}:{IN_NETWORK_PORT}"
+
+
+def container_properties(node: KafkaContainerLayout,
+                         overrides: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The server properties of one single-node container, the same as process mode's
+    (:func:`.process.node_config`) apart from addresses and paths."""
+    cfg = {
+        "node.id": str(node.node_id),
+        "process.roles": "broker,controller",
+        "listeners": (f"PLAINTEXT://:{IN_NETWORK_PORT},CONTROLLER://:{CONTROLLER_PORT},"
+                      f"HOST://:{node.host_port}"),
+        "advertised.listeners": (f"PLAINTEXT://{node.in_network_bootstrap},"
+                                 f"HOST://{node.bootstrap}"),
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,"
+                                          "HOST:PLAINTEXT",
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "controller.quorum.voters": f"{node.node_id}@{node.alias}:{CONTROLLER_PORT}",
+        "log.dirs": DATA_DIR,
+        "num.partitions": "1",
+        "auto.create.topics.enable": "false",
+        "offsets.topic.replication.factor": "1",
+        "transaction.state.log.replication.factor": "1",
+        "transaction.state.log.min.isr": "1",
+        "share.coordinator.state.topic.replication.factor": "1",
+        "share.coordinator.state.topic.min.isr": "1",
+        "group.initial.rebalance.delay.ms": "0",
+    }
+    for k, v in (overrides or {}).items():
+        cfg[str(k)] = str(v)
+    return cfg
+
+
+def launcher_env(node_id: int, heap: str) -> dict[str, str]:
+    """Heap, JVM and GC-log flags as process mode sets them (:func:`.process.kafka_jvm_flags`)."""
+    from pytest_brokerperf.provision.java import check_jvm_size
+
+    check_jvm_size(heap)
+    return {
+        "KAFKA_HEAP_OPTS": f"-Xms{heap} -Xmx{heap}",
+        "KAFKA_JVM_PERFORMANCE_OPTS": " ".join(KAFKA_PERFORMANCE_FLAGS),
+        "KAFKA_GC_LOG_OPTS": (f"-Xlog:gc*:file={LOG_DIR}/gc-{node_id}.log:time,uptime:"
+                              "filecount=10,filesize=100M"),
+        "KAFKA_OPTS": f"-Dkafka.logs.dir={LOG_DIR}",
+        "BROKERPERF_LOG_FILE": f"{LOG_DIR}/kafka-{node_id}.log",
+    }
+
+
+def default_images(version: str) -> tuple[str, ...]:
+    """The local build first (``ci/docker.sh``), then the official image."""
+    return (f"brokerperf/kafka:{version}", f"apache/kafka:{version}")
+
+
+def _heap_mb(heap: str) -> int:
+    unit = heap[-1].lower()
+    number = int(heap[:-1]) if unit.isalpha() else int(heap)
+    return {"k": number // 1024, "m": number, "g": number * 1024}.get(unit, number // 2**20)
+
+
+# -- the cluster ----------------------------------------------------------------------------
+
+
+class KafkaContainerCluster:
+    """One Kafka node in a container on its own container network, testcontainers-style.
+
+    ``cpus``: as process mode (``None`` = the last CPU when there are several, ``set()``
+    = no pinning); ``run_id`` labels the container and network for cleanup.
+    """
+
+    def __init__(self, *, version: str, workdir: Path, run_id: str, image: str | None = None,
+                 heap: str = "1g", cpus: set[int] | None = None,
+                 broker_overrides: dict[str, str] | None = None,
+                 start_timeout: float = DEFAULT_START_TIMEOUT_S) -> None:
+        self.version = version
+        self.workdir = workdir
+        self.run_id = run_id
+        self.requested_image = image
+        self.heap = heap
+        self.cpus = cpus
+        self.broker_overrides = dict(broker_overrides or {})
+        self.start_timeout = start_timeout
+        self._container: DockerContainer | None = None
+        self._network: Network | None = None
+        self._endpoint: BrokerEndpoint | None = None
+
+    @property
+    def endpoint(self) -> BrokerEndpoint:
+        if self._endpoint is None:
+            raise RuntimeError("the Kafka container is not running; call start() first")
+        return self._endpoint
+
+    def broker_cpus(self) -> set[int] | None:
+        if self.cpus is None:
+            return default_broker_cpus()
+        return set(self.cpus) or None
+
+    def start(self) -> BrokerEndpoint:
+        """Start the node and wait until the Admin API sees it from the host."""
+        engine = containers.require_engine()
+        began = time.monotonic()
+        from testcontainers.core.config import testcontainers_config
+        from testcontainers.core.container import DockerContainer
+        from testcontainers.core.network import Network
+
+        client = containers.docker_client()
+        removed = containers.remove_orphans(client)
+        image = containers.resolve_image(client, "kafka", self.requested_image,
+                                         default_images(self.version))
+        reaper = self._configure_reaper(client, testcontainers_config)
+        labels = containers.run_labels("kafka", self.run_id)
+        logs = self.workdir / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        for old in [*logs.glob("gc-1.log*"), logs / "kafka-1.log"]:
+            old.unlink(missing_ok=True)
+        (host_port,) = free_ports(1)
+        node = KafkaContainerLayout(node_id=1, host_port=host_port, alias="kafka-1")
+        props = container_properties(node, self.broker_overrides)
+        env = {**env_from_properties(props), **launcher_env(1, self.heap),
+               "CLUSTER_ID": generate_cluster_id()}
+        cpus = self.broker_cpus()
+        memory = f"{_heap_mb(self.heap) + MEMORY_HEADROOM_MB}m"
+        name = f"brokerperf-{self.run_id}-kafka-1-{os.getpid()}"
+        network = Network(docker_network_kw={"labels": labels})
+        network.name = f"brokerperf-{self.run_id}-{os.getpid()}"
+        network.create()
+        self._network = network
+        container = (DockerContainer(image.ref)
+                     .with_name(name)
+                     .with_envs(**env)
+                     .with_network(network)
+                     .with_network_aliases(node.alias)
+                     .with_volume_mapping(str(logs.resolve()), LOG_DIR, "rw")
+                     .with_kwargs(labels=labels, mem_limit=memory,
+                                  **({"cpuset_cpus": ",".join(map(str, sorted(cpus)))}
+                                     if cpus else {})))
+        # published on loopback only, on the port the container binds and advertises
+        container.ports[f"{host_port}/tcp"] = (LOOPBACK, host_port)  # type: ignore[assignment]
+        self._container = container
+        containers.track(self)
+        launched = time.time()
+        try:
+            container.start()
+            self._wait_ready(container, node, began)
+        except BaseException as exc:
+            text = self._failure_text(container, f"Kafka container {name} ({image.ref}) did "
+                                      f"not become ready: {exc}")
+            self.stop()
+            if isinstance(exc, ProvisionError | TimeoutError | OSError) or (
+                    type(exc).__module__.startswith("docker")):
+                raise ProvisionError(text) from exc
+            raise
+        wrapped = container.get_wrapped_container()
+        wrapped.reload()
+        state = wrapped.attrs.get("State") or {}
+        host_config = wrapped.attrs.get("HostConfig") or {}
+        available = set(os.sched_getaffinity(0))
+        info: dict[str, Any] = {
+            "pids": [int(state["Pid"])] if state.get("Pid") else [],
+            "container_ids": [wrapped.id],
+            "container_names": [name],
+            "network": network.name,
+            "image": image.as_dict(),
+            "engine": {"address": engine.address, "detail": engine.detail},
+            "reaper": reaper,
+            "orphans_removed": removed,
+            "labels": labels,
+            "env": dict(sorted(env.items())),
+            "server_properties": props,
+            "listeners": {"HOST": node.bootstrap, "PLAINTEXT": node.in_network_bootstrap},
+            "in_network_bootstrap": node.in_network_bootstrap,
+            "jvm_flags": [f"-Xms{self.heap}", f"-Xmx{self.heap}", *KAFKA_PERFORMANCE_FLAGS],
+            "heap": self.heap,
+            "memory_limit": memory,
+            "log_files": [str(logs / "kafka-1.log")],
+            "gc_logs": [str(logs / "gc-1.log")],
+            "cpu_affinity": {
+                "broker_cpus": sorted(cpus) if cpus else None,
+                "generator_cpus": sorted(available - cpus) if cpus else sorted(available),
+                "nodes": {"1": sorted(cpus) if cpus else None},
+                "cpuset_cpus": host_config.get("CpusetCpus") or None,
+            },
+            "metrics_urls": [],
+            "metrics_agent": {"error": "the JMX exporter agent is not attached in container "
+                              "mode in this version; /proc of the container's JVM is sampled"},
+            "cluster_id": env["CLUSTER_ID"],
+            "broker_overrides": dict(self.broker_overrides),
+            "started_at": launched,
+            "ready_at": time.time(),
+            "startup_s": round(time.monotonic() - began, 3),
+            "workdir": str(self.workdir),
+        }
+        self._endpoint = BrokerEndpoint(
+            kind="kafka", bootstrap=node.bootstrap, mode="container", nodes=1,
+            version=image.labels.get("org.brokerperf.kafka-version") or self.version,
+            info=info)
+        return self._endpoint
+
+    @staticmethod
+    def _configure_reaper(client: Any, config: Any) -> str:
+        """Ryuk where its image is on the engine; otherwise our own labels and atexit."""
+        from docker.errors import ImageNotFound
+
+        if config.ryuk_disabled:
+            return "none: Ryuk disabled (TESTCONTAINERS_RYUK_DISABLED)"
+        try:
+            client.images.get(config.ryuk_image)
+        except ImageNotFound:
+            config.ryuk_disabled = True
+            return (f"none: {config.ryuk_image} is not on the engine; containers are removed "
+                    "at session end, and by the next session when pytest was killed")
+        return f"ryuk ({config.ryuk_image})"
+
+    def _wait_ready(self, container: DockerContainer, node: KafkaContainerLayout,
+                    began: float) -> None:
+        """The start-up log line, then the Admin API from the host sees the node."""
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import AdminClient
+
+        deadline = began + self.start_timeout
+        wrapped = container.get_wrapped_container()
+        while True:
+            wrapped.reload()
+            if wrapped.status in ("exited", "dead"):
+                code = (wrapped.attrs.get("State") or {}).get("ExitCode")
+                raise ProvisionError(f"the container exited with code {code} during start-up")
+            if b"Kafka Server started" in wrapped.logs(tail=200):
+                break
+            if time.monotonic() > deadline:
+                raise ProvisionError(f"no 'Kafka Server started' line within "
+                                     f"{self.start_timeout:.0f} s")
+            time.sleep(0.3)
+        admin = AdminClient({"bootstrap.servers": node.bootstrap, "log_level": 0})
+        seen = "no answer"
+        while time.monotonic() < deadline:
+            try:
+                md = admin.list_topics(timeout=5)
+                brokers = {b.id: f"{b.host}:{b.port}" for b in md.brokers.values()}
+                if brokers == {node.node_id: node.bootstrap}:
+                    return
+                seen = f"metadata names {brokers}"
+            except KafkaException as exc:
+                seen = f"error {exc}"
+            time.sleep(0.3)
+        raise ProvisionError(f"the Admin API at {node.bootstrap} saw {seen}, expected node "
+                             f"{node.node_id} advertised at {node.bootstrap}")
+
+    @staticmethod
+    def _failure_text(container: DockerContainer, headline: str) -> str:
+        try:
+            wrapped = container.get_wrapped_container()
+            logs = wrapped.logs(tail=LOG_TAIL_LINES).decode("utf-8", "replace")
+        except Exception as exc:  # the headline matters more than the logs
+            logs = f"(container logs unavailable: {exc})"
+        return f"{headline}\n--- last {LOG_TAIL_LINES} lines of the container's log ---\n{logs}"
+
+    def stop(self) -> None:
+        """Remove the container and its network; safe to call twice."""
+        containers.untrack(self)
+        container, self._container = self._container, None
+        network, self._network = self._network, None
+        self._endpoint = None
+        if container is not None:
+            with contextlib.suppress(Exception):  # never created, or gone already
+                container.stop()  # docker rm -f, volumes included
+        if network is not None:
+            with contextlib.suppress(Exception):  # the labels let the next session remove it
+                network.remove()
+
+    def __repr__(self) -> str:
+        state = self._endpoint.bootstrap if self._endpoint else "stopped"
+        return f"<KafkaContainerCluster version={self.version} {state}>"

