@@ -24,10 +24,11 @@ broker's and broker back-pressure is never thrown away as a harness limit:
   its catch-up, not a steady state at the offered rate;
 * ``host-noise`` — the hypervisor took ≥ 5 % of the machine's CPU time during the
   measured window (``/proc/stat`` steal): a paused virtual machine delays messages that
-  neither the generator nor the broker held, so the figures are the host's; or another
-  process took ≥ 20 % of the generator's CPUs while the workers waited on a run queue
-  for ≥ 20 % of the window. It outranks every other status, since a late generator on a
-  robbed machine says nothing about either;
+  neither the generator nor the broker held, so the figures are the host's; or the
+  generator's CPUs were ≥ 90 % busy, ≥ 20 % of them with other processes, while its
+  workers (none of them at 90 % of a core) waited on a run queue for ≥ 20 % of the
+  window. It outranks every other status, since a late generator on a robbed machine
+  says nothing about either;
 * ``undersampled`` — per percentile, never a whole-run status: q needs
   n ≥ 10/(1−q) samples, else it is reported n/a;
 * ``clock-uncertain`` — only when producers and consumers use different hosts' clocks
@@ -130,6 +131,8 @@ def assess(outcome: RunOutcome, thresholds: Thresholds | None = None,
     full_periods = sum(1 for p in periods if any(w.queue_full for w in p.workers))
     sustained_full = full_periods >= min(th.backpressure_periods, max(1, len(periods)))
     other = _other_cpu_share(periods, cpu_share, outcome.plan.generator_cpus)
+    busy_samples = [p.generator_cpu_busy for p in periods if p.generator_cpu_busy is not None]
+    busy = sum(busy_samples) / len(busy_samples) if busy_samples else None
     details: dict[str, Any] = {
         "worker_cpu_share": {str(k): round(v, 3) for k, v in cpu_share.items()},
         "worker_runq_share": {str(k): round(v, 3) for k, v in runq_share.items()},
@@ -138,6 +141,7 @@ def assess(outcome: RunOutcome, thresholds: Thresholds | None = None,
         "queue_full_events": queue_full,
         "queue_full_periods": full_periods,
         "other_process_cpu_share": None if other is None else round(other, 3),
+        "generator_cpu_busy": None if busy is None else round(busy, 3),
         "target_rate": outcome.plan.rate,
         "ack_rate": outcome.ack_rate,
         "warmup_steady": outcome.warmup_steady,
@@ -148,7 +152,10 @@ def assess(outcome: RunOutcome, thresholds: Thresholds | None = None,
     if steal is not None and steal >= th.steal_share:
         flags.append(HOST_NOISE)
         reasons.append(host_noise_reason(steal, th.steal_share, "measured window"))
-    elif starved and other is not None and other >= th.other_cpu_share:
+    elif (starved and not [k for k, v in cpu_share.items() if v >= th.cpu_share]
+          and busy is not None and busy >= th.cpu_share and other is not None
+          and other >= th.other_cpu_share):
+        # the generator's CPUs were full, and not with its workers: the ladder's rule
         flags.append(HOST_NOISE)
         reasons.append(
             f"other processes used {other:.0%} of the generator's CPUs while its workers "

@@ -98,11 +98,12 @@ def check_ladder() -> Callable[..., None]:
 
 
 def _measure_quietly(run: Callable[[int], RunOutcome], attempts: int = 2) -> RunOutcome:
-    """``run(attempt)`` again while its measured window is host-noise, as the plugin
-    does (--brokerperf-noise-retries); the last outcome either way."""
+    """``run(attempt)`` again while its measured window is host-noise or unsteady (a
+    fresh broker's stall still being caught up), as the plugin does; the last outcome
+    either way."""
     for attempt in range(1, attempts + 1):
         out = run(attempt)
-        if assess(out).status != "host-noise":
+        if assess(out).status not in ("host-noise", "unsteady"):
             break
     return out
 
@@ -112,8 +113,8 @@ def _expect_valid(out: RunOutcome) -> Verdict:
     answer on a host whose hypervisor took the CPU: then a note, and the caller's
     timing checks must not apply."""
     v = assess(out)
-    if v.status == "host-noise":
-        _note(f"timing checks not applicable: {v.reasons[0]}")
+    if v.status in ("host-noise", "unsteady"):  # measured again already: say so
+        _note(f"timing checks not applicable ({v.status}): {v.reasons[0]}")
         return v
     assert v.status == "valid", v.reasons
     return v

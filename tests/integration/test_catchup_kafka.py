@@ -154,5 +154,9 @@ def test_cu(brokerperf):
                                            + cu["produced_during_drain"]
                                            - cu["residual_messages"])
     assert rec["delivery"]["lost"] == 0
-    assert {s["metric"]: s["status"] for s in rec["slo"]} == {"lost": "pass",
-                                                               "drained": "pass"}
+    if rec["verdict"]["status"] in ("valid", "broker-backpressure"):
+        assert {s["metric"]: s["status"] for s in rec["slo"]} == {"lost": "pass",
+                                                                   "drained": "pass"}
+    else:  # the host or a fresh broker's stall spoiled the "before" window: never judged
+        assert rec["verdict"]["status"] in ("host-noise", "unsteady"), rec["verdict"]
+        assert rec["slo"] == []

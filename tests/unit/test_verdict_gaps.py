@@ -114,11 +114,16 @@ def test_another_process_on_the_generator_cpus_is_host_noise(outcome: RunOutcome
                        workers=[replace(w, cpu_s=0.05 * w.elapsed_s,
                                         runq_delay_s=0.5 * w.elapsed_s) for w in p.workers])
                for p in quiet.periods]
-    th = {**QUIET, "runq_share": 0.2}
+    th = {**QUIET, "runq_share": 0.2, "cpu_share": 0.9}
     v = assess(replace(quiet, periods=starved, plan=replace(quiet.plan, generator_cpus=(0,))),
                Thresholds(**th))
     assert v.status == "host-noise", v.reasons
     assert "other processes used 90% of the generator's CPUs" in v.reasons[0]
+    # the generator's CPUs not full: the workers' threads queueing behind each other
+    half = [replace(p, generator_cpu_busy=0.5) for p in starved]
+    v = assess(replace(quiet, periods=half, plan=replace(quiet.plan, generator_cpus=(0,))),
+               Thresholds(**th))
+    assert v.status != "host-noise"
     # the workers' own threads queueing behind each other are not another process
     own = [replace(p, workers=[replace(w, cpu_s=0.9 * w.elapsed_s) for w in p.workers])
            for p in starved]
