@@ -25,7 +25,6 @@ __all__ = [
     "ConsumerClient",
     "Driver",
     "ErrorCallback",
-    "PausableConsumer",
     "ProducerClient",
     "QueueFull",
     "consumer_pause",
@@ -61,30 +60,30 @@ class ProducerClient(Protocol):
 
 @runtime_checkable
 class ConsumerClient(Protocol):
+    """One subscription member.
+
+    ``pause()``/``resume()`` serve catch-up runs: a consumer stops reading without
+    leaving its subscription. While paused, ``receive()`` keeps being called (Kafka needs
+    its ``poll()`` to stay in the group) and returns nothing new; nothing may stay
+    buffered in the client, so the backlog built meanwhile is all on the broker.
+    ``pause()`` returns once every message it returned so far is committed
+    (acknowledged) to the broker. A driver whose consumers cannot do this says so in
+    :attr:`Driver.CONSUMER_PAUSE` (None) and :attr:`Driver.CONSUMER_PAUSE_MISSING`.
+    """
+
     def receive(self, max_messages: int, timeout_s: float) -> list[tuple[bytes, int]]:
         """Return up to ``max_messages`` (value, partition) pairs, waiting at most timeout."""
-
-    def close(self) -> None: ...
-
-
-@runtime_checkable
-class PausableConsumer(Protocol):
-    """A consumer that can stop reading without leaving its subscription (catch-up runs).
-
-    While paused, ``receive()`` keeps being called (Kafka needs its ``poll()`` to stay in
-    the group) and returns nothing new; nothing may stay buffered in the client, so the
-    backlog built meanwhile is all on the broker. ``pause()`` returns once every message
-    it returned so far is committed (acknowledged) to the broker.
-    """
 
     def pause(self) -> None: ...
 
     def resume(self) -> None: ...
 
+    def close(self) -> None: ...
 
-def consumer_pause(driver: object) -> str | None:
+
+def consumer_pause(driver: Driver | type[Driver]) -> str | None:
     """How ``driver``'s consumers pause (its ``CONSUMER_PAUSE``), None when they cannot."""
-    how = getattr(driver, "CONSUMER_PAUSE", None)
+    how = driver.CONSUMER_PAUSE
     return how if isinstance(how, str) and how else None
 
 
@@ -127,6 +126,15 @@ class AdminClient(Protocol):
 
 class Driver(Protocol):
     """Picklable factory of clients for one broker endpoint and driver configuration."""
+
+    @property
+    def CONSUMER_PAUSE(self) -> str | None:
+        """How this driver's consumers pause for a catch-up run (shown in its record);
+        None when they cannot pause without a rebalance or a client-side backlog."""
+
+    @property
+    def CONSUMER_PAUSE_MISSING(self) -> str:
+        """Why they cannot, when ``CONSUMER_PAUSE`` is None (else "")."""
 
     @property
     def kind(self) -> str: ...

@@ -357,12 +357,7 @@ class Worker:
                 if pause_wanted.is_set() != paused:
                     # between batches: every message a receive() returned is counted
                     paused = not paused
-                    pause_resume = getattr(client, "pause" if paused else "resume", None)
-                    if pause_resume is None:
-                        raise RuntimeError(
-                            f"{driver.kind} consumer {client_id} cannot pause (its driver "
-                            "has no ConsumerClient.pause/resume)")
-                    pause_resume()
+                    (client.pause if paused else client.resume)()
                     paused_state[index] = paused
                 batch = client.receive(500, 0.05)
                 if not batch:

@@ -314,7 +314,7 @@ def run_catchup(ctx: RunContext, scenario: CatchUp,
                            stats_interval_ms=max(1000, int(prepared.period_s * 1000)))
     how = consumer_pause(driver)
     if how is None:
-        why = getattr(driver, "CONSUMER_PAUSE_MISSING", "")
+        why = driver.CONSUMER_PAUSE_MISSING
         raise BrokerUnavailable(
             f"catch-up on {broker.kind}: its driver cannot pause consumers without a "
             f"rebalance or a backlog held in client memory{': ' + why if why else ''}")

@@ -408,7 +408,8 @@ class KafkaDriver:
     stats_interval_ms: int = 5000
     extra: dict[str, str] = field(default_factory=dict)
     kind: str = "kafka"
-    CONSUMER_PAUSE: ClassVar[str] = (
+    CONSUMER_PAUSE_MISSING: ClassVar[str] = ""
+    CONSUMER_PAUSE: ClassVar[str | None] = (
         "librdkafka pause() of the assigned partitions while poll() goes on: the group "
         "keeps its members (no rebalance) and prefetched messages are dropped")
 

@@ -130,7 +130,8 @@ class LoopbackDriver:
     kind: str = "loopback"
     name: str = "loopback"
     #: a paused consumer stops reading; its subscription's queue keeps filling
-    CONSUMER_PAUSE: ClassVar[str] = "stops reading; the subscription's queue keeps filling"
+    CONSUMER_PAUSE_MISSING: ClassVar[str] = ""
+    CONSUMER_PAUSE: ClassVar[str | None] = "stops reading; the subscription's queue keeps filling"
 
     def admin(self) -> _Admin:
         return _Admin()

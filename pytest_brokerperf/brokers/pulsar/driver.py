@@ -615,7 +615,8 @@ class PulsarDriver:
     kind: str = "pulsar"
     _key: str = field(default="", repr=False)
     #: how catch-up runs pause consumers (scenario_library/catchup.py)
-    CONSUMER_PAUSE: ClassVar[str] = (
+    CONSUMER_PAUSE_MISSING: ClassVar[str] = ""
+    CONSUMER_PAUSE: ClassVar[str | None] = (
         "the consumer closes and subscribes again: the durable subscription keeps its "
         "cursor and nothing waits in a receiver queue (pause_message_listener() would "
         "keep filling it)")
