@@ -17,7 +17,6 @@ never mixed into the end-to-end latency of the tail-read window.
 
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,7 +25,6 @@ from pytest_brokerperf.scenario_library.base import (
     PreparedRun,
     Scenario,
     ScenarioResult,
-    auto_workers,
     base_params,
     driver_file,
     resolve_workload,
@@ -35,7 +33,7 @@ from pytest_brokerperf.scenario_library.finish import JUNIT_FIGURES, Measured, f
 from pytest_brokerperf.scenario_library.tailread import fixed_rate_window
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.brokers.driver import BrokerBacklog
+    from pytest_brokerperf.brokers.driver import BrokerBacklog, Driver
     from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
     from pytest_brokerperf.engine.coordinator import PhaseRun
@@ -289,68 +287,39 @@ def run_catchup(ctx: RunContext, scenario: CatchUp,
     """Prepare, guard, run the four phases (tail-read window, build, drain, end), judge
     and record."""
     from pytest_brokerperf import safety
-    from pytest_brokerperf.brokers import create_driver
     from pytest_brokerperf.brokers.driver import consumer_pause
-    from pytest_brokerperf.engine.coordinator import (
-        LoadSession,
-        Rung,
-        RunPlan,
-        default_generator_cpus,
-    )
-    from pytest_brokerperf.errors import BrokerUnavailable, ConfigError, MeasurementError
+    from pytest_brokerperf.engine.coordinator import LoadSession, Rung
+    from pytest_brokerperf.errors import BrokerUnavailable, MeasurementError
     from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
     from pytest_brokerperf.safety import format_bytes
-    from pytest_brokerperf.summary import format_progress
+    from pytest_brokerperf.scenario_library.setup import PeriodWatch, set_up_run
     from pytest_brokerperf.verdict import Thresholds, assess
 
     settings, broker = ctx.settings, ctx.broker
     prepared = scenario.prepare(settings, broker)
-    slos = ctx.slos_for(prepared, (*scenario.slos, *extra_slos))
-    wl = prepared.workload
-    base_dir = prepared.workload_file.parent if prepared.workload_file else None
-    seed = int.from_bytes(os.urandom(4), "little")
-    payloads = wl.payloads(base_dir, seed=seed)
-    driver = create_driver(broker, prepared.driver_file, prepared.scenario,
-                           stats_interval_ms=max(1000, int(prepared.period_s * 1000)))
-    how = consumer_pause(driver)
-    if how is None:
-        why = driver.CONSUMER_PAUSE_MISSING
-        raise BrokerUnavailable(
-            f"catch-up on {broker.kind}: its driver cannot pause consumers without a "
-            f"rebalance or a backlog held in client memory{': ' + why if why else ''}")
-    cpus = default_generator_cpus(broker.info.get("cpu_affinity"))
-    clients = wl.total_producers + wl.total_consumers
-    workers = settings.workers or auto_workers(prepared.rate, clients, cpus)
-    plan = RunPlan(
-        rate=prepared.rate, period_s=prepared.period_s, warmup_max_s=prepared.warmup_s,
-        measure_s=prepared.measure_s, workers=workers,
-        topic_prefix=safety.topic_prefix(settings, prepared.scenario, ctx.test_id),
-        keep_topics=settings.keep_topics, generator_cpus=cpus, seed=seed,
-    )
+
+    def pausable(driver: Driver) -> None:
+        if consumer_pause(driver) is None:
+            why = driver.CONSUMER_PAUSE_MISSING
+            raise BrokerUnavailable(
+                f"catch-up on {broker.kind}: its driver cannot pause consumers without a "
+                f"rebalance or a backlog held in client memory{': ' + why if why else ''}")
+
+    run = set_up_run(ctx, scenario, extra_slos, prepared=prepared, check_driver=pausable)
+    slos, wl, plan, payloads, workers = run.slos, run.workload, run.plan, run.payloads, run.workers
+    how = consumer_pause(run.driver) or ""
     # the safety plan counts the longest producing time: window + build + drain bounds
     producing = replace(plan, measure_s=prepared.measure_s + prepared.build_timeout_s
                         + prepared.drain_timeout_s)
-    driver, safety_notes = safety.safe_driver(driver, settings, broker, prepared, producing)
+    driver, safety_notes = safety.safe_driver(run.driver, settings, broker, prepared, producing)
     prepared.notes.extend(safety_notes)
     splan = safety.build_plan(settings, broker, prepared, driver, producing,
                               test_id=ctx.test_id, cluster_changes=scenario.cluster_changes)
     ctx.guard(splan)
     sampler = BrokerMetricsSampler.for_endpoint(broker, settings)
-    every = max(1, round(5.0 / prepared.period_s))
-    verbose = ctx.verbose
-    acked_bytes = 0
-
-    def on_period(p: PeriodStats) -> None:
-        nonlocal acked_bytes
-        if sampler is not None:
-            sampler.on_period(p)
-        acked_bytes += p.bytes_sent
-        if splan.max_bytes is not None and acked_bytes > splan.max_bytes:
-            raise ConfigError(f"REFUSED: {format_bytes(acked_bytes)} acknowledged, over "
-                              f"the byte cap {format_bytes(splan.max_bytes)} "
-                              "(--brokerperf-max-bytes); the run was stopped")
-        if verbose or p.index % every == every - 1:
-            ctx.progress(format_progress(broker.kind, f"{prepared.scenario}:{p.phase}", p))
+    on_period = PeriodWatch(ctx, broker.kind, prepared.period_s, splan.max_bytes,
+                            sampler=sampler,
+                            label=lambda p: f"{prepared.scenario}:{p.phase}")
 
     ctx.progress(
         f"brokerperf: {broker.kind} {prepared.scenario} rate={prepared.rate:g} msg/s "
@@ -417,7 +386,7 @@ def run_catchup(ctx: RunContext, scenario: CatchUp,
             f"≤{prepared.drain_threshold:,} (CatchUp(drain_timeout_s=...) waits longer)")
     return finish(ctx, Measured(
         prepared=prepared, driver_name=driver.name, headline=before, verdict=verdict,
-        slos=slos, seed=seed, plan=splan, sampler=sampler, session=session,
+        slos=slos, seed=run.seed, plan=splan, sampler=sampler, session=session,
         extra_figures=extra, record_extra={"catchup": report.as_dict()},
         summary_params=(f"{short_params(prepared.params)} "
                         f"backlog={format_bytes(prepared.backlog_bytes).replace(' ', '')}"),

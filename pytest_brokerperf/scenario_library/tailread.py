@@ -7,7 +7,6 @@ steady, measured again when the host's steal time spoiled the window.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,7 +15,6 @@ from pytest_brokerperf.scenario_library.base import (
     PreparedRun,
     Scenario,
     ScenarioResult,
-    auto_workers,
     base_params,
     driver_file,
     resolve_period,
@@ -27,7 +25,6 @@ from pytest_brokerperf.scenario_library.finish import Measured, finish
 if TYPE_CHECKING:
     from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
-    from pytest_brokerperf.metrics.stats import PeriodStats
     from pytest_brokerperf.scenario_library.context import RunContext
     from pytest_brokerperf.workload import Workload
 
@@ -147,16 +144,9 @@ def run_fixed_rate(ctx: RunContext, scenario: Scenario,
     in the record's ``noise_retries``.
     """
     from pytest_brokerperf import safety
-    from pytest_brokerperf.brokers import create_driver
-    from pytest_brokerperf.engine.coordinator import (
-        RunPlan,
-        default_generator_cpus,
-        run_workload,
-    )
-    from pytest_brokerperf.errors import ConfigError
+    from pytest_brokerperf.engine.coordinator import run_workload
     from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
-    from pytest_brokerperf.safety import format_bytes
-    from pytest_brokerperf.summary import format_progress
+    from pytest_brokerperf.scenario_library.setup import PeriodWatch, set_up_run
     from pytest_brokerperf.verdict import (
         HOST_NOISE,
         UNSTEADY,
@@ -167,44 +157,16 @@ def run_fixed_rate(ctx: RunContext, scenario: Scenario,
     )
 
     settings, broker = ctx.settings, ctx.broker
-    prepared = scenario.prepare(settings, broker)
-    slos = ctx.slos_for(prepared, (*scenario.slos, *extra_slos))
-    wl = prepared.workload
-    base_dir = prepared.workload_file.parent if prepared.workload_file else None
-    seed = int.from_bytes(os.urandom(4), "little")
-    payloads = wl.payloads(base_dir, seed=seed)
-    driver = create_driver(broker, prepared.driver_file, prepared.scenario,
-                           stats_interval_ms=max(1000, int(prepared.period_s * 1000)))
-    cpus = default_generator_cpus(broker.broker_cpus())
-    clients = wl.total_producers + wl.total_consumers
-    workers = settings.workers or auto_workers(prepared.rate, clients, cpus)
-    plan = RunPlan(
-        rate=prepared.rate, period_s=prepared.period_s, warmup_max_s=prepared.warmup_s,
-        measure_s=prepared.measure_s, workers=workers,
-        topic_prefix=safety.topic_prefix(settings, prepared.scenario, ctx.test_id),
-        keep_topics=settings.keep_topics, generator_cpus=cpus, seed=seed,
-    )
-    driver, safety_notes = safety.safe_driver(driver, settings, broker, prepared, plan)
+    run = set_up_run(ctx, scenario, extra_slos)
+    prepared, slos, wl, plan = run.prepared, run.slos, run.workload, run.plan
+    seed, payloads, workers = run.seed, run.payloads, run.workers
+    driver, safety_notes = safety.safe_driver(run.driver, settings, broker, prepared, plan)
     prepared.notes.extend(safety_notes)
     splan = safety.build_plan(settings, broker, prepared, driver, plan, test_id=ctx.test_id,
                               cluster_changes=scenario.cluster_changes)
     ctx.guard(splan)  # prints, refuses over a cap, stops here in a dry run
-    sampler: BrokerMetricsSampler | None = None
-    every = max(1, round(5.0 / prepared.period_s))
-    verbose = ctx.verbose
-    acked_bytes = 0
-
-    def on_period(p: PeriodStats) -> None:
-        nonlocal acked_bytes
-        if sampler is not None:
-            sampler.on_period(p)
-        acked_bytes += p.bytes_sent
-        if splan.max_bytes is not None and acked_bytes > splan.max_bytes:
-            raise ConfigError(f"REFUSED: {format_bytes(acked_bytes)} acknowledged, over "
-                              f"the byte cap {format_bytes(splan.max_bytes)} "
-                              "(--brokerperf-max-bytes); the run was stopped")
-        if verbose or p.index % every == every - 1:
-            ctx.progress(format_progress(broker.kind, prepared.scenario, p))
+    on_period = PeriodWatch(ctx, broker.kind, prepared.period_s, splan.max_bytes,
+                            label=prepared.scenario)
 
     ctx.progress(
         f"brokerperf: {broker.kind} {prepared.scenario} rate={prepared.rate:g} msg/s "
@@ -220,7 +182,7 @@ def run_fixed_rate(ctx: RunContext, scenario: Scenario,
     attempt_no = 0
     while True:
         attempt_no += 1
-        sampler = BrokerMetricsSampler.for_endpoint(broker, settings)
+        sampler = on_period.sampler = BrokerMetricsSampler.for_endpoint(broker, settings)
         run_plan = plan if attempt_no == 1 else replace(
             plan, topic_prefix=f"{plan.topic_prefix}-m{attempt_no}")  # fresh topics
         if sampler is not None:

@@ -56,7 +56,6 @@ if TYPE_CHECKING:
     from pytest_brokerperf.brokers.driver import Driver
     from pytest_brokerperf.calibration import Ceiling
     from pytest_brokerperf.engine.coordinator import RunOutcome, RunPlan
-    from pytest_brokerperf.metrics.stats import PeriodStats
     from pytest_brokerperf.results import ScenarioBlocks
     from pytest_brokerperf.safety import ScenarioPlan
     from pytest_brokerperf.scenario_library.context import RunContext
@@ -323,9 +322,8 @@ def run_throughput(ctx: RunContext, scenario: Scenario,
     from pytest_brokerperf import safety
     from pytest_brokerperf.brokers import create_driver
     from pytest_brokerperf.engine.coordinator import RunPlan, default_generator_cpus
-    from pytest_brokerperf.errors import ConfigError
     from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
-    from pytest_brokerperf.safety import format_bytes
+    from pytest_brokerperf.scenario_library.setup import PeriodWatch
 
     settings, broker = ctx.settings, ctx.broker
     prepared = scenario.prepare(settings, broker)
@@ -399,23 +397,9 @@ def run_throughput(ctx: RunContext, scenario: Scenario,
             ctx.progress(f"brokerperf: calibrated ceiling: {c.describe()}")
 
     sampler = BrokerMetricsSampler.for_endpoint(broker, settings)
-    verbose = ctx.verbose
-    acked_bytes = 0
-    every = max(1, round(5.0 / prepared.period_s))
-
-    def on_period(p: PeriodStats) -> None:
-        nonlocal acked_bytes
-        if sampler is not None:
-            sampler.on_period(p)
-        acked_bytes += p.bytes_sent
-        if splan.max_bytes is not None and acked_bytes > splan.max_bytes:
-            raise ConfigError(f"REFUSED: {format_bytes(acked_bytes)} acknowledged, over "
-                              f"the byte cap {format_bytes(splan.max_bytes)} "
-                              "(--brokerperf-max-bytes); the run was stopped")
-        if verbose or (discovery and p.index % every == every - 1):
-            from pytest_brokerperf.summary import format_progress
-
-            ctx.progress(format_progress(broker.kind, prepared.scenario, p))
+    on_period = PeriodWatch(ctx, broker.kind, prepared.period_s, splan.max_bytes,
+                            sampler=sampler, label=prepared.scenario,
+                            show=lambda: discovery)
 
     payloads = wl.payloads(prepared.workload_file.parent if prepared.workload_file else None,
                            seed=seed)

@@ -47,7 +47,7 @@ import pytest
 
 from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.testing.delayproxy import DelayProxy, ProxyStats
-from pytest_brokerperf.verdict import Thresholds, window_steal_share
+from pytest_brokerperf.verdict import Thresholds, assess, window_steal_share
 
 pytestmark = pytest.mark.integration
 
@@ -154,8 +154,10 @@ def _run_once(rig: Rig, delay_ms: float, index: int,
     assert delivery.lost == 0, delivery.as_dict()
     assert delivery.received >= delivery.acknowledged, delivery.as_dict()
     assert outcome.drain_complete
-    rate = outcome.ack_rate
-    assert rate == pytest.approx(RATE, rel=0.05), f"ack rate {rate:.1f} msg/s, target {RATE}"
+    # A window that did not acknowledge the offered rate (a stall before it, caught up
+    # inside it, or a shortfall) is not a steady state: judged by the harness's own
+    # verdict and counted as noise below, never as a fidelity miss (nor a pass).
+    verdict = assess(outcome)
 
     pub = outcome.cumulative["publish_latency"].percentile(50)
     e2e = outcome.cumulative["e2e_latency"].percentile(50)
@@ -180,6 +182,9 @@ def _run_once(rig: Rig, delay_ms: float, index: int,
             if v is not None
         },
         "delay_ms": delay_ms,
+        "ack_rate": outcome.ack_rate,
+        "verdict": verdict.status,
+        "verdict_reasons": verdict.reasons,
         "publish_p50_ms": pub / 1000,
         "e2e_p50_ms": e2e / 1000,
         "acked": delivery.acknowledged,
@@ -270,6 +275,10 @@ def _evaluate(rows: list[dict[str, Any]]) -> tuple[dict[str, float], list[str]]:
 def _noise(r: dict[str, Any]) -> list[str]:
     """Why a run's figures say nothing about the harness: measured, never guessed."""
     why = []
+    if r["verdict"] != "valid":
+        why.append(f"D={r['delay_ms']} ms: verdict {r['verdict']} "
+                   f"(ack rate {r['ack_rate']:.1f} of {RATE} msg/s): "
+                   + "; ".join(r["verdict_reasons"])[:300])
     steal = r.get("host_steal_share")
     if steal is not None and steal >= Thresholds().steal_share:
         why.append(f"D={r['delay_ms']} ms: the hypervisor took {steal:.1%} of the CPUs")
