@@ -15,9 +15,10 @@ broker's and broker back-pressure is never thrown away as a harness limit:
   offered messages were acknowledged in the window: a finding in its own right (the
   broker's limit at this rate, or the machine's under a topology check), not a latency
   figure at the offered rate;
-* ``consumer-bound`` — the consumers fell behind (backlog growing over the window, or
-  messages still unconfirmed when the drain window closed): end-to-end figures then
-  measure a growing queue, not reads at the tail;
+* ``consumer-bound`` — the consumers fell behind (backlog growing over the window, a
+  steady backlog of ≥ 1 s of publishing they never caught up, or messages still
+  unconfirmed when the drain window closed): end-to-end figures then measure a queue,
+  not reads at the tail;
 * ``unsteady`` — the measured window acknowledged more than the target rate (beyond
   the steady-state tolerance): an open-loop schedule can only do that by catching up on
   slots a stall left behind before the window began, so its figures mix the stall and
@@ -85,6 +86,9 @@ class Thresholds:
     overshoot: float = 0.10
     #: hypervisor steal over the measured window, as a share of all the machine's CPU time
     steal_share: float = 0.05
+    #: consumers this many seconds of publishing behind, on average over the window, are
+    #: not reading at the tail (a tail read's backlog is its e2e latency times the rate)
+    tail_lag_s: float = 1.0
 
 
 @dataclass
@@ -224,7 +228,7 @@ def assess(outcome: RunOutcome, thresholds: Thresholds | None = None,
             f"the offered {target:,.0f} msg/s (tolerance {th.rate_tolerance:.0%}): the rate "
             "was not sustained, so latencies at it are not reported as the broker's; "
             "a lower rate, or the throughput scenario, finds what it sustains")
-    consumer_why = _consumers_behind(outcome)
+    consumer_why = _consumers_behind(outcome, th.tail_lag_s)
     if consumer_why:
         flags.append(CONSUMER_BOUND)
         reasons.append(consumer_why)
@@ -261,7 +265,7 @@ def _other_cpu_share(periods: Sequence[PeriodStats], worker_cpu: dict[int, float
     return max(0.0, sum(busy) / len(busy) - workers)
 
 
-def _consumers_behind(outcome: RunOutcome) -> str | None:
+def _consumers_behind(outcome: RunOutcome, tail_lag_s: float = 1.0) -> str | None:
     """Why the consumers did not keep up at the tail, or None."""
     periods = outcome.periods
     target = outcome.plan.rate
@@ -273,6 +277,17 @@ def _consumers_behind(outcome: RunOutcome) -> str | None:
             return (f"consumer backlog grew {lag_slope:+,.0f} msg/s to {lag_end:,.0f} "
                     "messages over the measured window: the consumers fell behind, so "
                     "end-to-end figures measure a growing queue, not reads at the tail")
+        # A steady backlog is a tail read only while it is small: consumers that stay
+        # seconds behind without catching up are at their own limit, and every e2e
+        # figure then includes that queue.
+        subs = max(1, len(outcome.subscriptions) // max(1, len(outcome.topics)))
+        behind_s = sum(b for _, b in pts) / len(pts) / (subs * target)
+        if behind_s >= tail_lag_s:
+            return (f"the consumers stayed {behind_s:.1f} s of publishing behind on average "
+                    f"over the measured window (backlog {sum(b for _, b in pts) / len(pts):,.0f}"
+                    f" messages at {target:,.0f} msg/s x {subs} subscription"
+                    f"{'s' if subs != 1 else ''}, limit {tail_lag_s:g} s) and did not catch "
+                    "up: end-to-end figures measure that queue, not reads at the tail")
     missing = outcome.delivery.unconfirmed
     if not outcome.drain_complete and missing > 0:
         return (f"{missing:,} acknowledged messages were still unconfirmed (not received) "

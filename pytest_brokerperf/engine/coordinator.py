@@ -69,6 +69,10 @@ class RunPlan:
     steady_periods: int = 3
     steady_rate_tolerance: float = 0.10  # ack rate within ±10 % of target
     steady_p99_tolerance: float = 0.50  # publish-response p99 within ±50 % across periods
+    #: ... and the consumers at the tail: the last period's backlog under this many
+    #: seconds of publishing (a warm-up that ends with consumers behind hands its queue
+    #: to the measured window)
+    steady_lag_s: float = 1.0
     workers: int = 1
     probe_timeout_s: float = 60.0
     flush_timeout_s: float = 30.0
@@ -264,13 +268,17 @@ def _merge_period(index: int, phase: str, start_ns: int, elapsed_s: float,
     return ps
 
 
-def _is_steady(periods: list[PeriodStats], plan: RunPlan) -> bool:
+def _is_steady(periods: list[PeriodStats], plan: RunPlan, subscriptions: int = 1) -> bool:
+    """The last periods published at the target rate with a stable publish p99, and the
+    consumers are at the tail."""
     k = plan.steady_periods
     if len(periods) < max(k, plan.warmup_min_periods):
         return False
     last = periods[-k:]
     if any(abs(p.publish_rate - plan.rate) > plan.steady_rate_tolerance * plan.rate
            for p in last):
+        return False
+    if plan.rate > 0 and last[-1].backlog > plan.steady_lag_s * plan.rate * max(1, subscriptions):
         return False
     p99s = [p.histograms["publish_response"].percentile(99) for p in last]
     if any(v is None for v in p99s):
@@ -541,7 +549,7 @@ class LoadSession:
             deadline = self._last_tick + int(rung.warmup_max_s * 1e9)
             while _mono() < deadline - int(plan.period_s * 1e9 * 0.05):
                 warmup.append(self.tick(len(warmup), "warmup", on_wait))
-                if rung.warmup_until_steady and _is_steady(warmup, plan):
+                if rung.warmup_until_steady and _is_steady(warmup, plan, self.subs_per_topic):
                     steady = True
                     break
             if not rung.warmup_until_steady:

@@ -97,23 +97,35 @@ def check_ladder() -> Callable[..., None]:
     return _check_ladder
 
 
+#: statuses a fixed-rate window is measured again for, as the plugin does (host noise,
+#: a stall still being caught up, a shortfall after a warm-up that never settled)
+_AGAIN = ("host-noise", "unsteady")
+_UNSETTLED = ("rate-not-sustained", "consumer-bound")
+
+
+def _unsettled(out: RunOutcome, status: str) -> bool:
+    return status in _UNSETTLED and not out.warmup_steady
+
+
 def _measure_quietly(run: Callable[[int], RunOutcome], attempts: int = 2) -> RunOutcome:
-    """``run(attempt)`` again while its measured window is host-noise or unsteady (a
-    fresh broker's stall still being caught up), as the plugin does; the last outcome
-    either way."""
+    """``run(attempt)`` again while its measured window is host-noise, unsteady (a fresh
+    broker's stall still being caught up) or short of its rate after a warm-up that never
+    settled, as the plugin does; the last outcome either way."""
     for attempt in range(1, attempts + 1):
         out = run(attempt)
-        if assess(out).status not in ("host-noise", "unsteady"):
+        status = assess(out).status
+        if status not in _AGAIN and not _unsettled(out, status):
             break
     return out
 
 
 def _expect_valid(out: RunOutcome) -> Verdict:
-    """The run's verdict, which must be ``valid`` — or ``host-noise``, the harness's honest
-    answer on a host whose hypervisor took the CPU: then a note, and the caller's
-    timing checks must not apply."""
+    """The run's verdict, which must be ``valid`` — or, measured again already, the
+    harness's honest answer on a disturbed host (``host-noise``, ``unsteady``, or a
+    shortfall after a warm-up that never settled): then a note, and the caller's timing
+    checks must not apply."""
     v = assess(out)
-    if v.status in ("host-noise", "unsteady"):  # measured again already: say so
+    if v.status in _AGAIN or _unsettled(out, v.status):
         _note(f"timing checks not applicable ({v.status}): {v.reasons[0]}")
         return v
     assert v.status == "valid", v.reasons

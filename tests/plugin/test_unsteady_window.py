@@ -19,12 +19,13 @@ from pytest_brokerperf.endpoint import BrokerEndpoint
 _real = verdict.assess
 _calls = itertools.count(1)
 _UNSTEADY = int(os.environ["FAKE_UNSTEADY"])
+_STATUS = os.environ.get("FAKE_STATUS", verdict.UNSTEADY)
 
 def _assess(outcome, thresholds=None, client_ceiling=None):
     v = _real(outcome, thresholds, client_ceiling)
     if next(_calls) <= _UNSTEADY:
-        return verdict.Verdict(status=verdict.UNSTEADY, reasons=["caught up a stall"],
-                               flags=[verdict.UNSTEADY], details=v.details)
+        return verdict.Verdict(status=_STATUS, reasons=["caught up a stall"],
+                               flags=[_STATUS], details=v.details)
     return v
 
 verdict.assess = _assess
@@ -49,13 +50,15 @@ FAST = [
 ]
 
 
-def _run(pytester: pytest.Pytester, unsteady: int) -> tuple[pytest.RunResult, dict]:
+def _run(pytester: pytest.Pytester, unsteady: int,
+         status: str = "unsteady") -> tuple[pytest.RunResult, dict]:
     pytester.makeconftest(CONFTEST)
     pytester.makeini("[pytest]\n")
     pytester.makepyfile(test_scn=TAILREAD)
     res = pytester.path / "res"
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("FAKE_UNSTEADY", str(unsteady))
+        mp.setenv("FAKE_STATUS", status)
         result = pytester.runpytest_subprocess(*FAST, f"--brokerperf-results={res}")
     (rec,) = [json.loads(x) for x in (res / "results.jsonl").read_text().splitlines()]
     return result, rec
@@ -84,3 +87,21 @@ def test_a_window_unsteady_twice_is_reported_inconclusive(pytester: pytest.Pytes
         assert rec["verdict"]["status"] == "unsteady"
     # once, not more (a loaded host may add host-noise windows)
     assert [d["status"] for d in rec["noise_retries"]].count("unsteady") == 1
+
+
+def test_a_shortfall_after_an_unsettled_warm_up_is_measured_again_once(
+        pytester: pytest.Pytester) -> None:
+    # a 0.5 s warm-up of 0.5 s periods cannot reach three steady periods: it is capped
+    result, rec = _run(pytester, 1, status="rate-not-sustained")
+    result.stdout.fnmatch_lines([
+        "*measured window 1 is rate-not-sustained after a warm-up that never settled*"])
+    assert rec["noise_retries"][0]["status"] == "rate-not-sustained"
+    assert rec["verdict"]["status"] != "rate-not-sustained"
+
+
+def test_a_second_shortfall_stands_as_the_finding(pytester: pytest.Pytester) -> None:
+    result, rec = _run(pytester, 5, status="consumer-bound")
+    result.assert_outcomes(failed=1)
+    assert [d["status"] for d in rec["noise_retries"]].count("consumer-bound") == 1
+    if rec["verdict"]["status"] != "host-noise":
+        assert rec["verdict"]["status"] == "consumer-bound"

@@ -68,6 +68,23 @@ def test_a_growing_consumer_backlog_is_consumer_bound(outcome: RunOutcome) -> No
     assert assess(replace(quiet, periods=steady), Thresholds(**QUIET)).status == "valid"
 
 
+def test_consumers_that_stay_seconds_behind_are_not_at_the_tail(outcome: RunOutcome) -> None:
+    # A CI run saw e2e p50 7.3 s at 500 msg/s with a steady (not growing) backlog and
+    # the verdict said valid: a steady queue of seconds is not a tail read.
+    quiet = _quiet(outcome)
+    rate = quiet.plan.rate
+    behind = [replace(p, backlog=int(rate * 7)) for p in quiet.periods]  # 7 s behind
+    v = assess(replace(quiet, periods=behind), Thresholds(**QUIET))
+    assert v.status == "consumer-bound" and not v.judgeable
+    assert "stayed 7.0 s of publishing behind" in " ".join(v.reasons)
+    # just under the limit it is still the tail
+    near = [replace(p, backlog=int(rate * 0.9)) for p in quiet.periods]
+    assert assess(replace(quiet, periods=near), Thresholds(**QUIET)).status == "valid"
+    # the limit is a threshold of its own
+    assert assess(replace(quiet, periods=near),
+                  Thresholds(**QUIET, tail_lag_s=0.5)).status == "consumer-bound"
+
+
 def test_messages_unconfirmed_when_the_drain_closed_are_consumer_bound(
         outcome: RunOutcome) -> None:
     quiet = _quiet(outcome)
@@ -165,3 +182,18 @@ def test_a_rate_not_sustained_fails_the_test_even_with_inconclusive_warn(
     bp = BrokerPerf(None, three, Settings(inconclusive="warn"), {})  # type: ignore[arg-type]
     with pytest.warns(Warning, match=r"INCONCLUSIVE: .*acknowledged"):
         bp.check(result)
+
+
+def test_a_warm_up_with_consumers_behind_is_not_steady(outcome: RunOutcome) -> None:
+    # the warm-up used to end on publish rate and p99 alone, handing a consumer queue of
+    # seconds to the measured window
+    from pytest_brokerperf.engine.coordinator import _is_steady
+
+    plan = replace(outcome.plan, steady_periods=2, warmup_min_periods=2)
+    periods = [replace(p, messages_sent=round(plan.rate * p.elapsed_s), backlog=10)
+               for p in outcome.periods]
+    assert _is_steady(periods, plan, subscriptions=1)
+    behind = [*periods[:-1], replace(periods[-1], backlog=int(plan.rate * 3))]
+    assert not _is_steady(behind, plan, subscriptions=1)
+    # the limit counts every subscription's queue
+    assert _is_steady(behind, plan, subscriptions=4)
