@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from pytest_brokerperf.engine.coordinator import RunOutcome
     from pytest_brokerperf.metrics.stats import PeriodStats
 
-__all__ = ["CONSUMER_BOUND", "RATE_NOT_SUSTAINED", "Thresholds", "Verdict", "assess",
+__all__ = ["CONSUMER_BOUND", "RATE_NOT_SUSTAINED", "Remeasure", "Thresholds", "Verdict", "assess",
            "discarded_windows_note", "host_noise_reason", "noise_note", "window_steal_share"]
 
 VALID = "valid"
@@ -322,10 +322,51 @@ def noise_note(attempt: int, verdict: Verdict, **extra: Any) -> dict[str, Any]:
             "status": verdict.status, "reasons": list(verdict.reasons)}
 
 
+@dataclass
+class Remeasure:
+    """Which fixed-rate windows are measured again, within their budgets.
+
+    ``host-noise`` up to ``noise_retries`` times (``--brokerperf-noise-retries``); once,
+    a window still catching up a stall (``unsteady``) or short of its rate or tail
+    (``rate-not-sustained``, ``consumer-bound``) after a warm-up that reached its cap
+    without settling — a second such window stands as the finding.
+    """
+
+    noise_retries: int
+    noise_left: int = -1
+    settle_left: int = 1
+
+    def __post_init__(self) -> None:
+        if self.noise_left < 0:
+            self.noise_left = self.noise_retries
+
+    def why(self, verdict: Verdict, warmup_steady: bool, warmup_cap_s: float) -> str | None:
+        """Why this window is measured again (spending its budget), or None: it stands."""
+        if verdict.status == HOST_NOISE and self.noise_left > 0:
+            self.noise_left -= 1
+            steal = verdict.details.get("host_steal_share")
+            return ((f"host-noise (steal {steal:.1%})" if steal is not None else "host-noise")
+                    + f": measuring again ({self.noise_retries - self.noise_left}/"
+                    f"{self.noise_retries}, --brokerperf-noise-retries)")
+        if verdict.status == UNSTEADY and self.settle_left > 0:
+            # a stall from before the window (a fresh topic, a GC pause) was still being
+            # caught up: the same rate measured again on fresh topics, once
+            self.settle_left -= 1
+            return "unsteady (catching up a stall from before its window): measuring again"
+        if (verdict.status in (RATE_NOT_SUSTAINED, CONSUMER_BOUND) and not warmup_steady
+                and self.settle_left > 0):
+            # the shortfall may be the unsettled start, not the broker's limit
+            self.settle_left -= 1
+            return (f"{verdict.status} after a warm-up that never settled (capped at "
+                    f"{warmup_cap_s:g} s): measuring again")
+        return None
+
+
 def discarded_windows_note(discarded: Sequence[dict[str, Any]]) -> str:
     """The result note that says which windows were measured again, and why."""
     noisy = [d for d in discarded if d.get("status") == HOST_NOISE]
     unsteady = [d for d in discarded if d.get("status") == UNSTEADY]
+    unsettled = [d for d in discarded if d.get("status") in (RATE_NOT_SUSTAINED, CONSUMER_BOUND)]
     steals = ", ".join(f"{d['host_steal_share']:.1%}" for d in noisy
                        if d.get("host_steal_share") is not None)
     parts = []
@@ -335,5 +376,8 @@ def discarded_windows_note(discarded: Sequence[dict[str, Any]]) -> str:
     if unsteady:
         parts.append(f"{len(unsteady)} as unsteady (catching up a stall from before the "
                      "window)")
+    if unsettled:
+        parts.append(f"{len(unsettled)} as " + ", ".join(d["status"] for d in unsettled)
+                     + " after a warm-up that never settled")
     return (f"{len(discarded)} measured window(s) discarded and measured again: "
             f"{'; '.join(parts)}; see noise_retries")

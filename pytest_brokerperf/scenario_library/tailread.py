@@ -148,10 +148,7 @@ def run_fixed_rate(ctx: RunContext, scenario: Scenario,
     from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
     from pytest_brokerperf.scenario_library.setup import PeriodWatch, set_up_run
     from pytest_brokerperf.verdict import (
-        CONSUMER_BOUND,
-        HOST_NOISE,
-        RATE_NOT_SUSTAINED,
-        UNSTEADY,
+        Remeasure,
         Thresholds,
         assess,
         discarded_windows_note,
@@ -180,7 +177,7 @@ def run_fixed_rate(ctx: RunContext, scenario: Scenario,
     thresholds = Thresholds(steal_share=settings.max_steal / 100,
                             publish_delay_q=judged_percentile(slos))
     discarded: list[dict[str, Any]] = []
-    noise_left, unsteady_left = settings.noise_retries, 1
+    again = Remeasure(settings.noise_retries)
     attempt_no = 0
     while True:
         attempt_no += 1
@@ -196,27 +193,8 @@ def run_fixed_rate(ctx: RunContext, scenario: Scenario,
             if sampler is not None:
                 sampler.stop()
         verdict = assess(outcome, thresholds)
-        if verdict.status == HOST_NOISE and noise_left > 0:
-            noise_left -= 1
-            steal = verdict.details.get("host_steal_share")
-            why = (f"host-noise (steal {steal:.1%})" if steal is not None
-                   else "host-noise") + (
-                f": measuring again ({settings.noise_retries - noise_left}/"
-                f"{settings.noise_retries}, --brokerperf-noise-retries)")
-        elif verdict.status == UNSTEADY and unsteady_left > 0:
-            # a stall from before the window (a fresh topic, a GC pause) was still being
-            # caught up: the same rate measured again on fresh topics, once
-            unsteady_left -= 1
-            why = "unsteady (catching up a stall from before its window): measuring again"
-        elif (verdict.status in (RATE_NOT_SUSTAINED, CONSUMER_BOUND)
-              and not outcome.warmup_steady and unsteady_left > 0):
-            # the warm-up hit its cap before the system settled: the shortfall may be the
-            # unsettled start, not the broker's limit; measured again once, and a second
-            # such window stands as the finding
-            unsteady_left -= 1
-            why = (f"{verdict.status} after a warm-up that never settled (capped at "
-                   f"{plan.warmup_max_s:g} s): measuring again")
-        else:
+        why = again.why(verdict, outcome.warmup_steady, plan.warmup_max_s)
+        if why is None:
             break
         discarded.append(noise_note(attempt_no, verdict))
         ctx.progress(f"brokerperf: {broker.kind} {prepared.scenario}: measured window "

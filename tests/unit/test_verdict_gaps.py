@@ -189,7 +189,8 @@ def test_a_warm_up_with_consumers_behind_is_not_steady(outcome: RunOutcome) -> N
     # seconds to the measured window
     from pytest_brokerperf.engine.coordinator import _is_steady
 
-    plan = replace(outcome.plan, steady_periods=2, warmup_min_periods=2)
+    plan = replace(outcome.plan, steady_periods=2, warmup_min_periods=2,
+                   steady_p99_tolerance=1e9)  # the p99 rule is not under test here
     periods = [replace(p, messages_sent=round(plan.rate * p.elapsed_s), backlog=10)
                for p in outcome.periods]
     assert _is_steady(periods, plan, subscriptions=1)
