@@ -48,8 +48,14 @@ class AckLedger:
         bm = self.bitmaps.get(producer)
         if bm is None:
             bm = self.bitmaps[producer] = bytearray(1024)
-        if _set_bit(bm, seq):
+        byte = seq >> 3  # _set_bit, inlined: once per acknowledged message
+        if byte >= len(bm):
+            bm.extend(b"\0" * max(byte + 1 - len(bm), len(bm)))
+        mask = 1 << (seq & 7)
+        if bm[byte] & mask:
             self.duplicate_acks += 1
+        else:
+            bm[byte] |= mask
 
     def export(self) -> dict[int, bytes]:
         return {p: bytes(b) for p, b in self.bitmaps.items()}
@@ -70,9 +76,14 @@ class ReceiveLedger:
         bm = self.bitmaps.get(key)
         if bm is None:
             bm = self.bitmaps[key] = bytearray(1024)
-        if _set_bit(bm, seq):
+        byte = seq >> 3  # _set_bit, inlined: once per received message
+        if byte >= len(bm):
+            bm.extend(b"\0" * max(byte + 1 - len(bm), len(bm)))
+        mask = 1 << (seq & 7)
+        if bm[byte] & mask:
             self.duplicates[subscription] = self.duplicates.get(subscription, 0) + 1
             return False
+        bm[byte] |= mask
         okey = (subscription, producer, partition)
         last = self._last.get(okey, -1)
         if seq < last:

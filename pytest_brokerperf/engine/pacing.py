@@ -82,6 +82,15 @@ class Schedule:
         self.n += 1
         return t
 
+    def take_many(self, k: int) -> list[int]:
+        """Claim the next ``k`` slots at once; their intended send times, in order (the
+        pacer's batch of due messages: one call, not one per message)."""
+        if self.owed:
+            return [self.take() for _ in range(k)]
+        n0, start, iv = self.n, self.start_ns, self.interval_ns
+        self.n = n0 + k
+        return [start + int(n * iv) for n in range(n0, n0 + k)]
+
     def rebased(self, rate: float, now_ns: int) -> Schedule:
         """The schedule at ``rate`` from ``now_ns`` (1 msg/s floor, as OMB's
         ``adjustPublishRate``), still owing every slot this one had due by ``now_ns``."""

@@ -31,7 +31,12 @@ from pytest_brokerperf.engine.pacing import Schedule
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
 
-    from pytest_brokerperf.brokers.driver import ConsumerClient, Driver, ProducerClient
+    from pytest_brokerperf.brokers.driver import (
+        AckCallback,
+        ConsumerClient,
+        Driver,
+        ProducerClient,
+    )
 
 __all__ = ["ConsumerSpec", "ProducerSpec", "WorkerAssignment", "worker_main"]
 
@@ -176,20 +181,30 @@ class Worker:
         self.done_producing = False
 
     # -- producers --------------------------------------------------------------------
-    def _on_ack(self, value: bytes, latency_ns: int | None) -> None:
-        _, _, kind, pid, seq, intended, sent = header.unpack(value)
+    def _ack_callback(self) -> AckCallback:
+        """The producers' ack callback, with everything it touches bound once: it runs
+        once per acknowledged message, on the client's delivery thread."""
+        unpack, probe, mono = header.unpack, header.KIND_PROBE, _mono
         c = self.pub_counters
-        if kind == header.KIND_PROBE:
-            c.probe_acked += 1
-            return
-        ack = _mono() if latency_ns is None else sent + latency_ns
         loc = self._pub_local
-        loc["publish_latency"].append((ack - sent) // 1000)
-        loc["publish_delay"].append((sent - intended) // 1000)
-        loc["publish_response"].append((ack - intended) // 1000)
-        c.acked += 1
-        c.acked_bytes += len(value)
-        self.ack_ledger.ack(pid, seq)
+        lat, delay, resp = (loc["publish_latency"].append, loc["publish_delay"].append,
+                            loc["publish_response"].append)
+        ledger_ack = self.ack_ledger.ack
+
+        def on_ack(value: bytes, latency_ns: int | None) -> None:
+            _, _, kind, pid, seq, intended, sent = unpack(value)
+            if kind == probe:
+                c.probe_acked += 1
+                return
+            ack = mono() if latency_ns is None else sent + latency_ns
+            lat((ack - sent) // 1000)
+            delay((sent - intended) // 1000)
+            resp((ack - intended) // 1000)
+            c.acked += 1
+            c.acked_bytes += len(value)
+            ledger_ack(pid, seq)
+
+        return on_ack
 
     def _on_error(self, value: bytes, reason: str) -> None:
         self.pub_counters.send_errors += 1
@@ -198,13 +213,14 @@ class Worker:
 
     def create_producers(self) -> None:
         a = self.a
+        self._pub_local: dict[str, array] = {n: array("q") for n in _Buffers.NAMES}
+        on_ack = self._ack_callback()
         for spec in a.producers:
             client = a.driver.producer(
-                spec.topic, f"{a.client_prefix}-p{spec.pid}", self._on_ack, self._on_error
+                spec.topic, f"{a.client_prefix}-p{spec.pid}", on_ack, self._on_error
             )
             self.producers.append(_ProducerState(spec.pid, spec.topic, client))
         if self.producers:
-            self._pub_local: dict[str, array] = {n: array("q") for n in _Buffers.NAMES}
             self.producer_thread = threading.Thread(
                 target=self._guard(self._pace), name="pacer", daemon=True
             )
@@ -261,15 +277,14 @@ class Worker:
                 due = sched.due(now)
                 if due > MAX_BURST:
                     due = MAX_BURST
-                for _ in range(due):
-                    intended = sched.take()
+                c.attempted += due
+                for intended in sched.take_many(due):
                     p = producers[rr]
                     rr = rr + 1 if rr + 1 < nprod else 0
                     seq = p.seq
                     p.seq = seq + 1
                     tail = tails[rnd.randrange(ntails)] if ntails > 1 else tails[0]
                     key = None if no_key else keys.next()
-                    c.attempted += 1
                     while True:
                         sent = _mono()
                         try:
@@ -348,7 +363,7 @@ class Worker:
         magic_ok, probe = header.MAGIC, header.KIND_PROBE
         sub = spec.subscription
         loc: dict[str, array] = {"e2e_latency": array("q"), "e2e_response": array("q")}
-        e2e_l, e2e_r = loc["e2e_latency"], loc["e2e_response"]
+        e2e_l_append, e2e_r_append = loc["e2e_latency"].append, loc["e2e_response"].append
         receive = ledger.receive
         pause_wanted, paused_state = self.consumers_pause, self.consumers_paused_state
         paused = False
@@ -363,6 +378,7 @@ class Worker:
                 if not batch:
                     continue
                 now = _mono()
+                received = nbytes = 0
                 for value, partition in batch:
                     if len(value) < 32:
                         c.foreign += 1
@@ -377,13 +393,16 @@ class Worker:
                     e2e = now - sent
                     if e2e <= 0:
                         c.negative_e2e += 1
-                    e2e_l.append(e2e // 1000)
-                    e2e_r.append((now - intended) // 1000)
+                    e2e_l_append(e2e // 1000)
+                    e2e_r_append((now - intended) // 1000)
                     if receive(sub, pid, seq, partition):
-                        c.received += 1
+                        received += 1
                     else:
                         c.redelivered += 1
-                    c.received_bytes += len(value)
+                    nbytes += len(value)
+                # one update per batch: the snapshotter reads these between batches
+                c.received += received
+                c.received_bytes += nbytes
                 bufs.flush(loc)
         finally:
             bufs.flush(loc)

@@ -325,14 +325,16 @@ def test_server_reset_reaches_client(echo: EchoServer) -> None:
 
 
 def test_unreachable_target_closes_client() -> None:
+    # bound and never listening for the whole test: connections to it are refused, and
+    # no other process can take the port meanwhile (a closed port could be reused)
     with socket.socket() as tmp:
         tmp.bind((LOOPBACK, 0))
-        dead_port = tmp.getsockname()[1]  # nothing listens there once closed
-    with DelayProxy(0, (LOOPBACK, dead_port)) as p, _connect(p.port) as s:
-        s.settimeout(10)
-        with contextlib.suppress(ConnectionResetError):
-            assert s.recv(10) == b""
-        assert _wait_for(lambda: p.stats().connections_open == 0)
+        dead_port = tmp.getsockname()[1]
+        with DelayProxy(0, (LOOPBACK, dead_port)) as p, _connect(p.port) as s:
+            s.settimeout(10)
+            with contextlib.suppress(ConnectionResetError):
+                assert s.recv(10) == b""
+            assert _wait_for(lambda: p.stats().connections_open == 0)
 
 
 def test_stop_leaves_no_threads_or_processes(echo: EchoServer) -> None:

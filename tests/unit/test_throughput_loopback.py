@@ -20,7 +20,7 @@ from pytest_brokerperf.engine.coordinator import (
     run_rates,
 )
 from pytest_brokerperf.engine.rate_controller import DiscoveryLoop, RateController
-from pytest_brokerperf.ladder import GENERATOR, LadderPolicy
+from pytest_brokerperf.ladder import GENERATOR, HOST, LadderPolicy
 from pytest_brokerperf.scenario_library.throughput_run import judge
 from pytest_brokerperf.workload import Workload
 
@@ -101,8 +101,13 @@ def test_rate_far_above_the_harness_is_generator_bound_not_a_broker_result():
     wl = _workload(message_size=1024)
     results, _, _ = _ladder([5_000, 3_000_000], _plan("loop-overdrive"), wl)
     last = results[-1]  # 3M, or 5k already on a very busy machine: the generator either way
-    assert not last.sustainable and last.limit == GENERATOR, last.limit_reasons
-    assert last.verdict["status"] == "generator-bound"
+    assert not last.sustainable, last.limit_reasons
+    if last.limit == HOST:  # another process took the generator's CPU: honestly the host's
+        assert last.verdict["status"] == "host-noise", last.verdict
+        assert "another process took its CPU" in " ".join(last.limit_reasons)
+    else:
+        assert last.limit == GENERATOR, last.limit_reasons
+        assert last.verdict["status"] == "generator-bound"
     # with the harness's calibrated ceiling the reason is the ceiling itself
     results, _, _ = _ladder([3_000_000], _plan("loop-overdrive2"), wl,
                             harness_ceiling=150_000)

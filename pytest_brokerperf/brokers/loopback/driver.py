@@ -42,15 +42,19 @@ class _Producer:
         self.pending: list[bytes] = []
         self.max_queue = max_queue
         self.n = 0
+        # the topic's subscription queues (the list grows as subscriptions appear)
+        self.queues = _TOPICS.setdefault(topic, [])
 
     def send(self, value: bytes, key: bytes | None) -> None:
-        if len(self.pending) >= self.max_queue:
+        pending = self.pending
+        if len(pending) >= self.max_queue:
             raise QueueFull("loopback queue full")
-        part = self.n % self.partitions
-        self.n += 1
-        for q in _TOPICS.get(self.topic, ()):
-            q.append((value, part))
-        self.pending.append(value)
+        n = self.n
+        self.n = n + 1
+        item = (value, n % self.partitions)
+        for q in self.queues:
+            q.append(item)
+        pending.append(value)
 
     def service(self) -> None:
         pending, self.pending = self.pending, []
