@@ -78,3 +78,15 @@ def test_a_sender_on_time_owes_nothing_at_a_rate_change() -> None:
     while s.due(10_000_000):
         s.take()
     assert s.rebased(10.0, now_ns=10_000_000).owed_count() == 0
+
+
+def test_a_batch_of_due_slots_is_claimed_in_one_call_with_the_same_times():
+    # the pacer claims every due slot at once (take_many), owed slots of an earlier
+    # rate first, exactly as one take() per message would
+    one, many = Schedule(1000.0, 0), Schedule(1000.0, 0)
+    singles = [one.take() for _ in range(5)]
+    assert many.take_many(5) == singles == [0, 1_000_000, 2_000_000, 3_000_000, 4_000_000]
+    one, many = one.rebased(10.0, 10_000_000), many.rebased(10.0, 10_000_000)
+    assert one.due(10_000_000) == many.due(10_000_000) == 7  # 6 owed + the new rate's first
+    assert many.take_many(7) == [one.take() for _ in range(7)]
+    assert many.next_ns() == one.next_ns()
