@@ -92,6 +92,7 @@ SCALARS: dict[str, str] = {
     "catchup_mib_s": "throughput",
     "drained": "count",
     "drain_publish_p99_ratio": "ratio",
+    "drain_served_from_cache": "ratio",  # 1 = every drained byte from the page cache
     "backlog_at_drain_start": "count",
     "broker_backlog_at_drain_start": "count",
 }

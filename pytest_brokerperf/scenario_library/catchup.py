@@ -74,6 +74,88 @@ class CatchUpPrepared(PreparedRun):
     drain_timeout_s: float = 120.0
 
 
+#: share of the drained bytes served without a storage read at or above which the drain
+#: was a hot (page-cache) read; at or below ``COLD_SHARE`` a cold (disk) read
+HOT_SHARE = 0.9
+COLD_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class CacheReading:
+    """Hot or cold: how much of a drain the broker read from storage.
+
+    Only local brokers can be read (their process ids); a remote cluster's drain is
+    ``unknown``. ``memory_available_bytes`` is the page cache the host could offer
+    (``MemAvailable``, or the broker's memory cgroup limit when lower).
+    """
+
+    disk_read_bytes: int | None
+    consumed_bytes: int
+    memory_available_bytes: int | None
+    backlog_bytes: int
+
+    @property
+    def served_from_cache(self) -> float | None:
+        if self.disk_read_bytes is None or self.consumed_bytes <= 0:
+            return None
+        return max(0.0, min(1.0, 1.0 - self.disk_read_bytes / self.consumed_bytes))
+
+    @property
+    def state(self) -> str:
+        share = self.served_from_cache
+        if share is None:
+            return "unknown"
+        if share >= HOT_SHARE:
+            return "hot"
+        return "cold" if share <= COLD_SHARE else "mixed"
+
+    def reason(self) -> str:
+        """The verdict's words for a hot drain."""
+        share = self.served_from_cache or 0.0
+        mem = (f"; the backlog ({self.backlog_bytes / _MIB:,.0f} MiB) fits in the "
+               f"{self.memory_available_bytes / _MIB:,.0f} MiB of memory available"
+               if self.memory_available_bytes else "")
+        return (f"hot cache: {share:.0%} of the {self.consumed_bytes / _MIB:,.1f} MiB drained "
+                "came without a storage read by the broker (its page cache)"
+                f"{mem}: a catch-up from memory, not a cold read from disk. A broker memory "
+                "limit (smaller than the backlog) produces a cold read")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"state": self.state, "served_from_cache": self.served_from_cache,
+                "disk_read_bytes": self.disk_read_bytes, "consumed_bytes": self.consumed_bytes,
+                "memory_available_bytes": self.memory_available_bytes,
+                "backlog_bytes": self.backlog_bytes}
+
+
+def broker_disk_reads(endpoint: BrokerEndpoint) -> int | None:
+    """Storage bytes read so far by the local broker's processes; None when not local or
+    unreadable."""
+    from pytest_brokerperf.metrics.broker import proc_figures
+
+    pids = endpoint.processes_record().pids if endpoint.mode != "remote" else ()
+    if not pids:
+        return None
+    total = 0
+    for pid in pids:
+        value = proc_figures(pid).get("read_bytes")
+        if value is None:
+            return None
+        total += int(value)
+    return total
+
+
+def memory_available() -> int | None:
+    """``MemAvailable`` of this host in bytes (the page cache a local broker can get)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
 @dataclass
 class CatchUpReport:
     """The record's ``catchup`` block (docs/reference/results.md)."""
@@ -108,9 +190,14 @@ class CatchUpReport:
     broker_backlog_at_drain_end: list[dict[str, Any]] | None
     counters_at_drain_end: dict[str, int] = field(default_factory=dict)
     age: dict[str, Any] = field(default_factory=dict)  # the drained messages' age (µs)
+    #: where the drained bytes came from: the local broker processes' storage reads
+    #: (``/proc/PID/io`` read_bytes) over the drain against the bytes consumed
+    cache: CacheReading | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        out["cache"] = self.cache.as_dict() if self.cache is not None else None
+        return out
 
 
 @dataclass
@@ -216,6 +303,8 @@ def catchup_figures(prepared: CatchUpPrepared, *, subs_per_topic: int, build: Ph
                     at_start: list[BrokerBacklog] | None = None,
                     at_end: list[BrokerBacklog] | None = None,
                     end_totals: dict[str, int] | None = None,
+                    disk_read_bytes: int | None = None,
+                    memory_available_bytes: int | None = None,
                     ) -> tuple[CatchUpReport, dict[str, float | None]]:
     """The record block and the SLO-checkable figures of one catch-up run, from the
     build and drain phases' counters and periods."""
@@ -258,6 +347,9 @@ def catchup_figures(prepared: CatchUpPrepared, *, subs_per_topic: int, build: Ph
         broker_backlog_at_drain_start=_backlog_rows(at_start),
         broker_backlog_at_drain_end=_backlog_rows(at_end),
         counters_at_drain_end=dict(end_totals or {}), age=histogram_block(age),
+        cache=CacheReading(disk_read_bytes=disk_read_bytes, consumed_bytes=consumed_bytes,
+                           memory_available_bytes=memory_available_bytes,
+                           backlog_bytes=b0 * prepared.workload.message_size),
     )
     figures: dict[str, float | None] = {
         "build_s": build.elapsed_s,
@@ -279,6 +371,11 @@ def catchup_figures(prepared: CatchUpPrepared, *, subs_per_topic: int, build: Ph
     figures["catchup_age.mean"] = age.mean()
     if at_start is not None:
         figures["broker_backlog_at_drain_start"] = float(sum(r.messages for r in at_start))
+    assert report.cache is not None
+    share = report.cache.served_from_cache
+    figures["drain_served_from_cache"] = share
+    figures["drain_disk_read_mib"] = (None if disk_read_bytes is None
+                                      else disk_read_bytes / _MIB)
     return report, figures
 
 
@@ -294,6 +391,7 @@ def run_catchup(ctx: RunContext, scenario: CatchUp,
     from pytest_brokerperf.safety import format_bytes
     from pytest_brokerperf.scenario_library.setup import PeriodWatch, set_up_run
     from pytest_brokerperf.verdict import (
+        HOT_CACHE,
         Remeasure,
         Thresholds,
         assess,
@@ -367,11 +465,13 @@ def run_catchup(ctx: RunContext, scenario: CatchUp,
                          f"{format_bytes(s.backlog(build.end_totals) * size)} built in "
                          f"{build.elapsed_s:.1f} s; draining")
             at_start = s.broker_backlog()
+            reads0 = broker_disk_reads(broker)
             if not prepared.producers_during_drain:
                 s.stop_producers()
             drain = s.run_until(
                 "drain", lambda t: s.backlog(t) <= prepared.drain_threshold,
                 prepared.drain_timeout_s, begin=lambda: s.pause_consumers(False))
+            reads1 = broker_disk_reads(broker)
             # one exact reading at the drain's end: consumers paused (offsets committed)
             end_totals = s.pause_consumers(True)
             at_end = s.broker_backlog()
@@ -389,7 +489,12 @@ def run_catchup(ctx: RunContext, scenario: CatchUp,
     report, extra = catchup_figures(
         prepared, subs_per_topic=wl.subscriptions_per_topic, build=build, drain=drain,
         before_p99=before_p99, consumer_pause=how, at_start=at_start, at_end=at_end,
-        end_totals=end_totals)
+        end_totals=end_totals,
+        disk_read_bytes=None if reads0 is None or reads1 is None else reads1 - reads0,
+        memory_available_bytes=memory_available())
+    if report.cache is not None and report.cache.state == "hot":
+        verdict.flags.append(HOT_CACHE)
+        verdict.details["hot_cache"] = report.cache.reason()
     session = replace(before, periods=before.periods + build.periods + drain.periods,
                       end_time=end.end_time, worker_errors=list(end.worker_errors))
     ctx.progress(

@@ -120,13 +120,16 @@ import pytest
 @pytest.fixture(scope="session")
 def broker(broker_kind):
     from pytest_brokerperf.endpoint import BrokerEndpoint
-    yield BrokerEndpoint(kind="kafka", bootstrap="{bootstrap}", mode="process")
+    # the module's broker, with its process ids (what the scenario reads /proc of)
+    yield BrokerEndpoint(kind="kafka", bootstrap="{bootstrap}", mode="process",
+                         info={{"pids": {pids}}})
 """
 
 
 def test_catchup_scenario_through_the_plugin(kafka: BrokerEndpoint, pytester: Any) -> None:
     pytester.makeini("[pytest]\n")
-    pytester.makeconftest(CONFTEST.format(bootstrap=kafka.bootstrap))
+    pytester.makeconftest(CONFTEST.format(bootstrap=kafka.bootstrap,
+                                          pids=list(kafka.processes_record().pids)))
     pytester.makepyfile(test_cu="""
 import pytest
 from pytest_brokerperf import CatchUp
@@ -154,9 +157,18 @@ def test_cu(brokerperf):
                                            + cu["produced_during_drain"]
                                            - cu["residual_messages"])
     assert rec["delivery"]["lost"] == 0
+    # a backlog of tens of MiB just written, on a host with GiBs free: the broker served
+    # the drain from its page cache (no storage read), and the verdict says so
+    cache = cu["cache"]
+    assert cache["disk_read_bytes"] is not None and cache["consumed_bytes"] > 0, cache
+    assert cache["state"] == "hot", cache
+    assert "hot-cache" in rec["verdict"]["flags"], rec["verdict"]
+    assert "page cache" in rec["verdict"]["details"]["hot_cache"]
     if rec["verdict"]["status"] in ("valid", "broker-backpressure"):
         assert {s["metric"]: s["status"] for s in rec["slo"]} == {"lost": "pass",
                                                                    "drained": "pass"}
     else:  # the host or a fresh broker's stall spoiled the "before" window: never judged
-        assert rec["verdict"]["status"] in ("host-noise", "unsteady"), rec["verdict"]
+        assert rec["verdict"]["status"] in ("host-noise", "unsteady") or (
+            rec["verdict"]["status"] in ("rate-not-sustained", "consumer-bound")
+            and rec["verdict"]["details"].get("warmup_capped")), rec["verdict"]
         assert rec["slo"] == []

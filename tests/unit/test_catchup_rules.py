@@ -243,3 +243,38 @@ def test_paused_consumers_receive_nothing_and_the_drain_delivers_everything_once
     for sub in d.subscriptions:
         assert sub.received == sub.acknowledged == d.acknowledged
         assert (sub.lost, sub.duplicates) == (0, 0)
+
+
+def test_a_drain_is_hot_cold_or_mixed_by_what_the_broker_read_from_storage() -> None:
+    from pytest_brokerperf.scenario_library.catchup import CacheReading
+
+    mib = 1024**2
+
+    def reading(disk: int | None, consumed: int = 100 * mib) -> CacheReading:
+        return CacheReading(disk_read_bytes=disk, consumed_bytes=consumed,
+                            memory_available_bytes=8192 * mib, backlog_bytes=100 * mib)
+
+    assert reading(0).state == "hot" and reading(0).served_from_cache == 1.0
+    assert reading(10 * mib).state == "hot"  # 90 % from the page cache
+    assert reading(30 * mib).state == "mixed"
+    assert reading(50 * mib).state == "cold"
+    assert reading(400 * mib).state == "cold" and reading(400 * mib).served_from_cache == 0.0
+    assert reading(None).state == "unknown"  # a remote broker: nothing to read
+    assert reading(0, consumed=0).state == "unknown"
+    why = reading(0).reason()
+    assert "100% of the 100.0 MiB drained" in why and "fits in the 8,192 MiB" in why
+    assert reading(0).as_dict()["state"] == "hot"
+
+
+def test_disk_reads_are_read_only_for_local_brokers() -> None:
+    import os
+
+    from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.scenario_library.catchup import broker_disk_reads
+
+    remote = BrokerEndpoint(kind="kafka", bootstrap="h:9092", mode="remote",
+                            info={"pids": [os.getpid()]})
+    assert broker_disk_reads(remote) is None
+    local = BrokerEndpoint(kind="kafka", bootstrap="h:9092", mode="process",
+                           info={"pids": [os.getpid()]})
+    assert isinstance(broker_disk_reads(local), int)  # this process's own read_bytes
