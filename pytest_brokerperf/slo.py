@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_brokerperf.errors import SLOSyntaxError
-from pytest_brokerperf.workload import _load_yaml
+from pytest_brokerperf.files import load_yaml as _load_yaml
 
 __all__ = [
     "CATCHUP_SANITY_SLOS",

@@ -20,7 +20,6 @@ OMB's camelCase (``partitionsPerTopic``). Derived numbers (:attr:`Workload.total
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import math
 import random
 import warnings
@@ -35,6 +34,7 @@ from typing import Any, ClassVar
 import yaml
 
 from pytest_brokerperf.errors import ConfigError, WorkloadError
+from pytest_brokerperf.files import YamlDoc, closest, load_yaml
 from pytest_brokerperf.warnings import BrokerPerfWarning
 
 __all__ = [
@@ -69,99 +69,11 @@ class KeyDistributor(StrEnum):
     RANDOM_NANO = "RANDOM_NANO"
 
 
-# --------------------------------------------------------------------------------------
-# YAML with line numbers (shared with kafka_config.py and slo.py)
-# --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _YamlDoc:
-    """A parsed YAML document plus its node tree, so errors can cite line numbers."""
-
-    data: Any
-    root: yaml.Node | None
-
-    def _walk(self, path: tuple[str | int, ...]) -> tuple[yaml.Node | None, int | None]:
-        node, line = self.root, None
-        for part in path:
-            if isinstance(node, yaml.MappingNode):
-                for key_node, value_node in node.value:
-                    if isinstance(key_node, yaml.ScalarNode) and key_node.value == str(part):
-                        node, line = value_node, key_node.start_mark.line + 1
-                        break
-                else:
-                    return None, line
-            elif (
-                isinstance(node, yaml.SequenceNode)
-                and isinstance(part, int)
-                and 0 <= part < len(node.value)
-            ):
-                node = node.value[part]
-                line = node.start_mark.line + 1
-            else:
-                return None, line
-        return node, line
-
-    def line(self, *path: str | int) -> int | None:
-        """1-based line of the key (or list item) at ``path``; the nearest parent's if absent."""
-        return self._walk(path)[1]
-
-    def duplicate_keys(self, *path: str | int) -> list[tuple[str, int]]:
-        """Keys that appear twice in the mapping at ``path`` (PyYAML keeps the last silently)."""
-        node = self._walk(path)[0] if path else self.root
-        if not isinstance(node, yaml.MappingNode):
-            return []
-        seen: set[str] = set()
-        dups: list[tuple[str, int]] = []
-        for key_node, _ in node.value:
-            if isinstance(key_node, yaml.ScalarNode):
-                if key_node.value in seen:
-                    dups.append((key_node.value, key_node.start_mark.line + 1))
-                seen.add(key_node.value)
-        return dups
-
-
-def _load_yaml(path: Path, error: type[ConfigError], what: str) -> _YamlDoc:
-    """Parse one YAML file, turning every failure into ``error`` with file and line."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise error(
-            f"{path}: {what} file not found (looked in {path.resolve().parent}). "
-            f"Fix: check the path; relative paths are taken from the current directory "
-            f"{Path.cwd()}."
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise error(f"{path}: cannot read the {what} file: {exc}. Fix: check the file.") from None
-    loader = yaml.SafeLoader(text)
-    try:
-        root = loader.get_single_node()
-        data = loader.construct_document(root) if root is not None else None
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
-        detail = " ".join(p for p in (exc.context, exc.problem) if p) or str(exc)
-        raise error(
-            f"{path}{where}: invalid YAML in the {what} file: {detail}. "
-            f"Fix: correct the YAML syntax at that line (indentation, quoting, a missing ':')."
-        ) from None
-    except yaml.YAMLError as exc:
-        raise error(
-            f"{path}: invalid YAML in the {what} file: {exc}. Fix: correct the YAML syntax."
-        ) from None
-    finally:
-        loader.dispose()
-    return _YamlDoc(data, root)
-
-
-def _closest(word: str, candidates: list[str]) -> str | None:
-    """The closest candidate, also matching snake_case/case variants of camelCase keys."""
-    folded = {c.replace("_", "").lower(): c for c in candidates}
-    exact = folded.get(word.replace("_", "").replace("-", "").lower())
-    if exact is not None:
-        return exact
-    match = difflib.get_close_matches(word, candidates, n=1, cutoff=0.6)
-    return match[0] if match else None
+# YAML with line numbers lives in files.py (shared by every file the plugin reads); the old
+# private names stay for code that imported them from here.
+_YamlDoc = YamlDoc
+_load_yaml = load_yaml
+_closest = closest
 
 
 # --------------------------------------------------------------------------------------

@@ -32,8 +32,10 @@ from typing import Any
 import yaml
 
 from pytest_brokerperf.errors import ConfigError
+from pytest_brokerperf.files import closest as _closest
+from pytest_brokerperf.files import load_yaml as _load_yaml
 from pytest_brokerperf.warnings import BrokerPerfWarning
-from pytest_brokerperf.workload import _LINE_OF, DATA_DIR, _closest, _lines, _load_yaml
+from pytest_brokerperf.workload import _LINE_OF, DATA_DIR, _lines
 
 __all__ = [
     "DRIVERS_DIR",

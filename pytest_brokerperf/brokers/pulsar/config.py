@@ -46,8 +46,9 @@ from typing import Any, Literal
 import yaml
 
 from pytest_brokerperf.errors import ConfigError
+from pytest_brokerperf.files import closest as _closest
+from pytest_brokerperf.files import load_yaml as _load_yaml
 from pytest_brokerperf.warnings import BrokerPerfWarning
-from pytest_brokerperf.workload import _closest, _load_yaml
 
 __all__ = [
     "JAVA_INT_MAX",
