@@ -138,6 +138,10 @@ def closest(word: str, candidates: list[str]) -> str | None:
     return match[0] if match else None
 
 
+#: ``source`` of values built in Python rather than read from a file.
+PYTHON_SOURCE = "<python>"
+
+
 def type_name(value: Any) -> str:
     """``null`` for None, else the Python type's name (as YAML users read it)."""
     return "null" if value is None else type(value).__name__
@@ -211,7 +215,7 @@ def _label(loc: tuple[str | int, ...]) -> str:
     return out
 
 
-def _parse_label(label: str) -> tuple[str | int, ...]:
+def parse_label(label: str) -> tuple[str | int, ...]:
     parts: list[str | int] = []
     for dotted in label.split("."):
         name, _, rest = dotted.partition("[")
@@ -231,6 +235,7 @@ def validate(
     error: type[ConfigError] = ConfigError,
     prefix: tuple[str | int, ...] = (),
     label_prefix: str = "",
+    unset_note: str = "the default",
 ) -> M:
     """``model.model_validate(data)``; the first error becomes ``error`` with file:line.
 
@@ -246,7 +251,7 @@ def validate(
     except ValidationError as exc:
         raise error(
             render(exc.errors()[0], model, data, source=source, line_of=line_of, prefix=prefix,
-                   label_prefix=label_prefix)
+                   label_prefix=label_prefix, unset_note=unset_note)
         ) from None
 
 
@@ -259,13 +264,14 @@ def render(
     line_of: LineOf | None,
     prefix: tuple[str | int, ...] = (),
     label_prefix: str = "",
+    unset_note: str = "the default",
 ) -> str:
     """One pydantic error dict as ``file:line: key = value: problem. Fix: fix.``"""
     ctx = err.get("ctx") or {}
     loc: tuple[str | int, ...] = tuple(err["loc"])
     value = err.get("input")
     if "key" in ctx:  # a cross-field check names the key it is about
-        loc = _parse_label(ctx["key"])
+        loc = parse_label(ctx["key"])
         value = _lookup(data, loc, ctx.get("value", value))
     if err["type"] == CUSTOM:
         text, fix = ctx["problem"], ctx["fix"]
@@ -274,13 +280,32 @@ def render(
         fix = _field_fix(model, loc) or "correct the value"
     line = line_of(*prefix, *loc) if line_of is not None else None
     label = _label(loc)
+    name = _field_name(model, loc)
+    if source == PYTHON_SOURCE and name is not None and name != loc[0]:
+        label = f"{label} (Python: {name})"
     if label_prefix:
         label = f"{label_prefix}.{label}" if label else label_prefix
     if line_of is not None and line is None and loc:
-        unset = " (not in the file: the default)"
+        unset = f" (not in the file: {unset_note})"
     else:
         unset = ""
-    return f"{where(source, line)}: {label} = {value!r}{unset}: {text}. Fix: {fix}."
+    return f"{where(source, line)}: {label} = {_listed(value)!r}{unset}: {text}. Fix: {fix}."
+
+
+def _listed(value: Any) -> Any:
+    """Tuples shown as YAML lists, as the user wrote them."""
+    if isinstance(value, tuple):
+        return [_listed(v) for v in value]
+    return value
+
+
+def _field_name(model: type[BaseModel], loc: tuple[str | int, ...]) -> str | None:
+    if not loc:
+        return None
+    for name, info in model.model_fields.items():
+        if loc[0] in (name, info.alias):
+            return name
+    return None
 
 
 def _lookup(data: Any, loc: tuple[str | int, ...], default: Any) -> Any:
