@@ -275,6 +275,8 @@ def render(
         value = _lookup(data, loc, ctx.get("value", value))
     if err["type"] == CUSTOM:
         text, fix = ctx["problem"], ctx["fix"]
+    elif err["type"] == "extra_forbidden":
+        text, fix = _unknown(model, str(loc[-1]))
     else:
         text = _PROBLEMS.get(err["type"], err["msg"]).format(type=type_name(value), **ctx)
         fix = _field_fix(model, loc) or "correct the value"
@@ -290,6 +292,17 @@ def render(
     else:
         unset = ""
     return f"{where(source, line)}: {label} = {_listed(value)!r}{unset}: {text}. Fix: {fix}."
+
+
+def _unknown(model: type[BaseModel], key: str) -> tuple[str, str]:
+    """Problem and fix for a key the model does not declare (``extra="forbid"``)."""
+    extra = model.model_config.get("json_schema_extra")
+    if isinstance(extra, dict) and "unknown" in extra:
+        return str(extra["unknown"]), str(extra.get("unknown_fix", "remove or rename it"))
+    keys = [info.alias or name for name, info in model.model_fields.items()]
+    near = difflib.get_close_matches(key, keys, n=1)
+    hint = f" (did you mean {near[0]!r}?)" if near else ""
+    return f"unknown key{hint}; keys are {', '.join(keys)}", "remove or rename it"
 
 
 def _listed(value: Any) -> Any:
