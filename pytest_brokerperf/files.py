@@ -34,14 +34,18 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LINES",
+    "PYTHON_SOURCE",
     "LineOf",
     "YamlDoc",
     "closest",
     "lines",
     "load_yaml",
+    "parse_label",
     "problem",
+    "render",
     "type_name",
     "validate",
+    "where",
 ]
 
 #: ``line_of(*path)``: the 1-based line of the key or list item at ``path``, or None.
@@ -148,6 +152,7 @@ def type_name(value: Any) -> str:
 
 
 def where(source: str, line: int | None) -> str:
+    """``file:line``, or the source alone when the line is unknown."""
     return f"{source}:{line}" if line else source
 
 
@@ -216,6 +221,7 @@ def _label(loc: tuple[str | int, ...]) -> str:
 
 
 def parse_label(label: str) -> tuple[str | int, ...]:
+    """``"a.b[2]"`` → ``("a", "b", 2)``: a key as messages name it, as a path for lines."""
     parts: list[str | int] = []
     for dotted in label.split("."):
         name, _, rest = dotted.partition("[")
