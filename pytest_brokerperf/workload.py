@@ -20,21 +20,28 @@ OMB's camelCase (``partitionsPerTopic``). Derived numbers (:attr:`Workload.total
 from __future__ import annotations
 
 import dataclasses
-import difflib
-import math
 import random
 import warnings
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 from typing import Any, ClassVar
 
 import yaml
 
 from pytest_brokerperf.errors import ConfigError, WorkloadError
+from pytest_brokerperf.files import (
+    LINES,
+    PYTHON_SOURCE,
+    YamlDoc,
+    closest,
+    lines,
+    load_yaml,
+    parse_label,
+    type_name,
+    validate,
+)
+from pytest_brokerperf.models.workload_fields import FIELDS, KeyDistributor, WorkloadField
 from pytest_brokerperf.warnings import BrokerPerfWarning
 
 __all__ = [
@@ -50,163 +57,26 @@ __all__ = [
 #: (intended and actual send time, producer id, sequence). Payloads must be at least this big.
 PAYLOAD_HEADER_BYTES = 32
 
-#: ``source`` of a workload built in Python rather than read from a file.
-PYTHON_SOURCE = "<python>"
-
 DATA_DIR = Path(__file__).resolve().parent / "data"
 WORKLOADS_DIR = DATA_DIR / "workloads"
 
-_JAVA_INT_MAX = 2**31 - 1
-_JAVA_LONG_MAX = 2**63 - 1
 _GIB = 1024**3
 
-
-class KeyDistributor(StrEnum):
-    """OMB ``keyDistributor`` values (``KeyDistributorType.java``)."""
-
-    NO_KEY = "NO_KEY"
-    KEY_ROUND_ROBIN = "KEY_ROUND_ROBIN"
-    RANDOM_NANO = "RANDOM_NANO"
-
-
-# --------------------------------------------------------------------------------------
-# YAML with line numbers (shared with kafka_config.py and slo.py)
-# --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _YamlDoc:
-    """A parsed YAML document plus its node tree, so errors can cite line numbers."""
-
-    data: Any
-    root: yaml.Node | None
-
-    def _walk(self, path: tuple[str | int, ...]) -> tuple[yaml.Node | None, int | None]:
-        node, line = self.root, None
-        for part in path:
-            if isinstance(node, yaml.MappingNode):
-                for key_node, value_node in node.value:
-                    if isinstance(key_node, yaml.ScalarNode) and key_node.value == str(part):
-                        node, line = value_node, key_node.start_mark.line + 1
-                        break
-                else:
-                    return None, line
-            elif (
-                isinstance(node, yaml.SequenceNode)
-                and isinstance(part, int)
-                and 0 <= part < len(node.value)
-            ):
-                node = node.value[part]
-                line = node.start_mark.line + 1
-            else:
-                return None, line
-        return node, line
-
-    def line(self, *path: str | int) -> int | None:
-        """1-based line of the key (or list item) at ``path``; the nearest parent's if absent."""
-        return self._walk(path)[1]
-
-    def duplicate_keys(self, *path: str | int) -> list[tuple[str, int]]:
-        """Keys that appear twice in the mapping at ``path`` (PyYAML keeps the last silently)."""
-        node = self._walk(path)[0] if path else self.root
-        if not isinstance(node, yaml.MappingNode):
-            return []
-        seen: set[str] = set()
-        dups: list[tuple[str, int]] = []
-        for key_node, _ in node.value:
-            if isinstance(key_node, yaml.ScalarNode):
-                if key_node.value in seen:
-                    dups.append((key_node.value, key_node.start_mark.line + 1))
-                seen.add(key_node.value)
-        return dups
+# YAML with line numbers lives in files.py (shared by every file the plugin reads); the old
+# private names stay for code that imported them from here.
+_YamlDoc = YamlDoc
+_load_yaml = load_yaml
+_closest = closest
+_Field = WorkloadField
+_FIELDS = FIELDS
+#: Line lookup of the file being loaded (files.LINES), under its old name.
+_LINE_OF = LINES
+_lines = lines
+_type_name = type_name
 
 
-def _load_yaml(path: Path, error: type[ConfigError], what: str) -> _YamlDoc:
-    """Parse one YAML file, turning every failure into ``error`` with file and line."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise error(
-            f"{path}: {what} file not found (looked in {path.resolve().parent}). "
-            f"Fix: check the path; relative paths are taken from the current directory "
-            f"{Path.cwd()}."
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise error(f"{path}: cannot read the {what} file: {exc}. Fix: check the file.") from None
-    loader = yaml.SafeLoader(text)
-    try:
-        root = loader.get_single_node()
-        data = loader.construct_document(root) if root is not None else None
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
-        detail = " ".join(p for p in (exc.context, exc.problem) if p) or str(exc)
-        raise error(
-            f"{path}{where}: invalid YAML in the {what} file: {detail}. "
-            f"Fix: correct the YAML syntax at that line (indentation, quoting, a missing ':')."
-        ) from None
-    except yaml.YAMLError as exc:
-        raise error(
-            f"{path}: invalid YAML in the {what} file: {exc}. Fix: correct the YAML syntax."
-        ) from None
-    finally:
-        loader.dispose()
-    return _YamlDoc(data, root)
-
-
-def _closest(word: str, candidates: list[str]) -> str | None:
-    """The closest candidate, also matching snake_case/case variants of camelCase keys."""
-    folded = {c.replace("_", "").lower(): c for c in candidates}
-    exact = folded.get(word.replace("_", "").replace("-", "").lower())
-    if exact is not None:
-        return exact
-    match = difflib.get_close_matches(word, candidates, n=1, cutoff=0.6)
-    return match[0] if match else None
-
-
-# --------------------------------------------------------------------------------------
-# Field table: OMB key, Python attribute, kind, example for error messages, origin
-# --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Field:
-    attr: str
-    key: str
-    kind: str  # str | int | long | num | ratio | bool | enum | int_list | rate_list
-    example: str
-    origin: str = "main"  # main | automq | confluent
-
-
-_FIELDS: tuple[_Field, ...] = (
-    _Field("name", "name", "str", '"my workload"'),
-    _Field("topics", "topics", "int", "1"),
-    _Field("partitions_per_topic", "partitionsPerTopic", "int", "16"),
-    _Field("key_distributor", "keyDistributor", "enum", "NO_KEY"),
-    _Field("message_size", "messageSize", "int", "1024"),
-    _Field("use_randomized_payloads", "useRandomizedPayloads", "bool", "false"),
-    _Field("random_bytes_ratio", "randomBytesRatio", "ratio", "0.5"),
-    _Field("randomized_payload_pool_size", "randomizedPayloadPoolSize", "int", "1000"),
-    _Field("payload_file", "payloadFile", "str", '"payload/payload-1Kb.data"'),
-    _Field("subscriptions_per_topic", "subscriptionsPerTopic", "int", "1"),
-    _Field("producers_per_topic", "producersPerTopic", "int", "1"),
-    _Field("consumer_per_subscription", "consumerPerSubscription", "int", "1"),
-    _Field("producer_rate", "producerRate", "int", "10000"),
-    _Field("consumer_backlog_size_gb", "consumerBacklogSizeGB", "num", "0"),
-    _Field("backlog_drain_ratio", "backlogDrainRatio", "ratio", "1.0"),
-    _Field("test_duration_minutes", "testDurationMinutes", "num", "5"),
-    _Field("warmup_duration_minutes", "warmupDurationMinutes", "num", "1"),
-    _Field("partitions_per_topic_list", "partitionsPerTopicList", "int_list", "[1, 4]", "automq"),
-    _Field("producers_per_topic_list", "producersPerTopicList", "int_list", "[4, 1]", "automq"),
-    _Field(
-        "producer_rate_list", "producerRateList", "rate_list", "[[0, 1000], [5, 2000]]", "automq"
-    ),
-    _Field("log_interval_millis", "logIntervalMillis", "int", "10000", "automq"),
-    _Field("random_topic_names", "randomTopicNames", "bool", "true", "automq"),
-    _Field("consumer_only", "consumerOnly", "bool", "false", "confluent"),
-)
-_BY_ATTR = {f.attr: f for f in _FIELDS}
-_BY_KEY = {f.key: f for f in _FIELDS}
+_BY_ATTR = {f.attr: f for f in FIELDS}
+_BY_KEY = {f.key: f for f in FIELDS}
 
 #: Keys of OMB forks and older OMB versions that are known but not implemented.
 _FOREIGN_KEYS: dict[str, str] = {
@@ -234,134 +104,14 @@ class _Problem(Exception):
         self.attr, self.value, self.problem, self.fix = attr, value, problem, fix
         self.key = key or _BY_ATTR[attr].key
 
-    def render(self, source: str, line_of: Callable[[str], int | None] | None) -> str:
-        line = line_of(_BY_ATTR[self.attr].key) if line_of else None
+    def render(self, source: str, line_of: Callable[..., int | None] | None) -> str:
+        line = line_of(*parse_label(self.key)) if line_of else None
         where = f"{source}:{line}" if line else source
         key = self.key
         if source == PYTHON_SOURCE and self.attr != self.key:
             key = f"{self.key} (Python: {self.attr})"
         unset = " (not in the file: OMB's default)" if line_of and line is None else ""
         return f"{where}: {key} = {self.value!r}{unset}: {self.problem}. Fix: {self.fix}."
-
-
-#: Line lookup for the YAML being loaded, so ``__post_init__`` errors can cite lines.
-_LINE_OF: ContextVar[Callable[[str], int | None] | None] = ContextVar("_LINE_OF", default=None)
-
-
-@contextmanager
-def _lines(line_of: Callable[[str], int | None] | None) -> Iterator[None]:
-    token = _LINE_OF.set(line_of)
-    try:
-        yield
-    finally:
-        _LINE_OF.reset(token)
-
-
-def _type_name(value: Any) -> str:
-    return "null" if value is None else type(value).__name__
-
-
-def _check_int(f: _Field, value: Any, *, limit: int = _JAVA_INT_MAX) -> int:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or (isinstance(value, float) and not value.is_integer())
-    ):
-        raise _Problem(
-            f.attr,
-            value,
-            f"expected a whole number, got {_type_name(value)}",
-            f"write a number without quotes, e.g. `{f.key}: {f.example}`",
-        )
-    ivalue = int(value)
-    if abs(ivalue) > limit:
-        raise _Problem(
-            f.attr,
-            value,
-            f"out of range for OMB (Java int, at most {limit})",
-            "use a smaller value",
-        )
-    return ivalue
-
-
-def _check_num(f: _Field, value: Any) -> int | float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise _Problem(
-            f.attr,
-            value,
-            f"expected a number, got {_type_name(value)}",
-            f"write a number without quotes, e.g. `{f.key}: {f.example}`",
-        )
-    return int(value) if isinstance(value, float) and value.is_integer() else value
-
-
-def _check_type(f: _Field, value: Any) -> Any:
-    """Coerce what Jackson would coerce (1.0 -> 1, list -> tuple), reject the rest."""
-    if f.kind == "str":
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return str(value)  # Jackson coerces scalars to String
-        if value is not None and not isinstance(value, str):
-            raise _Problem(
-                f.attr,
-                value,
-                f"expected text, got {_type_name(value)}",
-                f"quote it, e.g. `{f.key}: {f.example}`",
-            )
-        return value
-    if f.kind == "int":
-        return _check_int(f, value)
-    if f.kind == "num":
-        return _check_num(f, value)
-    if f.kind == "ratio":
-        return float(_check_num(f, value))
-    if f.kind == "bool":
-        if not isinstance(value, bool):
-            raise _Problem(
-                f.attr,
-                value,
-                f"expected true or false, got {_type_name(value)}",
-                f"write `{f.key}: {f.example}` without quotes",
-            )
-        return value
-    if f.kind == "enum":
-        if isinstance(value, KeyDistributor):
-            return value
-        if not isinstance(value, str) or value not in KeyDistributor.__members__:
-            names = list(KeyDistributor.__members__)
-            near = _closest(str(value), names)
-            hint = f" (did you mean {near}?)" if near else ""
-            raise _Problem(
-                f.attr,
-                value,
-                f"not a key distributor{hint}; OMB accepts {', '.join(names)}",
-                f"write `{f.key}: {near or names[0]}`",
-            )
-        return KeyDistributor(value)
-    if f.kind == "int_list":
-        if value is None:
-            return None
-        if not isinstance(value, list | tuple):
-            raise _Problem(
-                f.attr,
-                value,
-                f"expected a list with one whole number per topic, got {_type_name(value)}",
-                f"write `{f.key}: {f.example}`",
-            )
-        return tuple(_check_int(f, v) for v in value)
-    if f.kind == "rate_list":
-        if value is None:
-            return None
-        if not isinstance(value, list | tuple) or not all(
-            isinstance(e, list | tuple) for e in value
-        ):
-            raise _Problem(
-                f.attr,
-                value,
-                "expected a list of [minutesFromStart, rate] or [hour, minute, rate] entries",
-                f"write `{f.key}: {f.example}`",
-            )
-        return tuple(tuple(_check_num(f, v) for v in entry) for entry in value)
-    raise AssertionError(f"unknown field kind {f.kind}")  # pragma: no cover
 
 
 # --------------------------------------------------------------------------------------
@@ -421,19 +171,24 @@ class Workload:
     # ---------------------------------------------------------------- construction
 
     def __post_init__(self) -> None:
-        line_of = _LINE_OF.get()
+        # Keys and types: the declared model (pytest_brokerperf/models/workload.py), which
+        # takes values as OMB's Jackson would; then the checks across keys below.
+        from pytest_brokerperf.models.workload import workload_model
+
+        line_of = LINES.get()
+        model = validate(
+            workload_model(),
+            {f.key: getattr(self, f.attr) for f in FIELDS},
+            source=self.source,
+            line_of=line_of,
+            error=WorkloadError,
+            unset_note="OMB's default",
+        )
+        for f in FIELDS:
+            value = getattr(model, f.attr)
+            if value is not getattr(self, f.attr):
+                object.__setattr__(self, f.attr, value)
         try:
-            for f in _FIELDS:
-                value = getattr(self, f.attr)
-                if value is None and f.kind not in ("str", "int_list", "rate_list"):
-                    raise _Problem(
-                        f.attr, value, "must not be null", f"write `{f.key}: {f.example}`"
-                    )
-                checked = _check_type(f, value)
-                if f.attr == "consumer_backlog_size_gb" and isinstance(checked, int):
-                    checked = _check_int(f, checked, limit=_JAVA_LONG_MAX)
-                if checked is not value:
-                    object.__setattr__(self, f.attr, checked)
             self._validate()
         except _Problem as p:
             raise WorkloadError(p.render(self.source, line_of)) from None
@@ -660,7 +415,7 @@ class Workload:
                 "Fix: write `key: value` lines such as `topics: 1`."
             )
         kwargs: dict[str, Any] = {}
-        known = [f.key for f in _FIELDS]
+        known = [f.key for f in FIELDS]
         for key, value in data.items():
             f = _BY_KEY.get(key) if isinstance(key, str) else None
             if f is not None:
@@ -686,7 +441,7 @@ class Workload:
                     f"silently).{hint}"
                 )
             warnings.warn(BrokerPerfWarning(msg), stacklevel=3)
-        with _lines(line_of):
+        with lines(line_of):
             return cls(**kwargs, source=source)
 
     def replace(self, **changes: Any) -> Workload:
@@ -711,7 +466,7 @@ class Workload:
         when they differ from their defaults, so the output stays a plain OMB workload.
         """
         out: dict[str, Any] = {}
-        for f in _FIELDS:
+        for f in FIELDS:
             value = getattr(self, f.attr)
             if f.attr in self._EXTENSION_DEFAULTS and value == self._EXTENSION_DEFAULTS[f.attr]:
                 continue
@@ -861,7 +616,7 @@ class Workload:
                 f"payload file not found (tried {tried})",
                 "give a path relative to the workload file or the current directory, or "
                 "remove payloadFile to use a generated payload",
-            ).render(self.source, _LINE_OF.get())
+            ).render(self.source, LINES.get())
         )
 
     def _read_payload_file(self, base_dir: Path | None) -> bytes:

@@ -128,7 +128,17 @@ def test_no_import_cycles() -> None:
 def test_loading_the_plugin_imports_no_client_library_or_numpy() -> None:
     code = ("import sys, pytest_brokerperf.plugin, pytest_brokerperf.fixtures; "
             "heavy = [m for m in ('confluent_kafka', 'pulsar', 'pika', 'numpy', 'hdrh', "
-            "'pyspark') if m in sys.modules]; print(','.join(heavy))")
+            "'pyspark', 'pydantic') if m in sys.modules]; print(','.join(heavy))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=60)
     assert out.stdout.strip() == ""
+
+
+def test_file_classes_import_pydantic_only_when_a_file_is_checked() -> None:
+    code = ("import sys, pytest_brokerperf.workload, pytest_brokerperf.slo, "
+            "pytest_brokerperf.brokers.kafka.config, pytest_brokerperf.brokers.pulsar.config, "
+            "pytest_brokerperf.brokers.rabbitmq.config as r; before = 'pydantic' in sys.modules; "
+            "r.RabbitMQDriverConfig(); print(before, 'pydantic' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=60)
+    assert out.stdout.split() == ["False", "True"]

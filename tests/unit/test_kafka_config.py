@@ -422,3 +422,23 @@ def test_non_kafka_driver_class_warns(tmp_path: Path) -> None:
     )
     with pytest.warns(BrokerPerfWarning, match="not OMB's Kafka driver"):
         KafkaDriverConfig.from_yaml(write(tmp_path, text))
+
+
+def test_nested_property_value_names_its_own_line(tmp_path: Path) -> None:
+    text = "name: Kafka\nproducerConfig:\n  linger.ms: 1\n  acks: [all]\n"
+    with pytest.raises(
+        ConfigError,
+        match=r"driver\.yaml:4: producerConfig\.acks = \['all'\]: property values must be "
+        r"scalars\. Fix:",
+    ):
+        KafkaDriverConfig.from_yaml(write(tmp_path, text))
+
+
+def test_wrong_type_names_the_type_and_fix(tmp_path: Path) -> None:
+    text = "name: Kafka\nreplicationFactor: '3'\n"
+    with pytest.raises(
+        ConfigError,
+        match=r"driver\.yaml:2: replicationFactor = '3': expected a whole number, got str\. "
+        r"Fix: write `replicationFactor: 3`",
+    ):
+        KafkaDriverConfig.from_yaml(write(tmp_path, text))

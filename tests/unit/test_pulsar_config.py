@@ -218,3 +218,18 @@ def test_namespace_policies() -> None:
                                    "policy": "producer_exception"}
     assert pol["retention"] == {"retentionTimeInMinutes": -1, "retentionSizeInMB": -1}
     assert pol["deduplication"] is False
+
+
+@pytest.mark.parametrize(("old", "new", "message"), [
+    # lines 8 (ioThreads), 11 (namespacePrefix) and 13 (persistence) of OMB_PULSAR
+    ("  namespacePrefix: benchmark/ns", "  namespacePrefix: benchmark",
+     r"pulsar\.yaml:11: client\.namespacePrefix = 'benchmark': .*Fix:"),
+    ("    ackQuorum: 2", "    ackQuorum: 4",
+     r"pulsar\.yaml:13: client\.persistence ensembleSize 3 / writeQuorum 3 / ackQuorum 4"),
+    ("  ioThreads: 16", "  ioThreads: 0",
+     r"pulsar\.yaml:8: client\.ioThreads = 0: must be >= 1\. Fix: write e\.g\. `ioThreads: 1`"),
+])
+def test_checks_across_keys_name_the_line(tmp_path: Path, old: str, new: str,
+                                          message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        PulsarDriverConfig.from_yaml(write(tmp_path, OMB_PULSAR.replace(old, new)))

@@ -73,7 +73,7 @@ def test_confluent_file_keeps_deployment_keys_as_notes(tmp_path: Path) -> None:
     ("queueType: QUORUM\nhaPolicy: {ha-mode: all}\n", r"haPolicy.*classic queues only"),
     ("prefetchCount: 70000\n", r"prefetchCount.*65535"),
     ("maxPendingConfirms: 0\n", r"maxPendingConfirms = 0.*>= 1"),
-    ("amqpUris: [http://x]\n", r"amqpUris = 'http://x'.*amqp://"),
+    ("amqpUris: [http://x]\n", r"rabbitmq\.yaml:1: amqpUris\[0\] = 'http://x'.*amqp://"),
     ("streamOffset: middle\n", r"streamOffset = 'middle'"),
     ("- a list\n", r"must be a mapping"),
 ])
@@ -170,3 +170,24 @@ def test_create_driver_uses_the_direct_quorum_default_and_the_endpoint_uris() ->
     desc = d.config.topic_settings()
     assert desc["queueType"] == "stream" and desc["exchangeType"] == "fanout"
     assert pickle.loads(pickle.dumps(d)).uris == d.uris
+
+
+def test_bad_list_item_names_its_own_line(tmp_path: Path) -> None:
+    text = "name: RabbitMQ\namqpUris:\n  - amqp://a:5672\n  - http://b:5672\n"
+    with pytest.raises(ConfigError, match=r"rabbitmq\.yaml:4: amqpUris\[1\] = 'http://b:5672'"):
+        RabbitMQDriverConfig.from_yaml(write(tmp_path, text))
+
+
+def test_quoted_flag_names_file_line_and_fix(tmp_path: Path) -> None:
+    text = "name: RabbitMQ\nqueueType: QUORUM\nmessagePersistence: 'yes'\n"
+    with pytest.raises(ConfigError, match=r"rabbitmq\.yaml:3: messagePersistence = 'yes': "
+                       r"expected true or false, got str\. Fix: write `messagePersistence"):
+        RabbitMQDriverConfig.from_yaml(write(tmp_path, text))
+
+
+def test_model_and_config_agree_on_choices() -> None:
+    from pytest_brokerperf.brokers.rabbitmq import config
+    from pytest_brokerperf.models import rabbitmq as model
+
+    assert (model.QUEUE_TYPES, model.EXCHANGE_TYPES, model.STREAM_OFFSETS) == (
+        config.QUEUE_TYPES, config.EXCHANGE_TYPES, config.STREAM_OFFSETS)

@@ -352,3 +352,22 @@ def test_non_applicable_user_slo_does_not_replace_shipped_bound() -> None:
         "e2e_response.p99 < 5 s",
         "publish_response.p99 < 10 ms",
     ]
+
+
+def test_unknown_entry_key_names_file_line_key_value_and_fix(tmp_path: Path) -> None:
+    text = "slos:\n  - expr: lost == 0\n  - expr: duplicates == 0\n    descripton: dup\n"
+    with pytest.raises(
+        SLOSyntaxError,
+        match=r"slos\.yaml:4: slos\[1\]\.descripton = 'dup': unknown key \(did you mean "
+        r"'description'\?\).*Fix: remove or rename it\.",
+    ):
+        load_slo_file(write(tmp_path, text))
+
+
+def test_wrong_metric_type_names_file_line_and_type(tmp_path: Path) -> None:
+    text = "slos:\n  - metric: [lost]\n    op: '=='\n    value: 0\n"
+    with pytest.raises(
+        SLOSyntaxError,
+        match=r"slos\.yaml:2: slos\[0\]\.metric = \['lost'\]: expected a metric name, got list",
+    ):
+        load_slo_file(write(tmp_path, text))

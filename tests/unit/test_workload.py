@@ -534,3 +534,54 @@ def test_consumer_only_without_backlog_warns() -> None:
         Workload.from_dict(good(consumerOnly=True))
     w = Workload.from_dict(good(consumerOnly=True, consumerBacklogSizeGB=1))
     assert w.to_omb_dict()["consumerOnly"] is True
+
+
+# ------------------------------------------------------------------ lines of list items
+
+_PER_TOPIC = (
+    "name: per-topic\n"  # 1
+    "topics: 2\n"  # 2
+    "messageSize: 1024\n"  # 3
+    "producersPerTopic: 1\n"  # 4
+    "testDurationMinutes: 1\n"  # 5
+    "partitionsPerTopicList:\n"  # 6
+    "  - 4\n"  # 7
+    "  - {second}\n"  # 8
+)
+
+
+def test_bad_list_entry_names_its_own_line(tmp_path: Path) -> None:
+    path = write(tmp_path, _PER_TOPIC.format(second="0"))
+    with pytest.raises(WorkloadError, match=r"w\.yaml:8: partitionsPerTopicList\[1\] = \[4, 0\]"):
+        Workload.from_yaml(path)
+
+
+def test_wrong_type_in_a_list_names_the_entry_line_and_fix(tmp_path: Path) -> None:
+    path = write(tmp_path, _PER_TOPIC.format(second="four"))
+    with pytest.raises(
+        WorkloadError,
+        match=r"w\.yaml:8: partitionsPerTopicList\[1\] = 'four': expected a whole number, got "
+        r"str\. Fix: write a number without quotes",
+    ):
+        Workload.from_yaml(path)
+
+
+def test_rate_list_entry_names_its_own_line(tmp_path: Path) -> None:
+    text = (
+        "topics: 1\npartitionsPerTopic: 1\nmessageSize: 1024\nproducersPerTopic: 1\n"
+        "testDurationMinutes: 1\nproducerRateList:\n  - [0, 1000]\n  - [25, 0, 3]\n"
+    )
+    with pytest.raises(WorkloadError, match=r"w\.yaml:8: producerRateList\[1\] = \[25, 0, 3\]"):
+        Workload.from_yaml(write(tmp_path, text))
+
+
+def test_python_errors_name_the_attribute() -> None:
+    with pytest.raises(
+        WorkloadError, match=r"^<python>: messageSize \(Python: message_size\) = 'big': "
+    ):
+        Workload(**{**{f.attr: v for f, v in _good_attrs()}, "message_size": "big"})
+
+
+def _good_attrs() -> list[tuple[Any, Any]]:
+    w = Workload.from_dict(GOOD)
+    return [(f, getattr(w, f.attr)) for f in wl._FIELDS]

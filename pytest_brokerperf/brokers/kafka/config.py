@@ -32,8 +32,11 @@ from typing import Any
 import yaml
 
 from pytest_brokerperf.errors import ConfigError
+from pytest_brokerperf.files import LINES, lines, validate
+from pytest_brokerperf.files import closest as _closest
+from pytest_brokerperf.files import load_yaml as _load_yaml
 from pytest_brokerperf.warnings import BrokerPerfWarning
-from pytest_brokerperf.workload import _LINE_OF, DATA_DIR, _closest, _lines, _load_yaml
+from pytest_brokerperf.workload import DATA_DIR
 
 __all__ = [
     "DRIVERS_DIR",
@@ -434,33 +437,29 @@ class KafkaDriverConfig:
     adjustments: tuple[str, ...] = field(default=(), compare=False)
 
     def _where(self, key: str) -> str:
-        line_of = _LINE_OF.get()
+        line_of = LINES.get()
         line = line_of(key) if line_of is not None else None
         return f"{self.source}:{line}" if line else self.source
 
     def __post_init__(self) -> None:
-        for attr in ("topic_config", "common_config", "producer_config", "consumer_config"):
-            value = getattr(self, attr)
-            if not isinstance(value, JavaProperties):
+        # The declared model (pytest_brokerperf/models/kafka.py) checks every key; errors
+        # cite the file's line while a file is loaded. Properties text is parsed here.
+        from pytest_brokerperf.models.kafka import KafkaDriverFile
+
+        fields = KafkaDriverFile.model_fields
+        data = {info.alias or name: getattr(self, name) for name, info in fields.items()}
+        model = validate(KafkaDriverFile, data, source=self.source, line_of=LINES.get())
+        for name, info in fields.items():
+            value = getattr(model, name)
+            if name.endswith("_config") and not isinstance(value, JavaProperties):
                 if isinstance(value, str):
-                    value = JavaProperties.parse(value, source=self.source, key=attr)
-                elif isinstance(value, Mapping):
-                    value = JavaProperties(value)
+                    key = info.alias or name
+                    value = JavaProperties.parse(value, source=self._where(key), key=key)
                 else:
-                    raise ConfigError(
-                        f"{self.source}: {attr} = {value!r}: expected a properties string or "
-                        "a mapping. Fix: pass e.g. 'acks=all\\nlinger.ms=1' or {'acks': 'all'}."
-                    )
-                object.__setattr__(self, attr, value)
+                    value = JavaProperties(value)
+            object.__setattr__(self, name, value)
         if not isinstance(self.adjustments, tuple):
             object.__setattr__(self, "adjustments", tuple(self.adjustments))
-        rf = self.replication_factor
-        if isinstance(rf, bool) or not isinstance(rf, int) or not (rf == -1 or rf >= 1):
-            raise ConfigError(
-                f"{self._where('replicationFactor')}: replicationFactor = {rf!r}: must be a "
-                "whole number >= 1, or -1 for the broker's default.replication.factor. "
-                "Fix: write `replicationFactor: 3` (or 1 on a single-node broker)."
-            )
         misr = self.topic_config.get("min.insync.replicas")
         if misr is not None and self.replication_factor >= 1:
             if not misr.strip().isdigit():
@@ -516,55 +515,18 @@ class KafkaDriverConfig:
                     stacklevel=3,
                 )
                 continue
-            if value is None:
-                continue
-            attr = _KEYS[key]
-            if key in ("name", "driverClass"):
-                if isinstance(value, bool) or not isinstance(value, str | int | float):
-                    raise ConfigError(
-                        f"{where(key)}: {key} = {value!r}: expected text. Fix: write "
-                        f"`{key}: Kafka`."
-                    )
-                kwargs[attr] = str(value)
-            elif key == "replicationFactor":
-                if isinstance(value, bool) or not isinstance(value, int):
-                    raise ConfigError(
-                        f"{where(key)}: replicationFactor = {value!r}: expected a whole number. "
-                        "Fix: write `replicationFactor: 3` (or 1 on a single-node broker)."
-                    )
-                kwargs[attr] = value
-            elif key == "reset":
-                if not isinstance(value, bool):
-                    raise ConfigError(
-                        f"{where(key)}: reset = {value!r}: expected true or false. "
-                        "Fix: write `reset: false` (pytest-brokerperf deletes only its own topics)."
-                    )
-                kwargs[attr] = value
-            else:
-                if isinstance(value, str):
-                    kwargs[attr] = JavaProperties.parse(value, source=where(key), key=key)
-                elif isinstance(value, Mapping):
-                    bad = [k for k, v in value.items() if isinstance(v, list | dict)]
-                    if bad:
-                        raise ConfigError(
-                            f"{where(key)}: {key}.{bad[0]} = {value[bad[0]]!r}: property values "
-                            "must be scalars. Fix: write a single value."
-                        )
-                    kwargs[attr] = JavaProperties(value)
-                else:
-                    raise ConfigError(
-                        f"{where(key)}: {key} = {value!r}: expected a Java properties block. "
-                        f"Fix: write `{key}: |` followed by indented `name=value` lines."
-                    )
-        if kwargs.get("driver_class") and "kafka" not in kwargs["driver_class"].lower():
+            if value is not None:  # null keeps the default, as in OMB
+                kwargs[_KEYS[key]] = value
+        driver_class = kwargs.get("driver_class")
+        if isinstance(driver_class, str) and "kafka" not in driver_class.lower():
             warnings.warn(
                 BrokerPerfWarning(
-                    f"{where('driverClass')}: driverClass {kwargs['driver_class']!r} is not "
+                    f"{where('driverClass')}: driverClass {driver_class!r} is not "
                     "OMB's Kafka driver; the file is read as a Kafka driver config anyway."
                 ),
                 stacklevel=3,
             )
-        with _lines(line_of):
+        with lines(line_of):
             return cls(**kwargs)
 
     # ---------------------------------------------------------------- output

@@ -46,8 +46,10 @@ from typing import Any, Literal
 import yaml
 
 from pytest_brokerperf.errors import ConfigError
+from pytest_brokerperf.files import LINES, lines, validate
+from pytest_brokerperf.files import closest as _closest
+from pytest_brokerperf.files import load_yaml as _load_yaml
 from pytest_brokerperf.warnings import BrokerPerfWarning
-from pytest_brokerperf.workload import _closest, _load_yaml
 
 __all__ = [
     "JAVA_INT_MAX",
@@ -211,15 +213,6 @@ _CONSUMER_KEYS: tuple[_Key, ...] = (
 _TOP_KEYS = ("name", "driverClass", "client", "producer", "consumer")
 
 
-def _fold(value: str, choices: tuple[str, ...]) -> str | None:
-    """Case- and separator-insensitive match of an enum value (``key_shared``, ``KeyShared``)."""
-    norm = value.replace("_", "").replace("-", "").lower()
-    for c in choices:
-        if c.replace("_", "").replace("-", "").lower() == norm:
-            return c
-    return None
-
-
 class _Reader:
     """Reads one driver mapping, citing ``file:line`` in every error and warning."""
 
@@ -233,7 +226,7 @@ class _Reader:
 
     def block(self, data: Mapping[str, Any], path: tuple[str, ...], keys: tuple[_Key, ...],
               nested: tuple[str, ...] = ()) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+        raw: dict[str, Any] = {}
         by_key = {k.key: k for k in keys}
         for raw_key, value in data.items():
             key = str(raw_key)
@@ -251,50 +244,14 @@ class _Reader:
                     stacklevel=4,
                 )
                 continue
-            out[spec.attr] = self.value(spec, value, (*path, key))
-        return out
+            raw[key] = value
+        # The block's declared model (pytest_brokerperf/models/pulsar.py) checks the values.
+        from pytest_brokerperf.models.pulsar import block_model
 
-    def value(self, spec: _Key, value: Any, path: tuple[str, ...]) -> Any:
-        dotted = ".".join(path)
-        where = self.where(*path)
-        if value is None or (isinstance(value, str) and not value.strip() and spec.nullable):
-            if spec.nullable:
-                return None
-            raise ConfigError(f"{where}: {dotted} must not be empty. Fix: give it a value.")
-        if spec.kind == "bool":
-            if not isinstance(value, bool):
-                raise ConfigError(
-                    f"{where}: {dotted} = {value!r}: expected true or false. "
-                    f"Fix: write `{spec.key}: true`."
-                )
-            return value
-        if spec.kind == "int":
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise ConfigError(
-                    f"{where}: {dotted} = {value!r}: expected a whole number. "
-                    f"Fix: write e.g. `{spec.key}: {max(spec.minimum or 0, 1)}`."
-                )
-            if spec.minimum is not None and value < spec.minimum:
-                raise ConfigError(
-                    f"{where}: {dotted} = {value}: must be >= {spec.minimum}."
-                )
-            if value > JAVA_INT_MAX:
-                raise ConfigError(
-                    f"{where}: {dotted} = {value}: larger than Java's Integer.MAX_VALUE "
-                    f"({JAVA_INT_MAX}). Fix: use at most {JAVA_INT_MAX}."
-                )
-            return value
-        if isinstance(value, bool) or not isinstance(value, str | int | float):
-            raise ConfigError(f"{where}: {dotted} = {value!r}: expected text.")
-        text = str(value).strip()
-        if spec.kind == "choice":
-            found = _fold(text, spec.choices)
-            if found is None:
-                raise ConfigError(
-                    f"{where}: {dotted} = {text!r}: expected one of {', '.join(spec.choices)}."
-                )
-            return found
-        return text
+        model = validate(block_model(".".join(path) or "driver", keys), raw,
+                         source=self.source, line_of=self.line_of, prefix=path,
+                         label_prefix=".".join(path))
+        return {name: getattr(model, name) for name in model.model_fields_set}
 
 
 def durability_ack_quorum(level: int, write_quorum: int) -> int:
@@ -322,19 +279,28 @@ class PulsarDriverConfig:
     source: str = field(default=PYTHON_SOURCE, compare=False, repr=False)
     adjustments: tuple[str, ...] = field(default=(), compare=False)
 
+    def _where(self, *path: str) -> str:
+        """``file:line`` of a key while a file is loaded, else the source."""
+        line_of = LINES.get()
+        line = line_of(*path) if line_of is not None else None
+        return f"{self.source}:{line}" if line else self.source
+
     def __post_init__(self) -> None:
         p = self.client.persistence
         if not p.ensemble_size >= p.write_quorum >= p.ack_quorum >= 1:
             raise ConfigError(
-                f"{self.source}: client.persistence ensembleSize {p.ensemble_size} / "
+                f"{self._where('client', 'persistence')}: client.persistence ensembleSize "
+                f"{p.ensemble_size} / "
                 f"writeQuorum {p.write_quorum} / ackQuorum {p.ack_quorum}: BookKeeper needs "
                 "ensembleSize >= writeQuorum >= ackQuorum >= 1. Fix: e.g. 3/3/2 (OMB) or "
                 "1/1/1 on a single bookie."
             )
         if not _NAMESPACE_PREFIX.match(self.client.namespace_prefix):
             raise ConfigError(
-                f"{self.source}: client.namespacePrefix = {self.client.namespace_prefix!r}: "
-                "expected <tenant>/<namespace prefix>, e.g. benchmark/ns."
+                f"{self._where('client', 'namespacePrefix')}: client.namespacePrefix = "
+                f"{self.client.namespace_prefix!r}: "
+                "expected <tenant>/<namespace prefix>. Fix: write e.g. "
+                "`namespacePrefix: benchmark/ns`."
             )
         for key in ("subscription_type", "subscription_initial_position"):
             if getattr(self.consumer, key) is None:
@@ -440,7 +406,8 @@ class PulsarDriverConfig:
                 ),
                 stacklevel=3,
             )
-        return cls(**kwargs)
+        with lines(line_of):
+            return cls(**kwargs)
 
     # ---------------------------------------------------------------- output
 

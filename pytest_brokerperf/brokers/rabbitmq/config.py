@@ -24,7 +24,6 @@ pytest-brokerperf's own keys (documented in docs/reference/rabbitmq.md):
 
 from __future__ import annotations
 
-import re
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -35,8 +34,11 @@ from urllib.parse import urlsplit
 import yaml
 
 from pytest_brokerperf.errors import BrokerUnavailable, ConfigError
+from pytest_brokerperf.files import LINES, lines, validate
+from pytest_brokerperf.files import closest as _closest
+from pytest_brokerperf.files import load_yaml as _load_yaml
 from pytest_brokerperf.warnings import BrokerPerfWarning
-from pytest_brokerperf.workload import DATA_DIR, _closest, _load_yaml
+from pytest_brokerperf.workload import DATA_DIR
 
 __all__ = [
     "DURABILITY",
@@ -51,14 +53,13 @@ __all__ = [
     "topic_queues",
 ]
 
+#: Also declared in pytest_brokerperf/models/rabbitmq.py (which may not import this module).
 QUEUE_TYPES = ("CLASSIC", "QUORUM", "STREAM")
 EXCHANGE_TYPES = ("FANOUT", "DIRECT")
 STREAM_OFFSETS = ("first", "last", "next")
 PYTHON_SOURCE = "<python>"
 OMB_RABBITMQ_DRIVER_CLASS = "io.openmessaging.benchmark.driver.rabbitmq.RabbitMqBenchmarkDriver"
 DRIVERS_DIR = DATA_DIR / "drivers"
-
-_URI = re.compile(r"^amqps?://", re.I)
 
 # OMB YAML key -> attribute
 _KEYS: dict[str, str] = {
@@ -121,63 +122,17 @@ class RabbitMQDriverConfig:
     source: str = field(default=PYTHON_SOURCE, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        def bad(key: str, value: Any, fix: str) -> ConfigError:
-            return ConfigError(f"{self.source}: {key} = {value!r}: {fix}")
+        # The declared model (pytest_brokerperf/models/rabbitmq.py) checks every key and
+        # normalises it (upper-case queue types, tuples); errors cite the file's line while
+        # a file is loaded.
+        from pytest_brokerperf.models.rabbitmq import RabbitMQDriverFile
 
-        qt = str(self.queue_type).upper()
-        if qt not in QUEUE_TYPES:
-            raise bad("queueType", self.queue_type,
-                      f"expected one of {', '.join(QUEUE_TYPES)}. Fix: write `queueType: QUORUM`.")
-        object.__setattr__(self, "queue_type", qt)
-        et = str(self.exchange_type).upper()
-        if et not in EXCHANGE_TYPES:
-            raise bad("exchangeType", self.exchange_type,
-                      "pytest-brokerperf drives FANOUT (OMB main) and DIRECT (Confluent's "
-                      "routing-key partitions); TOPIC and HEADERS are not supported. "
-                      "Fix: write `exchangeType: DIRECT`.")
-        object.__setattr__(self, "exchange_type", et)
-        so = str(self.stream_offset).lower()
-        if so not in STREAM_OFFSETS and not re.fullmatch(r"\d+", so):
-            raise bad("streamOffset", self.stream_offset,
-                      "expected first, last, next or an offset number. Fix: `streamOffset: "
-                      "first`.")
-        object.__setattr__(self, "stream_offset", so)
-        for key, attr, lo in (("prefetchCount", "prefetch_count", 1),
-                              ("maxPendingConfirms", "max_pending_confirms", 1),
-                              ("producerCreationDelay", "producer_creation_delay", 0),
-                              ("producerCreationBatchSize", "producer_creation_batch_size", 1),
-                              ("consumerCreationDelay", "consumer_creation_delay", 0),
-                              ("consumerCreationBatchSize", "consumer_creation_batch_size", 1)):
-            v = getattr(self, attr)
-            if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-                raise bad(key, v, f"expected a whole number >= {lo}.")
-        if self.prefetch_count > 65535:
-            raise bad("prefetchCount", self.prefetch_count,
-                      "AMQP's basic.qos prefetch-count is a 16-bit field (max 65535).")
-        for key, attr in (("messagePersistence", "message_persistence"),
-                          ("exclusive", "exclusive"), ("autoAck", "auto_ack")):
-            if not isinstance(getattr(self, attr), bool):
-                raise bad(key, getattr(self, attr), "expected true or false.")
-        if self.queue_type == "STREAM":
-            if self.auto_ack:
-                raise bad("autoAck", True, "streams need manual acknowledgements and a "
-                          "prefetch (RabbitMQ rejects auto-ack consumers on a stream). Fix: "
-                          "`autoAck: false`.")
-            if self.exclusive:
-                raise bad("exclusive", True, "a stream cannot be exclusive.")
-        if self.ha_policy and self.queue_type != "CLASSIC":
-            raise bad("haPolicy", dict(self.ha_policy),
-                      "mirroring applies to classic queues only (quorum queues and streams "
-                      "replicate by themselves). Fix: remove haPolicy or use queueType: "
-                      "CLASSIC.")
-        for uri in self.amqp_uris:
-            if not _URI.match(uri):
-                raise bad("amqpUris", uri, "expected amqp:// or amqps:// URIs.")
-        for attr in ("queue_arguments", "ha_policy"):
-            v = getattr(self, attr)
-            if isinstance(v, Mapping):
-                object.__setattr__(self, attr, tuple(v.items()))
-        for attr in ("amqp_uris", "brokers", "ignored"):
+        fields = RabbitMQDriverFile.model_fields
+        data = {info.alias or name: getattr(self, name) for name, info in fields.items()}
+        model = validate(RabbitMQDriverFile, data, source=self.source, line_of=LINES.get())
+        for name in fields:
+            object.__setattr__(self, name, getattr(model, name))
+        for attr in ("ignored",):
             v = getattr(self, attr)
             if not isinstance(v, tuple):
                 object.__setattr__(self, attr, tuple(v))
@@ -220,33 +175,11 @@ class RabbitMQDriverConfig:
                     f"{where(key)}: unknown RabbitMQ driver key {key!r} is ignored.{hint}"),
                     stacklevel=3)
                 continue
-            if value is None:
-                continue
-            attr = _KEYS[key]
-            if key in ("amqpUris", "brokers"):
-                if isinstance(value, str):
-                    value = [value]
-                if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
-                    raise ConfigError(f"{where(key)}: {key} = {value!r}: expected a list of "
-                                      "strings. Fix: `amqpUris: [amqp://host:5672]`.")
-                kwargs[attr] = tuple(value)
-            elif key in ("queueArguments", "haPolicy"):
-                if not isinstance(value, Mapping):
-                    raise ConfigError(f"{where(key)}: {key} = {value!r}: expected a mapping, "
-                                      "e.g. `{x-max-length-bytes: 20000000000}`.")
-                kwargs[attr] = tuple((str(k), v) for k, v in value.items())
-            elif key in ("name", "driverClass", "queueType", "exchangeType", "streamOffset"):
-                kwargs[attr] = str(value)
-            else:
-                kwargs[attr] = value
+            if value is not None:  # null keeps the default, as in OMB
+                kwargs[_KEYS[key]] = value
         kwargs["ignored"] = tuple(ignored)
-        try:
+        with lines(line_of):
             return cls(**kwargs)
-        except ConfigError as e:
-            key = str(e).split(": ", 2)[1].split(" = ")[0] if ": " in str(e) else ""
-            if line_of is not None and key in _KEYS:
-                raise ConfigError(str(e).replace(f"{source}: ", f"{where(key)}: ", 1)) from None
-            raise
 
     # ------------------------------------------------------------------ output
     def to_omb_dict(self) -> dict[str, Any]:
