@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from pytest_brokerperf import __version__
 from pytest_brokerperf.figures import PERCENTILES, percentile_name
 from pytest_brokerperf.metrics.stats import METRICS
+from pytest_brokerperf.provision.cpus import cpu_layout
 
 if TYPE_CHECKING:
     from pytest_brokerperf.endpoint import BrokerEndpoint
@@ -336,6 +337,7 @@ def manifest(*, broker: BrokerEndpoint, prepared: PreparedRun, outcome: RunOutco
         "fsync_probe": session_info.get("fsync_probe"),
         "broker_warmup": session_info.get("broker_warmup", {}).get(broker.kind),
         "generator_cpus": list(outcome.plan.generator_cpus or []),
+        "cpu_layout": cpu_layout(broker.broker_cpus(), outcome.plan.generator_cpus),
         "workers": outcome.plan.workers,
         "seed": seed,
         "begin_time": outcome.begin_time,

@@ -12,7 +12,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CpuAffinity", "broker_cpus", "check_cpus_allowed", "default_broker_cpus"]
+__all__ = ["CpuAffinity", "broker_cpus", "check_cpus_allowed", "cpu_layout",
+           "default_broker_cpus"]
 
 
 def default_broker_cpus(available: set[int] | None = None) -> set[int] | None:
@@ -70,3 +71,39 @@ class CpuAffinity:
             "generator_cpus": list(self.generator_cpus),
             "nodes": {k: list(v) if v is not None else None for k, v in self.nodes.items()},
         }
+
+
+def cpu_layout(broker: Collection[int] | None, generator: Collection[int] | None,
+               coordinator: Collection[int] | None = None) -> dict[str, Any]:
+    """Who ran on which CPUs during a run, and whether the split was clean.
+
+    ``broker``: the local broker's pinned CPUs (None: not pinned, or remote);
+    ``generator``: the worker processes' CPUs (None: not pinned); ``coordinator``: the
+    pytest process's CPUs, where the coordinator and the broker-metrics sampler run
+    (default: this process's affinity). A clean split gives each its own CPUs; a machine
+    with too few cores shares them, and ``note`` says which share with which.
+    """
+    mine = sorted(coordinator if coordinator is not None else os.sched_getaffinity(0))
+    b = sorted(broker) if broker else None
+    g = sorted(generator) if generator else None
+    shared: list[str] = []
+    if b is None:
+        shared.append("the broker is not pinned (remote, or pinning off)")
+    elif g is not None and set(b) & set(g):
+        shared.append(f"broker and generator share CPUs {sorted(set(b) & set(g))}")
+    if g is None:
+        shared.append("the generator workers are not pinned")
+    for name, cpus in (("generator", g), ("broker", b)):
+        if cpus is not None and set(mine) & set(cpus):
+            shared.append(f"the coordinator and metrics sampler (the pytest process) share "
+                          f"CPUs {sorted(set(mine) & set(cpus))} with the {name}")
+    clean = not shared
+    return {
+        "broker_cpus": b, "generator_cpus": g, "coordinator_cpus": mine,
+        "clean_split": clean,
+        "note": None if clean else (
+            f"no clean CPU split on {len(os.sched_getaffinity(0))} CPUs: "
+            + "; ".join(shared)
+            + ". Latency figures include that contention; a machine with a CPU each for "
+            "the broker, the generator and the coordinator gives a clean split"),
+    }

@@ -123,6 +123,14 @@ def finish(ctx: RunContext, m: Measured) -> ScenarioResult:
         m.verdict.reasons.append(
             f"topology check: {broker.nodes} broker nodes share this machine, so the "
             "shortfall is the machine's limit, not the cluster's")
+    if broker.mode != "remote":
+        # the harness chose this layout: say when it is not a clean split (docs/
+        # explanation/measurement.md, "CPU layout")
+        from pytest_brokerperf.provision.cpus import cpu_layout
+
+        layout = cpu_layout(broker.broker_cpus(), headline.plan.generator_cpus)
+        if layout["note"]:
+            m.verdict.details["cpu_layout"] = layout["note"]
     failures = [r.message for r in slo_results if r.failed]
     inconclusive = list(m.verdict.reasons) if not m.verdict.judgeable else []
     inconclusive += [r.message for r in slo_results if r.inconclusive]

@@ -198,3 +198,17 @@ def test_a_warm_up_with_consumers_behind_is_not_steady(outcome: RunOutcome) -> N
     assert not _is_steady(behind, plan, subscriptions=1)
     # the limit counts every subscription's queue
     assert _is_steady(behind, plan, subscriptions=4)
+
+
+def test_the_cpu_layout_says_when_the_split_is_not_clean() -> None:
+    from pytest_brokerperf.provision.cpus import cpu_layout
+
+    clean = cpu_layout([3], [1, 2], coordinator=[0])
+    assert clean["clean_split"] and clean["note"] is None
+    # two cores: the pytest process (coordinator, sampler) shares with the generator
+    two = cpu_layout([1], [0], coordinator=[0, 1])
+    assert not two["clean_split"]
+    assert "share CPUs [0] with the generator" in two["note"]
+    assert "share CPUs [1] with the broker" in two["note"]
+    assert "not pinned" in cpu_layout(None, None, coordinator=[0])["note"]
+    assert "broker and generator share CPUs [1]" in cpu_layout([1], [0, 1], [2])["note"]
