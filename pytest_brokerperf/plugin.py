@@ -268,6 +268,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = remaining
+    if (not config.getoption("collectonly", False)
+            and any(SCENARIO_FIXTURES.intersection(getattr(i, "fixturenames", ()))
+                    for i in remaining)):
+        # the user's input, checked before any broker starts (exit code 4 when bad)
+        from pytest_brokerperf.preflight import preflight_problems
+
+        found = preflight_problems(settings)
+        if found:
+            raise pytest.UsageError("pytest-brokerperf: " + "\n".join(found))
     _group_by_broker_process(items)
 
 

@@ -1,0 +1,60 @@
+"""Checks of the user's input that run before any broker starts.
+
+A run that would fail on its input should fail in a second with a usage error (exit
+code 4), not after a broker was started and warmed up: the results directory must be
+writable, and the workload and SLO files named by flags must load. Called once per
+session, after collection, only when a selected test runs a scenario.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pytest_brokerperf.config import Settings
+
+__all__ = ["preflight_problems"]
+
+
+def _results_dir_problem(path: Path) -> str | None:
+    """Why ``path`` cannot hold the run's artefacts, or None (it is created if missing)."""
+    probe = path / f".brokerperf-write-check-{os.getpid()}"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"ok")
+        probe.unlink()
+    except OSError as exc:
+        return (f"--brokerperf-results={path}: the results directory cannot be written "
+                f"({type(exc).__name__}: {exc.strerror or exc}); nothing was started. Fix: "
+                "give a directory this user can create and write")
+    return None
+
+
+def preflight_problems(settings: Settings) -> list[str]:
+    """Every problem found in the run's input, each naming the flag, file and fix."""
+    from pytest_brokerperf.errors import BrokerPerfError
+
+    problems: list[str] = []
+    if not settings.dry_run:
+        problem = _results_dir_problem(Path(settings.results_dir))
+        if problem:
+            problems.append(problem)
+    if settings.workload is not None:
+        from pytest_brokerperf.workload import Workload
+
+        path = Path(settings.workload)
+        try:
+            wl = Workload.from_yaml(path)
+            wl.payloads(path.parent, seed=0)  # a payload file that is missing or wrong
+        except (BrokerPerfError, OSError) as exc:
+            problems.append(f"--brokerperf-workload={path}: {exc}")
+    if settings.slo is not None:
+        from pytest_brokerperf import slo
+
+        try:
+            slo.load_slo_file(Path(settings.slo))
+        except (BrokerPerfError, OSError) as exc:
+            problems.append(f"--brokerperf-slo={settings.slo}: {exc}")
+    return problems
