@@ -443,10 +443,13 @@ def run_catchup(ctx: RunContext, scenario: CatchUp,
             rung = Rung(prepared.rate, prepared.warmup_s, prepared.measure_s,
                         warmup_until_steady=spec.warmup_until_steady)
             before = s.run_rung(rung)
-            while (why := again.why(assess(before, thresholds), before.warmup_steady,
-                                    prepared.warmup_s)) is not None:
+            while True:
                 # the tail-read window before the backlog, measured again as tail-read does
-                discarded.append(noise_note(len(discarded) + 1, assess(before, thresholds)))
+                first = assess(before, thresholds)
+                why = again.why(first, before.warmup_steady, prepared.warmup_s)
+                if why is None:
+                    break
+                discarded.append(noise_note(len(discarded) + 1, first))
                 ctx.progress(f"brokerperf: {broker.kind} catchup: the window before the "
                              f"backlog is {why}")
                 before = s.run_rung(rung)
