@@ -6,7 +6,7 @@
 # seconds. Nothing is pulled from an image registry: the base image is a Debian root
 # filesystem made with debootstrap and imported with `docker import`, and the broker
 # jars come from the pytest-brokerperf cache (ci/setup.sh fills it).
-#   BROKERPERF_IMAGES="kafka"     which broker images to build (default: kafka)
+#   BROKERPERF_IMAGES="kafka rabbitmq"  which broker images to build (default: both)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -94,9 +94,29 @@ build_kafka() {
   log "built $tag"
 }
 
-for image in ${BROKERPERF_IMAGES:-kafka}; do
+build_rabbitmq() {
+  local ctx hash tag current
+  hash=$( { cat ci/images/rabbitmq/Dockerfile ci/images/rabbitmq/entrypoint.sh; echo "$base_id"; } \
+          | sha256sum | cut -c1-16)
+  tag="brokerperf/rabbitmq:3.10"
+  current=$(docker image inspect --format '{{index .Config.Labels "org.brokerperf.content-hash"}}' \
+            "$tag" 2>/dev/null || true)
+  if [ "$current" = "$hash" ]; then
+    log "$tag is up to date (content hash $hash)"
+    return
+  fi
+  ctx=$(mktemp -d /tmp/brokerperf-rabbitmq-image.XXXXXX)
+  cp ci/images/rabbitmq/Dockerfile ci/images/rabbitmq/entrypoint.sh "$ctx/"
+  log "building $tag (content hash $hash)"
+  docker build --network host -q --build-arg "BASE=$BASE" --build-arg "CONTENT_HASH=$hash" -t "$tag" "$ctx" >/dev/null
+  rm -rf "$ctx"
+  log "built $tag (rabbitmq-server $(docker run --rm --entrypoint dpkg-query "$tag" -W -f '${Version}' rabbitmq-server))"
+}
+
+for image in ${BROKERPERF_IMAGES:-kafka rabbitmq}; do
   case "$image" in
     kafka) build_kafka ;;
-    *) log "no local image recipe for $image (known: kafka)" >&2; exit 2 ;;
+    rabbitmq) build_rabbitmq ;;
+    *) log "no local image recipe for $image (known: kafka, rabbitmq)" >&2; exit 2 ;;
   esac
 done

@@ -105,6 +105,8 @@ def test_a_sigkilled_sessions_containers_are_removed_by_the_next() -> None:
     finally:
         proc.kill()  # SIGKILL: no atexit, no cleanup of its own
         proc.wait(timeout=30)
+        if proc.stdout is not None:
+            proc.stdout.close()
     before = _leftovers("it-containers-killed")
     assert len(before) == 2, before  # the container and the network outlived it
     client = containers.docker_client()

@@ -25,13 +25,11 @@ Listeners, the classic trap (a broker advertising an address its clients cannot 
 
 from __future__ import annotations
 
-import contextlib
-import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, ClassVar
 
 from pytest_brokerperf.brokers.kafka.process import (
     KAFKA_PERFORMANCE_FLAGS,
@@ -39,13 +37,15 @@ from pytest_brokerperf.brokers.kafka.process import (
 )
 from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.errors import ConfigError, ProvisionError
-from pytest_brokerperf.provision import containers
-from pytest_brokerperf.provision.cpus import default_broker_cpus
+from pytest_brokerperf.provision.container_node import (
+    ContainerNode,
+    ContainerPlan,
+    wait_for_log,
+)
 from pytest_brokerperf.provision.ports import LOOPBACK, free_ports
 
 if TYPE_CHECKING:
     from testcontainers.core.container import DockerContainer
-    from testcontainers.core.network import Network
 
 __all__ = [
     "IN_NETWORK_PORT", "LAUNCHER_VARIABLES", "KafkaContainerCluster", "KafkaContainerLayout",
@@ -59,7 +59,6 @@ CONTROLLER_PORT = 9093
 LOG_DIR = "/var/log/kafka"  # bind-mounted from the host's workdir/logs
 DATA_DIR = "/var/lib/kafka/data"
 DEFAULT_START_TIMEOUT_S = 120.0
-LOG_TAIL_LINES = 40
 #: What the container may use beyond the heap (metaspace, direct buffers, page cache is
 #: the host's): a limit that stops a runaway JVM without constraining a healthy one.
 MEMORY_HEADROOM_MB = 1024
@@ -180,28 +179,27 @@ def _heap_mb(heap: str) -> int:
 # -- the cluster ----------------------------------------------------------------------------
 
 
-class KafkaContainerCluster:
+class KafkaContainerCluster(ContainerNode):
     """One Kafka node in a container on its own container network, testcontainers-style.
 
     ``cpus``: as process mode (``None`` = the last CPU when there are several, ``set()``
     = no pinning); ``run_id`` labels the container and network for cleanup.
     """
 
+    kind: ClassVar[str] = "kafka"
+
     def __init__(self, *, version: str, workdir: Path, run_id: str, image: str | None = None,
                  heap: str = "1g", cpus: set[int] | None = None,
                  broker_overrides: dict[str, str] | None = None,
                  start_timeout: float = DEFAULT_START_TIMEOUT_S) -> None:
+        super().__init__(workdir=workdir, run_id=run_id, image=image, cpus=cpus,
+                         start_timeout=start_timeout)
         self.version = version
-        self.workdir = workdir
-        self.run_id = run_id
-        self.requested_image = image
         self.heap = heap
-        self.cpus = cpus
         self.broker_overrides = dict(broker_overrides or {})
-        self.start_timeout = start_timeout
-        self._container: DockerContainer | None = None
-        self._network: Network | None = None
         self._endpoint: BrokerEndpoint | None = None
+        self._node: KafkaContainerLayout | None = None
+        self._props: dict[str, str] = {}
 
     @property
     def endpoint(self) -> BrokerEndpoint:
@@ -209,146 +207,62 @@ class KafkaContainerCluster:
             raise RuntimeError("the Kafka container is not running; call start() first")
         return self._endpoint
 
-    def broker_cpus(self) -> set[int] | None:
-        if self.cpus is None:
-            return default_broker_cpus()
-        return set(self.cpus) or None
+    def image_candidates(self) -> tuple[str, ...]:
+        return default_images(self.version)
 
-    def start(self) -> BrokerEndpoint:
-        """Start the node and wait until the Admin API sees it from the host."""
-        engine = containers.require_engine()
-        began = time.monotonic()
-        from testcontainers.core.config import testcontainers_config
-        from testcontainers.core.container import DockerContainer
-        from testcontainers.core.network import Network
-
-        client = containers.docker_client()
-        removed = containers.remove_orphans(client)
-        image = containers.resolve_image(client, "kafka", self.requested_image,
-                                         default_images(self.version))
-        reaper = self._configure_reaper(client, testcontainers_config)
-        labels = containers.run_labels("kafka", self.run_id)
+    def plan(self) -> ContainerPlan:
         logs = self.workdir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         for old in [*logs.glob("gc-1.log*"), logs / "kafka-1.log"]:
             old.unlink(missing_ok=True)
         (host_port,) = free_ports(1)
         node = KafkaContainerLayout(node_id=1, host_port=host_port, alias="kafka-1")
-        props = container_properties(node, self.broker_overrides)
-        env = {**env_from_properties(props), **launcher_env(1, self.heap),
+        self._node = node
+        self._props = container_properties(node, self.broker_overrides)
+        env = {**env_from_properties(self._props), **launcher_env(1, self.heap),
                "CLUSTER_ID": generate_cluster_id()}
-        cpus = self.broker_cpus()
-        memory = f"{_heap_mb(self.heap) + MEMORY_HEADROOM_MB}m"
-        name = f"brokerperf-{self.run_id}-kafka-1-{os.getpid()}"
-        network = Network(docker_network_kw={"labels": labels})
-        network.name = f"brokerperf-{self.run_id}-{os.getpid()}"
-        network.create()
-        self._network = network
-        container = (DockerContainer(image.ref)
-                     .with_name(name)
-                     .with_envs(**env)
-                     .with_network(network)
-                     .with_network_aliases(node.alias)
-                     .with_volume_mapping(str(logs.resolve()), LOG_DIR, "rw")
-                     .with_kwargs(labels=labels, mem_limit=memory,
-                                  **({"cpuset_cpus": ",".join(map(str, sorted(cpus)))}
-                                     if cpus else {})))
-        # published on loopback only, on the port the container binds and advertises
-        container.ports[f"{host_port}/tcp"] = (LOOPBACK, host_port)  # type: ignore[assignment]
-        self._container = container
-        containers.track(self)
-        launched = time.time()
-        try:
-            container.start()
-            self._wait_ready(container, node, began)
-        except BaseException as exc:
-            text = self._failure_text(container, f"Kafka container {name} ({image.ref}) did "
-                                      f"not become ready: {exc}")
-            self.stop()
-            if isinstance(exc, ProvisionError | TimeoutError | OSError) or (
-                    type(exc).__module__.startswith("docker")):
-                raise ProvisionError(text) from exc
-            raise
-        wrapped = container.get_wrapped_container()
-        wrapped.reload()
-        state = wrapped.attrs.get("State") or {}
-        host_config = wrapped.attrs.get("HostConfig") or {}
-        available = set(os.sched_getaffinity(0))
-        info: dict[str, Any] = {
-            "pids": [int(state["Pid"])] if state.get("Pid") else [],
-            "container_ids": [wrapped.id],
-            "container_names": [name],
-            "network": network.name,
-            "image": image.as_dict(),
-            "engine": {"address": engine.address, "detail": engine.detail},
-            "reaper": reaper,
-            "orphans_removed": removed,
-            "labels": labels,
-            "env": dict(sorted(env.items())),
-            "server_properties": props,
+        # the HOST listener binds the same port inside that it is published on
+        return ContainerPlan(alias=node.alias, env=env, ports={host_port: host_port},
+                             volumes={str(logs.resolve()): (LOG_DIR, "rw")},
+                             memory_mb=_heap_mb(self.heap) + MEMORY_HEADROOM_MB)
+
+    def start(self) -> BrokerEndpoint:
+        """Start the node and wait until the Admin API sees it from the host."""
+        plan, info = self.launch()
+        node = self._node
+        assert node is not None
+        logs = self.workdir / "logs"
+        info.update({
+            "env": dict(sorted(plan.env.items())),
+            "server_properties": self._props,
             "listeners": {"HOST": node.bootstrap, "PLAINTEXT": node.in_network_bootstrap},
             "in_network_bootstrap": node.in_network_bootstrap,
             "jvm_flags": [f"-Xms{self.heap}", f"-Xmx{self.heap}", *KAFKA_PERFORMANCE_FLAGS],
             "heap": self.heap,
-            "memory_limit": memory,
             "log_files": [str(logs / "kafka-1.log")],
             "gc_logs": [str(logs / "gc-1.log")],
-            "cpu_affinity": {
-                "broker_cpus": sorted(cpus) if cpus else None,
-                "generator_cpus": sorted(available - cpus) if cpus else sorted(available),
-                "nodes": {"1": sorted(cpus) if cpus else None},
-                "cpuset_cpus": host_config.get("CpusetCpus") or None,
-            },
             "metrics_urls": [],
             "metrics_agent": {"error": "the JMX exporter agent is not attached in container "
                               "mode in this version; /proc of the container's JVM is sampled"},
-            "cluster_id": env["CLUSTER_ID"],
+            "cluster_id": plan.env["CLUSTER_ID"],
             "broker_overrides": dict(self.broker_overrides),
-            "started_at": launched,
-            "ready_at": time.time(),
-            "startup_s": round(time.monotonic() - began, 3),
-            "workdir": str(self.workdir),
-        }
+        })
+        labels = info.pop("image_labels")
         self._endpoint = BrokerEndpoint(
             kind="kafka", bootstrap=node.bootstrap, mode="container", nodes=1,
-            version=image.labels.get("org.brokerperf.kafka-version") or self.version,
+            version=labels.get("org.brokerperf.kafka-version") or self.version,
             info=info)
         return self._endpoint
 
-    @staticmethod
-    def _configure_reaper(client: Any, config: Any) -> str:
-        """Ryuk where its image is on the engine; otherwise our own labels and atexit."""
-        from docker.errors import ImageNotFound
-
-        if config.ryuk_disabled:
-            return "none: Ryuk disabled (TESTCONTAINERS_RYUK_DISABLED)"
-        try:
-            client.images.get(config.ryuk_image)
-        except ImageNotFound:
-            config.ryuk_disabled = True
-            return (f"none: {config.ryuk_image} is not on the engine; containers are removed "
-                    "at session end, and by the next session when pytest was killed")
-        return f"ryuk ({config.ryuk_image})"
-
-    def _wait_ready(self, container: DockerContainer, node: KafkaContainerLayout,
-                    began: float) -> None:
+    def wait_ready(self, container: DockerContainer, plan: ContainerPlan,
+                   deadline: float) -> None:
         """The start-up log line, then the Admin API from the host sees the node."""
         from confluent_kafka import KafkaException
         from confluent_kafka.admin import AdminClient
 
-        deadline = began + self.start_timeout
-        wrapped = container.get_wrapped_container()
-        while True:
-            wrapped.reload()
-            if wrapped.status in ("exited", "dead"):
-                code = (wrapped.attrs.get("State") or {}).get("ExitCode")
-                raise ProvisionError(f"the container exited with code {code} during start-up")
-            if b"Kafka Server started" in wrapped.logs(tail=200):
-                break
-            if time.monotonic() > deadline:
-                raise ProvisionError(f"no 'Kafka Server started' line within "
-                                     f"{self.start_timeout:.0f} s")
-            time.sleep(0.3)
+        node = self._node
+        assert node is not None
+        wait_for_log(container, b"Kafka Server started", deadline, self.start_timeout)
         admin = AdminClient({"bootstrap.servers": node.bootstrap, "log_level": 0})
         seen = "no answer"
         while time.monotonic() < deadline:
@@ -364,27 +278,8 @@ class KafkaContainerCluster:
         raise ProvisionError(f"the Admin API at {node.bootstrap} saw {seen}, expected node "
                              f"{node.node_id} advertised at {node.bootstrap}")
 
-    @staticmethod
-    def _failure_text(container: DockerContainer, headline: str) -> str:
-        try:
-            wrapped = container.get_wrapped_container()
-            logs = wrapped.logs(tail=LOG_TAIL_LINES).decode("utf-8", "replace")
-        except Exception as exc:  # the headline matters more than the logs
-            logs = f"(container logs unavailable: {exc})"
-        return f"{headline}\n--- last {LOG_TAIL_LINES} lines of the container's log ---\n{logs}"
-
-    def stop(self) -> None:
-        """Remove the container and its network; safe to call twice."""
-        containers.untrack(self)
-        container, self._container = self._container, None
-        network, self._network = self._network, None
+    def forget(self) -> None:
         self._endpoint = None
-        if container is not None:
-            with contextlib.suppress(Exception):  # never created, or gone already
-                container.stop()  # docker rm -f, volumes included
-        if network is not None:
-            with contextlib.suppress(Exception):  # the labels let the next session remove it
-                network.remove()
 
     def __repr__(self) -> str:
         state = self._endpoint.bootstrap if self._endpoint else "stopped"
