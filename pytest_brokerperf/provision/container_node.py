@@ -222,6 +222,22 @@ class ContainerNode:
         }
         return plan, info
 
+    def host_pids(self, command: str) -> list[int]:
+        """Host pids of the container's processes named ``command`` (e.g. the node's
+        runtime under a launcher script), for /proc sampling; [] when none or stopped."""
+        if self._container is None:
+            return []
+        try:
+            top = self._container.get_wrapped_container().top(ps_args="-o pid,comm")
+        except Exception:  # the engine's answer is a nicety here, not a requirement
+            return []
+        titles = [str(t).upper() for t in top.get("Titles") or []]
+        if "PID" not in titles or "COMMAND" not in titles:
+            return []
+        pid_at, comm_at = titles.index("PID"), titles.index("COMMAND")
+        return [int(row[pid_at]) for row in top.get("Processes") or []
+                if str(row[comm_at]) == command]
+
     def stop(self) -> None:
         """Remove the container and its network; safe to call twice."""
         containers.untrack(self)

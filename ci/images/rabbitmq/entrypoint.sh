@@ -44,8 +44,10 @@ export RABBITMQ_CONFIG_FILES="$CONF_DIR/conf.d"
 if [ "${1:-}" = rabbitmq-server ]; then
   chown -R rabbitmq:rabbitmq /var/lib/rabbitmq /var/log/rabbitmq
   shift
-  # in the foreground, log on stdout (the Debian wrapper would send it to a file)
-  exec runuser -u rabbitmq -- env HOME=/var/lib/rabbitmq \
-    RABBITMQ_CONFIG_FILES="$RABBITMQ_CONFIG_FILES" /usr/lib/rabbitmq/bin/rabbitmq-server "$@"
+  # in the foreground, log on stdout (the Debian wrapper would send it to a file); setpriv
+  # execs, so the node (beam.smp) is the container's main process, as in the official image
+  export HOME=/var/lib/rabbitmq
+  exec setpriv --reuid=rabbitmq --regid=rabbitmq --init-groups \
+    /usr/lib/rabbitmq/bin/rabbitmq-server "$@"
 fi
 exec "$@"

@@ -2,7 +2,8 @@
 
 Everything RabbitMQ lives in this package: the driver with asynchronous publisher
 confirms (:mod:`.driver`), its OMB driver YAML and queue types (:mod:`.config`), local
-nodes (one, or a three-node cluster) run as our own processes (:mod:`.process`), remote
+nodes (one, or a three-node cluster) run as our own processes (:mod:`.process`), one
+node in a container (:mod:`.container`), remote
 brokers by ``--rabbitmq-url`` (:mod:`.remote`) and durability levels, which are per
 queue (:mod:`.durability`).
 """
@@ -61,6 +62,21 @@ class RabbitMQBroker(BrokerType):
         from pytest_brokerperf.brokers.rabbitmq.process import RabbitMQProcessCluster
 
         cluster = RabbitMQProcessCluster(nodes=settings.nodes, workdir=workdir)
+        return ManagedBroker(cluster.start(), cluster)
+
+    def start_container(self, settings: Settings, workdir: Path,
+                        durability: int | None) -> ManagedBroker:
+        """One node in a container (:mod:`.container`); three are not offered yet."""
+        from pytest_brokerperf.brokers.rabbitmq.container import RabbitMQContainerCluster
+        from pytest_brokerperf.errors import BrokerUnavailable
+
+        if settings.nodes != 1:
+            raise BrokerUnavailable(
+                f"--brokerperf-provision=container runs one RabbitMQ node in this version, "
+                f"not {settings.nodes} (--brokerperf-nodes); use --brokerperf-provision=process "
+                "for a three-node cluster")
+        cluster = RabbitMQContainerCluster(workdir=workdir, run_id=settings.run_id,
+                                           image=settings.image_for("rabbitmq"))
         return ManagedBroker(cluster.start(), cluster)
 
     def reach_remote(self, settings: Settings, *, timeout_s: float) -> ManagedBroker:

@@ -767,7 +767,7 @@ class RabbitMQDriver:
             return None
         from pytest_brokerperf.brokers.rabbitmq.process import CtlAccess
 
-        return CtlAccess(str(info["bin_dir"]), str(info["node"]), dict(info["env"]))
+        return CtlAccess.from_info(info)
 
     def _uri_for(self, client_id: str) -> str:
         uris = self.uris

@@ -136,12 +136,26 @@ class CtlAccess:
     bin_dir: str
     node: str
     env: dict[str, str]
+    #: what runs the CLI where the node is: ``("docker", "exec", NAME)`` for a node in a
+    #: container (its ``bin_dir`` is then empty: the tool is found on the container's PATH)
+    exec_prefix: tuple[str, ...] = ()
+
+    def as_info(self) -> dict[str, Any]:
+        """What ``endpoint.info["ctl"]`` keeps (paths, ports, names; never the cookie)."""
+        return {"bin_dir": self.bin_dir, "node": self.node, "env": dict(self.env),
+                "exec_prefix": list(self.exec_prefix)}
+
+    @classmethod
+    def from_info(cls, info: Mapping[str, Any]) -> CtlAccess:
+        return cls(str(info["bin_dir"]), str(info["node"]), dict(info["env"]),
+                   tuple(str(x) for x in info.get("exec_prefix") or ()))
 
     def run(self, tool: str, *args: str, node: str | None = None,
             timeout: float = CTL_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
         env = dict(os.environ)
         env.update(self.env)
-        argv = [str(Path(self.bin_dir) / tool), "-n", node or self.node, *args]
+        path = str(Path(self.bin_dir) / tool) if self.bin_dir else tool
+        argv = [*self.exec_prefix, path, "-n", node or self.node, *args]
         try:
             return subprocess.run(argv, capture_output=True, text=True, env=env,
                                   timeout=timeout, check=False, stdin=subprocess.DEVNULL)
@@ -437,7 +451,7 @@ class RabbitMQProcessCluster(ProcessCluster[_Node]):
             "memory_limit_bytes": status.get("vm_memory_high_watermark_limit"),
             "disk_free_bytes": status.get("disk_free"),
             "disk_free_limit_bytes": status.get("disk_free_limit"),
-            "ctl": {"bin_dir": ctl.bin_dir, "node": ctl.node, "env": dict(ctl.env)},
+            "ctl": ctl.as_info(),
             "storage": "disk (mnesia, quorum and stream directories under data_dirs)",
         }
         return BrokerEndpoint(

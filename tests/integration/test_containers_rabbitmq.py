@@ -1,0 +1,143 @@
+"""Container mode against a real Docker engine: RabbitMQ in a locally built image.
+
+Skips with the reason when no engine answers or no RabbitMQ image is on it (``bash
+ci/docker.sh`` starts dockerd and builds ``brokerperf/rabbitmq:3.10``; images are never
+pulled). Assertions that can fail: the tail-read smoke scenario delivers everything in
+container mode with the queue type read back through ``rabbitmqctl`` inside the
+container; the node is reachable from the host and from the container network; the
+Erlang VM is pinned like a process-mode node and sampled through /proc; a start-up
+failure carries the container's log; nothing outlives the session.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_brokerperf.brokers.rabbitmq.container import RabbitMQContainerCluster, default_images
+from pytest_brokerperf.endpoint import BrokerEndpoint
+from pytest_brokerperf.errors import ProvisionError
+from pytest_brokerperf.provision import containers
+
+_ENGINE = containers.engine_status()
+pytestmark = pytest.mark.skipif(
+    not _ENGINE.answers,
+    reason=f"no Docker engine answers at {_ENGINE.address} ({_ENGINE.detail}); "
+    "bash ci/docker.sh starts one and builds the local images")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _rabbitmq_image() -> str:
+    client = containers.docker_client()
+    try:
+        return containers.resolve_image(client, "rabbitmq", None, default_images()).ref
+    except ProvisionError as exc:
+        pytest.skip(str(exc))
+    finally:
+        client.close()
+
+
+def _leftovers(run_id: str) -> list[str]:
+    label = f"label={containers.LABEL_RUN_ID}={run_id}"
+    names = []
+    for what, field in ((["ps", "-a"], "{{.Names}}"), (["network", "ls"], "{{.Name}}")):
+        out = subprocess.run(["docker", *what, "--filter", label, "--format", field],
+                             capture_output=True, text=True, check=True, timeout=60).stdout
+        names += out.split()
+    return names
+
+
+def test_a_failed_start_carries_the_containers_log_and_leaves_nothing(tmp_path: Path) -> None:
+    node = RabbitMQContainerCluster(workdir=tmp_path, run_id="it-rmq-bad", start_timeout=90,
+                                    conf_overrides={"vm_memory_high_watermark.relative": "lots"})
+    with pytest.raises(ProvisionError) as err:
+        node.start()
+    text = str(err.value)
+    assert "did not become ready" in text and "lines of the container's log" in text
+    assert "exited with code" in text
+    assert "configuration" in text  # RabbitMQ's own complaint, from the container's log
+    assert _leftovers("it-rmq-bad") == []
+
+
+def test_tailread_smoke_in_container_mode_through_pytest(
+        pytester: pytest.Pytester, valid_or_noise: Callable[[dict[str, Any]], tuple[str, str]],
+        _rabbitmq_image: str) -> None:
+    repo = Path(__file__).resolve().parents[2]
+    results = pytester.path / "res"
+    pytester.makeini("[pytest]\n")
+    run = pytester.runpytest_subprocess(
+        str(repo / "scenarios"), "-m", "tailread", "--broker=rabbitmq",
+        "--brokerperf-provision=container", f"--brokerperf-results={results}",
+        "--brokerperf-duration=6", "--brokerperf-warmup=5", "-p", "no:cacheprovider",
+        "--rootdir", str(pytester.path), timeout=600,
+    )
+    run.stdout.fnmatch_lines(["*brokerperf: *provision=container*"])
+    (rec,) = [json.loads(x) for x in (results / "results.jsonl").read_text().splitlines()]
+    status = rec["verdict"]["status"]
+    run.assert_outcomes(**{"passed" if status == "valid" else "failed": 1})
+    assert rec["delivery"]["lost"] == 0 and rec["delivery"]["acknowledged"] > 3000
+    broker = rec["manifest"]["broker"]
+    assert broker["mode"] == "container" and broker["kind"] == "rabbitmq"
+    assert broker["info"]["image"]["ref"] == _rabbitmq_image
+    assert rec["broker_version"].startswith("3.")
+    # the queues' type was read back with rabbitmqctl inside the container
+    queues = rec["durability"]["read_back"]["queues"]
+    assert queues and {q["type"] for q in queues.values()} == {"quorum"}
+    assert _leftovers(rec["run_id"]) == []
+    valid_or_noise(rec)
+
+
+# -- one container for the rest of the module -----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def rabbitmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerEndpoint]:
+    node = RabbitMQContainerCluster(workdir=tmp_path_factory.mktemp("rabbitmq-container"),
+                                    run_id="it-rmq")
+    try:
+        yield node.start()
+    finally:
+        node.stop()
+    assert _leftovers("it-rmq") == []
+
+
+def test_host_clients_connect_on_the_published_loopback_port(rabbitmq: BrokerEndpoint) -> None:
+    import pika
+
+    assert rabbitmq.bootstrap.startswith("amqp://127.0.0.1:")
+    conn = pika.BlockingConnection(pika.URLParameters(rabbitmq.bootstrap + "/%2F"))
+    try:
+        assert conn.is_open
+    finally:
+        conn.close()
+
+
+def test_clients_on_the_container_network_reach_the_node_by_its_alias(
+        rabbitmq: BrokerEndpoint, _rabbitmq_image: str) -> None:
+    url = rabbitmq.info["in_network_url"]  # amqp://rabbitmq-1:5672
+    host, port = url.removeprefix("amqp://").split(":")
+    probe = subprocess.run(
+        ["docker", "run", "--rm", "--network", rabbitmq.info["network"], "--entrypoint", "bash",
+         _rabbitmq_image, "-c", f"exec 3<>/dev/tcp/{host}/{port} && echo reached"],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert probe.stdout.strip() == "reached", probe.stderr
+
+
+def test_the_node_is_pinned_and_sampled_like_a_process_mode_node(
+        rabbitmq: BrokerEndpoint) -> None:
+    import psutil
+
+    (pid,) = rabbitmq.info["pids"]  # the Erlang VM as the host sees it
+    assert psutil.Process(pid).name() == "beam.smp"
+    # process mode's scheduler flags (erl passes +flag to the VM as -flag)
+    cmdline = " ".join(psutil.Process(pid).cmdline())
+    assert "-sbwt none -sbwtdcpu none -sbwtdio none" in cmdline
+    affinity = rabbitmq.info["cpu_affinity"]
+    if affinity["broker_cpus"]:
+        assert sorted(psutil.Process(pid).cpu_affinity()) == affinity["broker_cpus"]
+    assert rabbitmq.info["alarms_at_start"]["memory"] is False
