@@ -6,7 +6,7 @@
 # seconds. Nothing is pulled from an image registry: the base image is a Debian root
 # filesystem made with debootstrap and imported with `docker import`, and the broker
 # jars come from the pytest-brokerperf cache (ci/setup.sh fills it).
-#   BROKERPERF_IMAGES="kafka rabbitmq"  which broker images to build (default: both)
+#   BROKERPERF_IMAGES="kafka rabbitmq pulsar"  which broker images to build (default: all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -113,10 +113,39 @@ build_rabbitmq() {
   log "built $tag (rabbitmq-server $(docker run --rm --entrypoint dpkg-query "$tag" -W -f '${Version}' rabbitmq-server))"
 }
 
-for image in ${BROKERPERF_IMAGES:-kafka rabbitmq}; do
+build_pulsar() {
+  local lib version ctx hash tag current
+  lib=$("$PY" -m pytest_brokerperf.provision.maven pulsar)
+  version=$("$PY" -c 'from pytest_brokerperf.provision.maven import PULSAR_DEFAULT_VERSION as v; print(v)')
+  tag="brokerperf/pulsar:$version"
+  ctx=$(mktemp -d /tmp/brokerperf-pulsar-image.XXXXXX)
+  cp ci/images/pulsar/Dockerfile ci/images/pulsar/pulsar ci/images/pulsar/apply-config-from-env.py "$ctx/"
+  "$PY" -c 'from pytest_brokerperf.brokers.pulsar.process import render_pulsar_log4j2 as r; print(r(), end="")' \
+    >"$ctx/log4j2.properties"
+  "$PY" -c 'from pytest_brokerperf.brokers.pulsar.container import image_default_config as c; print(c(), end="")' \
+    >"$ctx/standalone.conf"
+  hash=$( { cat "$ctx"/*; (cd "$lib" && ls -l --time-style=+ . | awk '{print $5, $NF}'); \
+            echo "$base_id"; } | sha256sum | cut -c1-16)
+  current=$(docker image inspect --format '{{index .Config.Labels "org.brokerperf.content-hash"}}' \
+            "$tag" 2>/dev/null || true)
+  if [ "$current" = "$hash" ]; then
+    log "$tag is up to date (content hash $hash)"
+    rm -rf "$ctx"
+    return
+  fi
+  cp -r "$lib" "$ctx/libs"
+  log "building $tag (content hash $hash)"
+  docker build --network host -q --build-arg "BASE=$BASE" --build-arg "PULSAR_VERSION=$version" \
+    --build-arg "CONTENT_HASH=$hash" -t "$tag" "$ctx" >/dev/null
+  rm -rf "$ctx"
+  log "built $tag"
+}
+
+for image in ${BROKERPERF_IMAGES:-kafka rabbitmq pulsar}; do
   case "$image" in
     kafka) build_kafka ;;
     rabbitmq) build_rabbitmq ;;
-    *) log "no local image recipe for $image (known: kafka, rabbitmq)" >&2; exit 2 ;;
+    pulsar) build_pulsar ;;
+    *) log "no local image recipe for $image (known: kafka, rabbitmq, pulsar)" >&2; exit 2 ;;
   esac
 done

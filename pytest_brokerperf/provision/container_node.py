@@ -50,6 +50,8 @@ class ContainerPlan:
     volumes: dict[str, tuple[str, str]] = field(default_factory=dict)
     memory_mb: int | None = None
     hostname: str | None = None
+    #: the container's command (None: the image's own)
+    command: list[str] | None = None
 
 
 def configure_reaper(client: Any) -> str:
@@ -173,6 +175,8 @@ class ContainerNode:
         container = (DockerContainer(image.ref).with_name(name).with_envs(**plan.env)
                      .with_network(network).with_network_aliases(plan.alias)
                      .with_kwargs(**kwargs))
+        if plan.command is not None:
+            container = container.with_command(plan.command)
         for host_path, (path, mode) in plan.volumes.items():
             container = container.with_volume_mapping(host_path, path, mode)
         for port, host_port in plan.ports.items():

@@ -86,6 +86,22 @@ class PulsarBroker(BrokerType):
                                       workdir=workdir, durability=durability)
         return ManagedBroker(standalone.start(), standalone)
 
+    def start_container(self, settings: Settings, workdir: Path,
+                        durability: int | None) -> ManagedBroker:
+        """One standalone (broker and one bookie) in a container (:mod:`.container`)."""
+        from pytest_brokerperf.brokers.pulsar.container import PulsarContainerCluster
+        from pytest_brokerperf.errors import BrokerUnavailable
+
+        if settings.nodes != 1:
+            raise BrokerUnavailable(
+                f"--brokerperf-provision=container runs one Pulsar standalone with one bookie "
+                f"in this version, not {settings.nodes} (--brokerperf-nodes); use "
+                "--brokerperf-provision=process for three bookies")
+        node = PulsarContainerCluster(version=settings.pulsar_version, workdir=workdir,
+                                      run_id=settings.run_id, durability=durability,
+                                      image=settings.image_for("pulsar"))
+        return ManagedBroker(node.start(), node)
+
     def reach_remote(self, settings: Settings, *, timeout_s: float) -> ManagedBroker:
         from pytest_brokerperf.brokers.pulsar.remote import remote_pulsar_endpoint
 
