@@ -97,10 +97,12 @@ def wait_for_log(container: DockerContainer, marker: bytes, deadline: float,
 
 
 class ContainerNode:
-    """One broker node in a container on its own network; subclasses plan and wait.
+    """Broker nodes in containers on one network of their own; subclasses plan and wait.
 
+    One node unless :meth:`plans` returns more (a cluster on the session's network).
     ``cpus``: as process mode (``None`` = the last CPU when there are several, ``set()``
-    = no pinning); ``run_id`` labels the container and network for cleanup.
+    = no pinning; every node gets the same set, as process mode's nodes do);
+    ``run_id`` labels containers and network for cleanup.
     """
 
     kind: ClassVar[str]
@@ -112,7 +114,7 @@ class ContainerNode:
         self.requested_image = image
         self.cpus = cpus
         self.start_timeout = start_timeout
-        self._container: DockerContainer | None = None
+        self._containers: list[DockerContainer] = []
         self._network: Network | None = None
 
     # -- what a broker package provides ---------------------------------------------------
@@ -122,13 +124,23 @@ class ContainerNode:
         raise NotImplementedError
 
     def plan(self) -> ContainerPlan:
-        """The node's container: alias, environment, ports, mounts, memory."""
+        """A single node's container: alias, environment, ports, mounts, memory."""
         raise NotImplementedError
+
+    def plans(self) -> list[ContainerPlan]:
+        """Every node's container, in node order (one node: :meth:`plan`)."""
+        return [self.plan()]
 
     def wait_ready(self, container: DockerContainer, plan: ContainerPlan,
                    deadline: float) -> None:
         """Return once clients on the host can use the node; raise ProvisionError if not."""
         raise NotImplementedError
+
+    def wait_cluster_ready(self, started: list[DockerContainer], plans: list[ContainerPlan],
+                           deadline: float) -> None:
+        """Every node ready (a cluster adds its own check after the nodes' own)."""
+        for container, plan in zip(started, plans, strict=True):
+            self.wait_ready(container, plan, deadline)
 
     # -- the shared lifecycle -------------------------------------------------------------
 
@@ -137,13 +149,17 @@ class ContainerNode:
             return default_broker_cpus()
         return set(self.cpus) or None
 
+    def name_of(self, node: int) -> str:
+        """The container name of node ``node`` (1-based)."""
+        return f"brokerperf-{self.run_id}-{self.kind}-{node}-{os.getpid()}"
+
     @property
     def container_name(self) -> str:
-        return f"brokerperf-{self.run_id}-{self.kind}-1-{os.getpid()}"
+        return self.name_of(1)
 
-    def launch(self) -> tuple[ContainerPlan, dict[str, Any]]:
-        """Start the container and wait until it is ready; the plan and the manifest's
-        common facts (container, network, image, engine, CPU set, start-up time)."""
+    def launch(self) -> tuple[list[ContainerPlan], dict[str, Any]]:
+        """Start the containers and wait until they are ready; the plans and the
+        manifest's common facts (containers, network, image, engine, CPU set, start-up)."""
         engine = containers.require_engine()
         began = time.monotonic()
         from testcontainers.core.container import DockerContainer
@@ -158,53 +174,66 @@ class ContainerNode:
         finally:
             client.close()
         labels = containers.run_labels(self.kind, self.run_id)
-        plan = self.plan()
+        plans = self.plans()
         cpus = self.broker_cpus()
-        name = self.container_name
         network = Network(docker_network_kw={"labels": labels})
         network.name = f"brokerperf-{self.run_id}-{os.getpid()}"
         network.create()
         self._network = network
-        kwargs: dict[str, Any] = {"labels": labels}
-        if plan.memory_mb:
-            kwargs["mem_limit"] = f"{plan.memory_mb}m"
-        if cpus:
-            kwargs["cpuset_cpus"] = ",".join(map(str, sorted(cpus)))
-        if plan.hostname:
-            kwargs["hostname"] = plan.hostname
-        container = (DockerContainer(image.ref).with_name(name).with_envs(**plan.env)
-                     .with_network(network).with_network_aliases(plan.alias)
-                     .with_kwargs(**kwargs))
-        if plan.command is not None:
-            container = container.with_command(plan.command)
-        for host_path, (path, mode) in plan.volumes.items():
-            container = container.with_volume_mapping(host_path, path, mode)
-        for port, host_port in plan.ports.items():
-            # published on loopback only
-            container.ports[f"{port}/tcp"] = (LOOPBACK, host_port)  # type: ignore[assignment]
-        self._container = container
         containers.track(self)
+        memory: str | None = None
+        for node, plan in enumerate(plans, start=1):
+            kwargs: dict[str, Any] = {"labels": labels}
+            if plan.memory_mb:
+                memory = kwargs["mem_limit"] = f"{plan.memory_mb}m"
+            if cpus:
+                kwargs["cpuset_cpus"] = ",".join(map(str, sorted(cpus)))
+            if plan.hostname:
+                kwargs["hostname"] = plan.hostname
+            container = (DockerContainer(image.ref).with_name(self.name_of(node))
+                         .with_envs(**plan.env).with_network(network)
+                         .with_network_aliases(plan.alias).with_kwargs(**kwargs))
+            if plan.command is not None:
+                container = container.with_command(plan.command)
+            for host_path, (path, mode) in plan.volumes.items():
+                container = container.with_volume_mapping(host_path, path, mode)
+            for port, host_port in plan.ports.items():
+                # published on loopback only
+                container.ports[f"{port}/tcp"] = (LOOPBACK, host_port)  # type: ignore[assignment]
+            self._containers.append(container)
         launched = time.time()
         try:
-            container.start()
-            self.wait_ready(container, plan, began + self.start_timeout)
+            for container in self._containers:
+                container.start()
+            self.wait_cluster_ready(list(self._containers), plans, began + self.start_timeout)
         except BaseException as exc:
-            text = failure_text(container, f"{self.kind} container {name} ({image.ref}) did "
-                                f"not become ready: {exc}")
+            names = ", ".join(self.name_of(i) for i in range(1, len(plans) + 1))
+            text = "\n".join(failure_text(c, f"{self.kind} container {self.name_of(i)}")
+                             for i, c in enumerate(self._containers, start=1))
+            text = (f"{self.kind} container(s) {names} ({image.ref}) did not become ready: "
+                    f"{exc}\n{text}")
             self.stop()
             if isinstance(exc, ProvisionError | TimeoutError | OSError) or (
                     type(exc).__module__.startswith(("docker", "pika", "confluent_kafka"))):
                 raise ProvisionError(text) from exc
             raise
-        wrapped = container.get_wrapped_container()
-        wrapped.reload()
-        state = wrapped.attrs.get("State") or {}
-        host_config = wrapped.attrs.get("HostConfig") or {}
+        pids: list[int] = []
+        ids: list[str] = []
+        cpuset: str | None = None
+        for container in self._containers:
+            wrapped = container.get_wrapped_container()
+            wrapped.reload()
+            state = wrapped.attrs.get("State") or {}
+            cpuset = (wrapped.attrs.get("HostConfig") or {}).get("CpusetCpus") or None
+            if state.get("Pid"):
+                pids.append(int(state["Pid"]))
+            ids.append(str(wrapped.id))
         available = set(os.sched_getaffinity(0))
         info: dict[str, Any] = {
-            "pids": [int(state["Pid"])] if state.get("Pid") else [],
-            "container_ids": [wrapped.id],
-            "container_names": [name],
+            "pids": pids,
+            "container_ids": ids,
+            "container_names": [self.name_of(i) for i in range(1, len(plans) + 1)],
+            "aliases": [p.alias for p in plans],
             "network": network.name,
             "image": image.as_dict(),
             "image_labels": dict(image.labels),
@@ -212,43 +241,45 @@ class ContainerNode:
             "reaper": reaper,
             "orphans_removed": removed,
             "labels": labels,
-            "memory_limit": kwargs.get("mem_limit"),
+            "memory_limit": memory,
             "cpu_affinity": {
                 "broker_cpus": sorted(cpus) if cpus else None,
                 "generator_cpus": sorted(available - cpus) if cpus else sorted(available),
-                "nodes": {"1": sorted(cpus) if cpus else None},
-                "cpuset_cpus": host_config.get("CpusetCpus") or None,
+                "nodes": {str(i): sorted(cpus) if cpus else None
+                          for i in range(1, len(plans) + 1)},
+                "cpuset_cpus": cpuset,
             },
             "started_at": launched,
             "ready_at": time.time(),
             "startup_s": round(time.monotonic() - began, 3),
             "workdir": str(self.workdir),
         }
-        return plan, info
+        return plans, info
 
     def host_pids(self, command: str) -> list[int]:
-        """Host pids of the container's processes named ``command`` (e.g. the node's
+        """Host pids of the containers' processes named ``command`` (e.g. the node's
         runtime under a launcher script), for /proc sampling; [] when none or stopped."""
-        if self._container is None:
-            return []
-        try:
-            top = self._container.get_wrapped_container().top(ps_args="-o pid,comm")
-        except Exception:  # the engine's answer is a nicety here, not a requirement
-            return []
-        titles = [str(t).upper() for t in top.get("Titles") or []]
-        if "PID" not in titles or "COMMAND" not in titles:
-            return []
-        pid_at, comm_at = titles.index("PID"), titles.index("COMMAND")
-        return [int(row[pid_at]) for row in top.get("Processes") or []
-                if str(row[comm_at]) == command]
+        found: list[int] = []
+        for container in self._containers:
+            try:
+                top = container.get_wrapped_container().top(ps_args="-o pid,comm")
+            except Exception:  # the engine's answer is a nicety here, not a requirement
+                continue
+            titles = [str(t).upper() for t in top.get("Titles") or []]
+            if "PID" not in titles or "COMMAND" not in titles:
+                continue
+            pid_at, comm_at = titles.index("PID"), titles.index("COMMAND")
+            found += [int(row[pid_at]) for row in top.get("Processes") or []
+                      if str(row[comm_at]) == command]
+        return found
 
     def stop(self) -> None:
-        """Remove the container and its network; safe to call twice."""
+        """Remove the containers and their network; safe to call twice."""
         containers.untrack(self)
-        container, self._container = self._container, None
+        started, self._containers = self._containers, []
         network, self._network = self._network, None
         self.forget()
-        if container is not None:
+        for container in started:
             with contextlib.suppress(Exception):  # never created, or gone already
                 container.stop()  # docker rm -f, volumes included
         if network is not None:
@@ -256,4 +287,4 @@ class ContainerNode:
                 network.remove()
 
     def forget(self) -> None:
-        """Drop what the subclass keeps about a running node (its endpoint)."""
+        """Drop what the subclass keeps about running nodes (its endpoint)."""

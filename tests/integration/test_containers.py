@@ -197,3 +197,37 @@ def test_the_broker_is_pinned_and_sampled_like_a_process_mode_broker(
     if affinity["broker_cpus"]:
         assert affinity["cpuset_cpus"] == ",".join(map(str, affinity["broker_cpus"]))
         assert sorted(psutil.Process(pid).cpu_affinity()) == affinity["broker_cpus"]
+
+
+def test_three_nodes_form_one_cluster_reachable_from_host_and_network(
+        tmp_path: Path, _kafka_image: str) -> None:
+    """Three KRaft nodes on the session's network: the host sees each at its published
+    loopback address, a replicated topic gets all three in sync, and containers on the
+    network reach every node by its alias."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    cluster = KafkaContainerCluster(version=KAFKA_DEFAULT_VERSION, workdir=tmp_path,
+                                    run_id="it-containers-three", nodes=3)
+    try:
+        ep = cluster.start()
+        assert ep.nodes == 3 and ep.topology_check
+        admin = AdminClient({"bootstrap.servers": ep.bootstrap})
+        md = admin.list_topics(timeout=10)
+        assert sorted(f"{b.host}:{b.port}" for b in md.brokers.values()) == sorted(
+            ep.bootstrap.split(","))
+        admin.create_topics([NewTopic("it-three", 1, 3)])["it-three"].result(timeout=60)
+        partition = admin.list_topics("it-three", timeout=10).topics["it-three"].partitions[0]
+        assert sorted(partition.replicas) == [1, 2, 3]
+        assert sorted(partition.isrs) == [1, 2, 3]
+        probes = " && ".join(
+            f"exec 3<>/dev/tcp/{host}/{port} && exec 3>&-"
+            for host, port in (a.split(":") for a in ep.info["in_network_bootstrap"].split(",")))
+        probe = subprocess.run(
+            ["docker", "run", "--rm", "--network", ep.info["network"], "--entrypoint", "bash",
+             _kafka_image, "-c", f"{probes} && echo reached"],
+            capture_output=True, text=True, timeout=120, check=False)
+        assert probe.stdout.strip() == "reached", probe.stderr
+        assert len(ep.info["container_names"]) == 3 and len(ep.info["pids"]) == 3
+    finally:
+        cluster.stop()
+    assert _leftovers("it-containers-three") == []

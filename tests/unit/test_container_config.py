@@ -238,10 +238,26 @@ def test_a_missing_image_is_an_error_naming_it_and_how_to_provide_one() -> None:
         assert part in text
 
 
-def test_three_container_nodes_are_not_offered_yet(tmp_path: Path) -> None:
-    from pytest_brokerperf.brokers.kafka import KafkaBroker
+def test_three_container_nodes_form_one_quorum_as_process_modes_three_do() -> None:
+    layout = [KafkaContainerLayout(node_id=i, host_port=30000 + i, alias=f"kafka-{i}")
+              for i in (1, 2, 3)]
+    ports = [NodePorts(node_id=i, port=i * 10, controller_port=i * 10 + 1) for i in (1, 2, 3)]
+    addresses = {"listeners", "advertised.listeners", "listener.security.protocol.map",
+                 "controller.quorum.voters", "log.dirs"}
+    for node, process_node in zip(layout, ports, strict=True):
+        container = container_properties(node, cluster=layout)
+        process = node_config(process_node, ports, data_dir=Path("/d"))
+        assert {k: v for k, v in process.items() if k not in addresses} == {
+            k: v for k, v in container.items() if k not in addresses}
+        assert container["controller.quorum.voters"] == (
+            "1@kafka-1:9093,2@kafka-2:9093,3@kafka-3:9093")
+        assert container["advertised.listeners"] == (
+            f"PLAINTEXT://kafka-{node.node_id}:9092,HOST://127.0.0.1:{node.host_port}")
+    assert container_properties(layout[0], cluster=layout)["offsets.topic.replication.factor"] == "3"
 
-    settings = Settings.resolve({"brokerperf_provision": "container", "brokerperf_nodes": 3},
-                                {}, {})
-    with pytest.raises(BrokerUnavailable, match=r"one Kafka node.*not 3"):
-        KafkaBroker().start_container(settings, tmp_path, None)
+
+def test_two_container_nodes_are_refused(tmp_path: Path) -> None:
+    from pytest_brokerperf.brokers.kafka.container import KafkaContainerCluster
+
+    with pytest.raises(ConfigError, match="1 or 3"):
+        KafkaContainerCluster(version="4.3.1", workdir=tmp_path, run_id="r", nodes=2)

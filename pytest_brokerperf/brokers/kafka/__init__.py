@@ -106,7 +106,7 @@ class KafkaProtocolBroker(BrokerType):
 
 
 class KafkaBroker(KafkaProtocolBroker):
-    """Apache Kafka: local KRaft clusters (1 or 3 nodes), one node in a container, or a
+    """Apache Kafka: local KRaft clusters (1 or 3 nodes) as processes or containers, or a
     remote cluster."""
 
     name: ClassVar[str] = "kafka"
@@ -125,21 +125,16 @@ class KafkaBroker(KafkaProtocolBroker):
 
     def start_container(self, settings: Settings, workdir: Path,
                         durability: int | None) -> ManagedBroker:
-        """One KRaft node in a container (:mod:`.container`); three are not offered yet."""
+        """One or three KRaft nodes in containers (:mod:`.container`)."""
         from pytest_brokerperf.brokers.kafka.container import KafkaContainerCluster
 
-        if settings.nodes != 1:
-            raise BrokerUnavailable(
-                f"--brokerperf-provision=container runs one Kafka node in this version, not "
-                f"{settings.nodes} (--brokerperf-nodes); use --brokerperf-provision=process "
-                "for a three-node cluster")
         if settings.kafka_home is not None:
             raise BrokerUnavailable(
                 "--kafka-home names local jars, which container mode does not use; drop it, "
                 "or use --brokerperf-provision=process")
         cluster = KafkaContainerCluster(
             version=settings.kafka_version, workdir=workdir, run_id=settings.run_id,
-            image=settings.image_for("kafka"))
+            nodes=settings.nodes, image=settings.image_for("kafka"))
         return ManagedBroker(cluster.start(), cluster)
 
     def apply_level(self, cfg: KafkaDriverConfig, level: int) -> KafkaDriverConfig:

@@ -26,7 +26,7 @@ Listeners, the classic trap (a broker advertising an address its clients cannot 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
@@ -120,9 +120,14 @@ class KafkaContainerLayout:
 
 
 def container_properties(node: KafkaContainerLayout,
-                         overrides: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The server properties of one single-node container, the same as process mode's
-    (:func:`.process.node_config`) apart from addresses and paths."""
+                         overrides: Mapping[str, str] | None = None, *,
+                         cluster: Sequence[KafkaContainerLayout] | None = None
+                         ) -> dict[str, str]:
+    """The server properties of one node of ``cluster`` (default: the node alone), the
+    same as process mode's (:func:`.process.node_config`) apart from addresses and paths:
+    replication factor min(3, nodes), min ISR min(2, nodes)."""
+    members = list(cluster) if cluster else [node]
+    rf, isr = min(3, len(members)), min(2, len(members))
     cfg = {
         "node.id": str(node.node_id),
         "process.roles": "broker,controller",
@@ -134,15 +139,16 @@ def container_properties(node: KafkaContainerLayout,
                                           "HOST:PLAINTEXT",
         "controller.listener.names": "CONTROLLER",
         "inter.broker.listener.name": "PLAINTEXT",
-        "controller.quorum.voters": f"{node.node_id}@{node.alias}:{CONTROLLER_PORT}",
+        "controller.quorum.voters": ",".join(f"{m.node_id}@{m.alias}:{CONTROLLER_PORT}"
+                                             for m in members),
         "log.dirs": DATA_DIR,
         "num.partitions": "1",
         "auto.create.topics.enable": "false",
-        "offsets.topic.replication.factor": "1",
-        "transaction.state.log.replication.factor": "1",
-        "transaction.state.log.min.isr": "1",
-        "share.coordinator.state.topic.replication.factor": "1",
-        "share.coordinator.state.topic.min.isr": "1",
+        "offsets.topic.replication.factor": str(rf),
+        "transaction.state.log.replication.factor": str(rf),
+        "transaction.state.log.min.isr": str(isr),
+        "share.coordinator.state.topic.replication.factor": str(rf),
+        "share.coordinator.state.topic.min.isr": str(isr),
         "group.initial.rebalance.delay.ms": "0",
     }
     for k, v in (overrides or {}).items():
@@ -180,107 +186,125 @@ def _heap_mb(heap: str) -> int:
 
 
 class KafkaContainerCluster(ContainerNode):
-    """One Kafka node in a container on its own container network, testcontainers-style.
+    """One or three Kafka nodes in containers on their own network, testcontainers-style.
 
-    ``cpus``: as process mode (``None`` = the last CPU when there are several, ``set()``
-    = no pinning); ``run_id`` labels the container and network for cleanup.
+    Every node is a combined broker and controller (as process mode's); three form one
+    KRaft quorum over their aliases ``kafka-1..3`` on the session's network and are a
+    topology check (one machine). ``cpus``: as process mode (``None`` = the last CPU when
+    there are several, ``set()`` = no pinning); ``run_id`` labels containers and network.
     """
 
     kind: ClassVar[str] = "kafka"
 
     def __init__(self, *, version: str, workdir: Path, run_id: str, image: str | None = None,
-                 heap: str = "1g", cpus: set[int] | None = None,
+                 nodes: int = 1, heap: str = "1g", cpus: set[int] | None = None,
                  broker_overrides: dict[str, str] | None = None,
                  start_timeout: float = DEFAULT_START_TIMEOUT_S) -> None:
+        if isinstance(nodes, bool) or nodes not in (1, 3):
+            raise ConfigError(f"nodes must be 1 or 3 in container mode, got {nodes!r}")
         super().__init__(workdir=workdir, run_id=run_id, image=image, cpus=cpus,
                          start_timeout=start_timeout)
         self.version = version
+        self.nodes = nodes
         self.heap = heap
         self.broker_overrides = dict(broker_overrides or {})
         self._endpoint: BrokerEndpoint | None = None
-        self._node: KafkaContainerLayout | None = None
-        self._props: dict[str, str] = {}
+        self._layout: list[KafkaContainerLayout] = []
+        self._props: list[dict[str, str]] = []
 
     @property
     def endpoint(self) -> BrokerEndpoint:
         if self._endpoint is None:
-            raise RuntimeError("the Kafka container is not running; call start() first")
+            raise RuntimeError("the Kafka containers are not running; call start() first")
         return self._endpoint
 
     def image_candidates(self) -> tuple[str, ...]:
         return default_images(self.version)
 
-    def plan(self) -> ContainerPlan:
+    def plans(self) -> list[ContainerPlan]:
         logs = self.workdir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
-        for old in [*logs.glob("gc-1.log*"), logs / "kafka-1.log"]:
-            old.unlink(missing_ok=True)
-        (host_port,) = free_ports(1)
-        node = KafkaContainerLayout(node_id=1, host_port=host_port, alias="kafka-1")
-        self._node = node
-        self._props = container_properties(node, self.broker_overrides)
-        env = {**env_from_properties(self._props), **launcher_env(1, self.heap),
-               "CLUSTER_ID": generate_cluster_id()}
-        # the HOST listener binds the same port inside that it is published on
-        return ContainerPlan(alias=node.alias, env=env, ports={host_port: host_port},
-                             volumes={str(logs.resolve()): (LOG_DIR, "rw")},
-                             memory_mb=_heap_mb(self.heap) + MEMORY_HEADROOM_MB)
+        for i in range(1, self.nodes + 1):
+            for old in [*logs.glob(f"gc-{i}.log*"), logs / f"kafka-{i}.log"]:
+                old.unlink(missing_ok=True)
+        self._layout = [KafkaContainerLayout(node_id=i, host_port=port, alias=f"kafka-{i}")
+                        for i, port in enumerate(free_ports(self.nodes), start=1)]
+        self._props = [container_properties(n, self.broker_overrides, cluster=self._layout)
+                       for n in self._layout]
+        cluster_id = generate_cluster_id()
+        plans = []
+        for node, props in zip(self._layout, self._props, strict=True):
+            env = {**env_from_properties(props), **launcher_env(node.node_id, self.heap),
+                   "CLUSTER_ID": cluster_id}
+            # the HOST listener binds the same port inside that it is published on
+            plans.append(ContainerPlan(
+                alias=node.alias, env=env, ports={node.host_port: node.host_port},
+                volumes={str(logs.resolve()): (LOG_DIR, "rw")},
+                memory_mb=_heap_mb(self.heap) + MEMORY_HEADROOM_MB))
+        return plans
 
     def start(self) -> BrokerEndpoint:
-        """Start the node and wait until the Admin API sees it from the host."""
-        plan, info = self.launch()
-        node = self._node
-        assert node is not None
+        """Start the nodes and wait until the Admin API sees all of them from the host."""
+        plans, info = self.launch()
         logs = self.workdir / "logs"
+        nodes = range(1, self.nodes + 1)
         info.update({
-            "env": dict(sorted(plan.env.items())),
-            "server_properties": self._props,
-            "listeners": {"HOST": node.bootstrap, "PLAINTEXT": node.in_network_bootstrap},
-            "in_network_bootstrap": node.in_network_bootstrap,
+            "env": dict(sorted(plans[0].env.items())),
+            "server_properties": self._props[0] if self.nodes == 1 else {
+                str(n.node_id): p for n, p in zip(self._layout, self._props, strict=True)},
+            "listeners": {"HOST": ",".join(n.bootstrap for n in self._layout),
+                          "PLAINTEXT": ",".join(n.in_network_bootstrap for n in self._layout)},
+            "in_network_bootstrap": ",".join(n.in_network_bootstrap for n in self._layout),
             "jvm_flags": [f"-Xms{self.heap}", f"-Xmx{self.heap}", *KAFKA_PERFORMANCE_FLAGS],
             "heap": self.heap,
-            "log_files": [str(logs / "kafka-1.log")],
-            "gc_logs": [str(logs / "gc-1.log")],
+            "log_files": [str(logs / f"kafka-{i}.log") for i in nodes],
+            "gc_logs": [str(logs / f"gc-{i}.log") for i in nodes],
             "metrics_urls": [],
             "metrics_agent": {"error": "the JMX exporter agent is not attached in container "
-                              "mode in this version; /proc of the container's JVM is sampled"},
-            "cluster_id": plan.env["CLUSTER_ID"],
+                              "mode in this version; /proc of the containers' JVMs is sampled"},
+            "cluster_id": plans[0].env["CLUSTER_ID"],
             "broker_overrides": dict(self.broker_overrides),
         })
         labels = info.pop("image_labels")
         self._endpoint = BrokerEndpoint(
-            kind="kafka", bootstrap=node.bootstrap, mode="container", nodes=1,
+            kind="kafka", bootstrap=",".join(n.bootstrap for n in self._layout),
+            mode="container", nodes=self.nodes,
             version=labels.get("org.brokerperf.kafka-version") or self.version,
-            info=info)
+            topology_check=self.nodes > 1, info=info)
         return self._endpoint
 
     def wait_ready(self, container: DockerContainer, plan: ContainerPlan,
                    deadline: float) -> None:
-        """The start-up log line, then the Admin API from the host sees the node."""
+        """The node's start-up log line."""
+        wait_for_log(container, b"Kafka Server started", deadline, self.start_timeout)
+
+    def wait_cluster_ready(self, started: list[DockerContainer], plans: list[ContainerPlan],
+                           deadline: float) -> None:
+        """Every node's log line, then the Admin API from the host sees every node at
+        the address it advertises to the host."""
         from confluent_kafka import KafkaException
         from confluent_kafka.admin import AdminClient
 
-        node = self._node
-        assert node is not None
-        wait_for_log(container, b"Kafka Server started", deadline, self.start_timeout)
-        admin = AdminClient({"bootstrap.servers": node.bootstrap, "log_level": 0})
+        super().wait_cluster_ready(started, plans, deadline)
+        expected = {n.node_id: n.bootstrap for n in self._layout}
+        bootstrap = ",".join(n.bootstrap for n in self._layout)
+        admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
         seen = "no answer"
         while time.monotonic() < deadline:
             try:
                 md = admin.list_topics(timeout=5)
                 brokers = {b.id: f"{b.host}:{b.port}" for b in md.brokers.values()}
-                if brokers == {node.node_id: node.bootstrap}:
+                if brokers == expected:
                     return
                 seen = f"metadata names {brokers}"
             except KafkaException as exc:
                 seen = f"error {exc}"
             time.sleep(0.3)
-        raise ProvisionError(f"the Admin API at {node.bootstrap} saw {seen}, expected node "
-                             f"{node.node_id} advertised at {node.bootstrap}")
+        raise ProvisionError(f"the Admin API at {bootstrap} saw {seen}, expected {expected}")
 
     def forget(self) -> None:
         self._endpoint = None
 
     def __repr__(self) -> str:
         state = self._endpoint.bootstrap if self._endpoint else "stopped"
-        return f"<KafkaContainerCluster version={self.version} {state}>"
+        return f"<KafkaContainerCluster nodes={self.nodes} version={self.version} {state}>"

@@ -206,7 +206,7 @@ class PulsarContainerCluster(ContainerNode):
 
     def start(self) -> BrokerEndpoint:
         """Start the standalone and wait until its admin API and bookie answer."""
-        plan, info = self.launch()
+        (plan,), info = self.launch()
         labels = info.pop("image_labels")
         ports = self._ports
         assert ports is not None

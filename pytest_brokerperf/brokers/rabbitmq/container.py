@@ -133,7 +133,7 @@ class RabbitMQContainerCluster(ContainerNode):
 
     def start(self) -> BrokerEndpoint:
         """Start the node and wait until clients on the host can connect."""
-        plan, info = self.launch()
+        (plan,), info = self.launch()
         info.pop("image_labels", None)
         ctl = self.ctl
         try:
