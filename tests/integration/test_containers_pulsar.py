@@ -139,3 +139,17 @@ def test_the_jvm_is_pinned_and_sampled_like_a_process_mode_broker(
     affinity = pulsar.info["cpu_affinity"]
     if affinity["broker_cpus"]:
         assert sorted(psutil.Process(pid).cpu_affinity()) == affinity["broker_cpus"]
+
+
+def test_three_bookies_in_the_container_serve_a_three_way_ensemble(tmp_path: Path) -> None:
+    node = PulsarContainerCluster(version=PULSAR_DEFAULT_VERSION, workdir=tmp_path,
+                                  run_id="it-pulsar-three", nodes=3)
+    try:
+        ep = node.start()
+        assert ep.nodes == 3 and ep.topology_check
+        assert len(ep.info["bookie_ids"]) == 3
+        assert ep.info["default_persistence"] == {"ensemble": 3, "write_quorum": 3,
+                                                  "ack_quorum": 2}
+    finally:
+        node.stop()
+    assert _leftovers("it-pulsar-three") == []

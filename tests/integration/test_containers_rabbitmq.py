@@ -141,3 +141,31 @@ def test_the_node_is_pinned_and_sampled_like_a_process_mode_node(
     if affinity["broker_cpus"]:
         assert sorted(psutil.Process(pid).cpu_affinity()) == affinity["broker_cpus"]
     assert rabbitmq.info["alarms_at_start"]["memory"] is False
+
+
+def test_three_nodes_form_one_cluster_with_a_replicated_quorum_queue(tmp_path: Path) -> None:
+    """Three nodes joined as process mode joins them: every node reports all three
+    running, and a quorum queue declared through node 1 has a member on each node."""
+    import pika
+
+    node = RabbitMQContainerCluster(workdir=tmp_path, run_id="it-rmq-three", nodes=3)
+    try:
+        ep = node.start()
+        assert ep.nodes == 3 and ep.topology_check
+        assert ep.info["running_nodes"] == ["rabbit@rabbitmq-1", "rabbit@rabbitmq-2",
+                                            "rabbit@rabbitmq-3"]
+        first = ep.bootstrap.split(",")[0]
+        conn = pika.BlockingConnection(pika.URLParameters(first + "/%2F"))
+        try:
+            conn.channel().queue_declare("it-three", durable=True,
+                                         arguments={"x-queue-type": "quorum"})
+        finally:
+            conn.close()
+        members = node.ctl.check("rabbitmq-queues", "quorum_status", "it-three")
+        for n in (1, 2, 3):
+            assert f"rabbit@rabbitmq-{n}" in members
+        for url in ep.bootstrap.split(","):  # each node's published port answers
+            pika.BlockingConnection(pika.URLParameters(url + "/%2F")).close()
+    finally:
+        node.stop()
+    assert _leftovers("it-rmq-three") == []

@@ -253,7 +253,8 @@ def test_three_container_nodes_form_one_quorum_as_process_modes_three_do() -> No
             "1@kafka-1:9093,2@kafka-2:9093,3@kafka-3:9093")
         assert container["advertised.listeners"] == (
             f"PLAINTEXT://kafka-{node.node_id}:9092,HOST://127.0.0.1:{node.host_port}")
-    assert container_properties(layout[0], cluster=layout)["offsets.topic.replication.factor"] == "3"
+    first = container_properties(layout[0], cluster=layout)
+    assert first["offsets.topic.replication.factor"] == "3"
 
 
 def test_two_container_nodes_are_refused(tmp_path: Path) -> None:

@@ -29,8 +29,7 @@ from pytest_brokerperf.brokers.pulsar.process import (
     PulsarPorts,
     standalone_config,
 )
-from pytest_brokerperf.config import Settings
-from pytest_brokerperf.errors import BrokerUnavailable, ConfigError
+from pytest_brokerperf.errors import ConfigError
 
 IMAGE_DIR = Path(__file__).resolve().parents[2] / "ci" / "images" / "pulsar"
 
@@ -123,10 +122,15 @@ def test_the_local_build_comes_before_the_official_image() -> None:
     assert default_images("4.0.7") == ("brokerperf/pulsar:4.0.7", "apachepulsar/pulsar:4.0.7")
 
 
-def test_three_bookies_in_a_container_are_not_offered_yet(tmp_path: Path) -> None:
-    from pytest_brokerperf.brokers.pulsar import PulsarBroker
-
-    settings = Settings.resolve({"brokerperf_provision": "container", "brokerperf_nodes": 3},
-                                {}, {})
-    with pytest.raises(BrokerUnavailable, match=r"one Pulsar standalone.*not 3"):
-        PulsarBroker().start_container(settings, tmp_path, None)
+def test_three_bookies_run_in_the_one_container_as_in_process_mode(tmp_path: Path) -> None:
+    node = PulsarContainerCluster(version="4.0.7", workdir=tmp_path, run_id="r3", nodes=3)
+    (plan,) = node.plans()
+    assert plan.command is not None and plan.command[-1].endswith("--num-bookies 3")
+    ports = PulsarPorts(broker_port=1, web_port=2)
+    cfg = container_config(ports, bookies=3)
+    process = standalone_config(ports, bookies=3)
+    quorum = ("managedLedgerDefaultEnsembleSize", "managedLedgerDefaultWriteQuorum",
+              "managedLedgerDefaultAckQuorum")
+    assert [cfg[k] for k in quorum] == [process[k] for k in quorum] == ["3", "3", "2"]
+    with pytest.raises(ConfigError, match="1 or 3"):
+        PulsarContainerCluster(version="4.0.7", workdir=tmp_path, run_id="r", nodes=2)

@@ -17,8 +17,7 @@ from pytest_brokerperf.brokers.rabbitmq.container import (
     default_images,
 )
 from pytest_brokerperf.brokers.rabbitmq.process import SCHEDULER_FLAGS, CtlAccess, node_conf
-from pytest_brokerperf.config import Settings
-from pytest_brokerperf.errors import BrokerUnavailable
+from pytest_brokerperf.errors import ConfigError
 
 ENTRYPOINT = Path(__file__).resolve().parents[2] / "ci" / "images" / "rabbitmq" / "entrypoint.sh"
 
@@ -59,7 +58,7 @@ def test_container_and_process_mode_configure_the_same_node() -> None:
 def test_the_plan_mounts_the_conf_and_publishes_amqp_and_management(tmp_path: Path) -> None:
     node = RabbitMQContainerCluster(workdir=tmp_path, run_id="r1",
                                     conf_overrides={"disk_free_limit.absolute": "2GB"})
-    plan = node.plan()
+    (plan,) = node.plans()
     assert plan.alias == plan.hostname == "rabbitmq-1"
     assert set(plan.ports) == {AMQP_PORT, MANAGEMENT_PORT}
     assert len(set(plan.ports.values())) == 2
@@ -87,10 +86,24 @@ def test_the_local_build_comes_before_the_official_image() -> None:
     assert default_images() == ("brokerperf/rabbitmq:3.10", "rabbitmq:3.10-management")
 
 
-def test_three_rabbitmq_container_nodes_are_not_offered_yet(tmp_path: Path) -> None:
-    from pytest_brokerperf.brokers.rabbitmq import RabbitMQBroker
+def test_three_nodes_share_one_cookie_and_process_modes_partition_handling(
+        tmp_path: Path) -> None:
+    plans = RabbitMQContainerCluster(workdir=tmp_path, run_id="r3", nodes=3).plans()
+    assert [p.alias for p in plans] == ["rabbitmq-1", "rabbitmq-2", "rabbitmq-3"]
+    assert [p.hostname for p in plans] == [p.alias for p in plans]  # rabbit@<alias>
+    cookies = [host for p in plans for host, (path, _) in p.volumes.items()
+               if path.endswith(".erlang.cookie")]
+    assert len(cookies) == 3 and len(set(cookies)) == 1
+    assert Path(cookies[0]).stat().st_mode & 0o777 == 0o400
+    ports = [port for p in plans for port in p.ports.values()]
+    assert len(set(ports)) == 6
+    conf = container_conf(nodes=3)
+    assert conf["cluster_partition_handling"] == node_conf(5672, nodes=3)[
+        "cluster_partition_handling"] == "pause_minority"
+    (single,) = RabbitMQContainerCluster(workdir=tmp_path / "one", run_id="r1").plans()
+    assert not any(path.endswith(".erlang.cookie") for path, _ in single.volumes.values())
 
-    settings = Settings.resolve({"brokerperf_provision": "container", "brokerperf_nodes": 3},
-                                {}, {})
-    with pytest.raises(BrokerUnavailable, match=r"one RabbitMQ node.*not 3"):
-        RabbitMQBroker().start_container(settings, tmp_path, None)
+
+def test_two_nodes_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="1 or 3"):
+        RabbitMQContainerCluster(workdir=tmp_path, run_id="r", nodes=2)

@@ -88,16 +88,12 @@ class PulsarBroker(BrokerType):
 
     def start_container(self, settings: Settings, workdir: Path,
                         durability: int | None) -> ManagedBroker:
-        """One standalone (broker and one bookie) in a container (:mod:`.container`)."""
+        """One standalone in a container (:mod:`.container`), with one or three bookies
+        as process mode runs it."""
         from pytest_brokerperf.brokers.pulsar.container import PulsarContainerCluster
-        from pytest_brokerperf.errors import BrokerUnavailable
 
-        if settings.nodes != 1:
-            raise BrokerUnavailable(
-                f"--brokerperf-provision=container runs one Pulsar standalone with one bookie "
-                f"in this version, not {settings.nodes} (--brokerperf-nodes); use "
-                "--brokerperf-provision=process for three bookies")
-        node = PulsarContainerCluster(version=settings.pulsar_version, workdir=workdir,
+        node = PulsarContainerCluster(version=settings.pulsar_version, nodes=settings.nodes,
+                                      workdir=workdir,
                                       run_id=settings.run_id, durability=durability,
                                       image=settings.image_for("pulsar"))
         return ManagedBroker(node.start(), node)

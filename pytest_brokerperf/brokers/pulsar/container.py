@@ -41,7 +41,7 @@ from pytest_brokerperf.brokers.pulsar.process import (
     standalone_config,
 )
 from pytest_brokerperf.endpoint import BrokerEndpoint
-from pytest_brokerperf.errors import ProvisionError
+from pytest_brokerperf.errors import ConfigError, ProvisionError
 from pytest_brokerperf.provision.container_node import ContainerNode, ContainerPlan
 from pytest_brokerperf.provision.java import check_jvm_size
 from pytest_brokerperf.provision.ports import LOOPBACK, free_ports
@@ -65,10 +65,10 @@ def default_images(version: str) -> tuple[str, ...]:
     return (f"brokerperf/pulsar:{version}", f"apachepulsar/pulsar:{version}")
 
 
-def container_config(ports: PulsarPorts, *, durability: int | None = None,
+def container_config(ports: PulsarPorts, *, bookies: int = 1, durability: int | None = None,
                      overrides: Mapping[str, str] | None = None) -> dict[str, str]:
     """Process mode's ``standalone.conf`` with the container's addresses."""
-    cfg = standalone_config(ports, durability=durability, overrides=None)
+    cfg = standalone_config(ports, bookies=bookies, durability=durability, overrides=None)
     cfg.update({
         "bindAddress": "0.0.0.0",
         "advertisedAddress": LOOPBACK,
@@ -122,20 +122,26 @@ def _size_mb(size: str) -> int:
 
 
 class PulsarContainerCluster(ContainerNode):
-    """One Pulsar standalone (broker and one bookie) in a container."""
+    """One Pulsar standalone in a container: a broker and one bookie, or three bookies
+    in the one JVM (``nodes=3``, as process mode runs them: ensemble 3, write quorum 3,
+    ack quorum 2, a topology check)."""
 
     kind: ClassVar[str] = "pulsar"
 
     def __init__(self, *, version: str, workdir: Path, run_id: str, image: str | None = None,
-                 heap: str = "1g", direct_memory: str = "1g", cpus: set[int] | None = None,
-                 durability: int | None = None, overrides: dict[str, str] | None = None,
+                 nodes: int = 1, heap: str = "1g", direct_memory: str = "1g",
+                 cpus: set[int] | None = None, durability: int | None = None,
+                 overrides: dict[str, str] | None = None,
                  start_timeout: float = DEFAULT_START_TIMEOUT_S) -> None:
+        if isinstance(nodes, bool) or nodes not in (1, 3):
+            raise ConfigError(f"nodes (bookies) must be 1 or 3 in container mode, got {nodes!r}")
         journal_settings(durability)  # validates the level before anything starts
         check_jvm_size(heap)
         check_jvm_size(direct_memory, "direct memory")
         super().__init__(workdir=workdir, run_id=run_id, image=image, cpus=cpus,
                          start_timeout=start_timeout)
         self.version = version
+        self.nodes = nodes
         self.heap = heap
         self.direct_memory = direct_memory
         self.durability = durability
@@ -160,12 +166,13 @@ class PulsarContainerCluster(ContainerNode):
             old.unlink(missing_ok=True)
         broker_port, web_port = free_ports(2)
         self._ports = PulsarPorts(broker_port=broker_port, web_port=web_port)
-        self._config = container_config(self._ports, durability=self.durability,
-                                        overrides=self.overrides)
+        self._config = container_config(self._ports, bookies=self.nodes,
+                                        durability=self.durability, overrides=self.overrides)
         env = {**env_from_config(self._config), **jvm_env(self.heap, self.direct_memory)}
         command = ["sh", "-c", "bin/apply-config-from-env.py conf/standalone.conf && exec "
                    "bin/pulsar standalone --no-functions-worker --no-stream-storage "
-                   f"--advertised-address {LOOPBACK} --wipe-data"]
+                   f"--advertised-address {LOOPBACK} --wipe-data"
+                   + (f" --num-bookies {self.nodes}" if self.nodes > 1 else "")]
         return ContainerPlan(
             alias=ALIAS, hostname=ALIAS, env=env, command=command,
             ports={broker_port: broker_port, web_port: web_port},
@@ -182,7 +189,8 @@ class PulsarContainerCluster(ContainerNode):
             ("/admin/v2/brokers/health", lambda code, body: code == 200 and "ok" in body),
             ("/admin/v2/namespaces/public", lambda code, body: code == 200
              and "public/default" in body),
-            ("/admin/v2/bookies/all", lambda code, body: code == 200 and "bookieId" in body),
+            ("/admin/v2/bookies/all", lambda code, body: code == 200
+             and body.count("bookieId") >= self.nodes),
         )
         last = "no answer"
         for path, ok in checks:
@@ -230,7 +238,7 @@ class PulsarContainerCluster(ContainerNode):
             "jvm_flags": " ".join(plan.env[k] for k in ("PULSAR_MEM", "PULSAR_GC",
                                                         "PULSAR_EXTRA_OPTS")).split(),
             "brokers": 1,
-            "bookies": 1,
+            "bookies": self.nodes,
             "bookie_ids": bookies,
             "cluster_name": CLUSTER_NAME,
             "ports": {"broker": ports.broker_port, "web": ports.web_port},
@@ -253,7 +261,8 @@ class PulsarContainerCluster(ContainerNode):
         info["pids"] = self.host_pids("java") or info["pids"]
         self._endpoint = BrokerEndpoint(
             kind="pulsar", bootstrap=f"pulsar://{LOOPBACK}:{ports.broker_port}",
-            mode="container", nodes=1, version=version, admin_url=admin_url, info=info)
+            mode="container", nodes=self.nodes, topology_check=self.nodes > 1, version=version,
+            admin_url=admin_url, info=info)
         return self._endpoint
 
     def forget(self) -> None:

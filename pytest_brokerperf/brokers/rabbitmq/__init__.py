@@ -2,8 +2,8 @@
 
 Everything RabbitMQ lives in this package: the driver with asynchronous publisher
 confirms (:mod:`.driver`), its OMB driver YAML and queue types (:mod:`.config`), local
-nodes (one, or a three-node cluster) run as our own processes (:mod:`.process`), one
-node in a container (:mod:`.container`), remote
+nodes (one, or a three-node cluster) run as our own processes (:mod:`.process`) or in
+containers (:mod:`.container`), remote
 brokers by ``--rabbitmq-url`` (:mod:`.remote`) and durability levels, which are per
 queue (:mod:`.durability`).
 """
@@ -66,16 +66,11 @@ class RabbitMQBroker(BrokerType):
 
     def start_container(self, settings: Settings, workdir: Path,
                         durability: int | None) -> ManagedBroker:
-        """One node in a container (:mod:`.container`); three are not offered yet."""
+        """One node, or a cluster of three, in containers (:mod:`.container`)."""
         from pytest_brokerperf.brokers.rabbitmq.container import RabbitMQContainerCluster
-        from pytest_brokerperf.errors import BrokerUnavailable
 
-        if settings.nodes != 1:
-            raise BrokerUnavailable(
-                f"--brokerperf-provision=container runs one RabbitMQ node in this version, "
-                f"not {settings.nodes} (--brokerperf-nodes); use --brokerperf-provision=process "
-                "for a three-node cluster")
         cluster = RabbitMQContainerCluster(workdir=workdir, run_id=settings.run_id,
+                                           nodes=settings.nodes,
                                            image=settings.image_for("rabbitmq"))
         return ManagedBroker(cluster.start(), cluster)
 
