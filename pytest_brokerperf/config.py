@@ -26,7 +26,7 @@ import datetime as _dt
 import os
 import secrets
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -97,6 +97,8 @@ class Settings:
     brokers: tuple[str, ...] = ("kafka",)
     provision: str = "auto"  # as requested
     provision_effective: str = AUTO_PROVISION  # what "auto" became
+    #: why "auto" became what it did (set by :meth:`with_auto_resolved`; None before)
+    auto_reason: str | None = None
     #: --brokerperf-image: (kind, image reference) pairs, sorted; () = the defaults
     images: tuple[tuple[str, str], ...] = ()
     nodes: int = 1
@@ -163,6 +165,17 @@ class Settings:
         if self.provision == self.provision_effective:
             return self.provision
         return f"{self.provision}({self.provision_effective})"
+
+    def with_auto_resolved(self) -> Settings:
+        """``auto`` decided for this machine (:func:`.provision.decide_auto`: containers
+        when an engine answers with each broker's image, else processes); unchanged for
+        any other mode. Kept apart from :meth:`resolve`, which reads no machine state."""
+        if self.provision != "auto" or self.provision_effective == "remote":
+            return self
+        from pytest_brokerperf.provision import decide_auto
+
+        mode, reason = decide_auto(self)
+        return replace(self, provision_effective=mode, auto_reason=reason)
 
     def image_for(self, kind: str) -> str | None:
         """The ``--brokerperf-image`` reference for broker ``kind`` (None: the default)."""

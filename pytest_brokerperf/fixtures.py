@@ -54,6 +54,9 @@ def brokerperf_session_info(brokerperf_settings: Settings) -> dict[str, Any]:
         "machine": sysstats.machine_info(),
         "clock": sysstats.clock_info(),
         "broker_warmup": {},
+        "provision": {"requested": brokerperf_settings.provision,
+                      "effective": brokerperf_settings.provision_effective,
+                      "reason": brokerperf_settings.auto_reason},
     }
 
 

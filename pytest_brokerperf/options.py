@@ -26,7 +26,8 @@ PROVISION_MODES: Final = ("auto", "process", "container", "remote")
 PROFILE_NAMES: Final = ("smoke", "standard", "omb")
 INCONCLUSIVE_MODES: Final = ("fail", "warn")
 
-#: What ``--brokerperf-provision=auto`` resolves to today.
+#: What ``--brokerperf-provision=auto`` stands for until the machine is asked
+#: (``Settings.with_auto_resolved``: containers where an engine has the images).
 AUTO_PROVISION: Final = "process"
 
 #: Conservative caps against remote clusters (docs/how-to/remote.md); raise them with
@@ -191,8 +192,9 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
         name="provision", field="provision", flag="--brokerperf-provision", kind="choice",
         default="auto", metavar="MODE", what="provisioning mode", example="process",
         choices=PROVISION_MODES,
-        help="how brokers come to exist: auto (currently process), process (local "
-        "JVM/Erlang processes), container (testcontainers), remote (an existing cluster)",
+        help="how brokers come to exist: auto (containers when a Docker engine answers "
+        "with each broker's image, else processes), process (local JVM/Erlang processes), "
+        "container (testcontainers), remote (an existing cluster)",
     ),
     OptionSpec(
         name="image", field="images", flag="--brokerperf-image", kind="images", default=(),

@@ -86,6 +86,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SUMMARY_ROWS_KEY] = []
     try:
         settings = Settings.from_pytest_config(config)
+        if not getattr(config.option, "help", False):
+            settings = settings.with_auto_resolved()  # auto: containers or processes, and why
     except ConfigError as exc:
         if getattr(config.option, "help", False):
             return  # `pytest --help` must work even with a broken setting

@@ -336,6 +336,7 @@ def manifest(*, broker: BrokerEndpoint, prepared: PreparedRun, outcome: RunOutco
         "clock": session_info.get("clock"),
         "fsync_probe": session_info.get("fsync_probe"),
         "broker_warmup": session_info.get("broker_warmup", {}).get(broker.kind),
+        "provision": session_info.get("provision"),
         "generator_cpus": list(outcome.plan.generator_cpus or []),
         "cpu_layout": cpu_layout(broker.broker_cpus(), outcome.plan.generator_cpus),
         "workers": outcome.plan.workers,

@@ -114,6 +114,12 @@ class BrokerType:
 
     #: the flags naming a remote cluster of this kind (None: no remote mode)
     remote_flags: ClassVar[RemoteFlags | None] = None
+    #: node counts container mode offers (empty: no container mode)
+    container_nodes: ClassVar[tuple[int, ...]] = ()
+
+    def container_images(self, settings: Settings) -> tuple[str, ...]:
+        """Images container mode tries in order without ``--brokerperf-image``."""
+        return ()
 
     # -- flags ---------------------------------------------------------------------------
     def complete_remote(self, values: dict[str, Any]) -> None:

@@ -5,8 +5,9 @@ Each broker kind knows how it is started in each mode (its
 they share — managed processes that never outlive pytest (:mod:`.process`), the
 lifecycle base every local broker subclasses (:mod:`.lifecycle`), Java discovery and JVM
 flags (:mod:`.java`), the broker/generator CPU split (:mod:`.cpus`), Maven jar
-resolution (:mod:`.maven`), free ports (:mod:`.ports`) — and :func:`start_broker`, the
-one call the fixtures make. Every mode ends in one
+resolution (:mod:`.maven`), free ports (:mod:`.ports`), containers (:mod:`.containers`,
+:mod:`.container_node`) — :func:`decide_auto`, what ``auto`` becomes, and
+:func:`start_broker`, the one call the fixtures make. Every mode ends in one
 :class:`~pytest_brokerperf.endpoint.BrokerEndpoint`, so a scenario never knows how its
 broker was made.
 """
@@ -21,34 +22,74 @@ from pytest_brokerperf.brokers.base import ManagedBroker
 if TYPE_CHECKING:
     from pytest_brokerperf.config import Settings
 
-__all__ = ["ManagedBroker", "effective_mode", "provision_reason", "start_broker"]
+__all__ = ["AUTO_PROVISION_ENV", "ManagedBroker", "decide_auto", "provision_reason",
+           "start_broker"]
+
+#: Pins what ``--brokerperf-provision=auto`` becomes on this machine (``process``).
+AUTO_PROVISION_ENV = "BROKERPERF_AUTO_PROVISION"
 
 
-def effective_mode(requested: str) -> str:
-    """``auto`` means local processes (see :func:`provision_reason` for why)."""
-    return "process" if requested == "auto" else requested
+def decide_auto(settings: Settings) -> tuple[str, str]:
+    """What ``--brokerperf-provision=auto`` becomes for this session, and why.
+
+    Containers when a Docker engine answers and every broker of the session offers
+    container mode for ``--brokerperf-nodes`` with an image on the engine (the one
+    ``--brokerperf-image`` names, else one of its defaults; nothing is pulled); local
+    processes otherwise. One mode for the whole session, so a multi-broker run is never
+    split across two. ``BROKERPERF_AUTO_PROVISION=process`` keeps ``auto`` on processes
+    on a machine whose engine must not change what a suite measures (the project's own
+    tests set it).
+    """
+    import os
+
+    from pytest_brokerperf import brokers
+    from pytest_brokerperf.provision.containers import engine_status, image_on_engine
+
+    pinned = os.environ.get(AUTO_PROVISION_ENV, "").strip()
+    if pinned == "process":
+        return "process", f"provision auto -> process: {AUTO_PROVISION_ENV}=process"
+    if pinned not in ("", "container"):
+        from pytest_brokerperf.errors import ConfigError
+
+        raise ConfigError(f"{AUTO_PROVISION_ENV}={pinned!r} (environment variable) is not "
+                          "'process' or 'container'; unset it to let auto decide")
+    engine = engine_status()
+    if not engine.answers:
+        return "process", (f"provision auto -> process: no Docker engine answers at "
+                           f"{engine.address} ({engine.detail})")
+    for kind in settings.brokers:
+        broker = brokers.get(kind)
+        if settings.nodes not in broker.container_nodes:
+            offered = (f"offers {' or '.join(map(str, broker.container_nodes))} node(s) "
+                       f"in container mode, not {settings.nodes}" if broker.container_nodes
+                       else "has no container mode")
+            return "process", f"provision auto -> process: {kind} {offered}"
+        wanted = settings.image_for(kind)
+        candidates = (wanted,) if wanted else broker.container_images(settings)
+        if not any(image_on_engine(ref, address=engine.address) for ref in candidates):
+            return "process", (
+                f"provision auto -> process: a Docker engine answers at {engine.address}, "
+                f"but none of {', '.join(candidates)} is on it (bash ci/docker.sh builds "
+                "the local images)")
+    return "container", (f"provision auto -> container: a Docker engine answers at "
+                         f"{engine.address} with an image for "
+                         f"{', '.join(settings.brokers)}")
 
 
 def provision_reason(settings: Settings) -> str | None:
     """Which provisioning mode the session uses and why, with the Docker engine's state
-    (for the report header); None for remote clusters.
-
-    ``auto`` stays ``process`` even when an engine answers: container mode is offered for
-    one Kafka node only in this version, and an engine on the machine must not change
-    which brokers a test suite measures (CI's integration tests run in process mode).
-    """
+    (for the report header); None for remote clusters and an explicit ``process``."""
     from pytest_brokerperf.provision.containers import engine_status
 
     if settings.provision_effective not in ("process", "container"):
         return None
-    if settings.provision_effective == "process" and settings.provision != "auto":
+    if settings.provision == "auto":
+        return settings.auto_reason or decide_auto(settings)[1]
+    if settings.provision_effective == "process":
         return None
     engine = engine_status()
     where = (f"a Docker engine answers at {engine.address}" if engine.answers
              else f"no Docker engine answers at {engine.address} ({engine.detail})")
-    if settings.provision == "auto":
-        return (f"provision auto -> process: local processes unless "
-                f"--brokerperf-provision=container is asked for ({where})")
     if engine.answers:
         return f"provision container: {where}"
     return f"provision container: {where}; container-mode tests skip"

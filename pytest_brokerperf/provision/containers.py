@@ -41,6 +41,7 @@ __all__ = [
     "ImageInfo",
     "docker_client",
     "engine_status",
+    "image_on_engine",
     "remove_orphans",
     "remove_run",
     "require_engine",
@@ -76,33 +77,54 @@ def engine_address(env: dict[str, str] | None = None) -> str:
     return env.get("DOCKER_HOST", "").strip() or f"unix://{DEFAULT_SOCKET}"
 
 
+def _engine_get(path: str, timeout_s: float, address: str) -> str:
+    """The status line of ``GET path`` on the engine's API (unix:// or tcp://); OSError
+    when nothing answers, ValueError for an address scheme that is not probed."""
+    parts = urlsplit(address)
+    if parts.scheme == "unix":
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(timeout_s)
+            sock.connect(parts.path)
+        except OSError:
+            sock.close()
+            raise
+    elif parts.scheme in ("tcp", "http"):
+        sock = socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 2375),
+                                        timeout=timeout_s)
+    else:
+        raise ValueError(f"scheme {parts.scheme!r} is not probed")
+    with sock:
+        sock.sendall(f"GET {path} HTTP/1.0\r\nHost: docker\r\n\r\n".encode())
+        head = sock.recv(256).decode("latin-1", "replace")
+    return head.splitlines()[0] if head else "(no answer)"
+
+
 def engine_status(timeout_s: float = 1.0, address: str | None = None) -> EngineStatus:
     """``GET /_ping`` on the engine's socket (unix:// or tcp://; TLS is not probed)."""
     address = address or engine_address()
-    parts = urlsplit(address)
     try:
-        if parts.scheme == "unix":
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                sock.settimeout(timeout_s)
-                sock.connect(parts.path)
-            except OSError:
-                sock.close()
-                raise
-        elif parts.scheme in ("tcp", "http"):
-            sock = socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 2375),
-                                            timeout=timeout_s)
-        else:
-            return EngineStatus(False, address, f"scheme {parts.scheme!r} is not probed")
-        with sock:
-            sock.sendall(b"GET /_ping HTTP/1.0\r\nHost: docker\r\n\r\n")
-            head = sock.recv(256).decode("latin-1", "replace")
+        status_line = _engine_get("/_ping", timeout_s, address)
+    except ValueError as exc:
+        return EngineStatus(False, address, str(exc))
     except OSError as exc:
         return EngineStatus(False, address, f"{type(exc).__name__}: {exc}")
-    status_line = head.splitlines()[0] if head else "(no answer)"
     if " 200 " in status_line + " ":
         return EngineStatus(True, address, "API ping OK")
     return EngineStatus(False, address, f"ping answered {status_line!r}")
+
+
+def image_on_engine(ref: str, timeout_s: float = 2.0, address: str | None = None) -> bool:
+    """Whether the engine has image ``ref`` (``GET /images/REF/json``; standard library
+    only, so deciding ``--brokerperf-provision=auto`` imports no Docker SDK)."""
+    from urllib.parse import quote
+
+    try:
+        line = _engine_get(f"/images/{quote(ref, safe='')}/json", timeout_s,
+                           address or engine_address())
+    except (OSError, ValueError):
+        return False
+    return " 200 " in line + " "
 
 
 def require_engine() -> EngineStatus:

@@ -23,7 +23,8 @@ def test_tailread(brokerperf):
 @pytest.fixture
 def suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     for name in list(os.environ):
-        if name.startswith("BROKERPERF_") and name != "BROKERPERF_CACHE_DIR":
+        if name.startswith("BROKERPERF_") and name not in (
+                "BROKERPERF_AUTO_PROVISION", "BROKERPERF_CACHE_DIR"):
             monkeypatch.delenv(name)
     pytester.makepyfile(test_scn=TEST)
     return pytester

@@ -10,7 +10,8 @@ import pytest
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
-        if name.startswith(("BROKERPERF_", "PYTEST_XDIST_")) or name == "KAFKA_HOME":
+        if (name.startswith(("BROKERPERF_", "PYTEST_XDIST_")) or name == "KAFKA_HOME") and (
+                name != "BROKERPERF_AUTO_PROVISION"):
             monkeypatch.delenv(name)
 
 

@@ -23,7 +23,8 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "reference" / "options.md"
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """Runs must not see the outer session's brokerperf/xdist environment."""
     for name in list(os.environ):
-        if name.startswith(("BROKERPERF_", "PYTEST_XDIST_")) or name == "KAFKA_HOME":
+        if (name.startswith(("BROKERPERF_", "PYTEST_XDIST_")) or name == "KAFKA_HOME") and (
+                name != "BROKERPERF_AUTO_PROVISION"):
             monkeypatch.delenv(name)
 
 
@@ -164,12 +165,14 @@ def test_collect_only_and_k_never_start_a_broker(
 # --------------------------------------------------------------------------- precedence
 
 
-def test_header_line(pytester: pytest.Pytester) -> None:
+def test_header_line(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("BROKERPERF_AUTO_PROVISION", raising=False)  # auto, as users get it
     pytester.makepyfile("def test_a(): pass")
     result = pytester.runpytest()
     result.stdout.fnmatch_lines([
-        "brokerperf: brokers=kafka provision=auto(process) nodes=1 profile=smoke "
+        "brokerperf: brokers=kafka provision=auto(*) nodes=1 profile=smoke "
         "results=brokerperf-results run_id=????????-??????-??????",
+        "brokerperf: provision auto -> *",
     ])
 
 

@@ -183,6 +183,7 @@ def test_no_engine_is_a_reason_naming_the_socket(tmp_path: Path,
 def test_the_header_says_which_mode_and_why(tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/absent.sock")
+    monkeypatch.delenv("BROKERPERF_AUTO_PROVISION", raising=False)  # the tests' own pin
     auto = provision_reason(Settings.resolve({}, {}, {}))
     assert auto is not None and auto.startswith("provision auto -> process")
     assert "no Docker engine answers" in auto

@@ -111,6 +111,12 @@ class KafkaBroker(KafkaProtocolBroker):
 
     name: ClassVar[str] = "kafka"
     no_durability: ClassVar[str | None] = None
+    container_nodes: ClassVar[tuple[int, ...]] = (1, 3)
+
+    def container_images(self, settings: Settings) -> tuple[str, ...]:
+        from pytest_brokerperf.brokers.kafka.container import default_images
+
+        return default_images(settings.kafka_version)
 
     def start_process(self, settings: Settings, workdir: Path,
                       durability: int | None) -> ManagedBroker:

@@ -31,6 +31,7 @@ class PulsarBroker(BrokerType):
     protocol: ClassVar[str] = "pulsar"
     broker_wide_durability: ClassVar[bool] = True  # the bookie journal
     no_durability: ClassVar[str | None] = None
+    container_nodes: ClassVar[tuple[int, ...]] = (1, 3)  # three: bookies in one JVM
     remote_flags: ClassVar[RemoteFlags | None] = RemoteFlags(
         address=("pulsar_url", "pulsar_admin_url"),
         needs="pass --pulsar-url=pulsar://HOST:6650 (and --pulsar-admin-url if the admin API "
@@ -85,6 +86,11 @@ class PulsarBroker(BrokerType):
         standalone = PulsarStandalone(nodes=settings.nodes, version=settings.pulsar_version,
                                       workdir=workdir, durability=durability)
         return ManagedBroker(standalone.start(), standalone)
+
+    def container_images(self, settings: Settings) -> tuple[str, ...]:
+        from pytest_brokerperf.brokers.pulsar.container import default_images
+
+        return default_images(settings.pulsar_version)
 
     def start_container(self, settings: Settings, workdir: Path,
                         durability: int | None) -> ManagedBroker:

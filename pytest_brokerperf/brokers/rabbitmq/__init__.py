@@ -32,6 +32,7 @@ class RabbitMQBroker(BrokerType):
     name: ClassVar[str] = "rabbitmq"
     protocol: ClassVar[str] = "amqp"
     no_durability: ClassVar[str | None] = None
+    container_nodes: ClassVar[tuple[int, ...]] = (1, 3)
     remote_flags: ClassVar[RemoteFlags | None] = RemoteFlags(
         address=("rabbitmq_url",),
         needs="pass --rabbitmq-url=amqp://USER:PASSWORD@HOST:5672/VHOST[,amqp://...]",
@@ -63,6 +64,11 @@ class RabbitMQBroker(BrokerType):
 
         cluster = RabbitMQProcessCluster(nodes=settings.nodes, workdir=workdir)
         return ManagedBroker(cluster.start(), cluster)
+
+    def container_images(self, settings: Settings) -> tuple[str, ...]:
+        from pytest_brokerperf.brokers.rabbitmq.container import default_images
+
+        return default_images()
 
     def start_container(self, settings: Settings, workdir: Path,
                         durability: int | None) -> ManagedBroker:
