@@ -141,11 +141,35 @@ build_pulsar() {
   log "built $tag"
 }
 
-for image in ${BROKERPERF_IMAGES:-kafka rabbitmq pulsar}; do
+# A test stand-in for Redpanda (no Redpanda image or binary can be obtained here): Kafka
+# behind `redpanda start`, built on the Kafka image.
+build_redpanda_standin() {
+  local kafka_tag tag hash current ctx
+  kafka_tag="brokerperf/kafka:$("$PY" -c 'from pytest_brokerperf.versions import KAFKA_DEFAULT_VERSION as v; print(v)')"
+  docker image inspect "$kafka_tag" >/dev/null 2>&1 || build_kafka
+  tag="brokerperf/redpanda-standin:latest"
+  hash=$( { cat ci/images/redpanda-standin/Dockerfile ci/images/redpanda-standin/redpanda; \
+            docker image inspect --format '{{.Id}}' "$kafka_tag"; } | sha256sum | cut -c1-16)
+  current=$(docker image inspect --format '{{index .Config.Labels "org.brokerperf.content-hash"}}' \
+            "$tag" 2>/dev/null || true)
+  if [ "$current" = "$hash" ]; then
+    log "$tag is up to date (content hash $hash)"
+    return
+  fi
+  ctx=$(mktemp -d /tmp/brokerperf-redpanda-standin.XXXXXX)
+  cp ci/images/redpanda-standin/Dockerfile ci/images/redpanda-standin/redpanda "$ctx/"
+  docker build --network host -q --build-arg "KAFKA_IMAGE=$kafka_tag" \
+    --build-arg "CONTENT_HASH=$hash" -t "$tag" "$ctx" >/dev/null
+  rm -rf "$ctx"
+  log "built $tag"
+}
+
+for image in ${BROKERPERF_IMAGES:-kafka rabbitmq pulsar redpanda-standin}; do
   case "$image" in
     kafka) build_kafka ;;
     rabbitmq) build_rabbitmq ;;
     pulsar) build_pulsar ;;
-    *) log "no local image recipe for $image (known: kafka, rabbitmq, pulsar)" >&2; exit 2 ;;
+    redpanda-standin) build_redpanda_standin ;;
+    *) log "no local image recipe for $image (known: kafka, rabbitmq, pulsar, redpanda-standin)" >&2; exit 2 ;;
   esac
 done

@@ -1,15 +1,20 @@
-"""Redpanda: a Kafka-protocol broker reached remotely through the Kafka driver.
-
-No artifact this project can install starts Redpanda, so only remote mode exists
-(``--broker=redpanda --kafka-bootstrap=HOST:PORT``); durability levels are not mapped.
+"""Redpanda: a Kafka-protocol broker through the Kafka driver, remote
+(``--broker=redpanda --kafka-bootstrap=HOST:PORT``) or one node in a container from the
+official image (:mod:`.redpanda_container`); durability levels are not mapped. No
+Redpanda binary can be installed from this project's package sources, so there is no
+process mode.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
+from pytest_brokerperf.brokers.base import ManagedBroker
 from pytest_brokerperf.brokers.kafka import KafkaProtocolBroker
+
+if TYPE_CHECKING:
+    from pytest_brokerperf.config import Settings
 
 __all__ = ["RedpandaBroker"]
 
@@ -18,6 +23,26 @@ class RedpandaBroker(KafkaProtocolBroker):
     """Redpanda (Raft; fsync per batch by Redpanda's default)."""
 
     name: ClassVar[str] = "redpanda"
+    container_nodes: ClassVar[tuple[int, ...]] = (1,)
+
+    def container_images(self, settings: Settings) -> tuple[str, ...]:
+        from pytest_brokerperf.brokers.redpanda_container import default_images
+
+        return default_images()
+
+    def start_container(self, settings: Settings, workdir: Path,
+                        durability: int | None) -> ManagedBroker:
+        """One node from the official image (:mod:`.redpanda_container`)."""
+        from pytest_brokerperf.brokers.redpanda_container import RedpandaContainer
+        from pytest_brokerperf.errors import BrokerUnavailable
+
+        if settings.nodes != 1:
+            raise BrokerUnavailable(
+                f"--brokerperf-provision=container runs one Redpanda node in this version, "
+                f"not {settings.nodes} (--brokerperf-nodes)")
+        node = RedpandaContainer(workdir=workdir, run_id=settings.run_id,
+                                 image=settings.image_for("redpanda"))
+        return ManagedBroker(node.start(), node)
 
     def default_driver_file(self, nodes: int, scenario: str) -> Path:
         from pytest_brokerperf.brokers.kafka.config import shipped_driver
