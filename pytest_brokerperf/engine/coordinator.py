@@ -36,6 +36,7 @@ from pytest_brokerperf.engine.worker import (
 )
 from pytest_brokerperf.errors import DriverError, MeasurementError
 from pytest_brokerperf.metrics.stats import METRICS, PeriodStats, WorkerSample
+from pytest_brokerperf.provision import watchdog
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
@@ -152,6 +153,9 @@ class _WorkerHandle:
         )
         self.proc.start()
         child.close()
+        # Killed by the session's watchdog should the session die without closing it.
+        if self.proc.pid is not None:
+            watchdog.track_pid(self.proc.pid)
 
     def send(self, cmd: str, arg: Any = None) -> None:
         self.conn.send((cmd, arg))
@@ -189,6 +193,8 @@ class _WorkerHandle:
             self.proc.kill()
             self.proc.join(timeout=5)
         self.conn.close()
+        if self.proc.pid is not None and not self.proc.is_alive():
+            watchdog.untrack_pid(self.proc.pid)
 
 
 def _broadcast(workers: list[_WorkerHandle], cmd: str, arg: Any = None,

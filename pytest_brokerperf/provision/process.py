@@ -7,7 +7,9 @@ measurement, and ``stop()`` reaches every child it may spawn), its output goes t
 log file (never to a pipe that could fill up and block it), and a module-level
 registry kills whatever is still running when the interpreter exits: normal exit,
 an uncaught exception, Ctrl-C, or SIGTERM/SIGHUP (CI job cancelled, terminal closed).
-Only SIGKILL of the Python process itself cannot be covered.
+SIGKILL of the Python process itself runs none of that: every process is therefore
+also tagged with its owner and registered with a watchdog process that kills it, and
+removes the registered scratch directories, when the owner dies (:mod:`.watchdog`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Self
+
+from pytest_brokerperf.provision import watchdog
 
 __all__ = [
     "ManagedProcess",
@@ -117,10 +121,11 @@ class ManagedProcess:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 cwd=self.cwd,
-                env=self.env,
+                env=watchdog.tagged_env(self.env),
                 start_new_session=True,
                 close_fds=True,
             )
+        watchdog.track_group(popen.pid)
         self._popen = popen
         self.started_at = time.time()
         self._started_mono = time.monotonic()
@@ -193,6 +198,7 @@ class ManagedProcess:
         self._finalized = True
         with _registry_lock:
             _registry.pop(self._popen.pid, None)
+        watchdog.untrack_group(self._popen.pid)
         return self._popen.poll()
 
     def kill(self) -> int | None:
@@ -272,12 +278,14 @@ def register_cleanup_path(path: Path) -> None:
     """
     with _registry_lock:
         _cleanup_paths[Path(path)] = None
+    watchdog.track_path(Path(path))
 
 
 def discard_cleanup_path(path: Path) -> None:
     """Forget a path given to :func:`register_cleanup_path`."""
     with _registry_lock:
         _cleanup_paths.pop(Path(path), None)
+    watchdog.untrack_path(Path(path))
 
 
 def kill_all(grace: float = 3.0) -> None:
@@ -299,6 +307,7 @@ def kill_all(grace: float = 3.0) -> None:
         p.stop(timeout=0.0)
     for path in paths:
         shutil.rmtree(path, ignore_errors=True)
+        watchdog.untrack_path(path)
 
 
 def _on_fatal_signal(signum: int, frame: FrameType | None) -> None:
