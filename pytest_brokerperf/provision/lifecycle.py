@@ -34,8 +34,8 @@ from typing import ClassVar, Generic, Self, TypeVar
 
 from pytest_brokerperf.endpoint import BrokerEndpoint, LocalProcesses
 from pytest_brokerperf.errors import ProvisionError
-from pytest_brokerperf.provision.cpus import CpuAffinity, broker_cpus, check_cpus_allowed
 from pytest_brokerperf.provision import watchdog
+from pytest_brokerperf.provision.cpus import CpuAffinity, broker_cpus, check_cpus_allowed
 from pytest_brokerperf.provision.ports import LOOPBACK, port_open
 from pytest_brokerperf.provision.process import (
     ManagedProcess,
