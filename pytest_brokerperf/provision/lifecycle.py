@@ -310,7 +310,9 @@ class ProcessCluster(Generic[N]):
         if not self._launched_at:
             self._launched_at = time.time()
         node.proc = ManagedProcess(argv, log_file=node.log_file, name=name, env=env, cwd=cwd,
-                                   cpus=self.broker_cpus()).start()
+                                   cpus=self.broker_cpus())
+        node.proc.watched = True  # its death during a run fails the run (check_watched)
+        node.proc.start()
         return node.proc
 
     def _failure_text(self, headline: str) -> str:

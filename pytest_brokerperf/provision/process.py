@@ -32,6 +32,7 @@ from pytest_brokerperf.provision import watchdog
 
 __all__ = [
     "ManagedProcess",
+    "check_watched",
     "discard_cleanup_path",
     "kill_all",
     "log_tail",
@@ -90,6 +91,10 @@ class ManagedProcess:
         self._started_mono: float | None = None
         self._popen: subprocess.Popen[bytes] | None = None
         self._finalized = False  # group cleaned up and leader reaped
+        #: a broker a run depends on: its exit before ``stop()`` fails the run
+        #: (:func:`check_watched`)
+        self.watched = False
+        self._stopping = False  # terminate()/stop() was asked for: an exit is expected
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -174,6 +179,7 @@ class ManagedProcess:
 
     def terminate(self) -> None:
         """Send SIGTERM to the process group without waiting (stop many in parallel)."""
+        self._stopping = True
         if self.alive():
             self._signal_group(signal.SIGTERM)
 
@@ -185,6 +191,7 @@ class ManagedProcess:
         """
         if self._popen is None or self._finalized:
             return self.returncode
+        self._stopping = True
         if self._popen.poll() is None:
             self._signal_group(signal.SIGTERM)
             if self.wait(timeout) is None:
@@ -260,6 +267,31 @@ def log_tail(path: Path, n: int = 40, max_bytes: int = 256 * 1024) -> str:
         return ""
     lines = data.decode("utf-8", errors="replace").splitlines()
     return "\n".join(lines[-n:])
+
+
+def check_watched(log_lines: int = 30) -> None:
+    """Raise :class:`~pytest_brokerperf.errors.BrokerDied` if a watched process exited.
+
+    Watched processes are the brokers of locally started clusters; one that ended
+    without being asked to stop (crash, OOM kill, ``kill -9``) fails the run at once,
+    naming it, its exit status and the tail of its log.
+    """
+    from pytest_brokerperf.errors import BrokerDied
+
+    with _registry_lock:
+        procs = [p for p in _registry.values() if p.watched and not p._stopping]
+    dead = [p for p in procs if not p.alive()]
+    if not dead:
+        return
+    parts = []
+    for p in dead:
+        rc = p.returncode
+        status = (f"killed by signal {signal.Signals(-rc).name}" if rc is not None and rc < 0
+                  else f"exit status {rc}")
+        parts.append(f"broker process {p.name} (pid {p.pid}) exited during the run "
+                     f"({status}) after {p.uptime_s():.1f} s; last lines of {p.log_file}:\n"
+                     f"{p.log_tail(log_lines)}")
+    raise BrokerDied("\n".join(parts))
 
 
 def running_processes() -> list[ManagedProcess]:
