@@ -9,6 +9,7 @@ are printed (run with ``-s`` to see them).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -133,3 +134,39 @@ def test_sigkill_of_pytest_orphans_nothing(kind: str, tmp_path: Path) -> None:
             owner.wait()
         if owner.stdout is not None:
             owner.stdout.close()
+
+
+def test_kill_9_of_the_kafka_jvm_stops_the_run_naming_it(tmp_path: Path) -> None:
+    """The broker dies mid-run: the run stops at once with the process, signal and log."""
+    repo = Path(__file__).resolve().parents[2]
+    known = {p.name for p in watchdog.state_dir().glob("*.json")}
+    run = subprocess.Popen(
+        [sys.executable, "-m", "pytest", str(repo / "scenarios"), "-m", "tailread",
+         "--broker=kafka", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+         f"--brokerperf-results={tmp_path / 'res'}"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        jvm = None
+        deadline = time.monotonic() + 240
+        while jvm is None and time.monotonic() < deadline and run.poll() is None:
+            for f in watchdog.state_dir().glob("*.json"):
+                if f.name in known:
+                    continue
+                with contextlib.suppress(OSError, ValueError):
+                    state = json.loads(f.read_text())
+                    if state["ports"] and state["groups"]:
+                        jvm = int(state["groups"][-1]["pgid"])
+            time.sleep(0.2)
+        assert jvm is not None, "no local Kafka came up"
+        time.sleep(8)  # into the warm-up or the measured window
+        os.kill(jvm, signal.SIGKILL)
+        out, _ = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.communicate()
+    text = out.decode(errors="replace")
+    assert run.returncode == 1, text[-3000:]
+    assert f"BrokerDied: broker process kafka-1 (pid {jvm}) exited during the run " \
+           "(killed by signal SIGKILL)" in text, text[-3000:]
+    assert "last lines of" in text and "kafka-1.log" in text
