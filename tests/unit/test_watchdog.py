@@ -208,3 +208,27 @@ def test_state_dir_is_under_the_cache_dir(tmp_path: Path,
 def test_cli_cleanup_without_local_still_needs_prefix(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["cleanup", "--older-than", "1d", "--bootstrap", "127.0.0.1:1"]) == 2
     assert "--prefix" in capsys.readouterr().err
+
+
+def test_a_registered_worker_without_the_tag_dies_with_its_owner(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Engine workers share pytest's group and carry no tag: registered by pid instead."""
+    monkeypatch.setenv("BROKERPERF_CACHE_DIR", str(tmp_path / "cache"))
+    code = textwrap.dedent(
+        """
+        import subprocess, time
+        from pytest_brokerperf.provision import watchdog
+        worker = subprocess.Popen(["sleep", "300"])
+        watchdog.track_pid(worker.pid)
+        print(worker.pid, flush=True)
+        time.sleep(300)
+        """
+    )
+    owner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert owner.stdout is not None
+    worker = int(owner.stdout.readline())
+    assert watchdog.proc_tag(worker) is None
+    owner.send_signal(signal.SIGKILL)
+    owner.wait(10)
+    owner.stdout.close()
+    assert _wait_gone([worker]) == []
