@@ -9,6 +9,9 @@
                                         aggregate results with Spark, gate regressions
     brokerperf cleanup --prefix P --older-than D --bootstrap HOST:PORT [--config PATH]
                                         delete topics and groups crashed runs left
+    brokerperf cleanup --local [--dry-run]
+                                        stop local brokers and workers of crashed runs,
+                                        remove their data directories
 """
 
 from __future__ import annotations
@@ -58,12 +61,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     add_arguments(p_report)
     p_clean = sub.add_parser(
-        "cleanup", help="delete Kafka topics and consumer groups that crashed runs left",
+        "cleanup", help="delete what crashed runs left: Kafka topics and groups, or "
+        "(--local) local broker processes and data",
         description="Delete topics and empty consumer groups whose names start with PREFIX "
-        "and embed a run id older than --older-than (names without a run id are kept).")
-    p_clean.add_argument("--prefix", required=True,
+        "and embed a run id older than --older-than (names without a run id are kept). "
+        "With --local: stop the local broker and worker processes of runs whose pytest "
+        "process is gone (found by pid and their BROKERPERF_LOCAL_OWNER tag, never by "
+        "name; live runs are left alone) and remove their data directories.")
+    p_clean.add_argument("--local", action="store_true",
+                         help="clean up local processes and data dirs of crashed runs")
+    p_clean.add_argument("--prefix",
                          help="name prefix, e.g. bp-<owner>- (at least 3 characters)")
-    p_clean.add_argument("--older-than", required=True, metavar="AGE",
+    p_clean.add_argument("--older-than", metavar="AGE",
                          help="minimum age from the run id in the name: 30m, 12h, 2d, 1w")
     p_clean.add_argument("--bootstrap", metavar="HOST:PORT[,...]",
                          default=os.environ.get("BROKERPERF_KAFKA_BOOTSTRAP") or None,
@@ -106,10 +115,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         from pytest_brokerperf.report.command import options_from, run
 
         return run(options_from(args))
+    if args.command == "cleanup" and args.local:
+        return _cleanup_local(dry_run=args.dry_run)
     if args.command == "cleanup":
         from pytest_brokerperf.brokers.kafka.cleanup import cleanup, parse_age
         from pytest_brokerperf.errors import ConfigError
 
+        missing = [flag for flag, value in (("--prefix", args.prefix),
+                                            ("--older-than", args.older_than)) if not value]
+        if missing:
+            print(f"brokerperf cleanup: give {' and '.join(missing)} (or --local for local "
+                  "processes of crashed runs)", file=sys.stderr)
+            return 2
         if not args.bootstrap:
             print("brokerperf cleanup: give the cluster with --bootstrap HOST:PORT (or "
                   "BROKERPERF_KAFKA_BOOTSTRAP)", file=sys.stderr)
@@ -123,6 +140,42 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
     parser.error(f"unknown command {args.command!r}")  # pragma: no cover
     return 2
+
+
+def _cleanup_local(*, dry_run: bool) -> int:
+    from pytest_brokerperf.provision.watchdog import cleanup_local, state_dir
+
+    report = cleanup_local(dry_run=dry_run)
+    for line in report.lines:
+        print(line)
+    if not report.lines:
+        print(f"no local leftovers (state files in {state_dir()})")
+    if not dry_run:
+        print(f"stopped {len(report.stopped)} process(es), removed "
+              f"{len(report.removed)} data dir(s); {len(report.live)} live run(s) left alone")
+    _cleanup_containers(dry_run=dry_run)
+    return 0
+
+
+def _cleanup_containers(*, dry_run: bool) -> None:
+    """Containers and networks of crashed container-mode sessions (by label), when a
+    Docker engine answers."""
+    from pytest_brokerperf.provision import containers
+
+    engine = containers.engine_status()
+    if not engine.answers:
+        print(f"containers: no Docker engine answers at {engine.address}; nothing to check")
+        return
+    client = containers.docker_client()
+    try:
+        names = containers.remove_orphans(client, dry_run=dry_run)
+    finally:
+        client.close()
+    verb = "would remove" if dry_run else "removed"
+    for name in names:
+        print(f"containers: {verb} {name} (its pytest process is gone)")
+    if not names:
+        print("containers: no leftovers of crashed sessions")
 
 
 if __name__ == "__main__":

@@ -65,6 +65,13 @@ class ClusterUnreachable(ProvisionError):
     """
 
 
+class BrokerDied(ProvisionError):
+    """A locally started broker process exited while a run was using it.
+
+    The message names the process, its pid, exit status and the tail of its log.
+    """
+
+
 class DriverError(BrokerPerfError):
     """A broker client operation (admin, produce, consume) failed."""
 

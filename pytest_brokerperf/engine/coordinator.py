@@ -34,8 +34,10 @@ from pytest_brokerperf.engine.worker import (
     WorkerAssignment,
     worker_main,
 )
-from pytest_brokerperf.errors import DriverError, MeasurementError
+from pytest_brokerperf.errors import BrokerDied, DriverError, MeasurementError
 from pytest_brokerperf.metrics.stats import METRICS, PeriodStats, WorkerSample
+from pytest_brokerperf.provision import watchdog
+from pytest_brokerperf.provision.process import check_watched
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
@@ -152,6 +154,9 @@ class _WorkerHandle:
         )
         self.proc.start()
         child.close()
+        # Killed by the session's watchdog should the session die without closing it.
+        if self.proc.pid is not None:
+            watchdog.track_pid(self.proc.pid)
 
     def send(self, cmd: str, arg: Any = None) -> None:
         self.conn.send((cmd, arg))
@@ -189,6 +194,8 @@ class _WorkerHandle:
             self.proc.kill()
             self.proc.join(timeout=5)
         self.conn.close()
+        if self.proc.pid is not None and not self.proc.is_alive():
+            watchdog.untrack_pid(self.proc.pid)
 
 
 def _broadcast(workers: list[_WorkerHandle], cmd: str, arg: Any = None,
@@ -391,6 +398,8 @@ class LoadSession:
         self._last_tick = 0
         self._cpu: Any = None  # /proc/stat snapshot at the last tick
         self._finished: SessionEnd | None = None
+        #: a local broker process exited during the run: nothing more is asked of it
+        self.broker_died = False
 
     # -- lifecycle --------------------------------------------------------------------
     def __enter__(self) -> LoadSession:
@@ -433,7 +442,8 @@ class LoadSession:
         if admin is None:
             return
         try:
-            if self._created and not self.plan.keep_topics:
+            # A dead broker cannot delete topics: asking would only wait out timeouts.
+            if self._created and not self.plan.keep_topics and not self.broker_died:
                 self._created = False
                 admin.delete_topics(self.topics)
                 admin.delete_groups(self.subscriptions)
@@ -494,21 +504,24 @@ class LoadSession:
         """Wait for the end of the current stats period and merge every worker's snapshot;
         the period ends early once ``stop()`` (asked every ``check_s``) is true."""
         deadline = self._last_tick + int(self.plan.period_s * 1e9)
+        next_check = 0
         if stop is not None:
             while not stop():
                 left = (deadline - _mono()) / 1e9
                 if left <= 0:
                     break
+                next_check = self._check_brokers_every(next_check)
                 time.sleep(min(left, check_s))
-        elif on_wait is None:
-            _wait_until(deadline)
         else:
             while True:
-                on_wait(self)
+                if on_wait is not None:
+                    on_wait(self)
                 left = (deadline - _mono()) / 1e9
                 if left <= 0:
                     break
+                next_check = self._check_brokers_every(next_check)
                 time.sleep(min(left, 0.05))
+        self._check_brokers()
         snaps = _broadcast(self.workers, "snapshot")
         now = _mono()
         ps = _merge_period(index, phase, self._last_tick, (now - self._last_tick) / 1e9, snaps,
@@ -526,6 +539,22 @@ class LoadSession:
         if self.on_period is not None:
             self.on_period(ps)
         return ps
+
+    def _check_brokers_every(self, due_ns: int, interval_s: float = 0.5) -> int:
+        """:meth:`_check_brokers` once ``due_ns`` has passed; the next due time."""
+        now = _mono()
+        if now < due_ns:
+            return due_ns
+        self._check_brokers()
+        return now + int(interval_s * 1e9)
+
+    def _check_brokers(self) -> None:
+        """Stop the run at once if a local broker process exited (kill -9, OOM, crash)."""
+        try:
+            check_watched()
+        except BrokerDied:
+            self.broker_died = True
+            raise
 
     def run_rung(self, rung: Rung, on_wait: WaitHook | None = None) -> RunOutcome:
         """Set the rung's rate, settle (warm-up), measure; return this rung's outcome.

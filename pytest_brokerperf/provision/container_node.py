@@ -181,6 +181,10 @@ class ContainerNode:
         network.create()
         self._network = network
         containers.track(self)
+        # a SIGKILLed pytest runs no atexit hook: its watchdog removes these instead
+        from pytest_brokerperf.provision.watchdog import track_containers
+
+        track_containers(self.run_id)
         memory: str | None = None
         for node, plan in enumerate(plans, start=1):
             kwargs: dict[str, Any] = {"labels": labels}

@@ -210,9 +210,10 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def remove_orphans(client: DockerClient) -> list[str]:
+def remove_orphans(client: DockerClient, *, dry_run: bool = False) -> list[str]:
     """Remove the containers and networks of sessions on this host whose pytest is gone
-    (a SIGKILLed session cannot clean up after itself); their names."""
+    (a SIGKILLed session cannot clean up after itself); their names. Found by label
+    (run id, pytest pid, host), never by name; ``dry_run`` only lists them."""
     removed: list[str] = []
     host = socket.gethostname()
     for container in client.containers.list(all=True, filters={"label": LABEL_PID}):
@@ -223,7 +224,8 @@ def remove_orphans(client: DockerClient) -> list[str]:
             continue
         if labels.get(LABEL_HOST) != host or _pid_alive(pid):
             continue
-        container.remove(force=True, v=True)
+        if not dry_run:
+            container.remove(force=True, v=True)
         removed.append(container.name)
     for network in client.networks.list(filters={"label": LABEL_PID}):
         labels = network.attrs.get("Labels") or {}
@@ -232,7 +234,8 @@ def remove_orphans(client: DockerClient) -> list[str]:
         except ValueError:
             continue
         if labels.get(LABEL_HOST) == host and not _pid_alive(pid):
-            network.remove()
+            if not dry_run:
+                network.remove()
             removed.append(network.name)
     return removed
 

@@ -34,6 +34,7 @@ from typing import ClassVar, Generic, Self, TypeVar
 
 from pytest_brokerperf.endpoint import BrokerEndpoint, LocalProcesses
 from pytest_brokerperf.errors import ProvisionError
+from pytest_brokerperf.provision import watchdog
 from pytest_brokerperf.provision.cpus import CpuAffinity, broker_cpus, check_cpus_allowed
 from pytest_brokerperf.provision.ports import LOOPBACK, port_open
 from pytest_brokerperf.provision.process import (
@@ -60,6 +61,12 @@ START_ATTEMPTS = 3
 #: A readiness probe: given the seconds left, None when ready, else what it saw (for the
 #: error message when the deadline passes).
 Probe = Callable[[float], "str | None"]
+
+
+def _endpoint_ports(endpoint: BrokerEndpoint) -> list[int]:
+    """The ports a local endpoint serves on (client and admin), for the run-state file."""
+    text = " ".join(filter(None, [endpoint.bootstrap, endpoint.admin_url]))
+    return sorted({int(m) for m in re.findall(r":(\d{2,5})\b", text)})
 
 
 class StartFailure(Exception):
@@ -243,7 +250,11 @@ class ProcessCluster(Generic[N]):
         except BaseException:
             self._teardown()
             raise
+        watchdog.track_ports(self._ports_label(), _endpoint_ports(self._endpoint))
         return self._endpoint
+
+    def _ports_label(self) -> str:
+        return f"{self.kind}:{self._workdir}"
 
     def stop(self, timeout: float | None = None) -> None:
         """Stop every node (SIGTERM, then SIGKILL after ``timeout``) and remove the data.
@@ -252,6 +263,8 @@ class ProcessCluster(Generic[N]):
         Safe to call when not running.
         """
         self._teardown(timeout)
+        if self._endpoint is not None:
+            watchdog.track_ports(self._ports_label(), [])
         self._endpoint = None
         if not self.keep_logs and self._owns_workdir and self._workdir is not None:
             shutil.rmtree(self._workdir, ignore_errors=True)
@@ -297,7 +310,9 @@ class ProcessCluster(Generic[N]):
         if not self._launched_at:
             self._launched_at = time.time()
         node.proc = ManagedProcess(argv, log_file=node.log_file, name=name, env=env, cwd=cwd,
-                                   cpus=self.broker_cpus()).start()
+                                   cpus=self.broker_cpus())
+        node.proc.watched = True  # its death during a run fails the run (check_watched)
+        node.proc.start()
         return node.proc
 
     def _failure_text(self, headline: str) -> str:

@@ -7,7 +7,9 @@ measurement, and ``stop()`` reaches every child it may spawn), its output goes t
 log file (never to a pipe that could fill up and block it), and a module-level
 registry kills whatever is still running when the interpreter exits: normal exit,
 an uncaught exception, Ctrl-C, or SIGTERM/SIGHUP (CI job cancelled, terminal closed).
-Only SIGKILL of the Python process itself cannot be covered.
+SIGKILL of the Python process itself runs none of that: every process is therefore
+also tagged with its owner and registered with a watchdog process that kills it, and
+removes the registered scratch directories, when the owner dies (:mod:`.watchdog`).
 """
 
 from __future__ import annotations
@@ -26,8 +28,11 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Self
 
+from pytest_brokerperf.provision import watchdog
+
 __all__ = [
     "ManagedProcess",
+    "check_watched",
     "discard_cleanup_path",
     "kill_all",
     "log_tail",
@@ -86,6 +91,10 @@ class ManagedProcess:
         self._started_mono: float | None = None
         self._popen: subprocess.Popen[bytes] | None = None
         self._finalized = False  # group cleaned up and leader reaped
+        #: a broker a run depends on: its exit before ``stop()`` fails the run
+        #: (:func:`check_watched`)
+        self.watched = False
+        self._stopping = False  # terminate()/stop() was asked for: an exit is expected
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -117,10 +126,11 @@ class ManagedProcess:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 cwd=self.cwd,
-                env=self.env,
+                env=watchdog.tagged_env(self.env),
                 start_new_session=True,
                 close_fds=True,
             )
+        watchdog.track_group(popen.pid)
         self._popen = popen
         self.started_at = time.time()
         self._started_mono = time.monotonic()
@@ -169,6 +179,7 @@ class ManagedProcess:
 
     def terminate(self) -> None:
         """Send SIGTERM to the process group without waiting (stop many in parallel)."""
+        self._stopping = True
         if self.alive():
             self._signal_group(signal.SIGTERM)
 
@@ -180,6 +191,7 @@ class ManagedProcess:
         """
         if self._popen is None or self._finalized:
             return self.returncode
+        self._stopping = True
         if self._popen.poll() is None:
             self._signal_group(signal.SIGTERM)
             if self.wait(timeout) is None:
@@ -193,6 +205,7 @@ class ManagedProcess:
         self._finalized = True
         with _registry_lock:
             _registry.pop(self._popen.pid, None)
+        watchdog.untrack_group(self._popen.pid)
         return self._popen.poll()
 
     def kill(self) -> int | None:
@@ -256,6 +269,31 @@ def log_tail(path: Path, n: int = 40, max_bytes: int = 256 * 1024) -> str:
     return "\n".join(lines[-n:])
 
 
+def check_watched(log_lines: int = 30) -> None:
+    """Raise :class:`~pytest_brokerperf.errors.BrokerDied` if a watched process exited.
+
+    Watched processes are the brokers of locally started clusters; one that ended
+    without being asked to stop (crash, OOM kill, ``kill -9``) fails the run at once,
+    naming it, its exit status and the tail of its log.
+    """
+    from pytest_brokerperf.errors import BrokerDied
+
+    with _registry_lock:
+        procs = [p for p in _registry.values() if p.watched and not p._stopping]
+    dead = [p for p in procs if not p.alive()]
+    if not dead:
+        return
+    parts = []
+    for p in dead:
+        rc = p.returncode
+        status = (f"killed by signal {signal.Signals(-rc).name}" if rc is not None and rc < 0
+                  else f"exit status {rc}")
+        parts.append(f"broker process {p.name} (pid {p.pid}) exited during the run "
+                     f"({status}) after {p.uptime_s():.1f} s; last lines of {p.log_file}:\n"
+                     f"{p.log_tail(log_lines)}")
+    raise BrokerDied("\n".join(parts))
+
+
 def running_processes() -> list[ManagedProcess]:
     """Every managed process of this interpreter that is still running."""
     with _registry_lock:
@@ -272,12 +310,14 @@ def register_cleanup_path(path: Path) -> None:
     """
     with _registry_lock:
         _cleanup_paths[Path(path)] = None
+    watchdog.track_path(Path(path))
 
 
 def discard_cleanup_path(path: Path) -> None:
     """Forget a path given to :func:`register_cleanup_path`."""
     with _registry_lock:
         _cleanup_paths.pop(Path(path), None)
+    watchdog.untrack_path(Path(path))
 
 
 def kill_all(grace: float = 3.0) -> None:
@@ -299,6 +339,7 @@ def kill_all(grace: float = 3.0) -> None:
         p.stop(timeout=0.0)
     for path in paths:
         shutil.rmtree(path, ignore_errors=True)
+        watchdog.untrack_path(path)
 
 
 def _on_fatal_signal(signum: int, frame: FrameType | None) -> None:

@@ -169,3 +169,88 @@ def test_three_nodes_form_one_cluster_with_a_replicated_quorum_queue(tmp_path: P
     finally:
         node.stop()
     assert _leftovers("it-rmq-three") == []
+
+
+KILLED_CONTAINER_SESSION = """
+import sys, tempfile, time
+from pathlib import Path
+from pytest_brokerperf.brokers.rabbitmq.container import RabbitMQContainerCluster
+node = RabbitMQContainerCluster(workdir=Path(tempfile.mkdtemp()), run_id=sys.argv[1])
+node.start()
+print("up", flush=True)
+time.sleep(600)
+"""
+
+
+def _sigkill_a_session_with_a_container(run_id: str) -> None:
+    import os
+    import sys
+
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(repo), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_CONTAINER_SESSION, run_id],
+                            stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "up"
+        assert len(_leftovers(run_id)) == 2  # the container and its network
+    finally:
+        proc.kill()  # SIGKILL: no atexit hook runs
+        proc.wait(timeout=30)
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+def test_a_sigkilled_sessions_container_is_removed_by_its_watchdog() -> None:
+    import time
+
+    run_id = "it-rmq-killed"
+    _sigkill_a_session_with_a_container(run_id)
+    deadline = time.monotonic() + 30
+    while _leftovers(run_id) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert _leftovers(run_id) == []
+
+
+def test_cleanup_local_removes_what_a_killed_session_and_its_watchdog_left(
+        tmp_path: Path) -> None:
+    """Should the watchdog die too, ``brokerperf cleanup --local`` finds the containers by
+    label (the pytest pid is gone) and removes them; ``--dry-run`` only names them."""
+    import sys
+    import time
+
+    from pytest_brokerperf.provision.watchdog import state_dir
+
+    run_id = "it-rmq-killed-twice"
+    before = set(state_dir().glob("*.json")) if state_dir().is_dir() else set()
+    repo = Path(__file__).resolve().parents[2]
+    code = KILLED_CONTAINER_SESSION.replace(
+        'print("up", flush=True)',
+        "from pytest_brokerperf.provision import watchdog\n"
+        "import os, signal\n"
+        "os.kill(watchdog._owner.watchdog.pid, signal.SIGKILL)\n"
+        "watchdog._owner.watchdog.wait()\n"
+        'print("up", flush=True)')
+    proc = subprocess.Popen([sys.executable, "-c", code, run_id], stdout=subprocess.PIPE,
+                            text=True, env={**__import__("os").environ,
+                                            "PYTHONPATH": str(repo)})
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "up"
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+        if proc.stdout is not None:
+            proc.stdout.close()
+    time.sleep(1)
+    assert len(_leftovers(run_id)) == 2  # nobody removed them
+    cli = [sys.executable, "-m", "pytest_brokerperf.cli", "cleanup", "--local"]
+    dry = subprocess.run([*cli, "--dry-run"], capture_output=True, text=True, timeout=120,
+                         check=True).stdout
+    assert f"would remove brokerperf-{run_id}" in dry and len(_leftovers(run_id)) == 2
+    done = subprocess.run(cli, capture_output=True, text=True, timeout=120, check=True).stdout
+    assert f"removed brokerperf-{run_id}" in done
+    assert _leftovers(run_id) == []
+    for leftover in set(state_dir().glob("*.json")) - before:  # the dead session's state
+        leftover.unlink(missing_ok=True)

@@ -664,6 +664,9 @@ def test_no_orphans_when_interpreter_ends(tmp_path: Path, ending: str) -> None:
         f"""
         import os, signal, sys, time
         from pathlib import Path
+        # Whatever this test was started from: a background job leaves SIGINT ignored,
+        # and a child inherits that; Ctrl-C's Python default is what is tested here.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         from pytest_brokerperf.provision.process import ManagedProcess, register_cleanup_path
         d = Path({str(tmp_path / "data")!r}); d.mkdir()
         register_cleanup_path(d)
