@@ -17,6 +17,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CURRENT_SCHEMA",
     "SUPPORTED_SCHEMAS",
+    "LoadedRecords",
     "aggregate",
     "find_result_files",
     "load_records",
@@ -79,6 +81,9 @@ def spark_session(master: str | None = None, *, app: str = "brokerperf-report") 
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "4")
+               # many small input splits: a 2-core machine keeps both cores busy to the
+               # end of a pass instead of waiting on the last 128 MB split
+               .config("spark.sql.files.maxPartitionBytes", str(16 * 2**20))
                .config("spark.sql.session.timeZone", "UTC")
                # records carry arrays of ~1000 buckets: small cached batches keep the
                # columnar cache's per-batch buffers far below the heap (default 10,000 rows)
@@ -201,9 +206,24 @@ def _upgrade(df: DataFrame) -> DataFrame:
             .withColumn("schema", F.lit(CURRENT_SCHEMA)))
 
 
+@dataclass
+class LoadedRecords:
+    """The records of one side of a report, in the two shapes the job reads.
+
+    ``meta``: one narrow row per kept record (no histogram arrays; de-duplicated, with
+    the cell columns and ``_row``), cached. ``histograms``: the files again, lazily, as
+    ``_row`` and the latency arrays only (so the JSON reader parses just those), joined
+    to ``meta`` by ``_row`` when bucket counts are merged. Caching rows that carry
+    ~1000-element arrays costs more than parsing them twice.
+    """
+
+    meta: DataFrame
+    histograms: DataFrame
+
+
 def load_records(spark: SparkSession, dirs: Sequence[str | Path], *,
-                 run_id: str | None = None) -> tuple[DataFrame, ReportResult]:
-    """Read, check versions, upgrade and de-duplicate (one Spark action; lazily cached).
+                 run_id: str | None = None) -> tuple[LoadedRecords, ReportResult]:
+    """Read, check versions, upgrade and de-duplicate (one pass over the files).
 
     Malformed lines (a write cut short) and records without a key are skipped with a
     warning; a record schema this job cannot read is an input error naming the file.
@@ -216,15 +236,20 @@ def load_records(spark: SparkSession, dirs: Sequence[str | Path], *,
            .option("mode", "PERMISSIVE")
            .option("columnNameOfCorruptRecord", "_corrupt_record")
            .json([str(f) for f in files])
-           .withColumn("_file", F.input_file_name()))
+           .withColumn("_file", F.input_file_name())
+           # the same id in both passes: same files, same splits, same line order
+           .withColumn("_row", F.monotonically_increasing_id()))
     if run_id is not None:  # one run's records (the pytest session's own report)
         raw = raw.filter(F.col("_corrupt_record").isNotNull() | (F.col("run_id") == run_id))
-    raw = (raw.withColumn("_bad", F.col("_corrupt_record").isNotNull())
-           .withColumn("_keyless", ~F.col("_bad") & (F.col("run_id").isNull()
-                                                      | F.col("test_id").isNull()))
-           .cache())
+    histograms = raw.select("_row", "latency")
+    narrow = (raw.withColumn("_e2e_p99_us", F.col("latency.e2e_response.p99_us"))
+              .drop("latency")
+              .withColumn("_bad", F.col("_corrupt_record").isNotNull())
+              .withColumn("_keyless", ~F.col("_bad") & (F.col("run_id").isNull()
+                                                         | F.col("test_id").isNull()))
+              .cache())
     ok = ~F.col("_bad") & ~F.col("_keyless")
-    stats = raw.agg(
+    stats = narrow.agg(
         F.count(F.lit(1)).alias("n"),
         F.sum(F.col("_bad").cast("int")).alias("bad"),
         F.sum(F.col("_keyless").cast("int")).alias("keyless"),
@@ -247,6 +272,7 @@ def load_records(spark: SparkSession, dirs: Sequence[str | Path], *,
     unknown = sorted((r["v"], r["f"]) for r in stats["versions"]
                      if r["v"] not in SUPPORTED_SCHEMAS)
     if unknown:
+        narrow.unpersist()
         v, f = unknown[0]
         raise ReportInputError(
             f"record schema {v!r} in {f} is not one this report reads "
@@ -254,14 +280,19 @@ def load_records(spark: SparkSession, dirs: Sequence[str | Path], *,
             "wrote it, or a newer one")
     result.records_read = n - bad - keyless
     if result.records_read == 0:
+        narrow.unpersist()
         raise ReportInputError(f"no usable record in {', '.join(map(str, files))}")
     result.duplicates_dropped = result.records_read - int(stats["keys"])
-    w = Window.partitionBy("run_id", "test_id", "attempt").orderBy(
-        F.col("end_time").desc_nulls_last(), F.col("_file"))
-    deduped = (_upgrade(raw.filter(ok)).withColumn("_rank", F.row_number().over(w))
-               .filter(F.col("_rank") == 1).drop("_rank", "_corrupt_record", "_bad",
-                                                 "_keyless"))
-    return _with_cell(deduped).cache(), result
+    good = _upgrade(narrow.filter(ok))
+    if result.duplicates_dropped:  # the latest write of a key wins (then the file name)
+        w = Window.partitionBy("run_id", "test_id", "attempt").orderBy(
+            F.col("end_time").desc_nulls_last(), F.col("_file"), F.col("_row"))
+        good = (good.withColumn("_rank", F.row_number().over(w))
+                .filter(F.col("_rank") == 1).drop("_rank"))
+    meta = _with_cell(good.drop("_corrupt_record", "_bad", "_keyless")).cache()
+    meta.count()
+    narrow.unpersist()
+    return LoadedRecords(meta=meta, histograms=histograms), result
 
 
 def _with_cell(df: DataFrame) -> DataFrame:
@@ -321,16 +352,34 @@ def _bucket_low_and_mid(index: str) -> tuple[Column, Column]:
     return F.expr(low), F.expr(f"{low} + shiftright(shiftleft(CAST(1 AS BIGINT), {b}), 1)")
 
 
-def merged_buckets(records: DataFrame, keys: Sequence[str]) -> DataFrame:
-    """(keys..., view, idx, cnt): the sparse histograms of ``records`` summed per bucket."""
+def merged_buckets(records: LoadedRecords, keys: Sequence[str]) -> DataFrame:
+    """(keys..., view, idx, cnt): the sparse histograms of the ``valid`` records summed
+    per bucket.
+
+    The bucket rows (one per non-empty bucket of every view of every record: tens of
+    millions for 100,000 records) are grouped by a 64-bit hash of ``keys`` and the view's
+    number, not by the key strings, and named afterwards by a join with the small table
+    of distinct keys. A hash shared by two keys is an error, never a silent merge.
+    """
     from pyspark.sql import functions as F
 
-    views = F.array(*[F.struct(F.lit(v).alias("view"),
-                               F.col(f"latency.{v}.sparse").alias("sparse")) for v in VIEWS])
-    return (records.select(*keys, F.explode(views).alias("h"))
-            .select(*keys, F.col("h.view").alias("view"), F.explode("h.sparse").alias("b"))
-            .select(*keys, "view", F.col("b")[0].alias("idx"), F.col("b")[1].alias("cnt"))
-            .groupBy(*keys, "view", "idx").agg(F.sum("cnt").alias("cnt")))
+    valid = records.meta.filter(F.col("status") == "valid")
+    rows = valid.select("_row", F.xxhash64(*keys).alias("_k"))
+    names = valid.select(F.xxhash64(*keys).alias("_k"), *keys).distinct()
+    clash = names.groupBy("_k").count().filter(F.col("count") > 1).first()
+    if clash is not None:  # pragma: no cover - 64-bit hashes of a few thousand keys
+        raise ReportInputError(f"two matrix cells share the hash {clash['_k']}; report this")
+    views = F.array(*[F.struct(F.lit(i).alias("v"),
+                               F.col(f"latency.{v}.sparse").alias("sparse"))
+                      for i, v in enumerate(VIEWS)])
+    counts = (records.histograms.join(F.broadcast(rows), "_row")
+              .select("_k", F.explode(views).alias("h"))
+              .select("_k", F.col("h.v").alias("v"), F.explode("h.sparse").alias("b"))
+              .select("_k", "v", F.col("b")[0].alias("idx"), F.col("b")[1].alias("cnt"))
+              .groupBy("_k", "v", "idx").agg(F.sum("cnt").alias("cnt")))
+    view_name = F.element_at(F.array(*[F.lit(v) for v in VIEWS]), F.col("v") + 1)
+    return (counts.join(F.broadcast(names), "_k")
+            .select(*keys, view_name.alias("view"), "idx", "cnt"))
 
 
 def percentiles(buckets: DataFrame, keys: Sequence[str]) -> DataFrame:
@@ -402,7 +451,7 @@ def _latency(row: Any) -> LatencyStats:
     return LatencyStats(count=int(row["total"]), values=values)
 
 
-def aggregate(records: DataFrame, result: ReportResult) -> ReportResult:
+def aggregate(loaded: LoadedRecords, result: ReportResult) -> ReportResult:
     """Per-cell statistics (pooled and per run) into ``result.cells``; returns ``result``.
 
     Four Spark actions: merged-histogram percentiles (cells and runs in one union),
@@ -411,8 +460,12 @@ def aggregate(records: DataFrame, result: ReportResult) -> ReportResult:
     from pyspark.sql import functions as F
 
     cell = list(CELL)
+    # Two passes over the files: the merged bucket counts per run (the only use of the
+    # histogram arrays), and one narrow row per record for everything else; both small
+    # enough to cache, unlike the records themselves.
+    records = loaded.meta
     valid = records.filter(F.col("status") == "valid")
-    per_run = merged_buckets(valid, [*cell, "run_id"])
+    per_run = merged_buckets(loaded, [*cell, "run_id"]).cache()
     pooled = (per_run.groupBy(*cell, "view", "idx").agg(F.sum("cnt").alias("cnt"))
               .withColumn("run_id", F.lit(None).cast("string")))
     lat_rows = percentiles(per_run.unionByName(pooled), [*cell, "run_id"]).collect()
@@ -429,7 +482,7 @@ def aggregate(records: DataFrame, result: ReportResult) -> ReportResult:
 
     valid_rates = records.select(
         *cell, "run_id", "status", "machine",
-        F.when(F.col("status") == "valid", F.col("latency.e2e_response.p99_us")).alias("e2e_p99"),
+        F.when(F.col("status") == "valid", F.col("_e2e_p99_us")).alias("e2e_p99"),
         *[F.when(F.col("status") == "valid", F.col(c)).alias(c) for c in _RATES.values()])
     run_level = valid.groupBy(*cell, "run_id").agg(*_rate_aggs())
     agg_rows = (cell_level(valid_rates).unionByName(run_level, allowMissingColumns=True)
@@ -488,4 +541,4 @@ def run_job(spark: SparkSession, dirs: Sequence[str | Path], *,
     try:
         return aggregate(records, result)
     finally:
-        records.unpersist()
+        spark.catalog.clearCache()
