@@ -23,61 +23,29 @@ import pytest
 
 from pytest_brokerperf.brokers.pulsar.container import PulsarContainerCluster, default_images
 from pytest_brokerperf.endpoint import BrokerEndpoint
-from pytest_brokerperf.errors import ProvisionError
-from pytest_brokerperf.provision import containers
 from pytest_brokerperf.provision.maven import PULSAR_DEFAULT_VERSION
+from pytest_brokerperf.testing.containers import (
+    engine_mark,
+    image_or_skip,
+    leftovers,
+    tailread_through_pytest,
+)
 
-_ENGINE = containers.engine_status()
-pytestmark = pytest.mark.skipif(
-    not _ENGINE.answers,
-    reason=f"no Docker engine answers at {_ENGINE.address} ({_ENGINE.detail}); "
-    "bash ci/docker.sh starts one and builds the local images")
+pytestmark = engine_mark()
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _pulsar_image() -> str:
-    client = containers.docker_client()
-    try:
-        return containers.resolve_image(client, "pulsar", None,
-                                        default_images(PULSAR_DEFAULT_VERSION)).ref
-    except ProvisionError as exc:
-        pytest.skip(str(exc))
-    finally:
-        client.close()
-
-
-def _leftovers(run_id: str) -> list[str]:
-    label = f"label={containers.LABEL_RUN_ID}={run_id}"
-    names = []
-    for what, field in ((["ps", "-a"], "{{.Names}}"), (["network", "ls"], "{{.Name}}")):
-        out = subprocess.run(["docker", *what, "--filter", label, "--format", field],
-                             capture_output=True, text=True, check=True, timeout=60).stdout
-        names += out.split()
-    return names
+    return image_or_skip("pulsar", None, default_images(PULSAR_DEFAULT_VERSION))
 
 
 def test_tailread_smoke_in_container_mode_through_pytest(
         pytester: pytest.Pytester, valid_or_noise: Callable[[dict[str, Any]], tuple[str, str]],
         _pulsar_image: str) -> None:
-    repo = Path(__file__).resolve().parents[2]
-    results = pytester.path / "res"
-    pytester.makeini("[pytest]\n")
-    run = pytester.runpytest_subprocess(
-        str(repo / "scenarios"), "-m", "tailread", "--broker=pulsar",
-        "--brokerperf-provision=container", f"--brokerperf-results={results}",
-        "--brokerperf-duration=6", "--brokerperf-warmup=5", "-p", "no:cacheprovider",
-        "--rootdir", str(pytester.path), timeout=900,
-    )
-    run.stdout.fnmatch_lines(["*brokerperf: *provision=container*"])
-    (rec,) = [json.loads(x) for x in (results / "results.jsonl").read_text().splitlines()]
-    status = rec["verdict"]["status"]
-    run.assert_outcomes(**{"passed" if status == "valid" else "failed": 1})
-    assert rec["delivery"]["lost"] == 0 and rec["delivery"]["acknowledged"] > 3000
-    broker = rec["manifest"]["broker"]
-    assert broker["mode"] == "container" and broker["kind"] == "pulsar"
-    assert broker["info"]["image"]["ref"] == _pulsar_image
+    _, rec = tailread_through_pytest(pytester, "pulsar")
+    assert rec["delivery"]["acknowledged"] > 3000
+    assert rec["manifest"]["broker"]["info"]["image"]["ref"] == _pulsar_image
     assert rec["broker_version"] == PULSAR_DEFAULT_VERSION
-    assert _leftovers(rec["run_id"]) == []
     valid_or_noise(rec)
 
 
@@ -90,7 +58,7 @@ def pulsar(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerEndpoint]
         yield node.start()
     finally:
         node.stop()
-    assert _leftovers("it-pulsar") == []
+    assert leftovers("it-pulsar") == []
 
 
 def test_the_durability_level_reached_the_standalone_through_the_image_contract(
@@ -152,4 +120,4 @@ def test_three_bookies_in_the_container_serve_a_three_way_ensemble(tmp_path: Pat
                                                   "ack_quorum": 2}
     finally:
         node.stop()
-    assert _leftovers("it-pulsar-three") == []
+    assert leftovers("it-pulsar-three") == []

@@ -11,7 +11,6 @@ failure carries the container's log; nothing outlives the session.
 
 from __future__ import annotations
 
-import json
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,34 +21,19 @@ import pytest
 from pytest_brokerperf.brokers.rabbitmq.container import RabbitMQContainerCluster, default_images
 from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.errors import ProvisionError
-from pytest_brokerperf.provision import containers
+from pytest_brokerperf.testing.containers import (
+    engine_mark,
+    image_or_skip,
+    leftovers,
+    tailread_through_pytest,
+)
 
-_ENGINE = containers.engine_status()
-pytestmark = pytest.mark.skipif(
-    not _ENGINE.answers,
-    reason=f"no Docker engine answers at {_ENGINE.address} ({_ENGINE.detail}); "
-    "bash ci/docker.sh starts one and builds the local images")
+pytestmark = engine_mark()
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _rabbitmq_image() -> str:
-    client = containers.docker_client()
-    try:
-        return containers.resolve_image(client, "rabbitmq", None, default_images()).ref
-    except ProvisionError as exc:
-        pytest.skip(str(exc))
-    finally:
-        client.close()
-
-
-def _leftovers(run_id: str) -> list[str]:
-    label = f"label={containers.LABEL_RUN_ID}={run_id}"
-    names = []
-    for what, field in ((["ps", "-a"], "{{.Names}}"), (["network", "ls"], "{{.Name}}")):
-        out = subprocess.run(["docker", *what, "--filter", label, "--format", field],
-                             capture_output=True, text=True, check=True, timeout=60).stdout
-        names += out.split()
-    return names
+    return image_or_skip("rabbitmq", None, default_images())
 
 
 def test_a_failed_start_carries_the_containers_log_and_leaves_nothing(tmp_path: Path) -> None:
@@ -61,34 +45,19 @@ def test_a_failed_start_carries_the_containers_log_and_leaves_nothing(tmp_path: 
     assert "did not become ready" in text and "lines of the container's log" in text
     assert "exited with code" in text
     assert "configuration" in text  # RabbitMQ's own complaint, from the container's log
-    assert _leftovers("it-rmq-bad") == []
+    assert leftovers("it-rmq-bad") == []
 
 
 def test_tailread_smoke_in_container_mode_through_pytest(
         pytester: pytest.Pytester, valid_or_noise: Callable[[dict[str, Any]], tuple[str, str]],
         _rabbitmq_image: str) -> None:
-    repo = Path(__file__).resolve().parents[2]
-    results = pytester.path / "res"
-    pytester.makeini("[pytest]\n")
-    run = pytester.runpytest_subprocess(
-        str(repo / "scenarios"), "-m", "tailread", "--broker=rabbitmq",
-        "--brokerperf-provision=container", f"--brokerperf-results={results}",
-        "--brokerperf-duration=6", "--brokerperf-warmup=5", "-p", "no:cacheprovider",
-        "--rootdir", str(pytester.path), timeout=600,
-    )
-    run.stdout.fnmatch_lines(["*brokerperf: *provision=container*"])
-    (rec,) = [json.loads(x) for x in (results / "results.jsonl").read_text().splitlines()]
-    status = rec["verdict"]["status"]
-    run.assert_outcomes(**{"passed" if status == "valid" else "failed": 1})
-    assert rec["delivery"]["lost"] == 0 and rec["delivery"]["acknowledged"] > 3000
-    broker = rec["manifest"]["broker"]
-    assert broker["mode"] == "container" and broker["kind"] == "rabbitmq"
-    assert broker["info"]["image"]["ref"] == _rabbitmq_image
+    _, rec = tailread_through_pytest(pytester, "rabbitmq")
+    assert rec["delivery"]["acknowledged"] > 3000
+    assert rec["manifest"]["broker"]["info"]["image"]["ref"] == _rabbitmq_image
     assert rec["broker_version"].startswith("3.")
     # the queues' type was read back with rabbitmqctl inside the container
     queues = rec["durability"]["read_back"]["queues"]
     assert queues and {q["type"] for q in queues.values()} == {"quorum"}
-    assert _leftovers(rec["run_id"]) == []
     valid_or_noise(rec)
 
 
@@ -103,7 +72,7 @@ def rabbitmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerEndpoin
         yield node.start()
     finally:
         node.stop()
-    assert _leftovers("it-rmq") == []
+    assert leftovers("it-rmq") == []
 
 
 def test_host_clients_connect_on_the_published_loopback_port(rabbitmq: BrokerEndpoint) -> None:
@@ -168,7 +137,7 @@ def test_three_nodes_form_one_cluster_with_a_replicated_quorum_queue(tmp_path: P
             pika.BlockingConnection(pika.URLParameters(url + "/%2F")).close()
     finally:
         node.stop()
-    assert _leftovers("it-rmq-three") == []
+    assert leftovers("it-rmq-three") == []
 
 
 KILLED_CONTAINER_SESSION = """
@@ -194,7 +163,7 @@ def _sigkill_a_session_with_a_container(run_id: str) -> None:
     try:
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == "up"
-        assert len(_leftovers(run_id)) == 2  # the container and its network
+        assert len(leftovers(run_id)) == 2  # the container and its network
     finally:
         proc.kill()  # SIGKILL: no atexit hook runs
         proc.wait(timeout=30)
@@ -208,9 +177,9 @@ def test_a_sigkilled_sessions_container_is_removed_by_its_watchdog() -> None:
     run_id = "it-rmq-killed"
     _sigkill_a_session_with_a_container(run_id)
     deadline = time.monotonic() + 30
-    while _leftovers(run_id) and time.monotonic() < deadline:
+    while leftovers(run_id) and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert _leftovers(run_id) == []
+    assert leftovers(run_id) == []
 
 
 def test_cleanup_local_removes_what_a_killed_session_and_its_watchdog_left(
@@ -244,13 +213,13 @@ def test_cleanup_local_removes_what_a_killed_session_and_its_watchdog_left(
         if proc.stdout is not None:
             proc.stdout.close()
     time.sleep(1)
-    assert len(_leftovers(run_id)) == 2  # nobody removed them
+    assert len(leftovers(run_id)) == 2  # nobody removed them
     cli = [sys.executable, "-m", "pytest_brokerperf.cli", "cleanup", "--local"]
     dry = subprocess.run([*cli, "--dry-run"], capture_output=True, text=True, timeout=120,
                          check=True).stdout
-    assert f"would remove brokerperf-{run_id}" in dry and len(_leftovers(run_id)) == 2
+    assert f"would remove brokerperf-{run_id}" in dry and len(leftovers(run_id)) == 2
     done = subprocess.run(cli, capture_output=True, text=True, timeout=120, check=True).stdout
     assert f"removed brokerperf-{run_id}" in done
-    assert _leftovers(run_id) == []
+    assert leftovers(run_id) == []
     for leftover in set(state_dir().glob("*.json")) - before:  # the dead session's state
         leftover.unlink(missing_ok=True)

@@ -10,40 +10,27 @@ readiness wait, the record, and cleanup. It says nothing about Redpanda's perfor
 
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from pytest_brokerperf.brokers.redpanda_container import RedpandaContainer
-from pytest_brokerperf.errors import ProvisionError
 from pytest_brokerperf.provision import containers
+from pytest_brokerperf.testing.containers import (
+    engine_mark,
+    image_or_skip,
+    leftovers,
+    tailread_through_pytest,
+)
 
 STANDIN = "brokerperf/redpanda-standin:latest"
-_ENGINE = containers.engine_status()
-pytestmark = pytest.mark.skipif(
-    not _ENGINE.answers,
-    reason=f"no Docker engine answers at {_ENGINE.address} ({_ENGINE.detail}); "
-    "bash ci/docker.sh starts one and builds the images")
+pytestmark = engine_mark()
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _standin() -> str:
-    client = containers.docker_client()
-    try:
-        return containers.resolve_image(client, "redpanda", STANDIN, ()).ref
-    except ProvisionError as exc:
-        pytest.skip(str(exc))
-    finally:
-        client.close()
-
-
-def _leftovers(run_id: str) -> list[str]:
-    label = f"label={containers.LABEL_RUN_ID}={run_id}"
-    out = subprocess.run(["docker", "ps", "-a", "--filter", label, "--format", "{{.Names}}"],
-                         capture_output=True, text=True, check=True, timeout=60).stdout
-    return out.split()
+    return image_or_skip("redpanda", STANDIN, ())
 
 
 def test_the_node_is_reachable_from_the_host_and_the_network(tmp_path: Path) -> None:
@@ -62,25 +49,15 @@ def test_the_node_is_reachable_from_the_host_and_the_network(tmp_path: Path) -> 
         assert probe.stdout.strip() == "reached", probe.stderr
     finally:
         node.stop()
-    assert _leftovers("it-redpanda") == []
+    assert leftovers("it-redpanda") == []
 
 
 def test_tailread_through_pytest_with_the_stand_in(pytester: pytest.Pytester) -> None:
-    repo = Path(__file__).resolve().parents[2]
-    results = pytester.path / "res"
-    pytester.makeini("[pytest]\n")
-    run = pytester.runpytest_subprocess(
-        str(repo / "scenarios"), "-m", "tailread", "--broker=redpanda",
-        "--brokerperf-provision=container", f"--brokerperf-image=redpanda={STANDIN}",
-        f"--brokerperf-results={results}", "--brokerperf-duration=5",
-        "--brokerperf-warmup=3", "-p", "no:cacheprovider", "--rootdir", str(pytester.path),
-        timeout=600)
-    (rec,) = [json.loads(x) for x in (results / "results.jsonl").read_text().splitlines()]
-    run.assert_outcomes(**{"passed" if rec["verdict"]["status"] == "valid" else "failed": 1})
-    assert rec["broker"] == "redpanda" and rec["manifest"]["broker"]["mode"] == "container"
+    _, rec = tailread_through_pytest(pytester, "redpanda",
+                                     f"--brokerperf-image=redpanda={STANDIN}",
+                                     duration=5, warmup=3)
     assert rec["manifest"]["broker"]["info"]["image"]["ref"] == STANDIN
-    assert rec["delivery"]["lost"] == 0 and rec["delivery"]["acknowledged"] > 2000
-    assert _leftovers(rec["run_id"]) == []
+    assert rec["delivery"]["acknowledged"] > 2000
 
 
 def test_the_official_image_where_it_is_on_the_engine(tmp_path: Path) -> None:
@@ -98,4 +75,4 @@ def test_the_official_image_where_it_is_on_the_engine(tmp_path: Path) -> None:
         assert ep.info["image"]["ref"] == official
     finally:
         node.stop()
-    assert _leftovers("it-redpanda-official") == []
+    assert leftovers("it-redpanda-official") == []
