@@ -49,7 +49,7 @@ def run_once(broker: str, mode: str, extra: list[str]) -> dict[str, object]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--broker", default="kafka", choices=("kafka", "rabbitmq"))
+    ap.add_argument("--broker", default="kafka", choices=("kafka", "rabbitmq", "pulsar"))
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("extra", nargs="*", help="more pytest options, after --")
     args = ap.parse_args()
