@@ -490,7 +490,12 @@ def cleanup_local(*, dry_run: bool = False, directory: Path | None = None,
                          f"ports {ports or 'none recorded'}; data dirs {dirs or 'none'}")
         if dry_run:
             continue
-        rep.stopped += reap_owner(token, groups, pids, grace=grace)
+        hit = reap_owner(token, groups, pids, grace=grace)
+        rep.stopped += hit
+        deadline = time.monotonic() + 10.0  # gone (reaped by init) before we report it
+        while time.monotonic() < deadline and any(
+                proc_start_time(p) is not None and proc_tag(p) == token for p in hit):
+            time.sleep(0.1)
         for d in dirs:
             shutil.rmtree(d, ignore_errors=True)
             rep.removed.append(d)
