@@ -19,7 +19,8 @@ How each broker starts a subscription at the earliest position:
   ``auto.offset.reset=earliest`` (the topic's retention keeps the data; no commit of
   the group exists before it starts).
 * Pulsar: a new subscription with initial position ``Earliest``; messages acknowledged
-  by the tailing subscription are kept by a namespace retention policy set for the run.
+  by the tailing subscription are kept by the run namespace's retention policy (the
+  driver's ``client.retention``, unlimited by default).
 * RabbitMQ: only stream queues can replay from the first offset; this driver's
   per-subscription queues hold what was published after they were declared, so the
   scenario skips there with that reason.
@@ -203,7 +204,7 @@ class Mixed(Scenario):
 # --------------------------------------------------------------------------- earliest
 
 
-def earliest_reader(driver: Driver, backlog_bytes: int, reason: str) -> tuple[Driver, str]:
+def earliest_reader(driver: Driver) -> tuple[Driver, str]:
     """The driver the catch-up reader (and the run) uses, and how its new subscription
     starts at the earliest position; raises ``BrokerUnavailable`` (a skip) where the
     broker cannot replay retained data to a new subscription."""
@@ -228,14 +229,10 @@ def earliest_reader(driver: Driver, backlog_bytes: int, reason: str) -> tuple[Dr
                 f"mixed on Pulsar: the driver file's subscriptionInitialPosition is {pos!r}; "
                 "the catch-up subscription must start at Earliest (remove the key or set "
                 "subscriptionInitialPosition: Earliest)")
-        # a subscription created later sees only retained messages: keep them all
-        keep = str(max(64 * _MIB, 4 * backlog_bytes))
-        retained = driver.with_retention({"retention.ms": "3600000", "retention.bytes": keep},
-                                         reason=reason)
-        if retained is not None:
-            return retained, ("new subscription, initial position Earliest; namespace "
-                              f"retention 1 h / {int(keep) // _MIB} MiB keeps acknowledged "
-                              "messages")
+        # a subscription created later sees only retained messages: the driver's namespace
+        # retention (client.retention, unlimited by default) keeps acknowledged ones
+        return driver, ("new subscription, initial position Earliest; the namespace "
+                        "retention policy (client.retention) keeps acknowledged messages")
     if driver.kind == "rabbitmq":
         raise BrokerUnavailable(
             "mixed on rabbitmq: a new subscription can start from the earliest message only "
@@ -428,17 +425,14 @@ def run_mixed(ctx: RunContext, scenario: Mixed, extra_slos: tuple[str, ...]) -> 
     found: dict[str, Any] = {}
 
     def replayable(driver: Driver) -> None:
-        found["driver"], found["how"] = earliest_reader(
-            driver, prepared.backlog_bytes, "mixed: a late subscription reads retained data")
+        found["driver"], found["how"] = earliest_reader(driver)
 
     run = set_up_run(ctx, scenario, extra_slos, prepared=prepared, check_driver=replayable)
     slos, wl, plan, payloads, workers = run.slos, run.workload, run.plan, run.payloads, run.workers
     reader_driver, how = found["driver"], found["how"]
-    # Pulsar: the run's namespace gets the retention the catch-up reader needs
-    base = reader_driver if ".pulsar." in type(reader_driver).__module__ else run.driver
     producing = replace(plan, measure_s=prepared.measure_s + prepared.build_timeout_s
                         + prepared.catchup_timeout_s)
-    driver, safety_notes = safety.safe_driver(base, settings, broker, prepared, producing)
+    driver, safety_notes = safety.safe_driver(run.driver, settings, broker, prepared, producing)
     prepared.notes.extend(safety_notes)
     splan = safety.build_plan(settings, broker, prepared, driver, producing,
                               test_id=ctx.test_id, cluster_changes=scenario.cluster_changes)
@@ -472,9 +466,7 @@ def run_mixed(ctx: RunContext, scenario: Mixed, extra_slos: tuple[str, ...]) -> 
                     f"{format_bytes(prepared.backlog_bytes)} at {prepared.rate:g} msg/s; "
                     "raise Mixed(build_timeout_s=...) or the rate, or lower backlog_bytes")
             sub = f"{s.prefix}-catchup"
-            reader = CatchUpReader(
-                reader_driver if ".pulsar." not in type(reader_driver).__module__ else driver,
-                s.topics, sub, s.prefix)
+            reader = CatchUpReader(reader_driver, s.topics, sub, s.prefix)
             r = reader
             ctx.progress(f"brokerperf: {broker.kind} mixed: "
                          f"{format_bytes(build.end_totals.get('acked', 0) * size)} retained; "

@@ -142,9 +142,9 @@ def test_prepare_defaults_and_bounds() -> None:
 
 def test_earliest_reader_by_broker() -> None:
     kafka = KafkaDriver(endpoint=EP, config=KafkaDriverConfig())
-    reader, how = earliest_reader(kafka, MIB, "test")
+    reader, how = earliest_reader(kafka)
     assert "earliest" in how
     assert reader.extra["auto.offset.reset"] == "earliest"  # type: ignore[attr-defined]
     assert "auto.offset.reset" not in kafka.extra  # the run's own clients unchanged
     with pytest.raises(BrokerUnavailable, match="no retained log"):
-        earliest_reader(LoopbackDriver(), MIB, "test")
+        earliest_reader(LoopbackDriver())
