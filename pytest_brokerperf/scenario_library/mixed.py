@@ -56,10 +56,11 @@ if TYPE_CHECKING:
     from pytest_brokerperf.metrics.histogram import LatencyHistogram
     from pytest_brokerperf.metrics.stats import PeriodStats
     from pytest_brokerperf.scenario_library.context import RunContext
+    from pytest_brokerperf.verdict import Verdict
     from pytest_brokerperf.workload import Workload
 
 __all__ = ["BUILD_SECONDS", "CATCHUP_INCOMPLETE", "TAIL_BEHIND", "Mixed", "MixedPrepared",
-           "MixedReport", "mixed_figures"]
+           "MixedReport", "judge_mixed", "mixed_figures"]
 
 _GIB = 1024**3
 _MIB = 1024**2
@@ -299,6 +300,10 @@ class CatchUpReader:
         with self.counts.get_lock():
             return int(self.counts[0]), int(self.counts[1])
 
+    def failed(self) -> bool:
+        """The reader process raised (or died): ``stop()`` says so."""
+        return bool(self.counts[2]) or (self._proc.exitcode not in (None, 0))
+
     def stop(self, timeout_s: float = 60.0) -> tuple[int, int]:
         """Stop reading, commit, close; the final (messages, bytes)."""
         from pytest_brokerperf.errors import MeasurementError
@@ -408,6 +413,29 @@ def mixed_figures(prepared: MixedPrepared, *, before: list[PeriodStats], build: 
     return report, figures
 
 
+def judge_mixed(verdict: Verdict, report: MixedReport) -> None:
+    """Make ``verdict`` say what kept the ratios from being judged: the tailing group
+    behind when the catch-up started, or a catch-up that never reached the head. Either
+    makes a judgeable verdict INCONCLUSIVE (its status); an already inconclusive one
+    (host noise, ...) keeps its status and gets the flag."""
+    problems: list[tuple[str, str]] = []
+    if not report.tail_kept_up:
+        problems.append((TAIL_BEHIND, (
+            f"the tailing subscription was {report.tail_lag_at_catchup_start:,} messages "
+            f"behind (more than {report.tail_lag_limit:,}) when the catch-up subscription "
+            "started: the impact ratios would compare a lagging group; ratios withheld")))
+    if not report.catchup_complete:
+        problems.append((CATCHUP_INCOMPLETE, (
+            f"the catch-up subscription was not at the head within "
+            f"{report.catchup_timeout_s:g} s ({report.catchup_consumed:,} messages read); "
+            "Mixed(catchup_timeout_s=...) waits longer; ratios withheld")))
+    for i, (flag, reason) in enumerate(problems):
+        if i == 0 and verdict.judgeable:
+            verdict.status = flag
+        verdict.flags.append(flag)
+        verdict.reasons.append(reason)
+
+
 def run_mixed(ctx: RunContext, scenario: Mixed, extra_slos: tuple[str, ...]) -> ScenarioResult:
     """Prepare, guard, run the phases (tail-read window, build, catch-up, end), judge and
     record."""
@@ -473,7 +501,8 @@ def run_mixed(ctx: RunContext, scenario: Mixed, extra_slos: tuple[str, ...]) -> 
                          f"subscription {sub} starts from the earliest position")
             catchup = s.run_until(
                 "catchup",
-                lambda t: t.get("acked", 0) - r.received()[0] <= prepared.caught_up_lag,
+                lambda t: r.failed() or t.get("acked", 0) - r.received()[0]
+                <= prepared.caught_up_lag,
                 prepared.catchup_timeout_s, begin=r.start)
             consumed = reader.stop()
             reader = None
@@ -494,20 +523,7 @@ def run_mixed(ctx: RunContext, scenario: Mixed, extra_slos: tuple[str, ...]) -> 
         prepared, before=before.periods, build=build, catchup=catchup,
         catchup_consumed=consumed, how=how, subscription=sub, judgeable=verdict.judgeable,
         broker_position=position)
-    if not report.tail_kept_up:
-        verdict.status = TAIL_BEHIND
-        verdict.flags.append(TAIL_BEHIND)
-        verdict.reasons.append(
-            f"the tailing subscription was {report.tail_lag_at_catchup_start:,} messages "
-            f"behind (more than {prepared.tail_lag_limit:,}) when the catch-up subscription "
-            "started: the impact ratios would compare a lagging group; ratios withheld")
-    if not report.catchup_complete:
-        verdict.status = CATCHUP_INCOMPLETE
-        verdict.flags.append(CATCHUP_INCOMPLETE)
-        verdict.reasons.append(
-            f"the catch-up subscription was not at the head within "
-            f"{prepared.catchup_timeout_s:g} s ({consumed[0]:,} messages read); "
-            "Mixed(catchup_timeout_s=...) waits longer; ratios withheld")
+    judge_mixed(verdict, report)
     session = replace(before, periods=before.periods + build.periods + catchup.periods,
                       end_time=end.end_time, worker_errors=list(end.worker_errors))
     ctx.progress(

@@ -148,3 +148,33 @@ def test_earliest_reader_by_broker() -> None:
     assert "auto.offset.reset" not in kafka.extra  # the run's own clients unchanged
     with pytest.raises(BrokerUnavailable, match="no retained log"):
         earliest_reader(LoopbackDriver())
+
+
+def test_verdict_says_why_the_ratios_are_withheld() -> None:
+    from pytest_brokerperf.scenario_library.mixed import (
+        CATCHUP_INCOMPLETE,
+        TAIL_BEHIND,
+        judge_mixed,
+    )
+    from pytest_brokerperf.verdict import HOST_NOISE, VALID, Verdict
+
+    report, _ = _run()
+    v = Verdict(status=VALID)
+    judge_mixed(v, report)
+    assert v.status == VALID and v.flags == [] and v.judgeable
+
+    behind, _ = _run(tail_lag=10**6)
+    v = Verdict(status=VALID)
+    judge_mixed(v, behind)
+    assert v.status == TAIL_BEHIND and not v.judgeable
+    assert "tailing subscription was 1,000,000 messages behind" in v.reasons[0]
+
+    unfinished, _ = _run(done=False)
+    v = Verdict(status=VALID)
+    judge_mixed(v, unfinished)
+    assert v.status == CATCHUP_INCOMPLETE and v.flags == [CATCHUP_INCOMPLETE]
+    assert "not at the head within" in v.reasons[0]
+
+    noisy = Verdict(status=HOST_NOISE)  # an inconclusive status is kept, the flag added
+    judge_mixed(noisy, unfinished)
+    assert noisy.status == HOST_NOISE and noisy.flags == [CATCHUP_INCOMPLETE]
