@@ -245,15 +245,18 @@ def earliest_reader(driver: Driver) -> tuple[Driver, str]:
 
 
 def _reader_main(driver: Driver, topics: list[str], subscription: str, prefix: str,
-                 counts: Any, ready: Any, stop: Any) -> None:
+                 counts: Any, ready: Any, go: Any, stop: Any) -> None:
     """The catch-up reader process: one consumer per topic of ``subscription``, counting
     messages and bytes in ``counts`` (shared array: received, bytes, errors) until
     ``stop``; offsets committed (``pause()``) before it closes."""
     consumers = []
     try:
+        ready.set()  # the interpreter is up: the catch-up's clock starts at ``go``
+        go.wait()
+        if stop.is_set():
+            return
         consumers = [driver.consumer(t, subscription, f"{prefix}-catchup-{i}")
                      for i, t in enumerate(topics)]
-        ready.set()
         while not stop.is_set():
             for c in consumers:
                 batch = c.receive(500, 0.05)
@@ -286,15 +289,28 @@ class CatchUpReader:
         ctx = mp.get_context("spawn")
         self.counts = ctx.Array("q", 3)
         self._ready = ctx.Event()
+        self._go = ctx.Event()
         self._stop = ctx.Event()
         self.subscription = subscription
         self._proc = ctx.Process(
             target=_reader_main, name="brokerperf-catchup",
-            args=(driver, topics, subscription, prefix, self.counts, self._ready, self._stop),
+            args=(driver, topics, subscription, prefix, self.counts, self._ready, self._go,
+                  self._stop),
             daemon=True)
 
-    def start(self) -> None:
+    def spawn(self, timeout_s: float = 60.0) -> None:
+        """Start the reader's process and wait until it is up (not yet subscribed), so
+        the interpreter's start-up is not counted as catch-up time."""
+        from pytest_brokerperf.errors import MeasurementError
+
         self._proc.start()
+        if not self._ready.wait(timeout_s):
+            raise MeasurementError(f"the catch-up reader's process did not start within "
+                                   f"{timeout_s:g} s")
+
+    def start(self) -> None:
+        """Subscribe from the earliest position and read (the catch-up starts now)."""
+        self._go.set()
 
     def received(self) -> tuple[int, int]:
         with self.counts.get_lock():
@@ -309,6 +325,7 @@ class CatchUpReader:
         from pytest_brokerperf.errors import MeasurementError
 
         self._stop.set()
+        self._go.set()
         self._proc.join(timeout_s)
         if self._proc.is_alive():
             self._proc.kill()
@@ -324,6 +341,7 @@ class CatchUpReader:
     def kill(self) -> None:
         if self._proc.is_alive():
             self._stop.set()
+            self._go.set()
             self._proc.join(10)
         if self._proc.is_alive():
             self._proc.kill()
@@ -495,6 +513,7 @@ def run_mixed(ctx: RunContext, scenario: Mixed, extra_slos: tuple[str, ...]) -> 
                     "raise Mixed(build_timeout_s=...) or the rate, or lower backlog_bytes")
             sub = f"{s.prefix}-catchup"
             reader = CatchUpReader(reader_driver, s.topics, sub, s.prefix)
+            reader.spawn()  # between phases: in no period
             r = reader
             ctx.progress(f"brokerperf: {broker.kind} mixed: "
                          f"{format_bytes(build.end_totals.get('acked', 0) * size)} retained; "
@@ -506,11 +525,14 @@ def run_mixed(ctx: RunContext, scenario: Mixed, extra_slos: tuple[str, ...]) -> 
                 prepared.catchup_timeout_s, begin=r.start)
             consumed = reader.stop()
             reader = None
-            admin = s._admin
-            if isinstance(admin, BacklogReader):
-                position = admin.subscription_backlog({t: [sub] for t in s.topics})
-            if not settings.keep_topics and admin is not None:
-                admin.delete_groups([sub])
+            admin = driver.admin()
+            try:
+                if isinstance(admin, BacklogReader):
+                    position = admin.subscription_backlog({t: [sub] for t in s.topics})
+                if not settings.keep_topics:
+                    admin.delete_groups([sub])
+            finally:
+                admin.close()
             end = s.finish()
     finally:
         if reader is not None:
