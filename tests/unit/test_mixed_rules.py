@@ -178,3 +178,75 @@ def test_verdict_says_why_the_ratios_are_withheld() -> None:
     noisy = Verdict(status=HOST_NOISE)  # an inconclusive status is kept, the flag added
     judge_mixed(noisy, unfinished)
     assert noisy.status == HOST_NOISE and noisy.flags == [CATCHUP_INCOMPLETE]
+
+
+class _FakeConsumer:
+    def __init__(self, total: int) -> None:
+        self.left = total
+
+    def receive(self, max_messages: int, timeout_s: float) -> list[tuple[bytes, int]]:
+        n = min(self.left, max_messages)
+        self.left -= n
+        return [(b"x" * 10, 0)] * n
+
+    def pause(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class _FakeDriver:
+    """Picklable: each topic holds ``per_topic`` messages; ``broken`` consumers raise."""
+
+    kind = "fake"
+
+    def __init__(self, per_topic: int, broken: bool = False) -> None:
+        self.per_topic, self.broken = per_topic, broken
+
+    def consumer(self, topic: str, subscription: str, client_id: str) -> _FakeConsumer:
+        if self.broken:
+            raise RuntimeError("no such subscription")
+        return _FakeConsumer(self.per_topic)
+
+
+def _wait_for(cond: Any, limit_s: float = 30.0) -> None:
+    import time
+
+    deadline = time.monotonic() + limit_s
+    while not cond() and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def test_catchup_reader_reads_every_topic_only_after_start() -> None:
+    import time
+
+    from pytest_brokerperf.scenario_library.mixed import CatchUpReader
+
+    reader = CatchUpReader(_FakeDriver(1234), ["a", "b"], "sub", "t")  # type: ignore[arg-type]
+    try:
+        reader.spawn()
+        time.sleep(0.2)
+        assert reader.received() == (0, 0)  # up, not subscribed before start()
+        reader.start()
+        _wait_for(lambda: reader.received()[0] >= 2468)
+        assert reader.stop() == (2468, 24680)
+        assert not reader.failed()
+    finally:
+        reader.kill()
+
+
+def test_catchup_reader_failure_is_an_error_not_a_count() -> None:
+    from pytest_brokerperf.errors import MeasurementError
+    from pytest_brokerperf.scenario_library.mixed import CatchUpReader
+
+    reader = CatchUpReader(_FakeDriver(10, broken=True), ["a"], "sub", "t")  # type: ignore[arg-type]
+    try:
+        reader.spawn()
+        reader.start()
+        _wait_for(reader.failed)
+        assert reader.failed()
+        with pytest.raises(MeasurementError, match=r"catch-up reader \(sub\) failed"):
+            reader.stop()
+    finally:
+        reader.kill()
