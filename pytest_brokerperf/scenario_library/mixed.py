@@ -113,6 +113,10 @@ class MixedReport:
     publish_response_during_us: dict[str, float | None]
     e2e_response_before_us: dict[str, float | None]  # the tailing group
     e2e_response_during_us: dict[str, float | None]
+    #: responses measured during the catch-up (publish, tailing e2e): a percentile needs
+    #: 10 / (1 - q) samples (1,000 for p99, 10,000 for p99.9), else its ratio is null
+    publish_samples_during: int
+    e2e_samples_during: int
     publish_p99_ratio: float | None  # during / before; None when not judgeable
     publish_p999_ratio: float | None
     e2e_p99_ratio: float | None
@@ -382,6 +386,9 @@ def mixed_figures(prepared: MixedPrepared, *, before: list[PeriodStats], build: 
         h = _merged(periods, metric)
         return {k: h.percentile(q) for k, q in pct.items()}
 
+    def count(periods: list[PeriodStats], metric: str) -> int:
+        return int(_merged(periods, metric).total_count)
+
     pub_b, pub_d = window(before, "publish_response"), window(catchup.periods, "publish_response")
     e2e_b, e2e_d = window(before, "e2e_response"), window(catchup.periods, "e2e_response")
     s = build.end_totals
@@ -416,6 +423,8 @@ def mixed_figures(prepared: MixedPrepared, *, before: list[PeriodStats], build: 
         catchup_rate_msg_s=rate, catchup_mib_s=mib,
         publish_response_before_us=pub_b, publish_response_during_us=pub_d,
         e2e_response_before_us=e2e_b, e2e_response_during_us=e2e_d,
+        publish_samples_during=count(catchup.periods, "publish_response"),
+        e2e_samples_during=count(catchup.periods, "e2e_response"),
         broker_catchup_position=(None if broker_position is None
                                  else [asdict(r) for r in broker_position]),
         **ratios,
@@ -436,6 +445,8 @@ def judge_mixed(verdict: Verdict, report: MixedReport) -> None:
     behind when the catch-up started, or a catch-up that never reached the head. Either
     makes a judgeable verdict INCONCLUSIVE (its status); an already inconclusive one
     (host noise, ...) keeps its status and gets the flag."""
+    from pytest_brokerperf.verdict import UNDERSAMPLED
+
     problems: list[tuple[str, str]] = []
     if not report.tail_kept_up:
         problems.append((TAIL_BEHIND, (
@@ -452,6 +463,18 @@ def judge_mixed(verdict: Verdict, report: MixedReport) -> None:
             verdict.status = flag
         verdict.flags.append(flag)
         verdict.reasons.append(reason)
+    missing = [k for k in ("publish_p99_ratio", "publish_p999_ratio", "e2e_p99_ratio",
+                           "e2e_p999_ratio") if getattr(report, k) is None]
+    if not problems and verdict.judgeable and missing:
+        # a short catch-up: too few responses during it for these percentiles
+        if UNDERSAMPLED not in verdict.flags:
+            verdict.flags.append(UNDERSAMPLED)
+        secs = f"{report.catchup_s:.1f} s" if report.catchup_s is not None else "the catch-up"
+        verdict.details["mixed_undersampled"] = (
+            f"{', '.join(missing)} n/a: the catch-up lasted {secs} with "
+            f"{report.publish_samples_during:,} publish and {report.e2e_samples_during:,} "
+            "tailing e2e responses (p99 needs 1,000, p99.9 10,000); a larger "
+            "Mixed(backlog_bytes=...) or a higher rate lengthens it")
 
 
 def run_mixed(ctx: RunContext, scenario: Mixed, extra_slos: tuple[str, ...]) -> ScenarioResult:

@@ -71,7 +71,7 @@ from pytest_brokerperf import Mixed
 
 @pytest.mark.mixed
 def test_mx(brokerperf):
-    brokerperf.run(Mixed(rate=2000, partitions=4, backlog_bytes=8 * 1024**2))
+    brokerperf.run(Mixed(rate=2000, partitions=4, backlog_bytes=24 * 1024**2))
 """)
     res = Path(pytester.path) / "res"
     result = pytester.runpytest_subprocess(
@@ -93,7 +93,7 @@ def test_mx(brokerperf):
     assert committed == mx["catchup_consumed"]
     assert committed <= end
     assert committed >= mx["retained_at_catchup_start_messages"] - mx["caught_up_lag"]
-    assert mx["retained_at_catchup_start_messages"] * 1024 >= 8 * 1024**2
+    assert mx["retained_at_catchup_start_messages"] * 1024 >= 24 * 1024**2
     # the driver's own reading of the group, recorded, agrees with ours
     (row,) = mx["broker_catchup_position"]
     assert row["position"] == committed
@@ -102,7 +102,13 @@ def test_mx(brokerperf):
     ratios = [mx[k] for k in ("publish_p99_ratio", "publish_p999_ratio", "e2e_p99_ratio",
                               "e2e_p999_ratio")]
     if rec["verdict"]["status"] in ("valid", "broker-backpressure"):
-        assert all(r is not None and r > 0 for r in ratios[::2]), mx
+        # p99 needs 1,000 responses during the catch-up: a hot-cache catch-up of a few
+        # MiB can be shorter than that; the verdict then says so
+        if mx["publish_samples_during"] >= 1000 and mx["e2e_samples_during"] >= 1000:
+            assert all(r is not None and r > 0 for r in ratios[::2]), mx
+        else:
+            assert "undersampled" in rec["verdict"]["flags"], rec["verdict"]
+            assert "mixed_undersampled" in rec["verdict"]["details"]
         assert {s["metric"]: s["status"] for s in rec["slo"]} == {"lost": "pass",
                                                                    "mixed.caught_up": "pass"}
     else:  # a window this host spoiled: never a ratio

@@ -163,6 +163,20 @@ def test_verdict_says_why_the_ratios_are_withheld() -> None:
     judge_mixed(v, report)
     assert v.status == VALID and v.flags == [] and v.judgeable
 
+    # a catch-up too short for p99.9: the ratio is n/a and the verdict says why
+    short = mixed_figures(_prepared(), before=[_period("measure", 1000, 2000)],
+                          build=_phase("build", [], {}, {"acked": 1, "received": 1}, 0.0),
+                          catchup=_phase("catchup", [_period("catchup", 3000, 3000, n=1500)],
+                                         {}, {}, 0.5),
+                          catchup_consumed=(1, 1), how="t", subscription="s")[0]
+    assert short.publish_p99_ratio == pytest.approx(3.0, rel=0.01)
+    assert short.publish_p999_ratio is None and short.publish_samples_during == 1500
+    v = Verdict(status=VALID)
+    judge_mixed(v, short)
+    assert v.status == VALID and v.flags == ["undersampled"]
+    assert "publish_p999_ratio, e2e_p999_ratio n/a" in v.details["mixed_undersampled"]
+    assert "1,500 publish" in v.details["mixed_undersampled"]
+
     behind, _ = _run(tail_lag=10**6)
     v = Verdict(status=VALID)
     judge_mixed(v, behind)
