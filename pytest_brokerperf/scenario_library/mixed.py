@@ -491,18 +491,18 @@ def run_mixed(ctx: RunContext, scenario: Mixed, extra_slos: tuple[str, ...]) -> 
 
     settings, broker = ctx.settings, ctx.broker
     prepared = scenario.prepare(settings, broker)
-    found: dict[str, Any] = {}
 
     def replayable(driver: Driver) -> None:
-        found["driver"], found["how"] = earliest_reader(driver)
+        earliest_reader(driver)  # refused or skipped before any topic exists
 
     run = set_up_run(ctx, scenario, extra_slos, prepared=prepared, check_driver=replayable)
     slos, wl, plan, payloads, workers = run.slos, run.workload, run.plan, run.payloads, run.workers
-    reader_driver, how = found["driver"], found["how"]
     producing = replace(plan, measure_s=prepared.measure_s + prepared.build_timeout_s
                         + prepared.catchup_timeout_s)
     driver, safety_notes = safety.safe_driver(run.driver, settings, broker, prepared, producing)
     prepared.notes.extend(safety_notes)
+    # the catch-up reader: the run's (safety-bounded) driver, started at the earliest offset
+    reader_driver, how = earliest_reader(driver)
     splan = safety.build_plan(settings, broker, prepared, driver, producing,
                               test_id=ctx.test_id, cluster_changes=scenario.cluster_changes)
     ctx.guard(splan)
