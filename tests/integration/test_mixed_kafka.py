@@ -71,7 +71,7 @@ from pytest_brokerperf import Mixed
 
 @pytest.mark.mixed
 def test_mx(brokerperf):
-    brokerperf.run(Mixed(rate=2000, partitions=4, backlog_bytes=24 * 1024**2))
+    brokerperf.run(Mixed(rate=2000, partitions=4, backlog_bytes=48 * 1024**2))
 """)
     res = Path(pytester.path) / "res"
     result = pytester.runpytest_subprocess(
@@ -93,7 +93,7 @@ def test_mx(brokerperf):
     assert committed == mx["catchup_consumed"]
     assert committed <= end
     assert committed >= mx["retained_at_catchup_start_messages"] - mx["caught_up_lag"]
-    assert mx["retained_at_catchup_start_messages"] * 1024 >= 24 * 1024**2
+    assert mx["retained_at_catchup_start_messages"] * 1024 >= 48 * 1024**2
     # the driver's own reading of the group, recorded, agrees with ours
     (row,) = mx["broker_catchup_position"]
     assert row["position"] == committed
