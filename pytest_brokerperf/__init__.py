@@ -22,6 +22,7 @@ _EXPORTS = {
     "RunContext": "pytest_brokerperf.scenario_library.context",
     "TailRead": "pytest_brokerperf.scenario_library.tailread",
     "CatchUp": "pytest_brokerperf.scenario_library.catchup",
+    "Mixed": "pytest_brokerperf.scenario_library.mixed",
     "Throughput": "pytest_brokerperf.scenario_library.throughput",
     "Workload": "pytest_brokerperf.workload",
     "KafkaDriverConfig": "pytest_brokerperf.brokers.kafka.config",

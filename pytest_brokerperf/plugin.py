@@ -30,6 +30,8 @@ MARKERS = (
     "throughput: maximum sustainable throughput scenario",
     "catchup: catch-up read scenario (backlog built while consumers are paused, then "
     "drained while producers go on)",
+    "mixed: mixed workload scenario (a tailing subscription, then a second subscription "
+    "from the earliest position catching up while producers and the tail go on)",
     "broker(*names): run this test only for these brokers "
     f"(known: {', '.join(KNOWN_BROKERS)}); a test none of whose brokers is selected "
     "by --broker is deselected",

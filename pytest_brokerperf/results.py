@@ -51,6 +51,7 @@ class ScenarioBlocks(TypedDict, total=False):
     calibration: dict[str, Any] | None
     rate_discovery: dict[str, Any] | None
     catchup: dict[str, Any] | None
+    mixed: dict[str, Any] | None
     gates: list[dict[str, Any]]  # --brokerperf-fail-on: this record judged vs a baseline
 
 

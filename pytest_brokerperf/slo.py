@@ -39,6 +39,7 @@ from pytest_brokerperf.files import validate
 __all__ = [
     "CATCHUP_SANITY_SLOS",
     "METRICS",
+    "MIXED_SANITY_SLOS",
     "OPERATORS",
     "SCALARS",
     "SHIPPED_SLOS",
@@ -96,6 +97,18 @@ SCALARS: dict[str, str] = {
     "drain_served_from_cache": "ratio",  # 1 = every drained byte from the page cache
     "backlog_at_drain_start": "count",
     "broker_backlog_at_drain_start": "count",
+    # mixed scenario: the catch-up subscription's time and rate, 1 when it reached the
+    # head within its bound, and during / before ratios of publish response and the
+    # tailing group's end-to-end response (None when the run was not judgeable)
+    "mixed.build_s": "duration",
+    "mixed.catchup_s": "duration",
+    "mixed.caught_up": "count",
+    "mixed.catchup_rate_msg_s": "rate",
+    "mixed.catchup_mib_s": "throughput",
+    "mixed.publish_p99_ratio": "ratio",
+    "mixed.publish_p999_ratio": "ratio",
+    "mixed.e2e_p99_ratio": "ratio",
+    "mixed.e2e_p999_ratio": "ratio",
 }
 METRICS: tuple[str, ...] = tuple(f"{v}.{s}" for v in VIEWS for s in STATS) + tuple(SCALARS)
 
@@ -684,10 +697,18 @@ CATCHUP_SANITY_SLOS: tuple[SLO, ...] = (
     SLO.parse("drained == 1", source=_SHIPPED),
 )
 
+#: The mixed scenario's sanity bounds: nothing lost, and the catch-up subscription at
+#: the head within the run's bound.
+MIXED_SANITY_SLOS: tuple[SLO, ...] = (
+    SLO.parse("lost == 0", source=_SHIPPED),
+    SLO.parse("mixed.caught_up == 1", source=_SHIPPED),
+)
+
 #: Shipped sanity bounds by scenario name.
 SHIPPED_SLOS: dict[str, tuple[SLO, ...]] = {"tailread": TAIL_READ_SANITY_SLOS,
                                             "throughput": THROUGHPUT_SANITY_SLOS,
-                                            "catchup": CATCHUP_SANITY_SLOS}
+                                            "catchup": CATCHUP_SANITY_SLOS,
+                                            "mixed": MIXED_SANITY_SLOS}
 
 
 def merge_slos(

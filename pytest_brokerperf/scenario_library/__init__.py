@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from pytest_brokerperf.scenario_library.base import PreparedRun, Scenario, ScenarioResult
 from pytest_brokerperf.scenario_library.catchup import CatchUp
+from pytest_brokerperf.scenario_library.mixed import Mixed
 from pytest_brokerperf.scenario_library.tailread import TOPOLOGY_CHECK_RATE, TailRead
 from pytest_brokerperf.scenario_library.throughput import Throughput
 from pytest_brokerperf.scenario_library.throughput_run import (
@@ -29,6 +30,7 @@ __all__ = [
     "RATE_DISCOVERY",
     "TOPOLOGY_CHECK_RATE",
     "CatchUp",
+    "Mixed",
     "PreparedRun",
     "Scenario",
     "ScenarioResult",

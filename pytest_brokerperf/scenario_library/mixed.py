@@ -1,0 +1,591 @@
+"""Mixed workload: a tailing subscription, then a second one that catches up from the start.
+
+StreamNative's mixed workload: producers publish at a fixed rate and a subscription tails
+them; once the topic holds a backlog of a set size (the retained data — the tailing
+group keeps up, nothing waits for it), a **second subscription starts from the earliest
+position** and reads the whole topic while producers and the tailing group go on. The
+questions: how fast does the new subscription catch up, and what does its read do to
+the others — publish response time and the tailing group's end-to-end response time,
+p99 and p99.9, during the catch-up against the window before it.
+
+Windows: *before* is the tail-read window (``measure_s`` at the fixed rate after the
+warm-up) and *during* is every period from the catch-up reader's start until it is at
+the head (its lag at most ``caught_up_lag`` messages). The ratios are ``during / before``
+of the same percentile; an SLO bounds them (``mixed.publish_p99_ratio < 2``).
+
+How each broker starts a subscription at the earliest position:
+
+* Kafka (and Kafka-protocol brokers): a new consumer group with
+  ``auto.offset.reset=earliest`` (the topic's retention keeps the data; no commit of
+  the group exists before it starts).
+* Pulsar: a new subscription with initial position ``Earliest``; messages acknowledged
+  by the tailing subscription are kept by the run namespace's retention policy (the
+  driver's ``client.retention``, unlimited by default).
+* RabbitMQ: only stream queues can replay from the first offset; this driver's
+  per-subscription queues hold what was published after they were declared, so the
+  scenario skips there with that reason.
+
+The catch-up reader runs in a process of its own (one consumer per topic), outside the
+load engine: its deliveries are in no tailing histogram, and its counters are its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_brokerperf.scenario_library.base import (
+    PreparedRun,
+    Scenario,
+    ScenarioResult,
+    base_params,
+    driver_file,
+    resolve_workload,
+)
+from pytest_brokerperf.scenario_library.finish import JUNIT_FIGURES, Measured, finish, short_params
+from pytest_brokerperf.scenario_library.tailread import fixed_rate_window
+
+if TYPE_CHECKING:
+    from pytest_brokerperf.brokers.driver import BrokerBacklog, Driver
+    from pytest_brokerperf.config import Settings
+    from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.engine.coordinator import PhaseRun
+    from pytest_brokerperf.metrics.histogram import LatencyHistogram
+    from pytest_brokerperf.metrics.stats import PeriodStats
+    from pytest_brokerperf.scenario_library.context import RunContext
+    from pytest_brokerperf.verdict import Verdict
+    from pytest_brokerperf.workload import Workload
+
+__all__ = ["BUILD_SECONDS", "CATCHUP_INCOMPLETE", "TAIL_BEHIND", "Mixed", "MixedPrepared",
+           "MixedReport", "judge_mixed", "mixed_figures"]
+
+_GIB = 1024**3
+_MIB = 1024**2
+#: Without a backlog size from the scenario or a workload file, the backlog is what the
+#: producers publish in this many seconds at the run's rate.
+BUILD_SECONDS: dict[str, float] = {"smoke": 8.0, "standard": 60.0, "omb": 60.0}
+#: The catch-up reader is at the head once its lag is at most this many seconds of
+#: publishing (and at least ``MIN_CAUGHT_UP_LAG`` messages).
+CAUGHT_UP_S = 0.5
+MIN_CAUGHT_UP_LAG = 100
+#: Verdict statuses (not judgeable: the run is INCONCLUSIVE, its ratios withheld).
+TAIL_BEHIND = "tail-behind"
+CATCHUP_INCOMPLETE = "catchup-incomplete"
+
+
+@dataclass
+class MixedPrepared(PreparedRun):
+    """A mixed run resolved against the settings (``measure_s``: the before window)."""
+
+    backlog_bytes: int = 0
+    caught_up_lag: int = MIN_CAUGHT_UP_LAG  # messages
+    tail_lag_limit: int = MIN_CAUGHT_UP_LAG  # the tailing group's lag that is "behind"
+    build_timeout_s: float = 60.0
+    catchup_timeout_s: float = 120.0
+
+
+@dataclass
+class MixedReport:
+    """The record's ``mixed`` block (docs/reference/results.md)."""
+
+    backlog_bytes_target: int
+    catchup_start: str  # how the second subscription starts at the earliest position
+    catchup_subscription: str
+    build_s: float
+    build_complete: bool
+    retained_at_catchup_start_messages: int  # acknowledged before the reader started
+    tail_lag_at_catchup_start: int  # the tailing groups' backlog then (counters)
+    tail_lag_limit: int
+    tail_kept_up: bool
+    catchup_s: float | None  # None: not at the head within catchup_timeout_s
+    catchup_complete: bool
+    catchup_timeout_s: float
+    caught_up_lag: int
+    catchup_consumed: int  # messages the catch-up subscription received
+    catchup_consumed_bytes: int
+    produced_during_catchup: int  # acknowledged
+    catchup_rate_msg_s: float | None
+    catchup_mib_s: float | None
+    publish_response_before_us: dict[str, float | None]  # p99, p99.9
+    publish_response_during_us: dict[str, float | None]
+    e2e_response_before_us: dict[str, float | None]  # the tailing group
+    e2e_response_during_us: dict[str, float | None]
+    #: responses measured during the catch-up (publish, tailing e2e): a percentile needs
+    #: 10 / (1 - q) samples (1,000 for p99, 10,000 for p99.9), else its ratio is null
+    publish_samples_during: int
+    e2e_samples_during: int
+    publish_p99_ratio: float | None  # during / before; None when not judgeable
+    publish_p999_ratio: float | None
+    e2e_p99_ratio: float | None
+    e2e_p999_ratio: float | None
+    #: the catch-up subscription read from the broker once its reader stopped (its
+    #: offsets committed); None where the driver cannot read a backlog
+    broker_catchup_position: list[dict[str, Any]] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Mixed(Scenario):
+    """Mixed workload: a tail-read window, a retained backlog, then a second
+    subscription from the earliest position catching up while the load goes on.
+
+    ``backlog_bytes`` (the data the topic holds when the catch-up subscription starts)
+    defaults to the workload's ``consumerBacklogSizeGB`` (``omb`` profile or a file given
+    with ``--brokerperf-workload``), else to what the producers publish in
+    :data:`BUILD_SECONDS` of the profile.
+    """
+
+    workload: Workload | None = None
+    partitions: int | None = None
+    message_size: int | None = None
+    rate: float | None = None
+    producers: int | None = None
+    consumers: int | None = None
+    subscriptions: int | None = None
+    backlog_bytes: int | None = None
+    build_timeout_s: float | None = None
+    catchup_timeout_s: float | None = None
+    driver_file: Path | None = None
+    slos: tuple[str, ...] = ()
+    name: str = "mixed"
+
+    def prepare(self, settings: Settings, endpoint: BrokerEndpoint) -> MixedPrepared:
+        notes: list[str] = []
+        wl, wl_file = resolve_workload(
+            settings, given=self.workload, shipped="tail-read-smoke", notes=notes,
+            partitions=self.partitions, message_size=self.message_size,
+            producers_per_topic=self.producers, consumer_per_subscription=self.consumers,
+            subscriptions_per_topic=self.subscriptions)
+        rate, period, warmup, measure = fixed_rate_window(
+            settings, endpoint, wl, wl_file, self.rate, notes, what="mixed")
+        from_file = settings.profile == "omb" or (
+            wl_file is not None and settings.workload is not None) or self.workload is not None
+        if self.backlog_bytes is not None:
+            backlog = int(self.backlog_bytes)
+        elif from_file and wl.consumer_backlog_size_gb > 0:
+            backlog = wl.backlog_bytes
+        else:
+            seconds = BUILD_SECONDS.get(settings.profile, 60.0)
+            backlog = int(rate * seconds * wl.message_size)
+            notes.append(
+                f"backlog {backlog / _MIB:.1f} MiB: {seconds:g} s of publishing at "
+                f"{rate:g} msg/s ({settings.profile} profile); Mixed(backlog_bytes=...) or "
+                "a workload's consumerBacklogSizeGB sets another")
+        if backlog < wl.message_size:
+            raise ValueError(
+                f"Mixed(backlog_bytes={backlog}) is below one {wl.message_size}-byte "
+                "message; give a backlog of at least a few thousand messages")
+        caught_up = max(MIN_CAUGHT_UP_LAG, round(rate * CAUGHT_UP_S))
+        # the tailing group keeps up: its lag within one second of publishing (as the
+        # warm-up's steadiness test), per subscription
+        tail_limit = max(MIN_CAUGHT_UP_LAG, round(rate * 1.0)) * max(
+            1, wl.subscriptions_per_topic)
+        expected_build = backlog / (rate * wl.message_size)
+        build_timeout = (float(self.build_timeout_s) if self.build_timeout_s is not None
+                         else max(30.0, 3.0 * expected_build + 10.0))
+        catchup_timeout = (float(self.catchup_timeout_s) if self.catchup_timeout_s is not None
+                           else max(60.0, 10.0 * expected_build))
+        wl = wl.replace(producer_rate=round(rate), consumer_backlog_size_gb=0.0)
+        params = base_params(wl, endpoint, rate)
+        params.update(backlog_bytes=backlog)
+        return MixedPrepared(
+            scenario=self.name, workload=wl, workload_file=wl_file, rate=rate,
+            period_s=period, warmup_s=warmup, measure_s=measure, params=params,
+            slos=self.sanity_slos(), driver_file=driver_file(settings, self.driver_file),
+            notes=notes, backlog_bytes=backlog, caught_up_lag=caught_up,
+            tail_lag_limit=tail_limit, build_timeout_s=build_timeout,
+            catchup_timeout_s=catchup_timeout,
+        )
+
+    def execute(self, ctx: RunContext, extra_slos: tuple[str, ...]) -> ScenarioResult:
+        return run_mixed(ctx, self, extra_slos)
+
+
+# --------------------------------------------------------------------------- earliest
+
+
+def earliest_reader(driver: Driver) -> tuple[Driver, str]:
+    """The driver the catch-up reader (and the run) uses, and how its new subscription
+    starts at the earliest position; raises ``BrokerUnavailable`` (a skip) where the
+    broker cannot replay retained data to a new subscription."""
+    from pytest_brokerperf.errors import BrokerUnavailable
+
+    module = type(driver).__module__
+    if ".kafka." in module or driver.kind in ("kafka", "redpanda", "automq"):
+        extra = getattr(driver, "extra", None)
+        if isinstance(extra, dict) and dataclasses.is_dataclass(driver):
+            reader = dataclasses.replace(
+                driver, extra={**extra, "auto.offset.reset": "earliest"})
+            return reader, ("new consumer group, auto.offset.reset=earliest (retention keeps "
+                            "the topic's data)")
+    if ".pulsar." in module:
+        config = getattr(driver, "config", None)
+        kwargs: dict[str, Any] = dict(getattr(config, "subscribe_kwargs", dict)())
+        pos = kwargs.get("initial_position")
+        if pos is not None and str(pos).lower() != "earliest":
+            from pytest_brokerperf.errors import ConfigError
+
+            raise ConfigError(
+                f"mixed on Pulsar: the driver file's subscriptionInitialPosition is {pos!r}; "
+                "the catch-up subscription must start at Earliest (remove the key or set "
+                "subscriptionInitialPosition: Earliest)")
+        # a subscription created later sees only retained messages: the driver's namespace
+        # retention (client.retention, unlimited by default) keeps acknowledged ones
+        return driver, ("new subscription, initial position Earliest; the namespace "
+                        "retention policy (client.retention) keeps acknowledged messages")
+    if driver.kind == "rabbitmq":
+        raise BrokerUnavailable(
+            "mixed on rabbitmq: a new subscription can start from the earliest message only "
+            "on a stream queue; this driver's per-subscription queues hold only what was "
+            "published after they were declared")
+    raise BrokerUnavailable(
+        f"mixed on {driver.kind}: its driver keeps no retained log a new subscription "
+        "could read from the earliest position")
+
+
+def _reader_main(driver: Driver, topics: list[str], subscription: str, prefix: str,
+                 counts: Any, ready: Any, go: Any, stop: Any) -> None:
+    """The catch-up reader process: one consumer per topic of ``subscription``, counting
+    messages and bytes in ``counts`` (shared array: received, bytes, errors) until
+    ``stop``; offsets committed (``pause()``) before it closes."""
+    consumers = []
+    try:
+        ready.set()  # the interpreter is up: the catch-up's clock starts at ``go``
+        go.wait()
+        if stop.is_set():
+            return
+        consumers = [driver.consumer(t, subscription, f"{prefix}-catchup-{i}")
+                     for i, t in enumerate(topics)]
+        while not stop.is_set():
+            for c in consumers:
+                batch = c.receive(500, 0.05)
+                if batch:
+                    n = len(batch)
+                    size = sum(len(v) for v, _ in batch)
+                    with counts.get_lock():
+                        counts[0] += n
+                        counts[1] += size
+        for c in consumers:
+            c.pause()  # commits what was received: the group's offsets equal the count
+    except Exception:
+        with counts.get_lock():
+            counts[2] += 1
+        ready.set()
+        raise
+    finally:
+        for c in consumers:
+            with contextlib.suppress(Exception):
+                c.close()
+
+
+class CatchUpReader:
+    """The second subscription, from the earliest position, in its own process."""
+
+    def __init__(self, driver: Driver, topics: list[str], subscription: str,
+                 prefix: str) -> None:
+        import multiprocessing as mp
+
+        ctx = mp.get_context("spawn")
+        self.counts = ctx.Array("q", 3)
+        self._ready = ctx.Event()
+        self._go = ctx.Event()
+        self._stop = ctx.Event()
+        self.subscription = subscription
+        self._proc = ctx.Process(
+            target=_reader_main, name="brokerperf-catchup",
+            args=(driver, topics, subscription, prefix, self.counts, self._ready, self._go,
+                  self._stop),
+            daemon=True)
+
+    def spawn(self, timeout_s: float = 60.0) -> None:
+        """Start the reader's process and wait until it is up (not yet subscribed), so
+        the interpreter's start-up is not counted as catch-up time."""
+        from pytest_brokerperf.errors import MeasurementError
+
+        self._proc.start()
+        if not self._ready.wait(timeout_s):
+            raise MeasurementError(f"the catch-up reader's process did not start within "
+                                   f"{timeout_s:g} s")
+
+    def start(self) -> None:
+        """Subscribe from the earliest position and read (the catch-up starts now)."""
+        self._go.set()
+
+    def received(self) -> tuple[int, int]:
+        with self.counts.get_lock():
+            return int(self.counts[0]), int(self.counts[1])
+
+    def failed(self) -> bool:
+        """The reader process raised (or died): ``stop()`` says so."""
+        return bool(self.counts[2]) or (self._proc.exitcode not in (None, 0))
+
+    def stop(self, timeout_s: float = 60.0) -> tuple[int, int]:
+        """Stop reading, commit, close; the final (messages, bytes)."""
+        from pytest_brokerperf.errors import MeasurementError
+
+        self._stop.set()
+        self._go.set()
+        self._proc.join(timeout_s)
+        if self._proc.is_alive():
+            self._proc.kill()
+            self._proc.join(5)
+            raise MeasurementError(f"the catch-up reader ({self.subscription}) did not stop "
+                                   f"within {timeout_s:g} s")
+        if self.counts[2] or self._proc.exitcode:
+            raise MeasurementError(
+                f"the catch-up reader ({self.subscription}) failed (exit code "
+                f"{self._proc.exitcode}); its error is in the test's captured stderr")
+        return self.received()
+
+    def kill(self) -> None:
+        if self._proc.is_alive():
+            self._stop.set()
+            self._go.set()
+            self._proc.join(10)
+        if self._proc.is_alive():
+            self._proc.kill()
+            self._proc.join(5)
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def _merged(periods: list[PeriodStats], metric: str) -> LatencyHistogram:
+    from pytest_brokerperf.metrics.histogram import LatencyHistogram
+
+    h = LatencyHistogram.for_metric(metric)
+    for p in periods:
+        h.add(p.histograms[metric])
+    return h
+
+
+def _ratio(during: float | None, before: float | None) -> float | None:
+    return during / before if during is not None and before else None
+
+
+def mixed_figures(prepared: MixedPrepared, *, before: list[PeriodStats], build: PhaseRun,
+                  catchup: PhaseRun, catchup_consumed: tuple[int, int], how: str,
+                  subscription: str, judgeable: bool = True,
+                  broker_position: list[BrokerBacklog] | None = None,
+                  ) -> tuple[MixedReport, dict[str, float | None]]:
+    """The record block and SLO-checkable figures of one mixed run.
+
+    *before* is the tail-read window's periods; *during* is ``catchup``'s periods (from
+    the reader's start until it was at the head). The ratios are withheld (None) when the
+    tailing group was behind before the catch-up started, the catch-up did not finish,
+    or ``judgeable`` is false.
+    """
+    pct = {"p99": 99.0, "p99.9": 99.9}
+
+    def window(periods: list[PeriodStats], metric: str) -> dict[str, float | None]:
+        h = _merged(periods, metric)
+        return {k: h.percentile(q) for k, q in pct.items()}
+
+    def count(periods: list[PeriodStats], metric: str) -> int:
+        return int(_merged(periods, metric).total_count)
+
+    pub_b, pub_d = window(before, "publish_response"), window(catchup.periods, "publish_response")
+    e2e_b, e2e_d = window(before, "e2e_response"), window(catchup.periods, "e2e_response")
+    s = build.end_totals
+    tail_lag = max(0, prepared.workload.subscriptions_per_topic * s.get("acked", 0)
+                   - s.get("received", 0))
+    kept_up = build.done and tail_lag <= prepared.tail_lag_limit
+    done = catchup.done
+    ok = judgeable and kept_up and done
+    msgs, nbytes = catchup_consumed
+    secs = catchup.elapsed_s if done else None
+    rate = msgs / secs if secs else None
+    mib = nbytes / secs / _MIB if secs else None
+    ratios = {
+        "publish_p99_ratio": _ratio(pub_d["p99"], pub_b["p99"]),
+        "publish_p999_ratio": _ratio(pub_d["p99.9"], pub_b["p99.9"]),
+        "e2e_p99_ratio": _ratio(e2e_d["p99"], e2e_b["p99"]),
+        "e2e_p999_ratio": _ratio(e2e_d["p99.9"], e2e_b["p99.9"]),
+    }
+    if not ok:
+        ratios = dict.fromkeys(ratios)
+    report = MixedReport(
+        backlog_bytes_target=prepared.backlog_bytes, catchup_start=how,
+        catchup_subscription=subscription, build_s=build.elapsed_s,
+        build_complete=build.done,
+        retained_at_catchup_start_messages=catchup.start_totals.get("acked", 0),
+        tail_lag_at_catchup_start=tail_lag, tail_lag_limit=prepared.tail_lag_limit,
+        tail_kept_up=kept_up, catchup_s=secs, catchup_complete=done,
+        catchup_timeout_s=prepared.catchup_timeout_s, caught_up_lag=prepared.caught_up_lag,
+        catchup_consumed=msgs, catchup_consumed_bytes=nbytes,
+        produced_during_catchup=(catchup.end_totals.get("acked", 0)
+                                 - catchup.start_totals.get("acked", 0)),
+        catchup_rate_msg_s=rate, catchup_mib_s=mib,
+        publish_response_before_us=pub_b, publish_response_during_us=pub_d,
+        e2e_response_before_us=e2e_b, e2e_response_during_us=e2e_d,
+        publish_samples_during=count(catchup.periods, "publish_response"),
+        e2e_samples_during=count(catchup.periods, "e2e_response"),
+        broker_catchup_position=(None if broker_position is None
+                                 else [asdict(r) for r in broker_position]),
+        **ratios,
+    )
+    figures: dict[str, float | None] = {
+        "mixed.build_s": build.elapsed_s,
+        "mixed.catchup_s": secs,
+        "mixed.caught_up": 1.0 if done else 0.0,
+        "mixed.catchup_rate_msg_s": rate,
+        "mixed.catchup_mib_s": mib,
+        **{f"mixed.{k}": v for k, v in ratios.items()},
+    }
+    return report, figures
+
+
+def judge_mixed(verdict: Verdict, report: MixedReport) -> None:
+    """Make ``verdict`` say what kept the ratios from being judged: the tailing group
+    behind when the catch-up started, or a catch-up that never reached the head. Either
+    makes a judgeable verdict INCONCLUSIVE (its status); an already inconclusive one
+    (host noise, ...) keeps its status and gets the flag."""
+    from pytest_brokerperf.verdict import UNDERSAMPLED
+
+    problems: list[tuple[str, str]] = []
+    if not report.tail_kept_up:
+        problems.append((TAIL_BEHIND, (
+            f"the tailing subscription was {report.tail_lag_at_catchup_start:,} messages "
+            f"behind (more than {report.tail_lag_limit:,}) when the catch-up subscription "
+            "started: the impact ratios would compare a lagging group; ratios withheld")))
+    if not report.catchup_complete:
+        problems.append((CATCHUP_INCOMPLETE, (
+            f"the catch-up subscription was not at the head within "
+            f"{report.catchup_timeout_s:g} s ({report.catchup_consumed:,} messages read); "
+            "Mixed(catchup_timeout_s=...) waits longer; ratios withheld")))
+    for i, (flag, reason) in enumerate(problems):
+        if i == 0 and verdict.judgeable:
+            verdict.status = flag
+        verdict.flags.append(flag)
+        verdict.reasons.append(reason)
+    missing = [k for k in ("publish_p99_ratio", "publish_p999_ratio", "e2e_p99_ratio",
+                           "e2e_p999_ratio") if getattr(report, k) is None]
+    if not problems and verdict.judgeable and missing:
+        # a short catch-up: too few responses during it for these percentiles
+        if UNDERSAMPLED not in verdict.flags:
+            verdict.flags.append(UNDERSAMPLED)
+        secs = f"{report.catchup_s:.1f} s" if report.catchup_s is not None else "the catch-up"
+        verdict.details["mixed_undersampled"] = (
+            f"{', '.join(missing)} n/a: the catch-up lasted {secs} with "
+            f"{report.publish_samples_during:,} publish and {report.e2e_samples_during:,} "
+            "tailing e2e responses (p99 needs 1,000, p99.9 10,000); a larger "
+            "Mixed(backlog_bytes=...) or a higher rate lengthens it")
+
+
+def run_mixed(ctx: RunContext, scenario: Mixed, extra_slos: tuple[str, ...]) -> ScenarioResult:
+    """Prepare, guard, run the phases (tail-read window, build, catch-up, end), judge and
+    record."""
+    from pytest_brokerperf import safety
+    from pytest_brokerperf.brokers.driver import BacklogReader
+    from pytest_brokerperf.engine.coordinator import LoadSession, Rung
+    from pytest_brokerperf.errors import MeasurementError
+    from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
+    from pytest_brokerperf.safety import format_bytes
+    from pytest_brokerperf.scenario_library.setup import PeriodWatch, set_up_run
+    from pytest_brokerperf.verdict import Thresholds, assess
+
+    settings, broker = ctx.settings, ctx.broker
+    prepared = scenario.prepare(settings, broker)
+
+    def replayable(driver: Driver) -> None:
+        earliest_reader(driver)  # refused or skipped before any topic exists
+
+    run = set_up_run(ctx, scenario, extra_slos, prepared=prepared, check_driver=replayable)
+    slos, wl, plan, payloads, workers = run.slos, run.workload, run.plan, run.payloads, run.workers
+    producing = replace(plan, measure_s=prepared.measure_s + prepared.build_timeout_s
+                        + prepared.catchup_timeout_s)
+    driver, safety_notes = safety.safe_driver(run.driver, settings, broker, prepared, producing)
+    prepared.notes.extend(safety_notes)
+    # the catch-up reader: the run's (safety-bounded) driver, started at the earliest offset
+    reader_driver, how = earliest_reader(driver)
+    splan = safety.build_plan(settings, broker, prepared, driver, producing,
+                              test_id=ctx.test_id, cluster_changes=scenario.cluster_changes)
+    ctx.guard(splan)
+    sampler = BrokerMetricsSampler.for_endpoint(broker, settings)
+    on_period = PeriodWatch(ctx, broker.kind, prepared.period_s, splan.max_bytes,
+                            sampler=sampler, label=lambda p: f"{prepared.scenario}:{p.phase}")
+    ctx.progress(
+        f"brokerperf: {broker.kind} {prepared.scenario} rate={prepared.rate:g} msg/s "
+        f"warm-up≤{prepared.warmup_s:g}s measure={prepared.measure_s:g}s then a "
+        f"subscription from the earliest position once "
+        f"{format_bytes(prepared.backlog_bytes)} are retained workers={workers}")
+    size = wl.message_size
+    thresholds = Thresholds(steal_share=settings.max_steal / 100)
+    reader: CatchUpReader | None = None
+    position: list[BrokerBacklog] | None = None
+    if sampler is not None:
+        sampler.start()
+    try:
+        with LoadSession(driver, wl, plan, payloads=payloads, on_period=on_period) as s:
+            spec = settings.profile_spec
+            before = s.run_rung(Rung(prepared.rate, prepared.warmup_s, prepared.measure_s,
+                                     warmup_until_steady=spec.warmup_until_steady))
+            build = s.run_until(
+                "build", lambda t: t.get("acked", 0) * size >= prepared.backlog_bytes,
+                prepared.build_timeout_s)
+            if not build.done:
+                raise MeasurementError(
+                    f"backlog not built within {prepared.build_timeout_s:g} s: "
+                    f"{format_bytes(build.end_totals.get('acked', 0) * size)} of "
+                    f"{format_bytes(prepared.backlog_bytes)} at {prepared.rate:g} msg/s; "
+                    "raise Mixed(build_timeout_s=...) or the rate, or lower backlog_bytes")
+            sub = f"{s.prefix}-catchup"
+            reader = CatchUpReader(reader_driver, s.topics, sub, s.prefix)
+            reader.spawn()  # between phases: in no period
+            r = reader
+            ctx.progress(f"brokerperf: {broker.kind} mixed: "
+                         f"{format_bytes(build.end_totals.get('acked', 0) * size)} retained; "
+                         f"subscription {sub} starts from the earliest position")
+            catchup = s.run_until(
+                "catchup",
+                lambda t: r.failed() or t.get("acked", 0) - r.received()[0]
+                <= prepared.caught_up_lag,
+                prepared.catchup_timeout_s, begin=r.start)
+            consumed = reader.stop()
+            reader = None
+            admin = driver.admin()
+            try:
+                if isinstance(admin, BacklogReader):
+                    position = admin.subscription_backlog({t: [sub] for t in s.topics})
+                if not settings.keep_topics:
+                    admin.delete_groups([sub])
+            finally:
+                admin.close()
+            end = s.finish()
+    finally:
+        if reader is not None:
+            reader.kill()
+        if sampler is not None:
+            sampler.stop()
+    end.apply(before, end_time=False)
+    verdict = assess(before, thresholds)
+    report, extra = mixed_figures(
+        prepared, before=before.periods, build=build, catchup=catchup,
+        catchup_consumed=consumed, how=how, subscription=sub, judgeable=verdict.judgeable,
+        broker_position=position)
+    judge_mixed(verdict, report)
+    session = replace(before, periods=before.periods + build.periods + catchup.periods,
+                      end_time=end.end_time, worker_errors=list(end.worker_errors))
+    ctx.progress(
+        f"brokerperf: {broker.kind} mixed: catch-up "
+        + (f"{report.catchup_s:.1f} s at {report.catchup_rate_msg_s:,.0f} msg/s "
+           f"({report.catchup_mib_s:.1f} MiB/s)" if report.catchup_s is not None
+           else f"not at the head in {prepared.catchup_timeout_s:g} s")
+        + "; during/before publish p99 "
+        + (f"{report.publish_p99_ratio:.2f}" if report.publish_p99_ratio is not None else "n/a")
+        + ", tailing e2e p99 "
+        + (f"{report.e2e_p99_ratio:.2f}" if report.e2e_p99_ratio is not None else "n/a"))
+    return finish(ctx, Measured(
+        prepared=prepared, driver_name=driver.name, headline=before, verdict=verdict,
+        slos=slos, seed=run.seed, plan=splan, sampler=sampler, session=session,
+        extra_figures=extra, record_extra={"mixed": report.as_dict()},
+        summary_params=(f"{short_params(prepared.params)} "
+                        f"backlog={format_bytes(prepared.backlog_bytes).replace(' ', '')}"),
+        junit_figures=(*JUNIT_FIGURES, "mixed.catchup_s", "mixed.catchup_rate_msg_s",
+                       "mixed.publish_p99_ratio", "mixed.e2e_p99_ratio"),
+    ))

@@ -1,0 +1,21 @@
+"""Mixed workload: a tailing subscription, then a second one catching up from the start.
+
+Run: ``pytest scenarios -m mixed --broker=kafka``. Producers publish at the profile's
+rate and a subscription tails them; once the topic retains the backlog (the workload's
+``consumerBacklogSizeGB`` under ``--brokerperf-profile=omb`` or with
+``--brokerperf-workload``, else 8 s / 60 s of publishing for smoke / standard), a second
+subscription starts from the earliest position and reads up to the head while the rest
+goes on (StreamNative's mixed workload). Reported: its catch-up time and rate, and
+publish and tailing end-to-end response p99/p99.9 during versus before as ratios
+(``mixed.publish_p99_ratio`` ...). RabbitMQ's classic queues cannot replay: skipped there
+with the reason.
+"""
+
+import pytest
+
+from pytest_brokerperf import Mixed
+
+
+@pytest.mark.mixed
+def test_mixed(brokerperf):
+    brokerperf.run(Mixed())
