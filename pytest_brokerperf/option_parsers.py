@@ -19,6 +19,7 @@ from pytest_brokerperf.errors import ConfigError
 
 if TYPE_CHECKING:
     pass
+from pytest_brokerperf import brokers
 from pytest_brokerperf.options import (
     _FALSE,
     _LABEL_RE,
@@ -93,11 +94,12 @@ def _parse_brokers(spec: OptionSpec, raw: object, src: _Source) -> tuple[str, ..
         name = item.strip().lower()
         if not name:
             continue
-        if name not in KNOWN_BROKERS:
+        if name not in KNOWN_BROKERS and not brokers.is_known(name):
+            known = brokers.names()
             raise _invalid(
                 spec, raw, src,
-                f"unknown broker {name!r}{_did_you_mean(name, KNOWN_BROKERS)}; "
-                f"known brokers are {', '.join(KNOWN_BROKERS)}",
+                f"unknown broker {name!r}{_did_you_mean(name, known)}; "
+                f"known brokers are {', '.join(known)}",
             )
         if name not in names:
             names.append(name)
@@ -434,7 +436,6 @@ def _remote_flags_given(values: dict[str, Any], sources: Mapping[str, str],
     A cluster address contradicts a local provisioning mode; remote mode needs the address
     of every selected broker; a client config needs its address.
     """
-    from pytest_brokerperf import brokers
     from pytest_brokerperf.brokers.base import flag_of
 
     remote = False
