@@ -31,18 +31,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pytest_brokerperf.brokers.driver import AckCallback, ErrorCallback
+from pytest_brokerperf.brokers.rabbitmq.admin import _RabbitAdmin
 from pytest_brokerperf.brokers.rabbitmq.config import (
     RabbitMQDriverConfig,
     durability_of,
     subscription_queues,
 )
-from pytest_brokerperf.endpoint import BrokerEndpoint
-from pytest_brokerperf.errors import DriverError
-
-if TYPE_CHECKING:
-    from pytest_brokerperf.brokers.rabbitmq.process import CtlAccess
-
-from pytest_brokerperf.brokers.rabbitmq.admin import _RabbitAdmin
 from pytest_brokerperf.brokers.rabbitmq.connection import _params
 from pytest_brokerperf.brokers.rabbitmq.consumer import _RabbitConsumer
 from pytest_brokerperf.brokers.rabbitmq.producer import (
@@ -50,6 +44,12 @@ from pytest_brokerperf.brokers.rabbitmq.producer import (
     ConfirmTracker,
     _RabbitProducer,
 )
+from pytest_brokerperf.endpoint import BrokerEndpoint
+from pytest_brokerperf.errors import DriverError
+
+if TYPE_CHECKING:
+    from pytest_brokerperf.brokers.rabbitmq.process import CtlAccess
+
 
 __all__ = ["ConfirmTracker", "RabbitMQDriver"]
 
