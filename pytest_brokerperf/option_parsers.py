@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
+from urllib.parse import urlsplit
 
 from pytest_brokerperf.errors import ConfigError
 
@@ -337,8 +338,6 @@ def _parse_owner(spec: OptionSpec, raw: object, src: _Source) -> str:
 
 
 def _parse_urls(spec: OptionSpec, raw: object, src: _Source) -> tuple[str, ...]:
-    from urllib.parse import urlsplit
-
     if isinstance(raw, list | tuple):
         items = [str(x).strip() for x in raw]
     else:
@@ -382,8 +381,6 @@ def _parse_images(spec: OptionSpec, raw: object, src: _Source) -> tuple[tuple[st
 
 def _parse_url(spec: OptionSpec, raw: object, src: _Source) -> str:
     """One URL whose scheme is one of ``spec.choices``."""
-    from urllib.parse import urlsplit
-
     url = _as_text(spec, raw, src).strip()
     parts = urlsplit(url)
     if parts.scheme not in spec.choices or not parts.hostname:
@@ -394,8 +391,6 @@ def _parse_url(spec: OptionSpec, raw: object, src: _Source) -> str:
 
 def _parse_amqp_urls(spec: OptionSpec, raw: object, src: _Source) -> tuple[str, ...]:
     """Comma-separated ``amqp://`` / ``amqps://`` URIs; messages never quote a password."""
-    from urllib.parse import urlsplit
-
     if isinstance(raw, list | tuple):
         items = [str(x).strip() for x in raw]
     else:

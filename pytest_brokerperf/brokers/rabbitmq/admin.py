@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -244,6 +245,4 @@ def _ctl_table(value: Any) -> Any:
 
 def _regex_escape(text: str) -> str:
     """Escape a queue-name prefix for a policy pattern (Erlang re, PCRE-like)."""
-    import re
-
     return re.escape(text)

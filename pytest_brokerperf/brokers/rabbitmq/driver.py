@@ -29,6 +29,7 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
+from urllib.parse import urlsplit, urlunsplit
 
 from pytest_brokerperf.brokers.driver import AckCallback, ErrorCallback
 from pytest_brokerperf.brokers.rabbitmq.admin import _RabbitAdmin
@@ -210,8 +211,6 @@ class RabbitMQDriver:
 
 
 def _redact_uri(uri: str) -> str:
-    from urllib.parse import urlsplit, urlunsplit
-
     parts = urlsplit(uri)
     if parts.password is None:
         return uri
