@@ -29,7 +29,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from pytest_brokerperf.errors import ConfigError
 from pytest_brokerperf.option_parsers import (
@@ -55,7 +55,6 @@ from pytest_brokerperf.options import (
     OptionSpec,
     ProfileSpec,
 )
-from pytest_brokerperf.versions import KAFKA_DEFAULT_VERSION, PULSAR_DEFAULT_VERSION
 
 if TYPE_CHECKING:
     import pytest
@@ -82,6 +81,22 @@ def new_run_id(now: _dt.datetime | None = None) -> str:
 
 # --------------------------------------------------------------------------- settings
 
+#: Each setting's built-in default, taken from :data:`OPTIONS` (the one place defaults are
+#: written); ``dir`` defaults become relative paths (``resolve`` anchors them at the cwd).
+_DEFAULTS: Final[Mapping[str, Any]] = MappingProxyType(
+    {
+        spec.field: Path(spec.default)
+        if spec.kind == "dir" and isinstance(spec.default, str)
+        else spec.default
+        for spec in OPTIONS
+    }
+)
+
+
+def _default(name: str) -> Any:
+    """The :data:`OPTIONS` default of ``Settings.<name>`` (a KeyError names a missing row)."""
+    return _DEFAULTS[name]
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -94,53 +109,72 @@ class Settings:
     the profile decides, see :attr:`profile_spec`).
     """
 
-    brokers: tuple[str, ...] = ("kafka",)
-    provision: str = "auto"  # as requested
+    brokers: tuple[str, ...] = _default("brokers")
+    #: as requested
+    provision: str = _default("provision")
     provision_effective: str = AUTO_PROVISION  # what "auto" became
     #: why "auto" became what it did (set by :meth:`with_auto_resolved`; None before)
     auto_reason: str | None = None
     #: --brokerperf-image: (kind, image reference) pairs, sorted; () = the defaults
-    images: tuple[tuple[str, str], ...] = ()
-    nodes: int = 1
-    profile: str = "smoke"
-    durability: tuple[int, ...] = ()  # --brokerperf-durability; () = driver-defined
-    results_dir: Path = Path("brokerperf-results")
-    workload: Path | None = None
-    driver: Path | None = None
-    slo: Path | None = None  # --brokerperf-slo file
-    keep_topics: bool = False
-    inconclusive: str = "fail"
-    max_steal: float = 5.0  # percent of the machine's CPU time (--brokerperf-max-steal)
-    noise_retries: int = 1  # host-noise windows measured again (--brokerperf-noise-retries)
-    period: float | None = None
-    duration: float | None = None
-    warmup: float | None = None
-    rate: float | None = None
-    workers: int | None = None
-    env: str = "local"  # --brokerperf-env label, not the process environment
-    report: tuple[str, ...] = ()  # --brokerperf-report formats
-    baseline: Path | None = None  # --brokerperf-baseline
-    fail_on: str | None = None  # --brokerperf-fail-on budgets (validated)
-    kafka_version: str = KAFKA_DEFAULT_VERSION
-    kafka_home: Path | None = None
-    pulsar_version: str = PULSAR_DEFAULT_VERSION
-    allow_xdist: bool = False
-    kafka_bootstrap: str | None = None  # --kafka-bootstrap: a remote Kafka cluster
-    kafka_config: Path | None = None  # client properties file (secrets: never recorded)
-    pulsar_url: str | None = None  # --pulsar-url: a remote Pulsar cluster
-    pulsar_admin_url: str | None = None
-    pulsar_config: Path | None = None  # client.conf-style file (secrets: never recorded)
-    rabbitmq_url: tuple[str, ...] = ()  # --rabbitmq-url: a remote RabbitMQ (may hold secrets)
-    dry_run: bool = False
-    max_bytes: int | None = None  # as given; see effective_max_bytes
-    max_rate: tuple[float, str] | None = None  # (value, "msg/s" | "B/s"), as given
-    owner: str | None = None  # as given; see owner_effective
-    allow_cluster_changes: bool = False
-    prometheus: tuple[str, ...] = ()
-    broker_metrics: bool = True
-    ladder: tuple[float, ...] | None = None  # --brokerperf-ladder, msg/s ascending
-    rate_discovery: bool = False
-    calibration: str = "auto"  # auto | refresh | off
+    images: tuple[tuple[str, str], ...] = _default("images")
+    nodes: int = _default("nodes")
+    profile: str = _default("profile")
+    #: --brokerperf-durability; () = driver-defined
+    durability: tuple[int, ...] = _default("durability")
+    results_dir: Path = _default("results_dir")
+    workload: Path | None = _default("workload")
+    driver: Path | None = _default("driver")
+    #: --brokerperf-slo file
+    slo: Path | None = _default("slo")
+    keep_topics: bool = _default("keep_topics")
+    inconclusive: str = _default("inconclusive")
+    #: percent of the machine's CPU time (--brokerperf-max-steal)
+    max_steal: float = _default("max_steal")
+    #: host-noise windows measured again (--brokerperf-noise-retries)
+    noise_retries: int = _default("noise_retries")
+    period: float | None = _default("period")
+    duration: float | None = _default("duration")
+    warmup: float | None = _default("warmup")
+    rate: float | None = _default("rate")
+    workers: int | None = _default("workers")
+    #: --brokerperf-env label, not the process environment
+    env: str = _default("env")
+    #: --brokerperf-report formats
+    report: tuple[str, ...] = _default("report")
+    #: --brokerperf-baseline
+    baseline: Path | None = _default("baseline")
+    #: --brokerperf-fail-on budgets (validated)
+    fail_on: str | None = _default("fail_on")
+    kafka_version: str = _default("kafka_version")
+    kafka_home: Path | None = _default("kafka_home")
+    pulsar_version: str = _default("pulsar_version")
+    allow_xdist: bool = _default("allow_xdist")
+    #: --kafka-bootstrap: a remote Kafka cluster
+    kafka_bootstrap: str | None = _default("kafka_bootstrap")
+    #: client properties file (secrets: never recorded)
+    kafka_config: Path | None = _default("kafka_config")
+    #: --pulsar-url: a remote Pulsar cluster
+    pulsar_url: str | None = _default("pulsar_url")
+    pulsar_admin_url: str | None = _default("pulsar_admin_url")
+    #: client.conf-style file (secrets: never recorded)
+    pulsar_config: Path | None = _default("pulsar_config")
+    #: --rabbitmq-url: a remote RabbitMQ (may hold secrets)
+    rabbitmq_url: tuple[str, ...] = _default("rabbitmq_url")
+    dry_run: bool = _default("dry_run")
+    #: as given; see effective_max_bytes
+    max_bytes: int | None = _default("max_bytes")
+    #: (value, "msg/s" | "B/s"), as given
+    max_rate: tuple[float, str] | None = _default("max_rate")
+    #: as given; see owner_effective
+    owner: str | None = _default("owner")
+    allow_cluster_changes: bool = _default("allow_cluster_changes")
+    prometheus: tuple[str, ...] = _default("prometheus")
+    broker_metrics: bool = _default("broker_metrics")
+    #: --brokerperf-ladder, msg/s ascending
+    ladder: tuple[float, ...] | None = _default("ladder")
+    rate_discovery: bool = _default("rate_discovery")
+    #: auto | refresh | off
+    calibration: str = _default("calibration")
     run_id: str = field(default_factory=new_run_id)
     #: setting name (OptionSpec.name, plus "run_id") → where its value came from
     sources: Mapping[str, str] = field(
@@ -298,7 +332,8 @@ class Settings:
         if values.get("fail_on") and values.get("baseline") is None:
             raise ConfigError(
                 f"--brokerperf-fail-on (from {sources['fail_on']}) needs the runs to compare "
-                "with: give --brokerperf-baseline DIR (earlier runs' --brokerperf-results)")
+                "with: give --brokerperf-baseline DIR (earlier runs' --brokerperf-results)"
+            )
         if run_id is not None:
             sources["run_id"] = "xdist controller"
         elif not _unset(env.get(RUN_ID_ENV)):

@@ -14,11 +14,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
+from urllib.parse import urlsplit
 
 from pytest_brokerperf.errors import ConfigError
 
 if TYPE_CHECKING:
     pass
+from pytest_brokerperf import brokers
 from pytest_brokerperf.options import (
     _FALSE,
     _LABEL_RE,
@@ -93,11 +95,12 @@ def _parse_brokers(spec: OptionSpec, raw: object, src: _Source) -> tuple[str, ..
         name = item.strip().lower()
         if not name:
             continue
-        if name not in KNOWN_BROKERS:
+        if name not in KNOWN_BROKERS and not brokers.is_known(name):
+            known = brokers.names()
             raise _invalid(
                 spec, raw, src,
-                f"unknown broker {name!r}{_did_you_mean(name, KNOWN_BROKERS)}; "
-                f"known brokers are {', '.join(KNOWN_BROKERS)}",
+                f"unknown broker {name!r}{_did_you_mean(name, known)}; "
+                f"known brokers are {', '.join(known)}",
             )
         if name not in names:
             names.append(name)
@@ -335,8 +338,6 @@ def _parse_owner(spec: OptionSpec, raw: object, src: _Source) -> str:
 
 
 def _parse_urls(spec: OptionSpec, raw: object, src: _Source) -> tuple[str, ...]:
-    from urllib.parse import urlsplit
-
     if isinstance(raw, list | tuple):
         items = [str(x).strip() for x in raw]
     else:
@@ -380,8 +381,6 @@ def _parse_images(spec: OptionSpec, raw: object, src: _Source) -> tuple[tuple[st
 
 def _parse_url(spec: OptionSpec, raw: object, src: _Source) -> str:
     """One URL whose scheme is one of ``spec.choices``."""
-    from urllib.parse import urlsplit
-
     url = _as_text(spec, raw, src).strip()
     parts = urlsplit(url)
     if parts.scheme not in spec.choices or not parts.hostname:
@@ -392,8 +391,6 @@ def _parse_url(spec: OptionSpec, raw: object, src: _Source) -> str:
 
 def _parse_amqp_urls(spec: OptionSpec, raw: object, src: _Source) -> tuple[str, ...]:
     """Comma-separated ``amqp://`` / ``amqps://`` URIs; messages never quote a password."""
-    from urllib.parse import urlsplit
-
     if isinstance(raw, list | tuple):
         items = [str(x).strip() for x in raw]
     else:
@@ -434,7 +431,6 @@ def _remote_flags_given(values: dict[str, Any], sources: Mapping[str, str],
     A cluster address contradicts a local provisioning mode; remote mode needs the address
     of every selected broker; a client config needs its address.
     """
-    from pytest_brokerperf import brokers
     from pytest_brokerperf.brokers.base import flag_of
 
     remote = False

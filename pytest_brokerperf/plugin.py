@@ -163,11 +163,11 @@ def _marker_brokers(node: pytest.Item) -> tuple[str, ...] | None:
             f'e.g. @pytest.mark.broker("kafka", "pulsar")'
         )
     names = tuple(a.strip().lower() for a in mark.args)
-    unknown = [n for n in names if n not in KNOWN_BROKERS]
+    unknown = [n for n in names if n not in KNOWN_BROKERS and not brokers.is_known(n)]
     if unknown:
         raise ConfigError(
             f"{where}: unknown broker {unknown[0]!r}; known brokers are "
-            f"{', '.join(KNOWN_BROKERS)}"
+            f"{', '.join(brokers.names())}"
         )
     return names
 

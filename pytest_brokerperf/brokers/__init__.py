@@ -16,11 +16,12 @@ stays cheap.
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from importlib import import_module
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from pytest_brokerperf.errors import BrokerUnavailable, ConfigError
 
@@ -29,7 +30,15 @@ if TYPE_CHECKING:
     from pytest_brokerperf.brokers.driver import Driver
     from pytest_brokerperf.endpoint import BrokerEndpoint
 
-__all__ = ["BUILTIN", "ENTRY_POINT_GROUP", "create_driver", "get", "names"]
+__all__ = [
+    "BUILTIN",
+    "ENTRY_POINT_GROUP",
+    "OWN_DISTRIBUTION",
+    "create_driver",
+    "get",
+    "is_known",
+    "names",
+]
 
 #: The plugin's own broker kinds: name → "module:attribute" of its BrokerType.
 BUILTIN: dict[str, str] = {
@@ -46,36 +55,112 @@ BUILTIN: dict[str, str] = {
 ENTRY_POINT_GROUP = "pytest_brokerperf.brokers"
 
 
-def _load(target: str) -> BrokerType:
-    module, _, attr = target.partition(":")
-    obj = getattr(import_module(module), attr)
-    broker: BrokerType = obj() if isinstance(obj, type) else obj
-    return broker
+#: The distribution that ships :data:`BUILTIN` (its own entry points name them too).
+OWN_DISTRIBUTION = "pytest-brokerperf"
+
+
+def _dist_name(ep: EntryPoint) -> str:
+    """The normalised name of the distribution that declares ``ep`` ("?" when unknown)."""
+    dist = getattr(ep, "dist", None)
+    name = getattr(dist, "name", None) or "?"
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _describe(ep: EntryPoint) -> str:
+    return (f"entry point {ep.name!r} = {ep.value!r} of distribution {_dist_name(ep)!r} "
+            f"(group {ENTRY_POINT_GROUP!r})")
 
 
 @cache
-def _plugins() -> dict[str, str]:
-    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)
-            if ep.name not in BUILTIN}
+def _plugins() -> tuple[dict[str, EntryPoint], dict[str, str]]:
+    """Third-party broker kinds: name → entry point, and name → why it cannot be used
+    (a duplicate). Read once, and only when a broker is looked up."""
+    found: dict[str, EntryPoint] = {}
+    problems: dict[str, str] = {}
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        dist = _dist_name(ep)
+        if ep.name in BUILTIN:
+            if dist != OWN_DISTRIBUTION:
+                problems[ep.name] = (
+                    f"broker {ep.name!r} is a built-in broker, but {_describe(ep)} "
+                    f"registers it too; rename that entry point in {dist}'s packaging "
+                    f"metadata or uninstall {dist}")
+            continue
+        earlier = found.get(ep.name)
+        if earlier is not None and (earlier.value, _dist_name(earlier)) != (ep.value, dist):
+            problems[ep.name] = (
+                f"broker {ep.name!r} is registered twice: {_describe(earlier)} and "
+                f"{_describe(ep)}; uninstall one of the two distributions or rename one "
+                "entry point")
+            continue
+        found[ep.name] = ep
+    return found, problems
+
+
+def _check(broker: object, where: str) -> BrokerType:
+    missing = [a for a in ("name", "create_driver", "start", "remote_flags")
+               if not hasattr(broker, a)]
+    if missing:
+        raise ConfigError(
+            f"{where} gives {broker!r}, which lacks {', '.join(missing)}: a broker kind "
+            "must subclass pytest_brokerperf.brokers.base.BrokerType (or be an instance "
+            "of such a class)")
+    return cast("BrokerType", broker)
+
+
+def _load_builtin(target: str) -> BrokerType:
+    module, _, attr = target.partition(":")
+    obj = getattr(import_module(module), attr)
+    return _check(obj() if isinstance(obj, type) else obj, f"built-in broker {target!r}")
+
+
+def _load_plugin(ep: EntryPoint) -> BrokerType:
+    try:
+        obj = ep.load()
+        broker = obj() if isinstance(obj, type) else obj
+    except Exception as exc:
+        dist = _dist_name(ep)
+        raise ConfigError(
+            f"broker {ep.name!r}: {_describe(ep)} cannot be loaded "
+            f"({type(exc).__name__}: {exc}); fix or reinstall {dist}, or uninstall it"
+        ) from exc
+    return _check(broker, _describe(ep))
 
 
 def names(*, include_internal: bool = False) -> tuple[str, ...]:
     """Every broker kind ``--broker`` accepts (``loopback``, the harness's no-broker
-    driver, only when asked for)."""
+    driver, only when asked for): the built-ins, then the entry points' names sorted."""
     own = [n for n in BUILTIN if include_internal or n != "loopback"]
-    return (*own, *sorted(_plugins()))
+    found, problems = _plugins()
+    return (*own, *sorted({*found, *(n for n in problems if n not in BUILTIN)}))
+
+
+def is_known(name: str) -> bool:
+    """True when ``name`` is a broker kind ``--broker`` accepts (entry points are read
+    only for a name that is not built in)."""
+    if name in BUILTIN:
+        return name != "loopback"
+    return name in names()
 
 
 @cache
 def get(name: str) -> BrokerType:
-    """The broker kind called ``name``; ConfigError naming the known ones otherwise."""
-    target = BUILTIN.get(name) or _plugins().get(name)
-    if target is None:
+    """The broker kind called ``name``; ConfigError naming the known ones otherwise, or
+    naming the distribution and entry point that is broken or registered twice."""
+    found, problems = _plugins()
+    if name in problems:
+        raise ConfigError(problems[name])
+    if name in BUILTIN:
+        target = BUILTIN[name]
+        broker = _load_builtin(target)
+    elif name in found:
+        target = _describe(found[name])
+        broker = _load_plugin(found[name])
+    else:
         raise ConfigError(f"unknown broker {name!r}; known brokers: {', '.join(names())}")
-    broker = _load(target)
     if broker.name != name:
-        raise ConfigError(f"broker entry point {name!r} ({target}) names itself "
-                          f"{broker.name!r}; the two must agree")
+        raise ConfigError(f"broker {name!r}: {target} names itself {broker.name!r}; the "
+                          "two must agree (set the class's `name` to the entry point's)")
     return broker
 
 

@@ -395,3 +395,34 @@ def test_option_table_is_consistent() -> None:
                                                           "--pulsar-", "--rabbitmq-"))
         if o.kind not in ("file", "existing_dir", "budgets"):  # the documented example is valid
             resolve(cli={o.dest: o.example})
+
+
+# ----------------------------------------------------------------- one source of defaults
+
+_DERIVED_FIELDS = {"provision_effective", "auto_reason", "run_id", "sources"}
+
+
+def test_every_settings_field_has_one_option_row_and_back() -> None:
+    settings_fields = {f.name for f in dataclasses.fields(Settings)} - _DERIVED_FIELDS
+    option_fields = [spec.field for spec in OPTIONS]
+    assert len(option_fields) == len(set(option_fields)), "two option rows set one field"
+    assert settings_fields == set(option_fields)
+
+
+def test_settings_defaults_agree_with_the_option_table() -> None:
+    by_name = {f.name: f for f in dataclasses.fields(Settings)}
+    disagree = []
+    for spec in OPTIONS:
+        want = spec.default
+        if spec.kind == "dir" and isinstance(want, str):
+            want = Path(want)
+        got = by_name[spec.field].default
+        if got is dataclasses.MISSING or got != want or type(got) is not type(want):
+            disagree.append(f"{spec.field}: Settings {got!r} vs {spec.flag} {want!r}")
+    assert not disagree, "defaults written twice disagree:\n" + "\n".join(disagree)
+
+
+def test_resolving_nothing_gives_the_bare_settings(tmp_path: Path) -> None:
+    resolved = Settings.resolve({}, {}, {}, cwd=tmp_path, run_id="r1")
+    bare = Settings(run_id="r1", results_dir=tmp_path / "brokerperf-results")
+    assert resolved == bare

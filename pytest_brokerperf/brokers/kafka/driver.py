@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import threading
+import time
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -252,8 +253,6 @@ class _KafkaAdmin:
         return len(md.brokers)
 
     def create_topics(self, names: list[str], partitions: list[int]) -> None:
-        import time
-
         from confluent_kafka.admin import NewTopic
 
         cfg = self._driver.config

@@ -33,7 +33,8 @@ def load_client_config(path: Path) -> tuple[dict[str, str], list[str]]:
     ``bootstrap.servers`` in the file is ignored (``--kafka-bootstrap`` names the
     cluster). Errors cite the file and the key, never a value.
     """
-    from pytest_brokerperf.brokers.kafka.config import JavaProperties, _translate
+    from pytest_brokerperf.brokers.kafka.librdkafka import translate
+    from pytest_brokerperf.brokers.kafka.properties import JavaProperties
 
     try:
         text = path.read_text(encoding="utf-8")
@@ -53,8 +54,8 @@ def load_client_config(path: Path) -> tuple[dict[str, str], list[str]]:
         if key == "bootstrap.servers":
             notes.append("bootstrap.servers in the client config ignored: --kafka-bootstrap wins")
             continue
-        out, key_notes = _translate({key: value}, "admin")
-        # _translate drops producer/consumer-only keys for the admin role; a client config
+        out, key_notes = translate({key: value}, "admin")
+        # translate drops producer/consumer-only keys for the admin role; a client config
         # file is for every client, so keep them.
         if not out and not any("dropped" in n for n in key_notes):
             out = {key: value}

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
+from urllib.parse import urlsplit
 
 from pytest_brokerperf.brokers.base import BrokerType, ManagedBroker, RemoteFlags
 from pytest_brokerperf.brokers.pulsar import durability as pulsar_durability
@@ -43,8 +44,6 @@ class PulsarBroker(BrokerType):
     def complete_remote(self, values: dict[str, Any]) -> None:
         """Both URLs of the cluster: a missing one from the other on Pulsar's default ports
         (6650 / 8080 in plain text, 6651 / 8443 with TLS)."""
-        from urllib.parse import urlsplit
-
         service, admin = values.get("pulsar_url"), values.get("pulsar_admin_url")
         if service is None and admin is None:
             return

@@ -36,17 +36,32 @@ and become pulsar-client enums inside the driver.
 from __future__ import annotations
 
 import dataclasses
-import re
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
 
+from pytest_brokerperf.brokers.pulsar.config_blocks import (
+    _CLIENT_KEYS,
+    _CONSUMER_KEYS,
+    _NAMESPACE_PREFIX,
+    _PERSISTENCE_KEYS,
+    _PRODUCER_KEYS,
+    _TOP_KEYS,
+    JAVA_INT_MAX,
+    PYTHON_SOURCE,
+    PulsarClientConfig,
+    PulsarConsumerConfig,
+    PulsarPersistence,
+    PulsarProducerConfig,
+    _Key,
+    _Reader,
+)
 from pytest_brokerperf.errors import ConfigError
-from pytest_brokerperf.files import LINES, lines, validate
+from pytest_brokerperf.files import LINES, lines
 from pytest_brokerperf.files import closest as _closest
 from pytest_brokerperf.files import load_yaml as _load_yaml
 from pytest_brokerperf.warnings import BrokerPerfWarning
@@ -59,199 +74,6 @@ __all__ = [
     "PulsarPersistence",
     "PulsarProducerConfig",
 ]
-
-PYTHON_SOURCE = "<python>"
-OMB_PULSAR_DRIVER_CLASS = "io.openmessaging.benchmark.driver.pulsar.PulsarBenchmarkDriver"
-JAVA_INT_MAX = 2**31 - 1
-
-SUBSCRIPTION_TYPES = ("Exclusive", "Shared", "Failover", "Key_Shared")
-COMPRESSION_TYPES = ("NONE", "LZ4", "ZLIB", "ZSTD", "SNAPPY")
-TOPIC_TYPES = ("persistent", "non-persistent")
-SEND_MODES = ("async", "sync")
-INITIAL_POSITIONS = ("Earliest", "Latest")
-
-_NAMESPACE_PREFIX = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
-
-Kind = Literal["int", "bool", "str", "choice"]
-
-
-@dataclass(frozen=True)
-class _Key:
-    """One YAML key: its Python attribute, type, limits and where it comes from."""
-
-    key: str
-    attr: str
-    kind: Kind
-    minimum: int | None = None
-    choices: tuple[str, ...] = ()
-    origin: str = "omb"  # omb | streamnative | brokerperf
-    nullable: bool = False
-
-
-# --------------------------------------------------------------------------------------
-# The model
-# --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class PulsarPersistence:
-    """Namespace persistence policy (``client.persistence``); OMB's defaults 3/3/2."""
-
-    ensemble_size: int = 3
-    write_quorum: int = 3
-    ack_quorum: int = 2
-    deduplication_enabled: bool = False
-
-
-@dataclass(frozen=True)
-class PulsarClientConfig:
-    """The ``client`` block. ``None`` URLs mean the broker endpoint's."""
-
-    service_url: str | None = None
-    http_url: str | None = None
-    client_memory_limit_mb: int = 256
-    io_threads: int = 8
-    connections_per_broker: int = 8
-    max_concurrent_lookup_requests: int = 1000
-    cluster_name: str | None = None
-    namespace_prefix: str = "benchmark/ns"
-    topic_type: str = "persistent"
-    persistence: PulsarPersistence = field(default_factory=PulsarPersistence)
-    tls_allow_insecure_connection: bool = False
-    tls_enable_hostname_verification: bool = False
-    tls_trust_certs_file_path: str | None = None
-    authentication_plugin: str | None = None
-    authentication_data: str | None = None
-    # extensions: OMB fixes these in code
-    operation_timeout_seconds: int = 600
-    stats_interval_seconds: int = 0
-    listener_threads: int = 1
-    # extension: a late subscription needs retained data (a catch-up read reads what retention kept)
-    retention_time_minutes: int = -1
-    retention_size_mb: int = -1
-
-
-@dataclass(frozen=True)
-class PulsarProducerConfig:
-    """The ``producer`` block, OMB Java driver defaults."""
-
-    batching_enabled: bool = True
-    batching_max_publish_delay_ms: int = 1
-    batching_max_bytes: int = 1048576
-    batching_max_messages: int = JAVA_INT_MAX  # OMB fixes Integer.MAX_VALUE in code
-    block_if_queue_full: bool = True
-    pending_queue_size: int = 0
-    max_pending_messages_across_partitions: int = JAVA_INT_MAX
-    batching_partition_switch_frequency_by_publish_delay: int = 1
-    send_timeout_ms: int = 0  # OMB fixes sendTimeout(0) in code
-    compression_type: str = "NONE"
-    send_mode: str = "async"
-
-
-@dataclass(frozen=True)
-class PulsarConsumerConfig:
-    """The ``consumer`` block, OMB Java driver defaults."""
-
-    subscription_type: str = "Failover"
-    receiver_queue_size: int = 10000
-    max_total_receiver_queue_size_across_partitions: int = JAVA_INT_MAX
-    subscription_initial_position: str = "Earliest"
-
-
-_CLIENT_KEYS: tuple[_Key, ...] = (
-    _Key("serviceUrl", "service_url", "str", nullable=True),
-    _Key("httpUrl", "http_url", "str", nullable=True),
-    _Key("clientMemoryLimitMB", "client_memory_limit_mb", "int", minimum=0),
-    _Key("ioThreads", "io_threads", "int", minimum=1),
-    _Key("connectionsPerBroker", "connections_per_broker", "int", minimum=1),
-    _Key("maxConcurrentLookupRequests", "max_concurrent_lookup_requests", "int", minimum=1),
-    _Key("clusterName", "cluster_name", "str", nullable=True),
-    _Key("namespacePrefix", "namespace_prefix", "str"),
-    _Key("topicType", "topic_type", "choice", choices=TOPIC_TYPES),
-    _Key("tlsAllowInsecureConnection", "tls_allow_insecure_connection", "bool"),
-    _Key("tlsEnableHostnameVerification", "tls_enable_hostname_verification", "bool"),
-    _Key("tlsTrustCertsFilePath", "tls_trust_certs_file_path", "str", nullable=True),
-    _Key("operationTimeoutSeconds", "operation_timeout_seconds", "int", minimum=1,
-         origin="brokerperf"),
-    _Key("statsIntervalSeconds", "stats_interval_seconds", "int", minimum=0,
-         origin="brokerperf"),
-    _Key("listenerThreads", "listener_threads", "int", minimum=1, origin="brokerperf"),
-)
-_PERSISTENCE_KEYS: tuple[_Key, ...] = (
-    _Key("ensembleSize", "ensemble_size", "int", minimum=1),
-    _Key("writeQuorum", "write_quorum", "int", minimum=1),
-    _Key("ackQuorum", "ack_quorum", "int", minimum=1),
-    _Key("deduplicationEnabled", "deduplication_enabled", "bool"),
-)
-_PRODUCER_KEYS: tuple[_Key, ...] = (
-    _Key("batchingEnabled", "batching_enabled", "bool"),
-    _Key("batchingMaxPublishDelayMs", "batching_max_publish_delay_ms", "int", minimum=0),
-    _Key("batchingMaxBytes", "batching_max_bytes", "int", minimum=1),
-    _Key("batchingMaxMessages", "batching_max_messages", "int", minimum=2,  # client's rule
-         origin="brokerperf"),
-    _Key("blockIfQueueFull", "block_if_queue_full", "bool"),
-    _Key("pendingQueueSize", "pending_queue_size", "int", minimum=0),
-    _Key("maxPendingMessagesAcrossPartitions", "max_pending_messages_across_partitions",
-         "int", minimum=0, origin="streamnative"),
-    _Key("batchingPartitionSwitchFrequencyByPublishDelay",
-         "batching_partition_switch_frequency_by_publish_delay", "int", minimum=1,
-         origin="streamnative"),
-    _Key("sendTimeoutMs", "send_timeout_ms", "int", minimum=0, origin="brokerperf"),
-    _Key("compressionType", "compression_type", "choice", choices=COMPRESSION_TYPES,
-         origin="brokerperf"),
-    _Key("sendMode", "send_mode", "choice", choices=SEND_MODES, origin="brokerperf"),
-)
-_CONSUMER_KEYS: tuple[_Key, ...] = (
-    _Key("subscriptionType", "subscription_type", "choice", choices=SUBSCRIPTION_TYPES),
-    _Key("receiverQueueSize", "receiver_queue_size", "int", minimum=1),
-    _Key("maxTotalReceiverQueueSizeAcrossPartitions",
-         "max_total_receiver_queue_size_across_partitions", "int", minimum=1,
-         origin="streamnative"),
-    _Key("subscriptionInitialPosition", "subscription_initial_position", "choice",
-         choices=INITIAL_POSITIONS, origin="brokerperf"),
-)
-_TOP_KEYS = ("name", "driverClass", "client", "producer", "consumer")
-
-
-class _Reader:
-    """Reads one driver mapping, citing ``file:line`` in every error and warning."""
-
-    def __init__(self, source: str, line_of: Callable[..., int | None] | None) -> None:
-        self.source = source
-        self.line_of = line_of
-
-    def where(self, *path: str) -> str:
-        line = self.line_of(*path) if self.line_of is not None else None
-        return f"{self.source}:{line}" if line else self.source
-
-    def block(self, data: Mapping[str, Any], path: tuple[str, ...], keys: tuple[_Key, ...],
-              nested: tuple[str, ...] = ()) -> dict[str, Any]:
-        raw: dict[str, Any] = {}
-        by_key = {k.key: k for k in keys}
-        for raw_key, value in data.items():
-            key = str(raw_key)
-            if key in nested:
-                continue
-            spec = by_key.get(key)
-            if spec is None:
-                near = _closest(key, [*by_key, *nested])
-                hint = f" Did you mean {near!r}?" if near else ""
-                warnings.warn(
-                    BrokerPerfWarning(
-                        f"{self.where(*path, key)}: unknown Pulsar driver key "
-                        f"{'.'.join((*path, key))!r} is ignored.{hint}"
-                    ),
-                    stacklevel=4,
-                )
-                continue
-            raw[key] = value
-        # The block's declared model (pytest_brokerperf/models/pulsar.py) checks the values.
-        from pytest_brokerperf.models.pulsar import block_model
-
-        model = validate(block_model(".".join(path) or "driver", keys), raw,
-                         source=self.source, line_of=self.line_of, prefix=path,
-                         label_prefix=".".join(path))
-        return {name: getattr(model, name) for name in model.model_fields_set}
 
 
 def durability_ack_quorum(level: int, write_quorum: int) -> int:
@@ -321,8 +143,9 @@ class PulsarDriverConfig:
         return cls._from_mapping(d, source, None)
 
     @classmethod
-    def _from_mapping(cls, d: Any, source: str,
-                      line_of: Callable[..., int | None] | None) -> PulsarDriverConfig:
+    def _from_mapping(
+        cls, d: Any, source: str, line_of: Callable[..., int | None] | None
+    ) -> PulsarDriverConfig:
         r = _Reader(source, line_of)
         if not isinstance(d, Mapping):
             raise ConfigError(
@@ -336,8 +159,7 @@ class PulsarDriverConfig:
                 hint = f" Did you mean {near!r}?" if near else ""
                 warnings.warn(
                     BrokerPerfWarning(
-                        f"{r.where(str(key))}: unknown Pulsar driver key {key!r} is ignored."
-                        f"{hint}"
+                        f"{r.where(str(key))}: unknown Pulsar driver key {key!r} is ignored.{hint}"
                     ),
                     stacklevel=3,
                 )
@@ -354,42 +176,61 @@ class PulsarDriverConfig:
             return value
 
         client_map = section("client")
-        client_kw = r.block(client_map, ("client",), _CLIENT_KEYS,
-                            nested=("persistence", "authentication", "retention"))
+        client_kw = r.block(
+            client_map,
+            ("client",),
+            _CLIENT_KEYS,
+            nested=("persistence", "authentication", "retention"),
+        )
         pers = client_map.get("persistence")
         if pers is not None:
             if not isinstance(pers, Mapping):
-                raise ConfigError(f"{r.where('client', 'persistence')}: client.persistence "
-                                  "must be a mapping (ensembleSize, writeQuorum, ackQuorum).")
+                raise ConfigError(
+                    f"{r.where('client', 'persistence')}: client.persistence "
+                    "must be a mapping (ensembleSize, writeQuorum, ackQuorum)."
+                )
             client_kw["persistence"] = PulsarPersistence(
-                **r.block(pers, ("client", "persistence"), _PERSISTENCE_KEYS))
+                **r.block(pers, ("client", "persistence"), _PERSISTENCE_KEYS)
+            )
         auth = client_map.get("authentication")
         if auth is not None:
             if not isinstance(auth, Mapping):
-                raise ConfigError(f"{r.where('client', 'authentication')}: "
-                                  "client.authentication must be a mapping (plugin, data).")
+                raise ConfigError(
+                    f"{r.where('client', 'authentication')}: "
+                    "client.authentication must be a mapping (plugin, data)."
+                )
             for k, v in auth.items():
                 if k not in ("plugin", "data"):
-                    warnings.warn(BrokerPerfWarning(
-                        f"{r.where('client', 'authentication', str(k))}: unknown key "
-                        f"client.authentication.{k} is ignored (plugin, data)."), stacklevel=3)
+                    warnings.warn(
+                        BrokerPerfWarning(
+                            f"{r.where('client', 'authentication', str(k))}: unknown key "
+                            f"client.authentication.{k} is ignored (plugin, data)."
+                        ),
+                        stacklevel=3,
+                    )
                 elif v is not None and str(v).strip():
                     client_kw[f"authentication_{k}"] = str(v).strip()
         ret = client_map.get("retention")
         if ret is not None:
             if not isinstance(ret, Mapping):
-                raise ConfigError(f"{r.where('client', 'retention')}: client.retention must "
-                                  "be a mapping (timeInMinutes, sizeInMB).")
-            ret_keys = (_Key("timeInMinutes", "retention_time_minutes", "int", minimum=-1),
-                        _Key("sizeInMB", "retention_size_mb", "int", minimum=-1))
+                raise ConfigError(
+                    f"{r.where('client', 'retention')}: client.retention must "
+                    "be a mapping (timeInMinutes, sizeInMB)."
+                )
+            ret_keys = (
+                _Key("timeInMinutes", "retention_time_minutes", "int", minimum=-1),
+                _Key("sizeInMB", "retention_size_mb", "int", minimum=-1),
+            )
             client_kw.update(r.block(ret, ("client", "retention"), ret_keys))
         kwargs: dict[str, Any] = {
             "source": source,
             "client": PulsarClientConfig(**client_kw),
             "producer": PulsarProducerConfig(
-                **r.block(section("producer"), ("producer",), _PRODUCER_KEYS)),
+                **r.block(section("producer"), ("producer",), _PRODUCER_KEYS)
+            ),
             "consumer": PulsarConsumerConfig(
-                **r.block(section("consumer"), ("consumer",), _CONSUMER_KEYS)),
+                **r.block(section("consumer"), ("consumer",), _CONSUMER_KEYS)
+            ),
         }
         for key, attr in (("name", "name"), ("driverClass", "driver_class")):
             value = d.get(key)
@@ -420,10 +261,14 @@ class PulsarDriverConfig:
         c = self.client
         client = block(c, _CLIENT_KEYS)
         client["persistence"] = block(c.persistence, _PERSISTENCE_KEYS)
-        client["authentication"] = {"plugin": c.authentication_plugin,
-                                    "data": c.authentication_data}
-        client["retention"] = {"timeInMinutes": c.retention_time_minutes,
-                               "sizeInMB": c.retention_size_mb}
+        client["authentication"] = {
+            "plugin": c.authentication_plugin,
+            "data": c.authentication_data,
+        }
+        client["retention"] = {
+            "timeInMinutes": c.retention_time_minutes,
+            "sizeInMB": c.retention_size_mb,
+        }
         out: dict[str, Any] = {"name": self.name}
         if self.driver_class is not None:
             out["driverClass"] = self.driver_class
@@ -438,8 +283,11 @@ class PulsarDriverConfig:
         doc = self.to_omb_dict()
         if doc["client"]["authentication"]["data"]:
             doc["client"]["authentication"]["data"] = "***"
-        path.write_text("# OMB Pulsar driver config written by pytest-brokerperf\n"
-                        + yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+        path.write_text(
+            "# OMB Pulsar driver config written by pytest-brokerperf\n"
+            + yaml.safe_dump(doc, sort_keys=False),
+            encoding="utf-8",
+        )
         return path
 
     # ---------------------------------------------------------------- derived
@@ -510,8 +358,9 @@ class PulsarDriverConfig:
             "send_timeout_millis": p.send_timeout_ms,
             "compression_type": p.compression_type,
             "max_pending_messages": 1 if sync else p.pending_queue_size,
-            "max_pending_messages_across_partitions":
-                1 if sync else p.max_pending_messages_across_partitions,
+            "max_pending_messages_across_partitions": 1
+            if sync
+            else p.max_pending_messages_across_partitions,
             "block_if_queue_full": False if sync else p.block_if_queue_full,
             "batching_enabled": p.batching_enabled,
             "batching_max_messages": p.batching_max_messages,
@@ -532,8 +381,9 @@ class PulsarDriverConfig:
         kwargs: dict[str, Any] = {
             "consumer_type": c.subscription_type,
             "receiver_queue_size": c.receiver_queue_size,
-            "max_total_receiver_queue_size_across_partitions":
-                c.max_total_receiver_queue_size_across_partitions,
+            "max_total_receiver_queue_size_across_partitions": (
+                c.max_total_receiver_queue_size_across_partitions
+            ),
             "initial_position": c.subscription_initial_position,
             "batch_index_ack_enabled": False,
             "unacked_messages_timeout_ms": None,
@@ -554,8 +404,10 @@ class PulsarDriverConfig:
                 "managedLedgerMaxMarkDeleteRate": 1.0,
             },
             "backlogQuota": {"limitSize": -1, "limitTime": -1, "policy": "producer_exception"},
-            "retention": {"retentionTimeInMinutes": c.retention_time_minutes,
-                          "retentionSizeInMB": c.retention_size_mb},
+            "retention": {
+                "retentionTimeInMinutes": c.retention_time_minutes,
+                "retentionSizeInMB": c.retention_size_mb,
+            },
             "deduplication": pers.deduplication_enabled,
         }
 
@@ -574,9 +426,11 @@ class PulsarDriverConfig:
             "backlogQuota": "unlimited (producer_exception)",
             # the same retention in the names the remote-safety code reads (Kafka's)
             "retention.ms": str(c.retention_time_minutes * 60_000)
-            if c.retention_time_minutes >= 0 else "-1",
+            if c.retention_time_minutes >= 0
+            else "-1",
             "retention.bytes": str(c.retention_size_mb * 1024 * 1024)
-            if c.retention_size_mb >= 0 else "-1",
+            if c.retention_size_mb >= 0
+            else "-1",
         }
 
     @property
@@ -605,19 +459,26 @@ class PulsarDriverConfig:
             notes.append(
                 "producer: sendMode=sync: one message outstanding (pulsar-perf "
                 "--max-outstanding 1); a due message waits for the previous ack"
-                + (" and batching still delays each send by up to batchingMaxPublishDelayMs"
-                   if p.batching_enabled else "")
+                + (
+                    " and batching still delays each send by up to batchingMaxPublishDelayMs"
+                    if p.batching_enabled
+                    else ""
+                )
             )
         return notes
 
     # ---------------------------------------------------------------- changes
 
-    def with_overrides(self, *, client: Mapping[str, Any] | None = None,
-                       persistence: Mapping[str, Any] | None = None,
-                       producer: Mapping[str, Any] | None = None,
-                       consumer: Mapping[str, Any] | None = None,
-                       topic: Mapping[str, Any] | None = None,
-                       reason: str = "override") -> PulsarDriverConfig:
+    def with_overrides(
+        self,
+        *,
+        client: Mapping[str, Any] | None = None,
+        persistence: Mapping[str, Any] | None = None,
+        producer: Mapping[str, Any] | None = None,
+        consumer: Mapping[str, Any] | None = None,
+        topic: Mapping[str, Any] | None = None,
+        reason: str = "override",
+    ) -> PulsarDriverConfig:
         """A copy with settings changed by Python attribute name, each change recorded.
 
         ``topic`` takes the Kafka-named retention settings the remote-safety code asks
@@ -634,8 +495,10 @@ class PulsarDriverConfig:
                 elif key == "retention.bytes":
                     client["retention_size_mb"] = -(-int(value) // (1024 * 1024))
                 elif key == "segment.ms":
-                    adjustments.append(f"topic {key}={value} not applied: Pulsar rolls "
-                                       f"ledgers by broker configuration ({reason})")
+                    adjustments.append(
+                        f"topic {key}={value} not applied: Pulsar rolls "
+                        f"ledgers by broker configuration ({reason})"
+                    )
                 else:
                     raise ConfigError(f"Pulsar has no per-topic setting {key!r}")
 
@@ -670,8 +533,9 @@ class PulsarDriverConfig:
         belongs to the broker (``PulsarStandalone(durability=...)``).
         """
         ack = durability_ack_quorum(level, self.client.persistence.write_quorum)
-        return self.with_overrides(persistence={"ack_quorum": ack},
-                                   reason=f"durability level {level}")
+        return self.with_overrides(
+            persistence={"ack_quorum": ack}, reason=f"durability level {level}"
+        )
 
     def check_bookies(self, bookies: int, where: str) -> None:
         """Refuse an ensemble the cluster cannot place (never lowered silently)."""

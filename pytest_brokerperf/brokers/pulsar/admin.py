@@ -1,0 +1,260 @@
+"""Pulsar admin over the REST v2 API (urllib, no extra dependency): the run's namespace
+with its policies, its topics, backlogs, and the settings read back.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from pytest_brokerperf.brokers.driver import (
+    BrokerBacklog,
+)
+from pytest_brokerperf.errors import DriverError
+
+if TYPE_CHECKING:
+    from pytest_brokerperf.brokers.pulsar.driver import PulsarDriver
+
+    pass
+
+
+# -- admin (REST v2) --------------------------------------------------------------------
+
+
+class _Rest:
+    """Tiny JSON client of the Pulsar admin REST API (urllib; no extra dependency)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        token: str | None = None,
+        context: ssl.SSLContext | None = None,
+        timeout: float = 30.0,
+    ) -> None:
+        self.base = base_url.rstrip("/")
+        self.token = token
+        self.context = context
+        self.timeout = timeout
+
+    def call(
+        self, method: str, path: str, body: Any = None, ok: tuple[int, ...] = (200, 204)
+    ) -> tuple[int, Any]:
+        data = None if body is None else json.dumps(body).encode()
+        headers = {"Accept": "application/json"}
+        if data is not None:
+            headers["Content-Type"] = "application/json"
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        req = urllib.request.Request(self.base + path, data=data, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout, context=self.context) as r:
+                status, text = int(r.status), r.read().decode("utf-8", "replace")
+        except urllib.error.HTTPError as e:
+            status, text = int(e.code), e.read().decode("utf-8", "replace")
+        except (OSError, urllib.error.URLError) as e:
+            raise DriverError(f"Pulsar admin {method} {self.base}{path} failed: {e}") from e
+        if status not in ok:
+            raise DriverError(
+                f"Pulsar admin {method} {self.base}{path} -> HTTP {status}: {text[:500]}"
+            )
+        try:
+            return status, json.loads(text) if text.strip() else None
+        except ValueError:
+            return status, text
+
+    def get(self, path: str, ok: tuple[int, ...] = (200,)) -> Any:
+        return self.call("GET", path, ok=ok)[1]
+
+
+class PulsarAdmin:
+    """Creates the run's namespace (with its policies) and topics; reads them back.
+
+    The namespace ``<tenant>/<prefix>-<random>`` is the driver's and lives for one run:
+    :meth:`close` deletes it once every topic created here has been deleted.
+    """
+
+    def __init__(self, driver: PulsarDriver) -> None:
+        self._driver = driver
+        self.rest = driver._rest()
+        self.namespace = driver.namespace
+        self._created: dict[str, int] = {}  # topic name -> partitions (0 = non-partitioned)
+        self._namespace_created = False
+        self.notes: list[str] = []
+
+    # -- helpers ------------------------------------------------------------------------
+    def _topic_path(self, name: str) -> str:
+        kind = self._driver.config.client.topic_type
+        return f"/admin/v2/{kind}/{self.namespace}/{urllib.parse.quote(name)}"
+
+    def clusters(self) -> list[str]:
+        got = self.rest.get("/admin/v2/clusters")
+        return [str(c) for c in got] if isinstance(got, list) else []
+
+    def bookies(self) -> int | None:
+        """Bookies registered with the cluster, None if the API does not say."""
+        try:
+            got = self.rest.get("/admin/v2/bookies/all")
+        except DriverError:
+            return None
+        if isinstance(got, dict) and isinstance(got.get("bookies"), list):
+            return len(got["bookies"])
+        return None
+
+    def _ensure_tenant(self) -> None:
+        tenant = self._driver.config.tenant
+        status, _ = self.rest.call("GET", f"/admin/v2/tenants/{tenant}", ok=(200, 404))
+        if status == 200:
+            return
+        ep = self._driver.endpoint
+        if ep.mode == "remote" and not ep.info.get("allow_cluster_changes"):
+            raise DriverError(
+                f"tenant {tenant!r} (client.namespacePrefix of the driver file) does not exist "
+                f"on the remote cluster at {self._driver.admin_url}; creating a tenant is a "
+                "cluster-wide change: use an existing tenant in client.namespacePrefix, or "
+                "pass --brokerperf-allow-cluster-changes"
+            )
+        wanted = self._driver.config.client.cluster_name
+        clusters = self.clusters()
+        allowed = [wanted] if wanted in clusters else clusters
+        if wanted and wanted not in clusters:
+            self.notes.append(
+                f"clusterName {wanted!r} is not a cluster of this broker "
+                f"({clusters}); tenant {tenant!r} allowed on {allowed}"
+            )
+        self.rest.call(
+            "PUT",
+            f"/admin/v2/tenants/{tenant}",
+            {"adminRoles": [], "allowedClusters": allowed},
+            ok=(200, 204, 409),
+        )
+
+    def _create_namespace(self) -> None:
+        ns = self.namespace
+        self.rest.call("PUT", f"/admin/v2/namespaces/{ns}", ok=(200, 204))
+        self._namespace_created = True
+        pol = self._driver.config.namespace_policies()
+        base = f"/admin/v2/namespaces/{ns}"
+        self.rest.call("POST", f"{base}/persistence", pol["persistence"])
+        self.rest.call(
+            "POST", f"{base}/backlogQuota?backlogQuotaType=destination_storage", pol["backlogQuota"]
+        )
+        self.rest.call("POST", f"{base}/retention", pol["retention"])
+        self.rest.call("POST", f"{base}/deduplication", pol["deduplication"])
+
+    # -- AdminClient protocol -----------------------------------------------------------
+    def create_topics(self, names: list[str], partitions: list[int]) -> None:
+        cfg = self._driver.config
+        bookies = self.bookies()
+        if bookies is not None:
+            cfg.check_bookies(bookies, self._driver.endpoint.admin_url or "the cluster")
+        self._ensure_tenant()
+        if not self._namespace_created:
+            self._create_namespace()
+        for name, n in zip(names, partitions, strict=True):
+            path = self._topic_path(name)
+            if n > 1:
+                self.rest.call("PUT", f"{path}/partitions", n)
+                self._created[name] = n
+            else:  # OMB creates a partitioned topic only for partitions > 1
+                self.rest.call("PUT", path)
+                self._created[name] = 0
+
+    def delete_groups(self, groups: list[str]) -> None:
+        """Subscriptions go with their topics (deleted with force)."""
+
+    def delete_topics(self, names: list[str]) -> None:
+        errors: list[str] = []
+        for name in names:
+            path = self._topic_path(name)
+            partitioned = self._created.get(name, 1) > 0
+            try:
+                if partitioned:
+                    self.rest.call("DELETE", f"{path}/partitions?force=true", ok=(200, 204, 404))
+                else:
+                    self.rest.call("DELETE", f"{path}?force=true", ok=(200, 204, 404))
+                self._created.pop(name, None)
+            except DriverError as exc:
+                errors.append(str(exc))
+        if errors:
+            raise DriverError("deleting Pulsar topics failed: " + "; ".join(errors))
+
+    def topic_partitions(self, name: str) -> int:
+        got = self.rest.get(f"{self._topic_path(name)}/partitions")
+        return int(got.get("partitions", 0)) if isinstance(got, dict) else 0
+
+    def backlog(self, names: list[str]) -> dict[str, int]:
+        """Broker-side ``msgBacklog`` per subscription, summed over partitions."""
+        out: dict[str, int] = {}
+        for name in names:
+            path = self._topic_path(name)
+            stats = self.rest.get(
+                f"{path}/partitioned-stats" if self._created.get(name, 1) else f"{path}/stats"
+            )
+            for sub, s in (stats or {}).get("subscriptions", {}).items():
+                out[sub] = out.get(sub, 0) + int(s.get("msgBacklog", 0))
+        return out
+
+    def subscription_backlog(self, subscriptions: Mapping[str, list[str]]) -> list[BrokerBacklog]:
+        """Each subscription's ``msgBacklog`` from the topic's (partitioned) stats."""
+        got = self.backlog(list(subscriptions))
+        return [
+            BrokerBacklog(
+                subscription=sub,
+                messages=got.get(sub, 0),
+                how="msgBacklog of the (partitioned) topic stats",
+            )
+            for subs in subscriptions.values()
+            for sub in subs
+        ]
+
+    def read_back(self, names: list[str]) -> dict[str, Any]:
+        ns = self.namespace
+        base = f"/admin/v2/namespaces/{ns}"
+        out: dict[str, Any] = {
+            "namespace": ns,
+            "persistence": self.rest.get(f"{base}/persistence"),
+            "retention": self.rest.get(f"{base}/retention"),
+            "backlogQuota": self.rest.get(f"{base}/backlogQuotaMap"),
+            "deduplication": self.rest.get(f"{base}/deduplication", ok=(200, 204)),
+            "topics": {n: {"partitions": self.topic_partitions(n)} for n in names},
+        }
+        clusters = self.clusters()
+        brokers: list[str] = []
+        for cl in clusters:
+            got = self.rest.get(f"/admin/v2/brokers/{cl}", ok=(200, 404))
+            if isinstance(got, list):
+                brokers += [str(b) for b in got]
+        out["cluster"] = {
+            "clusters": clusters,
+            "brokers": len(brokers),
+            "broker_ids": brokers,
+            "bookies": self.bookies(),
+        }
+        if self.notes:
+            out["notes"] = list(self.notes)
+        return out
+
+    def close(self) -> None:
+        if not self._namespace_created or self._created:
+            return  # topics kept (--brokerperf-keep-topics): keep their namespace too
+        for attempt in range(5):
+            try:
+                self.rest.call(
+                    "DELETE", f"/admin/v2/namespaces/{self.namespace}", ok=(200, 204, 404)
+                )
+                self._namespace_created = False
+                return
+            except DriverError:
+                if attempt == 4:
+                    return  # a local broker is wiped anyway; a remote run reports it
+                time.sleep(0.5 * (attempt + 1))
+
+
+# -- the driver --------------------------------------------------------------------------

@@ -1,0 +1,114 @@
+"""pulsar-client helpers shared by producers, consumers and the admin: enum names from the
+driver YAML, authentication and tokens, the admin's TLS context, and the one
+``pulsar.Client`` per process and driver (OMB keeps one PulsarClient per worker).
+"""
+
+from __future__ import annotations
+
+import ssl
+import threading
+import time
+from typing import Any
+
+from pytest_brokerperf.engine import header
+
+_mono = time.monotonic_ns
+_get_ident = threading.get_ident
+_unpack = header.unpack
+
+#: Results that mean "no room in the client's queue" (retry later, not a send error).
+_FULL_RESULTS = ("ProducerQueueIsFull", "MemoryBufferIsFull")
+
+# -- one pulsar.Client per process and driver (OMB: one PulsarClient per worker) ---------
+
+_CLIENTS: dict[str, list[Any]] = {}  # driver key -> [client, users]
+_CLIENTS_LOCK = threading.Lock()
+
+
+def _enum(kind: str, name: str) -> Any:
+    import pulsar
+
+    if kind == "consumer_type":
+        return getattr(pulsar.ConsumerType, name.replace("_", ""))
+    if kind == "compression_type":
+        return {
+            "NONE": pulsar.CompressionType.NONE,
+            "LZ4": pulsar.CompressionType.LZ4,
+            "ZLIB": pulsar.CompressionType.ZLib,
+            "ZSTD": pulsar.CompressionType.ZSTD,
+            "SNAPPY": pulsar.CompressionType.SNAPPY,
+        }[name]
+    if kind == "initial_position":
+        return getattr(pulsar.InitialPosition, name)
+    if kind == "message_routing_mode":
+        return getattr(pulsar.PartitionsRoutingMode, name)
+    if kind == "batching_type":
+        return getattr(pulsar.BatchingType, name)
+    raise KeyError(kind)
+
+
+_ENUM_KWARGS = (
+    "consumer_type",
+    "compression_type",
+    "initial_position",
+    "message_routing_mode",
+    "batching_type",
+)
+
+
+def _with_enums(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Turn the config's enum names into pulsar-client enums."""
+    return {
+        k: (_enum(k, v) if k in _ENUM_KWARGS and isinstance(v, str) else v)
+        for k, v in kwargs.items()
+    }
+
+
+def _read_token(text: str) -> str:
+    token = text.removeprefix("token:")
+    if token.startswith("file:"):
+        path = token[5:].removeprefix("//")
+        with open(path, encoding="utf-8") as fh:
+            token = fh.read().strip()
+    return token
+
+
+def auth_token(plugin: str | None, secret: str | None) -> str | None:
+    """The bearer token of token authentication (``token:...`` or ``file:...``), else None."""
+    if plugin and plugin.rsplit(".", 1)[-1] in ("AuthenticationToken", "token") and secret:
+        return _read_token(secret)
+    return None
+
+
+def admin_ssl_context(
+    admin_url: str, trust_file: str | None, insecure: bool
+) -> ssl.SSLContext | None:
+    """The TLS context of an ``https://`` admin URL (None for plain http)."""
+    if not admin_url.startswith("https://"):
+        return None
+    context = ssl.create_default_context(cafile=trust_file or None)
+    if insecure:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+def _authentication(plugin: str | None, data: str | None) -> Any:
+    """A pulsar-client Authentication for OMB's ``authentication{plugin, data}``."""
+    if not plugin:
+        return None
+    import pulsar
+
+    short = plugin.rsplit(".", 1)[-1]
+    text = data or ""
+    if short in ("AuthenticationToken", "token"):
+        return pulsar.AuthenticationToken(_read_token(text))
+    if short in ("AuthenticationTls", "AuthenticationTLS", "tls"):
+        params = dict(p.split(":", 1) for p in text.split(",") if ":" in p)
+        return pulsar.AuthenticationTLS(params.get("tlsCertFile", ""), params.get("tlsKeyFile", ""))
+    if short in ("AuthenticationOAuth2", "AuthenticationOauth2", "oauth2"):
+        return pulsar.AuthenticationOauth2(text)
+    return pulsar.Authentication(plugin, text)
+
+
+# -- producer ----------------------------------------------------------------------------
