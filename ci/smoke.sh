@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job in one command: set up, then run the tail-read smoke scenario on a
-# Kafka broker this project starts itself (local JVM process, KRaft, no Docker).
+# Kafka broker this project starts itself (KRaft; a local JVM process, or a container
+# where a Docker engine answers with a Kafka image: --brokerperf-provision=auto).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/setup.sh
