@@ -14,8 +14,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -168,6 +170,27 @@ def test_the_broker_is_pinned_and_sampled_like_a_process_mode_broker(
         assert sorted(psutil.Process(pid).cpu_affinity()) == affinity["broker_cpus"]
 
 
+def _settled_partition(admin: Any, topic: str, *, within_s: float = 60.0
+                       ) -> tuple[list[int], list[int]]:
+    """Replicas and in-sync replicas of partition 0 once the metadata names them.
+
+    A topic's creation returns when the controller has accepted it; the broker that
+    answers the next metadata request may not have the partition yet (KRaft propagates
+    metadata asynchronously), so a first answer with no partitions is not a failure."""
+    deadline = time.monotonic() + within_s
+    replicas: list[int] = []
+    isrs: list[int] = []
+    while time.monotonic() < deadline:
+        topic_md = admin.list_topics(topic, timeout=10).topics.get(topic)
+        partition = topic_md.partitions.get(0) if topic_md is not None else None
+        if partition is not None:
+            replicas, isrs = sorted(partition.replicas), sorted(partition.isrs)
+            if len(replicas) == 3 and isrs == replicas:
+                break
+        time.sleep(0.5)
+    return replicas, isrs
+
+
 def test_three_nodes_form_one_cluster_reachable_from_host_and_network(
         tmp_path: Path, _kafka_image: str) -> None:
     """Three KRaft nodes on the session's network: the host sees each at its published
@@ -185,9 +208,9 @@ def test_three_nodes_form_one_cluster_reachable_from_host_and_network(
         assert sorted(f"{b.host}:{b.port}" for b in md.brokers.values()) == sorted(
             ep.bootstrap.split(","))
         admin.create_topics([NewTopic("it-three", 1, 3)])["it-three"].result(timeout=60)
-        partition = admin.list_topics("it-three", timeout=10).topics["it-three"].partitions[0]
-        assert sorted(partition.replicas) == [1, 2, 3]
-        assert sorted(partition.isrs) == [1, 2, 3]
+        replicas, isrs = _settled_partition(admin, "it-three")
+        assert replicas == [1, 2, 3]
+        assert isrs == [1, 2, 3]
         probes = " && ".join(
             f"exec 3<>/dev/tcp/{host}/{port} && exec 3>&-"
             for host, port in (a.split(":") for a in ep.info["in_network_bootstrap"].split(",")))
