@@ -364,6 +364,15 @@ def matrix_chart(cells: Sequence[CellStats], metric: str = "e2e_response.p99") -
     return _svg(fig)
 
 
+def _plain_log_ticks(ax: Any) -> None:
+    """Log-axis tick labels as plain numbers (3.01, not 3.01×10⁰)."""
+    from matplotlib.ticker import FuncFormatter
+
+    fmt = FuncFormatter(lambda v, _pos: f"{v:g}")
+    ax.yaxis.set_major_formatter(fmt)
+    ax.yaxis.set_minor_formatter(fmt)
+
+
 def _phase_marks(ax: Any, rs: RunSeries, color: Any) -> None:
     """A dotted line where the run's phase changes (warm-up → measure → build …)."""
     phases = list(rs.columns.get("phase", []))
@@ -418,6 +427,7 @@ def time_chart(column: str, ylabel: str, series: Sequence[RunSeries], *,
     _fault_marks(ax, series)
     if log:
         ax.set_yscale("log")
+        _plain_log_ticks(ax)
     else:
         ax.set_ylim(bottom=0)
     ax.set_xlabel("time since the first period (s)")
@@ -458,9 +468,8 @@ def before_during_chart(block: str, series: Sequence[RunSeries]) -> str | None:
                 bar[0].set_gid(f"series-{broker}-{what}-{j}")
     ax.set_xticks([j + width * (2 * len(brokers) - 1) / 2 for j in range(len(labels))])
     ax.set_xticklabels(labels, fontsize="x-small")
-    ax.set_yscale("log")
     ax.set_ylabel(f"{block}: before (hatched) / during (ms)")
-    ax.grid(True, axis="y", which="both", alpha=0.3)
+    ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize="small")
     return _svg(fig)
 

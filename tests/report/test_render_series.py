@@ -13,13 +13,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
-from pytest_brokerperf.report.model import ReportResult
 from pytest_brokerperf.report.render import (
     TIME_CHARTS,
-    Report,
     before_during_chart,
     fault_chart,
     html_page,
@@ -32,25 +29,14 @@ from pytest_brokerperf.report.series import (
     series_from_record,
 )
 from pytest_brokerperf.testing.records import (
-    SyntheticRun,
-    synthetic_record,
-    synthetic_timeline,
+    record_with_timeline,
+    report_of_records,
     write_jsonl,
 )
 
 pytest.importorskip("matplotlib", reason="the report extra (matplotlib) is not installed")
 
 PERIODS = {"kafka": 12, "pulsar": 8, "rabbitmq": 10}
-
-
-def _record(broker: str, periods: int | None, **kw: Any) -> dict[str, Any]:
-    run = SyntheticRun(broker=broker, test_id=f"t.py::test[{broker}]",
-                       **{k: v for k, v in kw.items() if k in SyntheticRun.__annotations__})
-    rec = synthetic_record(run, {"e2e_response": np.arange(1, 3000, dtype=np.int64),
-                                 "publish_response": np.arange(1, 3000, dtype=np.int64)})
-    if periods is not None:
-        rec["timeline"] = synthetic_timeline(periods, undersampled=kw.get("undersampled", ()))
-    return rec
 
 
 def _series_ids(svg: str) -> dict[str, ET.Element]:
@@ -63,23 +49,8 @@ def _markers(el: ET.Element) -> list[tuple[float, float]]:
             if u.tag.endswith("}use") or u.tag == "use"]
 
 
-def _report(records: list[dict[str, Any]]) -> Report:
-    """A Report whose cells are the records' own figures (no Spark), with their series."""
-    from pytest_brokerperf.report.model import CellStats, cell_key_of, figures_of
-
-    cells = {}
-    for r in records:
-        k = cell_key_of(r)
-        cells[k] = CellStats(key=k, records=1, valid=1, runs=1, figures=figures_of(r),
-                             run_figures={r["run_id"]: figures_of(r)}, p99_spread=None,
-                             machines=(f"{r['manifest']['machine']['cpu_model']} × 2 cpus",))
-    result = ReportResult(cells=cells, files=["x"], records_read=len(records),
-                          duplicates_dropped=0, malformed_lines=0)
-    return Report(current=result, series=pick_series(records))
-
-
 def test_every_time_chart_has_one_series_per_broker_and_one_point_per_period() -> None:
-    records = [_record(b, n, undersampled=(4,)) for b, n in PERIODS.items()]
+    records = [record_with_timeline(b, n, undersampled=(4,)) for b, n in PERIODS.items()]
     series = list(pick_series(records).values())
     for column, label, divisor, log in TIME_CHARTS:
         svg = time_chart(column, label, series, divisor=divisor, log=log)
@@ -100,11 +71,11 @@ def test_every_time_chart_has_one_series_per_broker_and_one_point_per_period() -
 
 
 def test_a_chart_of_two_runs_of_one_cell_shows_only_the_latest_valid_one() -> None:
-    old = _record("kafka", 5, end_time="2026-01-01T00:00:00+00:00")
+    old = record_with_timeline("kafka", 5, end_time="2026-01-01T00:00:00+00:00")
     old["run_id"] = "20260101-000000-old000"
-    new = _record("kafka", 9, end_time="2026-01-02T00:00:00+00:00")
+    new = record_with_timeline("kafka", 9, end_time="2026-01-02T00:00:00+00:00")
     new["run_id"] = "20260102-000000-new000"
-    newest_invalid = _record("kafka", 3, end_time="2026-01-03T00:00:00+00:00",
+    newest_invalid = record_with_timeline("kafka", 3, end_time="2026-01-03T00:00:00+00:00",
                              status="generator-bound")
     newest_invalid["run_id"] = "20260103-000000-bad000"
     (rs,) = pick_series([old, newest_invalid, new]).values()
@@ -114,16 +85,16 @@ def test_a_chart_of_two_runs_of_one_cell_shows_only_the_latest_valid_one() -> No
 
 
 def test_before_during_bars_for_catchup_and_mixed_only_when_present() -> None:
-    a = _record("kafka", 6)
+    a = record_with_timeline("kafka", 6)
     a["catchup"] = {"publish_response_p99_before_us": 2_000.0,
                     "publish_response_p99_drain_us": 9_000.0, "drain_s": 3.0}
     a["mixed"] = {"publish_response_before_us": {"p99": 2000, "p99.9": 4000},
                   "publish_response_during_us": {"p99": 5000, "p99.9": None},
                   "e2e_response_before_us": {"p99": 3000}, "e2e_response_during_us": {"p99": 7000}}
-    b = _record("pulsar", 6)
+    b = record_with_timeline("pulsar", 6)
     b["catchup"] = {"publish_response_p99_before_us": 3_000.0,
                     "publish_response_p99_drain_us": None}
-    c = _record("rabbitmq", 6)  # no block at all
+    c = record_with_timeline("rabbitmq", 6)  # no block at all
     series = list(pick_series([a, b, c]).values())
 
     assert before_during(a["catchup"]) == [
@@ -142,18 +113,18 @@ def test_before_during_bars_for_catchup_and_mixed_only_when_present() -> None:
     assert {i.split("-")[1] for i in mixed} == {"kafka"} and len(mixed) == 5
     assert before_during_chart("reassignment", series) is None
 
-    page = html_page(_report([a, b, c]))
+    page = html_page(report_of_records([a, b, c]))
     assert page.count("data-chart='before-during'") == 2  # catchup, mixed
     assert "data-block='reassignment'" not in page
-    page = html_page(_report([c]))
+    page = html_page(report_of_records([c]))
     assert "Before and during" not in page and "Fault timelines" not in page
 
 
 def test_fault_timeline_only_when_a_record_has_fault_events() -> None:
-    a = _record("kafka", 10)
+    a = record_with_timeline("kafka", 10)
     a["faults"] = [{"t_s": 6.0, "action": "pause-broker", "duration_s": 2.0, "target": "node 1"},
                    {"t_s": 4.0, "action": "kill-broker"}]
-    b = _record("pulsar", 10)
+    b = record_with_timeline("pulsar", 10)
     series = list(pick_series([a, b]).values())
     svg = fault_chart(series)
     assert svg is not None
@@ -165,27 +136,28 @@ def test_fault_timeline_only_when_a_record_has_fault_events() -> None:
     t = time_chart("e2e_latency_p50_us", "e2e", series, divisor=1000, log=True) or ""
     assert len(re.findall(r'id="fault-line-kafka-\d"', t)) == 2
     assert 'id="fault-kafka-1"' in t
-    page = html_page(_report([a, b]))
+    page = html_page(report_of_records([a, b]))
     assert page.count("data-chart='faults'") == 1
     assert fault_chart(list(pick_series([b]).values())) is None
 
 
 def test_fair_comparison_warnings_on_durability_and_machines() -> None:
-    a = _record("kafka", 6, durability_level=1)
-    b = _record("pulsar", 6, durability_level=1, cpu_model="Other CPU")
-    same = html_page(_report([_record("kafka", 6), _record("pulsar", 6)]))
+    a = record_with_timeline("kafka", 6, durability_level=1)
+    b = record_with_timeline("pulsar", 6, durability_level=1, cpu_model="Other CPU")
+    same = html_page(report_of_records([record_with_timeline("kafka", 6),
+                                        record_with_timeline("pulsar", 6)]))
     assert "warn'>" not in same  # like for like: no warning
-    page = html_page(_report([a, b]))
+    page = html_page(report_of_records([a, b]))
     assert "results come from different machines" in page
     # different durability levels are different cells, so within one chart group only
     # machines can differ; the matrix view (per scenario) mixes levels and says so
-    c = _record("kafka", 6, durability_level=2)
-    page = html_page(_report([a, c]))
+    c = record_with_timeline("kafka", 6, durability_level=2)
+    page = html_page(report_of_records([a, c]))
     assert "durability levels differ (d1, d2): not a like-for-like comparison" in page
 
 
 def test_series_from_periods_csv_when_the_record_has_no_timeline(tmp_path: Path) -> None:
-    rec = _record("kafka", None)
+    rec = record_with_timeline("kafka", None)
     art = tmp_path / "elsewhere" / "run" / "t.py__test_kafka_"
     rec["artefacts"] = str(art)  # moved: found again next to the results file
     results = tmp_path / "copied" / "results.jsonl"
@@ -202,12 +174,12 @@ def test_series_from_periods_csv_when_the_record_has_no_timeline(tmp_path: Path)
     assert rs.values("t_s") == [1.0, 2.0, 2.5]
     assert rs.values("e2e_latency_p99_us") == [None, 2500.0, 2600.0]
     assert list(rs.columns["phase"]) == ["warmup", "measure", "measure"]
-    assert series_from_record(rec, None).source == "none"  # nothing to read: no chart
+    assert series_from_record(rec, None).source == "none"  # nothing to read
 
 
 def test_load_series_in_spark_picks_as_pick_series(spark: Any, tmp_path: Path) -> None:
-    recs = [_record(b, n) for b, n in PERIODS.items()]
-    older = _record("kafka", 4, end_time="2025-12-31T00:00:00+00:00")
+    recs = [record_with_timeline(b, n) for b, n in PERIODS.items()]
+    older = record_with_timeline("kafka", 4, end_time="2025-12-31T00:00:00+00:00")
     older["run_id"] = "20251231-000000-old000"
     recs[1]["catchup"] = {"publish_response_p99_before_us": 1.0,
                           "publish_response_p99_drain_us": 2.0}
