@@ -212,6 +212,14 @@ def _json_or_none(text: str | None) -> Any:
         return None
 
 
+def _local_path(uri: str) -> Path:
+    """Spark's ``input_file_name()`` (``file:///a%20b/results.jsonl``) as a local path."""
+    from urllib.parse import unquote, urlparse
+
+    parsed = urlparse(uri)
+    return Path(unquote(parsed.path)) if parsed.scheme in ("file", "") else Path(uri)
+
+
 def load_series(spark: SparkSession, dirs: Sequence[str | Path], *,
                 run_id: str | None = None) -> dict[CellKey, RunSeries]:
     """:func:`pick_series` over result directories, the pick done in Spark.
@@ -263,8 +271,7 @@ def load_series(spark: SparkSession, dirs: Sequence[str | Path], *,
             "run_id": r["run_id"], "test_id": r["test_id"], "attempt": r["attempt"],
             "verdict": {"status": r["status"]}, "artefacts": r["artefacts"],
             **{f: _json_or_none(r[f]) for f in raw_fields}}
-        path = str(r["_file"])
-        results_file = Path(path[len("file:"):] if path.startswith("file:") else path)
+        results_file = _local_path(str(r["_file"]))
         out[key] = series_from_record(record, results_file, key)
     return dict(sorted(out.items()))
 

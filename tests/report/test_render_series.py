@@ -184,12 +184,22 @@ def test_load_series_in_spark_picks_as_pick_series(spark: Any, tmp_path: Path) -
     recs[1]["catchup"] = {"publish_response_p99_before_us": 1.0,
                           "publish_response_p99_drain_us": 2.0}
     recs[2]["faults"] = [{"t_s": 3, "action": "kill-broker"}]
+    # a record without timeline whose artefacts were copied next to the results file
+    # (a directory name with a space: Spark reports the file as a URI)
+    moved = record_with_timeline("tansu", None)
+    moved["artefacts"] = "/gone/run/t.py__test_tansu_"
+    copied = tmp_path / "b c" / moved["run_id"] / "t.py__test_tansu_"
+    copied.mkdir(parents=True)
+    (copied / "periods.csv").write_text("phase,index,elapsed_s,publish_rate_msg_s\n"
+                                        "measure,0,1.0,1000\nmeasure,1,1.0,1001\n")
+    write_jsonl(tmp_path / "b c" / "results.jsonl", [moved])
     write_jsonl(tmp_path / "a" / "results.jsonl", recs[:2])
     write_jsonl(tmp_path / "b" / "results.jsonl", [recs[2], older])
     with (tmp_path / "b" / "results.jsonl").open("a") as fh:
         fh.write('{"cut short\n')  # skipped, as the job skips it
     got = load_series(spark, [tmp_path])
     want = pick_series([*recs, older])
+    want.update(pick_series([moved], tmp_path / "b c" / "results.jsonl"))
     assert got.keys() == want.keys()
     for k in want:
         g, w = got[k], want[k]
@@ -200,5 +210,7 @@ def test_load_series_in_spark_picks_as_pick_series(spark: Any, tmp_path: Path) -
         for c in w.columns:
             if c != "phase":
                 assert g.values(c) == w.values(c), c
+    (tansu,) = [v for k, v in got.items() if k.broker == "tansu"]
+    assert tansu.source == str(copied / "periods.csv") and tansu.values("t_s") == [1.0, 2.0]
     assert load_series(spark, [tmp_path], run_id="20251231-000000-old000").keys() == {
         next(k for k in want if k.broker == "kafka")}
