@@ -277,6 +277,7 @@ def quantile_chart(view: str, cells: Sequence[CellStats]) -> str | None:
         return None
     ax.set_xscale("log")
     ax.set_yscale("log")
+    _plain_log_ticks(ax)
     ax.set_xticks([1 / (1 - q / 100) for _, q in PERCENTILE_NAMES])
     ax.set_xticklabels([n for n, _ in PERCENTILE_NAMES])
     ax.minorticks_off()
@@ -330,6 +331,8 @@ def throughput_chart(cells: Sequence[CellStats]) -> str | None:
         ax.annotate(f"{broker} knee", (rate, ax.get_ylim()[1]), fontsize="x-small",
                     rotation=90, va="top")
     ax.set_yscale("log")
+    _plain_log_ticks(ax)
+    ax.ticklabel_format(axis="x", useOffset=False, style="plain")
     ax.set_xlabel("acknowledged rate (msg/s)")
     ax.set_ylabel("e2e_response p99 (ms)")
     ax.grid(True, which="both", alpha=0.3)
@@ -365,16 +368,21 @@ def matrix_chart(cells: Sequence[CellStats], metric: str = "e2e_response.p99") -
 
 
 def _plain_log_ticks(ax: Any) -> None:
-    """Log-axis tick labels as plain numbers (3.01, not 3.01×10⁰)."""
+    """Log-axis tick labels as plain numbers (0.5, 20, not 5×10⁻¹); minor ticks labelled
+    only when the axis spans about a decade or less (else they crowd the axis)."""
     from matplotlib.ticker import FuncFormatter
 
-    fmt = FuncFormatter(lambda v, _pos: f"{v:g}")
-    ax.yaxis.set_major_formatter(fmt)
-    ax.yaxis.set_minor_formatter(fmt)
+    def minor(v: float, _pos: int) -> str:
+        lo, hi = ax.get_ylim()
+        return f"{v:g}" if lo > 0 and hi / lo <= 12 else ""
+
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(FuncFormatter(minor))
 
 
-def _phase_marks(ax: Any, rs: RunSeries, color: Any) -> None:
-    """A dotted line where the run's phase changes (warm-up → measure → build …)."""
+def _phase_marks(ax: Any, rs: RunSeries, color: Any, *, label: bool = True) -> None:
+    """A dotted line where the run's phase changes (warm-up → measure → build …), named
+    (for the first series only: the brokers' phases are alike and the names would pile up)."""
     phases = list(rs.columns.get("phase", []))
     ends = rs.values("t_s")
     for i in range(1, min(len(phases), len(ends))):
@@ -385,8 +393,9 @@ def _phase_marks(ax: Any, rs: RunSeries, color: Any) -> None:
             continue
         ax.axvline(start, color=color, linestyle=":", alpha=0.7, linewidth=1,
                    gid=f"phase-{rs.key.broker}-{i}")
-        ax.annotate(str(phases[i]), (start, 1.0), xycoords=("data", "axes fraction"),
-                    fontsize="xx-small", color=color, rotation=90, va="top", ha="right")
+        if label:
+            ax.annotate(str(phases[i]), (start, 1.0), xycoords=("data", "axes fraction"),
+                        fontsize="xx-small", color=color, rotation=90, va="top", ha="right")
 
 
 def _fault_marks(ax: Any, series: Sequence[RunSeries]) -> None:
@@ -411,15 +420,17 @@ def time_chart(column: str, ylabel: str, series: Sequence[RunSeries], *,
 
     fig, ax = plt.subplots(figsize=(6.4, 3.4))
     drawn = 0
+    nan = float("nan")
     for rs in sorted(series, key=lambda r: r.key.broker):
-        pts = [(x, y / divisor) for x, y in zip(rs.values("t_s"), rs.values(column),
-                                                strict=False)
-               if x is not None and y is not None and (y > 0 or not log)]
-        if not pts:
+        # a period without the figure is a gap in the line (NaN), not a point
+        pts = [(x, y / divisor if y is not None and (y > 0 or not log) else nan)
+               for x, y in zip(rs.values("t_s"), rs.values(column), strict=False)
+               if x is not None]
+        if all(math.isnan(y) for _, y in pts):
             continue
         line = ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=3,
                        linewidth=1.2, label=rs.key.broker, gid=f"series-{rs.key.broker}")[0]
-        _phase_marks(ax, rs, line.get_color())
+        _phase_marks(ax, rs, line.get_color(), label=drawn == 0)
         drawn += 1
     if not drawn:
         plt.close(fig)
@@ -453,22 +464,27 @@ def before_during_chart(block: str, series: Sequence[RunSeries]) -> str | None:
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for i, broker in enumerate(brokers):
         color = colors[i % len(colors)]
+        labelled = False
         for j, lab in enumerate(labels):
             p = pairs[broker].get(lab)
             if p is None:
                 continue
             x = j + 2 * i * width
             for k, (what, v) in enumerate((("before", p.before), ("during", p.during))):
-                if v is None:
+                if v is None:  # not measured (e.g. too few samples in a short drain)
+                    ax.annotate("n/a", (x + k * width, 0), ha="center", va="bottom",
+                                fontsize="x-small", color=color)
                     continue
                 bar = ax.bar(x + k * width, v / 1000, width=width, color=color,
                              alpha=0.45 if what == "before" else 0.95,
                              hatch="//" if what == "before" else None,
-                             label=broker if (j, k) == (0, 1) else None)
+                             label=None if labelled else broker)
+                labelled = True
                 bar[0].set_gid(f"series-{broker}-{what}-{j}")
     ax.set_xticks([j + width * (2 * len(brokers) - 1) / 2 for j in range(len(labels))])
     ax.set_xticklabels(labels, fontsize="x-small")
-    ax.set_ylabel(f"{block}: before (hatched) / during (ms)")
+    ax.set_ylabel(f"{block} (ms)")
+    ax.set_title("hatched: before; solid: during; n/a: not measured", fontsize="x-small")
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize="small")
     return _svg(fig)

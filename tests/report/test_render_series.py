@@ -109,6 +109,7 @@ def test_before_during_bars_for_catchup_and_mixed_only_when_present() -> None:
     ids = set(_series_ids(svg))
     # one series per broker that has the block; no bar for a missing figure
     assert ids == {"series-kafka-before-0", "series-kafka-during-0", "series-pulsar-before-0"}
+    assert svg.count("n/a") == 1  # pulsar's drain figure, said to be missing
     mixed = set(_series_ids(before_during_chart("mixed", series) or ""))
     assert {i.split("-")[1] for i in mixed} == {"kafka"} and len(mixed) == 5
     assert before_during_chart("reassignment", series) is None
