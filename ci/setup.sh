@@ -12,13 +12,17 @@ command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
 # RabbitMQ (Debian's 3.10 package; its nodes run as our own processes, never the service)
 [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || need_apt+=(rabbitmq-server)
+# Chromium (Debian's package): the report tests open the HTML report in it, headless
+# (a Chrome already on PATH, as on GitHub's runners, does as well)
+command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 \
+  || command -v google-chrome >/dev/null 2>&1 || need_apt+=(chromium)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "ci/setup.sh: installing ${need_apt[*]} with apt-get"
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
   else
-    echo "ci/setup.sh: please install: ${need_apt[*]} (Java 17+ and Maven fetch and run the Kafka broker; rabbitmq-server runs RabbitMQ)" >&2
+    echo "ci/setup.sh: please install: ${need_apt[*]} (Java 17+ and Maven fetch and run the Kafka broker; rabbitmq-server runs RabbitMQ; chromium checks the HTML report)" >&2
     exit 2
   fi
 fi

@@ -33,10 +33,12 @@ if TYPE_CHECKING:
     from pytest_brokerperf.scenario_library.base import PreparedRun
     from pytest_brokerperf.verdict import Verdict
 
-__all__ = ["RECORD_SCHEMA", "ResultRecord", "ScenarioBlocks", "artefact_dir", "build_record",
-           "histogram_block",
-           "write_artefacts"]
+__all__ = ["RECORD_SCHEMA", "TIMELINE_VIEWS", "ResultRecord", "ScenarioBlocks", "artefact_dir",
+           "build_record", "histogram_block", "timeline_block", "write_artefacts"]
 
+#: Latency views whose per-period p50/p99 the record's ``timeline`` carries.
+TIMELINE_VIEWS = ("publish_latency", "publish_delay", "publish_response", "e2e_latency",
+                  "e2e_response")
 #: Version of the JSONL record schema; bump on any incompatible change.
 RECORD_SCHEMA = "brokerperf.result/1"
 LOG_COPY_LIMIT = 20 * 1024 * 1024
@@ -53,6 +55,7 @@ class ScenarioBlocks(TypedDict, total=False):
     catchup: dict[str, Any] | None
     mixed: dict[str, Any] | None
     gates: list[dict[str, Any]]  # --brokerperf-fail-on: this record judged vs a baseline
+    timeline: dict[str, Any]  # per-period series (written with the artefacts)
 
 
 class ResultRecord(ScenarioBlocks):
@@ -259,6 +262,38 @@ def _periods_csv(path: Path, outcome: RunOutcome) -> None:
             w.writerow(["" if x is None else x for x in row])
 
 
+def timeline_block(outcome: RunOutcome) -> dict[str, Any]:
+    """The per-period series of a run (the core of ``periods.csv``), one list per column.
+
+    Every stats period in order (warm-up first, then the scenario's phases), so the report
+    can draw rates and latency over time from the record alone: ``t_s`` is the period's
+    end in seconds since the first period began; percentiles per period are ``None`` when
+    the period holds too few samples (as everywhere in the record).
+    """
+    periods = [*outcome.warmup, *outcome.periods]
+    t0 = periods[0].start_ns if periods else 0
+    cols: dict[str, list[Any]] = {
+        "phase": [], "t_s": [], "elapsed_s": [], "target_rate_msg_s": [],
+        "publish_rate_msg_s": [], "consume_rate_msg_s": [], "backlog": []}
+    for v in TIMELINE_VIEWS:
+        cols.update({f"{v}_p50_us": [], f"{v}_p99_us": [], f"{v}_count": []})
+    for p in periods:
+        cols["phase"].append(p.phase)
+        cols["t_s"].append(round((p.start_ns - t0) / 1e9 + p.elapsed_s, 3))
+        cols["elapsed_s"].append(round(p.elapsed_s, 4))
+        cols["target_rate_msg_s"].append(p.target_rate)
+        cols["publish_rate_msg_s"].append(round(p.publish_rate, 2))
+        cols["consume_rate_msg_s"].append(round(p.consume_rate, 2))
+        cols["backlog"].append(p.backlog)
+        for v in TIMELINE_VIEWS:
+            h = p.histograms.get(v)
+            pct = h.percentiles((50.0, 99.0)) if h is not None else {}
+            cols[f"{v}_p50_us"].append(pct.get(50.0))
+            cols[f"{v}_p99_us"].append(pct.get(99.0))
+            cols[f"{v}_count"].append(h.total_count if h is not None else 0)
+    return {"periods": len(periods), **cols}
+
+
 def _copy_logs(dest: Path, broker: BrokerEndpoint) -> list[str]:
     copied: list[str] = []
     local = broker.processes_record()
@@ -299,6 +334,7 @@ def write_artefacts(*, directory: Path, record: ResultRecord, prepared: Prepared
          driver_doc}, sort_keys=False))
     (directory / "broker-settings.json").write_text(json.dumps(outcome.read_back, indent=2))
     _periods_csv(directory / "periods.csv", outcome)
+    record["timeline"] = timeline_block(outcome)
     write_hlogs(directory / "histograms", outcome)
     with open(directory / "client-stats.jsonl", "w", encoding="utf-8") as fh:
         for doc in outcome.client_stats:

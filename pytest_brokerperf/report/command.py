@@ -116,6 +116,10 @@ def run(opts: ReportOptions, *, out: TextIO | None = None, err: TextIO | None = 
         if opts.csv:
             _write(opts.csv, csv_text(current), out)
         if opts.html:
+            from pytest_brokerperf.report.series import load_series
+
+            with progress("reading per-period series", err):
+                report.series = load_series(spark, opts.dirs, run_id=opts.run_id)
             _write(opts.html, html_page(report), out)
         for w in current.warnings:
             err.write(f"brokerperf report: warning: {w}\n")

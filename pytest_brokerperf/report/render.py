@@ -4,8 +4,12 @@ The HTML page is self-contained: charts are matplotlib SVG inlined in the page, 
 script and no network access needed to open it. Charts follow OpenMessaging
 Benchmark's set where the records allow (latency quantile curves on a log scale per
 view, one series per broker), plus latency versus throughput (ladder rungs, or one
-point per rate) and a matrix view of p99 per cell and broker. A chart mixing
-durability levels or machines says so above it (a fair-comparison warning).
+point per rate) and a matrix view of p99 per cell and broker. From one record per
+cell (:mod:`.series`): publish and consume rates and publish and end-to-end latency over
+time (one point per stats period), before/during bars of catch-up, mixed and
+reassignment runs, and fault timelines — each only when the records hold the figures.
+A chart mixing durability levels or machines says so above it (a fair-comparison
+warning).
 """
 
 from __future__ import annotations
@@ -29,13 +33,23 @@ from pytest_brokerperf.report.model import (
     CellStats,
     ReportResult,
 )
+from pytest_brokerperf.report.series import BLOCKS, RunSeries, before_during
 
-__all__ = ["Report", "csv_text", "html_page", "markdown"]
+__all__ = ["TIME_CHARTS", "Report", "before_during_chart", "csv_text", "fault_chart",
+           "html_page", "markdown", "time_chart"]
 
 #: Views drawn as quantile curves (OMB's publish latency, publish delay, end-to-end,
 #: plus the coordinated-omission-corrected end-to-end response).
 CHART_VIEWS = ("publish_latency", "publish_delay", "e2e_latency", "e2e_response")
 VERDICT_WORDS = {0: "ok", 1: "REGRESSION", 3: "INCONCLUSIVE"}
+#: Charts over time (OMB's): record timeline column, y label, divisor (µs → ms), log y.
+TIME_CHARTS: tuple[tuple[str, str, float, bool], ...] = (
+    ("publish_rate_msg_s", "publish rate (msg/s)", 1.0, False),
+    ("consume_rate_msg_s", "consume rate (msg/s)", 1.0, False),
+    ("publish_latency_p99_us", "publish latency p99 (ms)", 1000.0, True),
+    ("e2e_latency_p50_us", "end-to-end latency p50 (ms)", 1000.0, True),
+    ("e2e_latency_p99_us", "end-to-end latency p99 (ms)", 1000.0, True),
+)
 
 
 @dataclass
@@ -47,6 +61,9 @@ class Report:
     budgets: list[Budget] = field(default_factory=list)
     gates: list[GateResult] = field(default_factory=list)
     title: str = "brokerperf report"
+    #: one record's series per cell of ``current`` (``series.load_series``); empty: no
+    #: charts over time, no before/during bars, no fault timelines
+    series: dict[CellKey, RunSeries] = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:
@@ -260,6 +277,7 @@ def quantile_chart(view: str, cells: Sequence[CellStats]) -> str | None:
         return None
     ax.set_xscale("log")
     ax.set_yscale("log")
+    _plain_log_ticks(ax)
     ax.set_xticks([1 / (1 - q / 100) for _, q in PERCENTILE_NAMES])
     ax.set_xticklabels([n for n, _ in PERCENTILE_NAMES])
     ax.minorticks_off()
@@ -313,6 +331,8 @@ def throughput_chart(cells: Sequence[CellStats]) -> str | None:
         ax.annotate(f"{broker} knee", (rate, ax.get_ylim()[1]), fontsize="x-small",
                     rotation=90, va="top")
     ax.set_yscale("log")
+    _plain_log_ticks(ax)
+    ax.ticklabel_format(axis="x", useOffset=False, style="plain")
     ax.set_xlabel("acknowledged rate (msg/s)")
     ax.set_ylabel("e2e_response p99 (ms)")
     ax.grid(True, which="both", alpha=0.3)
@@ -345,6 +365,225 @@ def matrix_chart(cells: Sequence[CellStats], metric: str = "e2e_response.p99") -
     ax.legend(fontsize="small")
     ax.grid(True, axis="y", alpha=0.3)
     return _svg(fig)
+
+
+def _plain_log_ticks(ax: Any) -> None:
+    """Log-axis tick labels as plain numbers (0.5, 20, not 5×10⁻¹); minor ticks labelled
+    only when the axis spans about a decade or less (else they crowd the axis)."""
+    from matplotlib.ticker import FuncFormatter
+
+    def minor(v: float, _pos: int) -> str:
+        lo, hi = ax.get_ylim()
+        return f"{v:g}" if lo > 0 and hi / lo <= 12 else ""
+
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(FuncFormatter(minor))
+
+
+def _phase_marks(ax: Any, rs: RunSeries, color: Any, *, label: bool = True) -> None:
+    """A dotted line where the run's phase changes (warm-up → measure → build …), named
+    (for the first series only: the brokers' phases are alike and the names would pile up)."""
+    phases = list(rs.columns.get("phase", []))
+    ends = rs.values("t_s")
+    for i in range(1, min(len(phases), len(ends))):
+        if phases[i] == phases[i - 1]:
+            continue
+        start = ends[i - 1]
+        if start is None:
+            continue
+        ax.axvline(start, color=color, linestyle=":", alpha=0.7, linewidth=1,
+                   gid=f"phase-{rs.key.broker}-{i}")
+        if label:
+            ax.annotate(str(phases[i]), (start, 1.0), xycoords=("data", "axes fraction"),
+                        fontsize="xx-small", color=color, rotation=90, va="top", ha="right")
+
+
+def _fault_marks(ax: Any, series: Sequence[RunSeries]) -> None:
+    for rs in series:
+        for j, ev in enumerate(rs.faults):
+            if ev.duration_s:
+                ax.axvspan(ev.t_s, ev.t_s + ev.duration_s, color="#d62728", alpha=0.12,
+                           gid=f"fault-{rs.key.broker}-{j}")
+            ax.axvline(ev.t_s, color="#d62728", linestyle="--", linewidth=1,
+                       gid=f"fault-line-{rs.key.broker}-{j}")
+
+
+def time_chart(column: str, ylabel: str, series: Sequence[RunSeries], *,
+               divisor: float = 1.0, log: bool = False) -> str | None:
+    """One timeline column over time: one line per broker, one marker per stats period.
+
+    x is the period's end in seconds since the run's first period (warm-up included;
+    phase changes dotted); a period without the figure (too few samples for the
+    percentile) is left out, never invented.
+    """
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 3.4))
+    drawn = 0
+    nan = float("nan")
+    for rs in sorted(series, key=lambda r: r.key.broker):
+        # a period without the figure is a gap in the line (NaN), not a point
+        pts = [(x, y / divisor if y is not None and (y > 0 or not log) else nan)
+               for x, y in zip(rs.values("t_s"), rs.values(column), strict=False)
+               if x is not None]
+        if all(math.isnan(y) for _, y in pts):
+            continue
+        line = ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=3,
+                       linewidth=1.2, label=rs.key.broker, gid=f"series-{rs.key.broker}")[0]
+        _phase_marks(ax, rs, line.get_color(), label=drawn == 0)
+        drawn += 1
+    if not drawn:
+        plt.close(fig)
+        return None
+    _fault_marks(ax, series)
+    if log:
+        ax.set_yscale("log")
+        _plain_log_ticks(ax)
+    else:
+        ax.set_ylim(bottom=0)
+    ax.set_xlabel("time since the first period (s)")
+    ax.set_ylabel(ylabel)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize="small")
+    return _svg(fig)
+
+
+def before_during_chart(block: str, series: Sequence[RunSeries]) -> str | None:
+    """Bars of a scenario block's figures before (hatched) and during, per broker."""
+    import matplotlib.pyplot as plt
+
+    pairs = {rs.key.broker: {p.label: p for p in before_during(rs.blocks[block])}
+             for rs in sorted(series, key=lambda r: r.key.broker) if block in rs.blocks}
+    labels = sorted({lab for ps in pairs.values() for lab in ps
+                     if ps[lab].before is not None or ps[lab].during is not None})
+    if not labels:
+        return None
+    brokers = [b for b, ps in pairs.items() if any(lab in ps for lab in labels)]
+    fig, ax = plt.subplots(figsize=(max(6.4, 1.6 * len(labels) * len(brokers)), 3.6))
+    width = 0.8 / (2 * len(brokers))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, broker in enumerate(brokers):
+        color = colors[i % len(colors)]
+        labelled = False
+        for j, lab in enumerate(labels):
+            p = pairs[broker].get(lab)
+            if p is None:
+                continue
+            x = j + 2 * i * width
+            for k, (what, v) in enumerate((("before", p.before), ("during", p.during))):
+                if v is None:  # not measured (e.g. too few samples in a short drain)
+                    ax.annotate("n/a", (x + k * width, 0), ha="center", va="bottom",
+                                fontsize="x-small", color=color)
+                    continue
+                bar = ax.bar(x + k * width, v / 1000, width=width, color=color,
+                             alpha=0.45 if what == "before" else 0.95,
+                             hatch="//" if what == "before" else None,
+                             label=None if labelled else broker)
+                labelled = True
+                bar[0].set_gid(f"series-{broker}-{what}-{j}")
+    ax.set_xticks([j + width * (2 * len(brokers) - 1) / 2 for j in range(len(labels))])
+    ax.set_xticklabels(labels, fontsize="x-small")
+    ax.set_ylabel(f"{block} (ms)")
+    ax.set_title("hatched: before; solid: during; n/a: not measured", fontsize="x-small")
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize="small")
+    return _svg(fig)
+
+
+def fault_chart(series: Sequence[RunSeries]) -> str | None:
+    """Fault timeline: one row per broker, each event at its time (span = its length)."""
+    import matplotlib.pyplot as plt
+
+    rows = [rs for rs in sorted(series, key=lambda r: r.key.broker) if rs.faults]
+    if not rows:
+        return None
+    fig, ax = plt.subplots(figsize=(6.4, 0.8 + 0.5 * len(rows)))
+    for i, rs in enumerate(rows):
+        spans = [(ev.t_s, ev.duration_s) for ev in rs.faults if ev.duration_s]
+        if spans:
+            ax.broken_barh(spans, (i - 0.3, 0.6), color="#d62728", alpha=0.3,
+                           gid=f"fault-span-{rs.key.broker}")
+        ax.scatter([ev.t_s for ev in rs.faults], [i] * len(rs.faults), marker="v",
+                   color="#d62728", zorder=3, gid=f"series-{rs.key.broker}")
+        for ev in rs.faults:
+            ax.annotate(ev.action + (f" ({ev.target})" if ev.target else ""), (ev.t_s, i),
+                        xytext=(3, 6), textcoords="offset points", fontsize="x-small")
+        end = rs.values("t_s")
+        if end and end[-1] is not None:  # the run's extent, for scale
+            ax.plot([0, end[-1]], [i, i], color="#999", linewidth=0.8, zorder=1)
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([rs.key.broker for rs in rows])
+    ax.set_ylim(-0.7, len(rows) - 0.3)
+    ax.set_xlabel("time since the first period (s)")
+    ax.grid(True, axis="x", alpha=0.3)
+    return _svg(fig)
+
+
+def _series_sections(report: Report) -> list[str]:
+    """Over-time charts, before/during bars and fault timelines (one record per cell)."""
+    cur = report.current
+    chosen = [rs for k, rs in sorted(report.series.items()) if k in cur.cells]
+    if not chosen:
+        return []
+    parts: list[str] = []
+    groups: dict[tuple[str, ...], list[RunSeries]] = defaultdict(list)
+    for rs in chosen:
+        k = rs.key
+        groups[(k.scenario, k.params, k.durability, k.fault, k.env)].append(rs)
+    timed = {g: ss for g, ss in sorted(groups.items()) if any(rs.periods for rs in ss)}
+    if timed:
+        parts.append("<h2>Over time (one run per cell)</h2>")
+        parts.append("<p>Per stats period, the latest valid record of each cell (else its "
+                     "latest record); a period with too few samples for a percentile has "
+                     "no point; dotted lines mark phase changes, red dashed ones faults."
+                     "</p>")
+    for (scenario, params, durability, fault, env), ss in timed.items():
+        caption = f"{scenario} [{params}] {durability} fault={fault} env={env}"
+        runs = "; ".join(f"{rs.key.broker}: run {rs.run_id} {rs.test_id} ({rs.status}, "
+                         f"{rs.periods} periods)" for rs in ss if rs.periods)
+        parts.append(f"<h3>{html.escape(caption)}</h3><p class='runs'>{html.escape(runs)}"
+                     "</p>")
+        parts += [f"<div class='warn'>{html.escape(w)}</div>"
+                  for w in _fairness([cur.cells[rs.key] for rs in ss])]
+        for column, ylabel, divisor, log in TIME_CHARTS:
+            svg = time_chart(column, ylabel, ss, divisor=divisor, log=log)
+            if svg:
+                parts.append(f"<figure data-chart='time' data-column='{column}'>{svg}"
+                             f"<figcaption>{html.escape(ylabel)} over time</figcaption>"
+                             "</figure>")
+    bars = []
+    for block in BLOCKS:
+        by_group: dict[tuple[str, ...], list[RunSeries]] = defaultdict(list)
+        for rs in chosen:
+            if block in rs.blocks:
+                k = rs.key
+                by_group[(k.scenario, k.params, k.durability, k.fault, k.env)].append(rs)
+        for (scenario, params, durability, fault, env), ss in sorted(by_group.items()):
+            svg = before_during_chart(block, ss)
+            if not svg:
+                continue
+            caption = f"{block}: {scenario} [{params}] {durability} fault={fault} env={env}"
+            bars += [f"<div class='warn'>{html.escape(w)}</div>"
+                     for w in _fairness([cur.cells[rs.key] for rs in ss])]
+            bars.append(f"<figure data-chart='before-during' data-block='{block}'>{svg}"
+                        f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+    if bars:
+        parts.append("<h2>Before and during</h2>")
+        parts += bars
+    faults = [rs for rs in chosen if rs.faults]
+    if faults:
+        parts.append("<h2>Fault timelines</h2>")
+        fgroups: dict[tuple[str, ...], list[RunSeries]] = defaultdict(list)
+        for rs in faults:
+            fgroups[(rs.key.scenario, rs.key.params, rs.key.durability, rs.key.fault,
+                     rs.key.env)].append(rs)
+        for (scenario, params, durability, fault, env), ss in sorted(fgroups.items()):
+            svg = fault_chart(ss)
+            if svg:
+                caption = f"{scenario} [{params}] {durability} fault={fault} env={env}"
+                parts.append(f"<figure data-chart='faults'>{svg}<figcaption>"
+                             f"{html.escape(caption)}</figcaption></figure>")
+    return parts
 
 
 _CSS = """
@@ -424,6 +663,8 @@ def html_page(report: Report) -> str:
             svg = quantile_chart(view, cells)
             if svg:
                 parts.append(f"<figure>{svg}<figcaption>{view}</figcaption></figure>")
+
+    parts += _series_sections(report)
 
     parts.append("<h2>Latency versus throughput</h2>")
     tgroups = _group(cur.cells.values(), lambda k: (k.scenario, _without_rate(k.params),

@@ -20,7 +20,8 @@ from pytest_brokerperf.figures import PERCENTILES, percentile_name
 from pytest_brokerperf.metrics.histogram import LatencyHistogram
 from pytest_brokerperf.metrics.stats import METRICS
 
-__all__ = ["SyntheticRun", "latency_block_from_samples", "synthetic_record", "write_jsonl"]
+__all__ = ["SyntheticRun", "latency_block_from_samples", "record_with_timeline",
+           "report_of_records", "synthetic_record", "synthetic_timeline", "write_jsonl"]
 
 
 def latency_block_from_samples(samples: Mapping[str, Sequence[int] | npt.NDArray[np.int64]]
@@ -99,3 +100,67 @@ def write_jsonl(path: Path, records: Iterable[Mapping[str, Any]]) -> Path:
         for rec in records:
             fh.write(json.dumps(rec, sort_keys=True, allow_nan=False) + "\n")
     return path
+
+
+def synthetic_timeline(periods: int, *, rate: float = 1000.0, e2e_us: float = 2000.0,
+                       warmup: int = 2, period_s: float = 1.0,
+                       undersampled: Sequence[int] = (),
+                       phases: Sequence[str] | None = None) -> dict[str, Any]:
+    """A record's ``timeline`` block (as ``results.timeline_block`` writes it).
+
+    Period ``i`` publishes ``rate + i`` msg/s and its e2e p50/p99 are ``e2e_us`` and
+    ``3 × e2e_us`` plus ``i`` µs, so a chart's points can be told apart; periods in
+    ``undersampled`` have no p99 (too few samples), as a real record would say.
+    """
+    from pytest_brokerperf.results import TIMELINE_VIEWS
+
+    phase = list(phases) if phases is not None else (
+        ["warmup"] * warmup + ["measure"] * (periods - warmup))
+    cols: dict[str, Any] = {
+        "periods": periods, "phase": phase,
+        "t_s": [round((i + 1) * period_s, 3) for i in range(periods)],
+        "elapsed_s": [period_s] * periods, "target_rate_msg_s": [rate] * periods,
+        "publish_rate_msg_s": [rate + i for i in range(periods)],
+        "consume_rate_msg_s": [rate + i / 2 for i in range(periods)],
+        "backlog": [0] * periods}
+    for v in TIMELINE_VIEWS:
+        scale = e2e_us if v.startswith("e2e") else e2e_us / 2
+        cols[f"{v}_p50_us"] = [scale + i for i in range(periods)]
+        cols[f"{v}_p99_us"] = [None if i in undersampled else 3 * scale + i
+                               for i in range(periods)]
+        cols[f"{v}_count"] = [int(rate * period_s)] * periods
+    return cols
+
+
+def record_with_timeline(broker: str, periods: int | None, *,
+                         undersampled: Sequence[int] = (), rate: float = 1000.0,
+                         e2e_us: float = 2000.0, **run: Any) -> dict[str, Any]:
+    """A valid tail-read record of ``broker`` (``run``: other ``SyntheticRun`` fields) with
+    3,000 latency samples and, unless ``periods`` is None, a ``periods``-long timeline."""
+    rec = synthetic_record(
+        SyntheticRun(broker=broker, test_id=f"t.py::test[{broker}]", **run),
+        {"e2e_response": np.arange(1, 3000, dtype=np.int64),
+         "publish_response": np.arange(1, 3000, dtype=np.int64)})
+    if periods is not None:
+        rec["timeline"] = synthetic_timeline(periods, undersampled=undersampled, rate=rate,
+                                             e2e_us=e2e_us)
+    return rec
+
+
+def report_of_records(records: Sequence[Mapping[str, Any]]) -> Any:
+    """A ``render.Report`` of records without Spark: one cell per record, its own figures
+    (each record its own cell), and the records' series."""
+    from pytest_brokerperf.report.model import CellStats, ReportResult, cell_key_of, figures_of
+    from pytest_brokerperf.report.render import Report
+    from pytest_brokerperf.report.series import pick_series
+
+    cells = {}
+    for r in records:
+        k = cell_key_of(r)
+        cells[k] = CellStats(key=k, records=1, valid=1, runs=1, figures=figures_of(r),
+                             run_figures={str(r["run_id"]): figures_of(r)}, p99_spread=None,
+                             machines=(f"{r['manifest']['machine']['cpu_model']} × "
+                                       f"{r['manifest']['machine']['logical_cpus']} cpus",))
+    result = ReportResult(cells=cells, files=["(in memory)"], records_read=len(records),
+                          duplicates_dropped=0, malformed_lines=0)
+    return Report(current=result, series=pick_series(records))

@@ -1,0 +1,61 @@
+"""The HTML report in headless Chromium with no network: it opens, and charts render.
+
+Skips (saying why) where Debian's ``chromium`` is not installed, and fails instead under
+``CI=true``: ``ci/setup.sh`` installs it, so CI really runs this. The screenshot's path
+is printed (``-s``) for a look.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_brokerperf.report.render import html_page
+from pytest_brokerperf.testing.chromium import (
+    check_page,
+    external_urls,
+    require_chromium,
+    series_pixels,
+)
+from pytest_brokerperf.testing.records import record_with_timeline, report_of_records
+
+PERIODS = {"kafka": 12, "pulsar": 8, "rabbitmq": 10}
+
+pytest.importorskip("matplotlib", reason="the report extra (matplotlib) is not installed")
+pytest.importorskip("PIL", reason="Pillow (a matplotlib dependency) is not installed")
+
+
+def test_external_urls_finds_what_a_browser_would_fetch() -> None:
+    assert external_urls('<img src="https://cdn.example/x.png">')
+    assert external_urls("<link href='//cdn.example/a.css'>")
+    assert external_urls("<style>body{background:url(http://x/y.png)}</style>")
+    assert external_urls('<script src="http://x/plotly.js"></script>')
+    # namespaces and in-page references are not fetches
+    assert not external_urls('<svg xmlns="http://www.w3.org/2000/svg" '
+                             'xmlns:xlink="http://www.w3.org/1999/xlink">'
+                             '<use xlink:href="#m1"/></svg>')
+
+
+def test_report_opens_offline_in_headless_chromium_and_draws_every_chart(
+        tmp_path: Path) -> None:
+    binary = require_chromium()  # skips without one (fails in CI, which installs it)
+    records = [record_with_timeline(b, n, rate=1000.0 * (i + 1), e2e_us=2000.0 * 4**i)
+               for i, (b, n) in enumerate(PERIODS.items())]
+    records[0]["catchup"] = {"publish_response_p99_before_us": 2000.0,
+                             "publish_response_p99_drain_us": 9000.0}
+    records[1]["faults"] = [{"t_s": 5.0, "action": "kill-broker"}]
+    page = tmp_path / "report.html"
+    page.write_text(html_page(report_of_records(records)), encoding="utf-8")
+    text = page.read_text()
+    assert external_urls(text) == []
+    assert "<script" not in text
+
+    check = check_page(page, tmp_path / "report.png", height=6000, binary=binary)
+    print(f"\nscreenshot: {check.screenshot}")
+    # every chart of the file is in the DOM Chromium built from it, offline
+    assert check.svgs_in_dom == text.count("<svg") == check.figures_in_dom
+    assert check.figures_in_dom >= 10  # 5 over time, quantiles, curve, matrix, bars, faults
+    # and drawn: each broker's series colour (C0..C2) covers real area of the screenshot
+    pixels = series_pixels(check.screenshot)
+    assert all(n > 300 for n in pixels[:3]), pixels
