@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_brokerperf import ladder as lad
+from pytest_brokerperf import ladder_result as ladres
 from pytest_brokerperf.scenario_library.base import (
     DEFAULT_PER_PROCESS_RATE,
     PreparedRun,
@@ -100,7 +101,7 @@ class ThroughputResult(ScenarioResult):
     """A throughput run: the usual result (headline = highest sustainable rung) plus the
     ladder (or the rate-discovery log) and the calibration it used."""
 
-    ladder: lad.LadderResult | None = None
+    ladder: ladres.LadderResult | None = None
     discovery: dict[str, Any] | None = None
     calibration: dict[str, Any] = field(default_factory=dict)
     rung_outcomes: list[RunOutcome] = field(default_factory=list)
@@ -130,7 +131,7 @@ def _latency(outcome: RunOutcome) -> dict[str, dict[str, float | None]]:
 
 def judge(outcome: RunOutcome, index: int, *, policy: lad.LadderPolicy,
           subscriptions_per_topic: int, producing_workers: int,
-          harness_ceiling: float | None, client_ceiling: float | None) -> lad.RungResult:
+          harness_ceiling: float | None, client_ceiling: float | None) -> ladres.RungResult:
     """One measured rung → its judgement, limiting resource and validity verdict."""
     sig = lad.RungSignals.from_outcome(outcome, subscriptions_per_topic=subscriptions_per_topic,
                                        producing_workers=producing_workers)
@@ -148,7 +149,7 @@ def judge(outcome: RunOutcome, index: int, *, policy: lad.LadderPolicy,
         v = Verdict(status=status, reasons=failures + reasons,
                     flags=sorted(set(v.flags) | ({status} if status != VALID else set())),
                     details=v.details)
-    return lad.RungResult(
+    return ladres.RungResult(
         index=index, target_rate=outcome.plan.rate,
         status="sustainable" if not failures else "unsustainable", signals=sig,
         failures=failures, limit=limit, limit_reasons=reasons, verdict=v.as_dict(),
@@ -160,7 +161,7 @@ def judge(outcome: RunOutcome, index: int, *, policy: lad.LadderPolicy,
     )
 
 
-def ladder_verdict(ladder: lad.LadderResult) -> Verdict:
+def ladder_verdict(ladder: ladres.LadderResult) -> Verdict:
     """The whole ladder's validity: its limit, and the headline rung's own verdict.
 
     A ladder stopped by the generator or the client library is not a broker figure
@@ -253,7 +254,7 @@ def _calibrate(ctx: RunContext, driver: Driver, prepared: ThroughputPrepared,
     return out
 
 
-def _progress_rung(kind: str, rr: lad.RungResult, n: int) -> str:
+def _progress_rung(kind: str, rr: ladres.RungResult, n: int) -> str:
     s = rr.signals
     assert s is not None
     cpu = ", ".join(f"w{k} {v:.0%}" for k, v in sorted(s.worker_cpu.items()))
@@ -283,16 +284,16 @@ def _session_outcome(rungs: list[RunOutcome], headline: RunOutcome, end: Any) ->
                    worker_errors=list(end.worker_errors))
 
 
-def _write_ladder_csv(path: Path, ladder: lad.LadderResult) -> None:
+def _write_ladder_csv(path: Path, ladder: ladres.LadderResult) -> None:
     with open(path, "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
-        w.writerow(lad.RungResult.CSV_HEADER)
+        w.writerow(ladres.RungResult.CSV_HEADER)
         for r in ladder.rungs:
             w.writerow(r.csv_row())
 
 
 def _broker_per_rung(sampler: Any, rungs: list[RunOutcome],
-                     results: list[lad.RungResult]) -> None:
+                     results: list[ladres.RungResult]) -> None:
     """Attach the broker's own CPU (when sampled) to each measured rung."""
     rows = list(getattr(sampler, "rows", []) or [])
     if not rows:
@@ -444,7 +445,7 @@ def _run_ladder(ctx: RunContext, driver: Driver, prepared: ThroughputPrepared, p
         f"{'≤' if prepared.warmup_until_steady else '='}{prepared.warmup_s:g}s measure="
         f"{prepared.measure_s:g}s period={prepared.period_s:g}s workers={plan.workers} "
         f"size={wl.message_size}B partitions={wl.partitions_per_topic}")
-    results: list[lad.RungResult] = []
+    results: list[ladres.RungResult] = []
     discarded: list[dict[str, Any]] = []
     retries_left = {r: ctx.settings.noise_retries for r in rates}
     settle_left = dict.fromkeys(rates, 1)  # an unsteady rung is measured again once
@@ -483,7 +484,7 @@ def _run_ladder(ctx: RunContext, driver: Driver, prepared: ThroughputPrepared, p
             reason = (f"refused: {rate:,.0f} msg/s is above {policy.refuse_factor:g} x "
                       f"{producing} worker process(es) x the harness's calibrated ceiling "
                       f"{harness_ceiling:,.0f} msg/s: only the generator would be measured")
-            results.append(lad.RungResult(
+            results.append(ladres.RungResult(
                 index=k, target_rate=rate, status="refused", signals=None, failures=[reason],
                 limit=lad.GENERATOR, limit_reasons=[reason],
                 verdict={"status": GENERATOR_BOUND, "reasons": [reason],
@@ -508,7 +509,7 @@ def _run_ladder(ctx: RunContext, driver: Driver, prepared: ThroughputPrepared, p
         with contextlib.suppress(Exception):
             sampler.stop()
         _broker_per_rung(sampler, rungs, results)
-    ladder = lad.summarize(rates, results, policy, workers=plan.workers, ceilings=ceilings_doc)
+    ladder = ladres.summarize(rates, results, policy, workers=plan.workers, ceilings=ceilings_doc)
     if discarded:
         prepared.notes.append(discarded_windows_note(discarded))
     top = ladder.top_rung
@@ -605,7 +606,7 @@ def _finish(ctx: RunContext, driver: Driver, prepared: ThroughputPrepared,
             slos: list[SLO], seed: int, splan: ScenarioPlan, sampler: Any, *,
             extra: dict[str, float | None], record_extra: ScenarioBlocks,
             noise_retries: list[dict[str, Any]] | None = None,
-            ladder: lad.LadderResult | None = None, discovery: dict[str, Any] | None = None,
+            ladder: ladres.LadderResult | None = None, discovery: dict[str, Any] | None = None,
             rung_outcomes: list[RunOutcome] | None = None,
             calibration: dict[str, Any] | None = None, row_params: str = "",
             steps_csv: list[dict[str, Any]] | None = None) -> ThroughputResult:

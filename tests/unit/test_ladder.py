@@ -5,20 +5,19 @@ from __future__ import annotations
 import pytest
 
 from pytest_brokerperf import ladder as lad
+from pytest_brokerperf import ladder_result as ladres
 from pytest_brokerperf.ladder import (
     BROKER,
     CLIENT_LIBRARY,
     GENERATOR,
     NONE,
     LadderPolicy,
-    RungResult,
     RungSignals,
     attribute_limit,
-    find_knee,
     judge_rung,
     slope,
-    summarize,
 )
+from pytest_brokerperf.ladder_result import RungResult, find_knee, summarize
 from pytest_brokerperf.scenario_library.throughput_run import ladder_verdict, size_workers
 
 
@@ -272,7 +271,7 @@ def test_ladder_that_reaches_a_broker_limit():
 def test_a_robbed_rung_that_sustained_counts_but_its_latency_is_not_the_curves():
     # steal time can only have hurt, so a rate sustained through it was sustained; its
     # p99 is the hypervisor's, though: it neither sets the floor nor bends the curve
-    def ladder(robbed_verdict: str) -> lad.LadderResult:
+    def ladder(robbed_verdict: str) -> ladres.LadderResult:
         robbed = rung(2, 10_000, True, p99=40_000)
         robbed.verdict = {"status": robbed_verdict, "reasons": []}
         return summarize((1_000, 5_000, 10_000, 20_000),
@@ -428,7 +427,7 @@ def test_a_rung_over_its_latency_bound_is_not_sustainable_and_the_broker_is_name
 
 
 def test_the_latency_knee_is_reported_even_below_the_lowest_rung():
-    from pytest_brokerperf.ladder import find_knee
+    from pytest_brokerperf.ladder_result import find_knee
 
     k = find_knee([(1000, 60_000.0), (2000, 90_000.0)], bound_us=50_000,
                   metric="publish_response.p99")
