@@ -163,7 +163,8 @@ def run_harness(endpoint: Any, broker: str, rate: str, repeat: int, warmup_s: fl
                 consume: bool = True) -> Measurement:
     """The engine, one worker process, one producer and (``consume``) one consumer."""
     from pytest_brokerperf.brokers import create_driver
-    from pytest_brokerperf.engine.coordinator import LoadSession, Rung, RunPlan
+    from pytest_brokerperf.engine.coordinator import LoadSession
+    from pytest_brokerperf.engine.plan import Rung, RunPlan
     from pytest_brokerperf.workload import Workload
 
     partitions = {"kafka": KAFKA_PARTITIONS, "pulsar": PULSAR_PARTITIONS}.get(broker, 1)

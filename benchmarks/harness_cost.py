@@ -34,7 +34,8 @@ from typing import Any
 
 
 def measure(driver: Any, rate: float, seconds: float, message_size: int) -> dict[str, Any]:
-    from pytest_brokerperf.engine.coordinator import RunPlan, run_workload
+    from pytest_brokerperf.engine.coordinator import run_workload
+    from pytest_brokerperf.engine.plan import RunPlan
     from pytest_brokerperf.verdict import assess
     from pytest_brokerperf.workload import Workload
 

@@ -47,7 +47,7 @@ from pytest_brokerperf import ladder as lad
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.driver import Driver
-    from pytest_brokerperf.engine.coordinator import Rung, RunOutcome
+    from pytest_brokerperf.engine.plan import Rung, RunOutcome
 
 __all__ = [
     "CALIBRATION_MODES",
@@ -187,7 +187,7 @@ def store(ceiling: Ceiling, path: Path | None = None) -> None:
 
 
 def _step_rung(rate: float, warmup_s: float, measure_s: float, drain_s: float) -> Rung:
-    from pytest_brokerperf.engine.coordinator import Rung
+    from pytest_brokerperf.engine.plan import Rung
 
     return Rung(rate=rate, warmup_max_s=warmup_s, measure_s=measure_s, drain_before_s=drain_s,
                 label="calibration")
@@ -214,7 +214,8 @@ def calibrate(
     key: dict[str, Any] | None = None,
 ) -> Ceiling:
     """Measure one worker process's ceiling with ``driver`` (see the module docstring)."""
-    from pytest_brokerperf.engine.coordinator import RunPlan, run_rates
+    from pytest_brokerperf.engine.coordinator import run_rates
+    from pytest_brokerperf.engine.plan import RunPlan
     from pytest_brokerperf.workload import Workload
 
     pol = policy or lad.LadderPolicy()

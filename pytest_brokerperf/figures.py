@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from pytest_brokerperf.metrics.stats import METRICS
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.engine.coordinator import RunOutcome
+    from pytest_brokerperf.engine.plan import RunOutcome
 
 __all__ = ["PERCENTILES", "compute_figures", "percentile_name"]
 

@@ -42,7 +42,7 @@ from pytest_brokerperf.trend import grows, slope
 from pytest_brokerperf.verdict import host_noise_reason, window_steal_share
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.engine.coordinator import RunOutcome
+    from pytest_brokerperf.engine.plan import RunOutcome
 
 __all__ = [
     "BROKER",

@@ -28,7 +28,7 @@ from pytest_brokerperf.provision.cpus import cpu_layout
 
 if TYPE_CHECKING:
     from pytest_brokerperf.endpoint import BrokerEndpoint
-    from pytest_brokerperf.engine.coordinator import RunOutcome
+    from pytest_brokerperf.engine.plan import RunOutcome
     from pytest_brokerperf.metrics.histogram import LatencyHistogram
     from pytest_brokerperf.scenario_library.base import PreparedRun
     from pytest_brokerperf.verdict import Verdict

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from pytest_brokerperf.brokers.driver import Driver
     from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
-    from pytest_brokerperf.engine.coordinator import RunPlan
+    from pytest_brokerperf.engine.plan import RunPlan
     from pytest_brokerperf.scenario_library.base import PreparedRun
     from pytest_brokerperf.workload import Workload
 

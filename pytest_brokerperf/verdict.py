@@ -47,7 +47,7 @@ from pytest_brokerperf.trend import grows, slope
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from pytest_brokerperf.engine.coordinator import RunOutcome
+    from pytest_brokerperf.engine.plan import RunOutcome
     from pytest_brokerperf.metrics.stats import PeriodStats
 
 __all__ = ["CONSUMER_BOUND", "RATE_NOT_SUSTAINED", "Remeasure", "Thresholds", "Verdict", "assess",

@@ -26,7 +26,8 @@ TOPOLOGY_WARMUP_CAP_S = 180.0
 def warm_broker(endpoint: BrokerEndpoint, settings: Settings) -> dict[str, Any]:
     """Run the profile's broker warm-up load; return what it did (for manifests)."""
     from pytest_brokerperf.brokers import create_driver
-    from pytest_brokerperf.engine.coordinator import RunPlan, default_generator_cpus, run_workload
+    from pytest_brokerperf.engine.coordinator import default_generator_cpus, run_workload
+    from pytest_brokerperf.engine.plan import RunPlan
     from pytest_brokerperf.workload import Workload, shipped_workload
 
     seconds = float(settings.profile_spec.broker_warmup_s)

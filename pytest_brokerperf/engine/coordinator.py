@@ -23,115 +23,40 @@ import os
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from pytest_brokerperf.engine.delivery import DeliveryReport, reconcile
+from pytest_brokerperf.engine.plan import PhaseRun, Rung, RunOutcome, RunPlan, SessionEnd
 from pytest_brokerperf.engine.worker import (
-    ConsumerSpec,
-    ProducerSpec,
     WorkerAssignment,
-    worker_main,
 )
-from pytest_brokerperf.errors import BrokerDied, DriverError, MeasurementError
+from pytest_brokerperf.engine.workers import (
+    WorkerHandle,
+    assign_topics,
+    await_drain,
+    await_readiness,
+    broadcast,
+    cpu_snapshot,
+    wait_until,
+)
+from pytest_brokerperf.errors import BrokerDied, MeasurementError
 from pytest_brokerperf.metrics.stats import METRICS, PeriodStats, WorkerSample
-from pytest_brokerperf.provision import watchdog
 from pytest_brokerperf.provision.process import check_watched
 
 if TYPE_CHECKING:
-    from multiprocessing.connection import Connection
 
     from pytest_brokerperf.brokers.driver import BrokerBacklog, Driver
-    from pytest_brokerperf.metrics.histogram import LatencyHistogram
     from pytest_brokerperf.workload import Workload
 
 __all__ = [
     "LoadSession",
-    "PhaseRun",
-    "RunOutcome",
-    "RunPlan",
-    "Rung",
-    "SessionEnd",
     "run_rates",
     "run_workload",
 ]
 
 _mono = time.monotonic_ns
-
-@dataclass(frozen=True)
-class RunPlan:
-    """How long and how to run a workload; the profile and options decide these."""
-
-    rate: float  # aggregate target msg/s over all producers
-    period_s: float
-    warmup_max_s: float
-    measure_s: float
-    warmup_min_periods: int = 3
-    steady_periods: int = 3
-    steady_rate_tolerance: float = 0.10  # ack rate within ±10 % of target
-    steady_p99_tolerance: float = 0.50  # publish-response p99 within ±50 % across periods
-    #: ... and the consumers at the tail: the last period's backlog under this many
-    #: seconds of publishing (a warm-up that ends with consumers behind hands its queue
-    #: to the measured window)
-    steady_lag_s: float = 1.0
-    workers: int = 1
-    probe_timeout_s: float = 60.0
-    flush_timeout_s: float = 30.0
-    drain_timeout_s: float = 30.0
-    topic_prefix: str = "brokerperf"
-    keep_topics: bool = False
-    generator_cpus: tuple[int, ...] | None = None
-    seed: int = 0
-
-
-@dataclass
-class RunOutcome:
-    """Everything one run measured, before any verdict or SLO is applied."""
-
-    plan: RunPlan
-    topics: list[str]
-    subscriptions: list[str]
-    warmup: list[PeriodStats]
-    warmup_steady: bool
-    periods: list[PeriodStats]
-    cumulative: dict[str, LatencyHistogram]
-    delivery: DeliveryReport
-    totals: dict[str, int]
-    begin_time: str
-    end_time: str
-    measure_begin_time: str
-    probe_wait_s: float
-    read_back: dict[str, Any] = field(default_factory=dict)
-    client_stats: list[str] = field(default_factory=list)
-    worker_errors: list[str] = field(default_factory=list)
-    drain_complete: bool = True
-    outstanding_after_flush: int = 0
-    driver_description: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def measured_s(self) -> float:
-        return sum(p.elapsed_s for p in self.periods)
-
-    @property
-    def ack_rate(self) -> float:
-        s = self.measured_s
-        return sum(p.messages_sent for p in self.periods) / s if s else 0.0
-
-    @property
-    def consume_rate(self) -> float:
-        s = self.measured_s
-        return sum(p.messages_received for p in self.periods) / s if s else 0.0
-
-    @property
-    def publish_mib_s(self) -> float:
-        s = self.measured_s
-        return sum(p.bytes_sent for p in self.periods) / s / 1048576 if s else 0.0
-
-    @property
-    def consume_mib_s(self) -> float:
-        s = self.measured_s
-        return sum(p.bytes_received for p in self.periods) / s / 1048576 if s else 0.0
 
 
 def _now_iso() -> str:
@@ -141,102 +66,6 @@ def _now_iso() -> str:
 def safe_name(text: str, limit: int = 120) -> str:
     """A topic/group-safe name: [A-Za-z0-9._-], bounded length."""
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:limit]
-
-
-class _WorkerHandle:
-    def __init__(self, ctx: Any, assignment: WorkerAssignment) -> None:
-        self.id = assignment.worker_id
-        parent, child = ctx.Pipe()
-        self.conn: Connection = parent
-        self.proc = ctx.Process(
-            target=worker_main, args=(child, assignment), name=f"brokerperf-worker-{self.id}",
-            daemon=True,
-        )
-        self.proc.start()
-        child.close()
-        # Killed by the session's watchdog should the session die without closing it.
-        if self.proc.pid is not None:
-            watchdog.track_pid(self.proc.pid)
-
-    def send(self, cmd: str, arg: Any = None) -> None:
-        self.conn.send((cmd, arg))
-
-    def recv(self, cmd: str, timeout_s: float) -> Any:
-        if not self.conn.poll(timeout_s):
-            alive = self.proc.is_alive()
-            raise DriverError(
-                f"worker {self.id} did not answer {cmd!r} within {timeout_s:.0f} s "
-                f"(process {'alive' if alive else f'exited with {self.proc.exitcode}'})"
-            )
-        try:
-            status, result = self.conn.recv()
-        except (EOFError, ConnectionResetError):
-            raise DriverError(
-                f"worker {self.id} died during {cmd!r} (exit code {self.proc.exitcode})"
-            ) from None
-        if status != "ok":
-            raise DriverError(f"worker {self.id} failed in {cmd!r}:\n{result}")
-        return result
-
-    def call(self, cmd: str, arg: Any = None, timeout_s: float = 60.0) -> Any:
-        self.send(cmd, arg)
-        return self.recv(cmd, timeout_s)
-
-    def close(self) -> None:
-        try:
-            if self.proc.is_alive():
-                self.send("close")
-                self.conn.poll(10)
-        except (OSError, EOFError, BrokenPipeError):
-            pass
-        self.proc.join(timeout=10)
-        if self.proc.is_alive():
-            self.proc.kill()
-            self.proc.join(timeout=5)
-        self.conn.close()
-        if self.proc.pid is not None and not self.proc.is_alive():
-            watchdog.untrack_pid(self.proc.pid)
-
-
-def _broadcast(workers: list[_WorkerHandle], cmd: str, arg: Any = None,
-               timeout_s: float = 60.0) -> list[Any]:
-    for w in workers:
-        w.send(cmd, arg)
-    return [w.recv(cmd, timeout_s) for w in workers]
-
-
-def _assign(workload: Workload, plan: RunPlan, driver: Driver, topics: list[str],
-            subs_by_topic: dict[str, list[str]], payloads: list[bytes],
-            client_prefix: str) -> list[WorkerAssignment]:
-    producers: list[ProducerSpec] = []
-    pid = 0
-    for i, topic in enumerate(topics):
-        for _ in range(workload.producers_for_topic(i)):
-            producers.append(ProducerSpec(pid, topic))
-            pid += 1
-    consumers: list[ConsumerSpec] = []
-    cid = 0
-    for topic in topics:
-        for sub in subs_by_topic[topic]:
-            members = workload.consumer_per_subscription
-            for k in range(members):
-                consumers.append(ConsumerSpec(cid, topic, sub, member=k, members=members))
-                cid += 1
-    n = max(1, min(plan.workers, max(len(producers), len(consumers), 1)))
-    out = [
-        WorkerAssignment(
-            worker_id=k, driver=driver, payloads=payloads,
-            key_distributor=workload.key_distributor, cpus=plan.generator_cpus,
-            client_prefix=client_prefix, seed=plan.seed + k,
-        )
-        for k in range(n)
-    ]
-    for k, p in enumerate(producers):
-        out[k % n].producers.append(p)
-    # consumers fill workers from the other end so producer-heavy workers get fewer
-    for k, c in enumerate(consumers):
-        out[(n - 1 - k) % n].consumers.append(c)
-    return out
 
 
 def _merge_period(index: int, phase: str, start_ns: int, elapsed_s: float,
@@ -295,66 +124,8 @@ def _is_steady(periods: list[PeriodStats], plan: RunPlan, subscriptions: int = 1
     return all(abs(v - mid) <= plan.steady_p99_tolerance * max(mid, 1.0) for v in vals)
 
 
-@dataclass(frozen=True)
-class Rung:
-    """One fixed-rate step of a session: settle (warm-up), then a measured window.
-
-    ``warmup_until_steady`` ends the warm-up early once the last periods are steady
-    (rate and p99, :func:`_is_steady`), capped at ``warmup_max_s``; otherwise the
-    warm-up lasts exactly ``warmup_max_s`` (OMB). ``drain_before_s`` > 0 first lowers
-    the rate to the 1 msg/s floor and waits (bounded) until the client queues and the
-    consumer backlog are empty, so an overdriven step does not leak into the next.
-    """
-
-    rate: float
-    warmup_max_s: float
-    measure_s: float
-    warmup_until_steady: bool = True
-    drain_before_s: float = 0.0
-    label: str = ""
-
-
-@dataclass
-class SessionEnd:
-    """What the end of a session adds: delivery over the whole session, final totals."""
-
-    delivery: DeliveryReport
-    totals: dict[str, int]
-    client_stats: list[str]
-    worker_errors: list[str]
-    drain_complete: bool
-    outstanding_after_flush: int
-    end_time: str
-    begin_time: str = ""  # the session's start, before topics were created
-
-    def apply(self, outcome: RunOutcome, *, end_time: bool = True) -> RunOutcome:
-        """Fill the session-wide fields of ``outcome`` (one rung) in place; return it."""
-        outcome.delivery = self.delivery
-        outcome.totals = self.totals
-        outcome.client_stats = self.client_stats
-        outcome.drain_complete = self.drain_complete
-        outcome.outstanding_after_flush = self.outstanding_after_flush
-        if end_time:  # the outcome is the whole session (run_workload)
-            outcome.end_time = self.end_time
-            outcome.worker_errors = list(self.worker_errors)
-        return outcome
-
-
 #: Called while the coordinator waits between periods (about every 50 ms).
 WaitHook = Callable[["LoadSession"], None]
-
-
-@dataclass
-class PhaseRun:
-    """A phase that lasts until a condition on the lifetime counters holds (catch-up's
-    backlog build and drain): its periods, the last one cut short at that moment."""
-
-    phase: str
-    periods: list[PeriodStats]
-    done: bool  # False: the timeout came first
-    elapsed_s: float  # from the phase's start until done() held (or the timeout)
-    start_totals: dict[str, int]
-    end_totals: dict[str, int]  # lifetime totals read when done() held
 
 
 class LoadSession:
@@ -384,7 +155,7 @@ class LoadSession:
         }
         self.subscriptions = [s for ss in self.subs_by_topic.values() for s in ss]
         self.subs_per_topic = workload.subscriptions_per_topic
-        self.workers: list[_WorkerHandle] = []
+        self.workers: list[WorkerHandle] = []
         self.assignments: list[WorkerAssignment] = []
         self.read_back: dict[str, Any] = {}
         self.probe_wait_s = 0.0
@@ -420,14 +191,14 @@ class LoadSession:
         self._admin = self.driver.admin()
         self._admin.create_topics(self.topics, partitions)
         self._created = True
-        self.assignments = _assign(wl, plan, self.driver, self.topics, self.subs_by_topic,
+        self.assignments = assign_topics(wl, plan, self.driver, self.topics, self.subs_by_topic,
                                    self.payloads, self.prefix)
         ctx = mp.get_context("spawn")
         for a in self.assignments:
-            self.workers.append(_WorkerHandle(ctx, a))
-        _broadcast(self.workers, "create_consumers", timeout_s=120)
-        _broadcast(self.workers, "create_producers", timeout_s=120)
-        self.probe_wait_s = _await_readiness(self.workers, self.subscriptions,
+            self.workers.append(WorkerHandle(ctx, a))
+        broadcast(self.workers, "create_consumers", timeout_s=120)
+        broadcast(self.workers, "create_producers", timeout_s=120)
+        self.probe_wait_s = await_readiness(self.workers, self.subscriptions,
                                              plan.probe_timeout_s)
         # Read back once consumers exist: RabbitMQ subscription queues are theirs.
         self.read_back = self._admin.read_back(self.topics)
@@ -467,7 +238,7 @@ class LoadSession:
             for w, k in zip(self.workers, self._nprod, strict=True):
                 w.call("start_load", (rate * k / total if total else 0.0, start_ns))
             self._started = True
-            _wait_until(start_ns)
+            wait_until(start_ns)
             self._baseline()
         else:
             for w, k in zip(self.workers, self._nprod, strict=True):
@@ -478,17 +249,17 @@ class LoadSession:
 
     def _baseline(self) -> None:
         """Open a new stats window now: what happened since the last tick is discarded."""
-        _merge_period(-1, "setup", _mono(), 0.0, _broadcast(self.workers, "snapshot"),
+        _merge_period(-1, "setup", _mono(), 0.0, broadcast(self.workers, "snapshot"),
                       self._prev, self.subs_per_topic, self.rate)
         self._last_tick = _mono()
-        self._cpu = _cpu_snapshot()
+        self._cpu = cpu_snapshot()
 
     def _machine_cpu(self) -> tuple[float | None, float | None]:
         """Since the last tick: busy share of the generator's CPUs (all processes) and
         the share of the whole machine's CPU time the hypervisor stole."""
         from pytest_brokerperf.metrics.sysstats import system_cpu_delta
 
-        prev, cur = self._cpu, _cpu_snapshot()
+        prev, cur = self._cpu, cpu_snapshot()
         self._cpu = cur
         if prev is None or cur is None:
             return None, None
@@ -522,7 +293,7 @@ class LoadSession:
                 next_check = self._check_brokers_every(next_check)
                 time.sleep(min(left, 0.05))
         self._check_brokers()
-        snaps = _broadcast(self.workers, "snapshot")
+        snaps = broadcast(self.workers, "snapshot")
         now = _mono()
         ps = _merge_period(index, phase, self._last_tick, (now - self._last_tick) / 1e9, snaps,
                            self._prev, self.subs_per_topic, self.rate)
@@ -608,7 +379,7 @@ class LoadSession:
     def totals(self) -> dict[str, int]:
         """Lifetime counters summed over workers (acked, received, queue_depth, ...)."""
         out: dict[str, int] = {}
-        for r in _broadcast(self.workers, "totals"):
+        for r in broadcast(self.workers, "totals"):
             self.errors.extend(r["errors"])
             for k, v in r["totals"].items():
                 if isinstance(v, int):
@@ -626,7 +397,7 @@ class LoadSession:
         lifetime totals read then. The drivers' ``ConsumerClient.pause`` keeps the
         subscriptions (no rebalance) and leaves no backlog in client memory."""
         out: dict[str, int] = {}
-        for r in _broadcast(self.workers, "pause_consumers", pause, timeout_s=60):
+        for r in broadcast(self.workers, "pause_consumers", pause, timeout_s=60):
             for k, v in r.items():
                 if isinstance(v, int):
                     out[k] = out.get(k, 0) + v
@@ -634,7 +405,7 @@ class LoadSession:
 
     def stop_producers(self) -> int:
         """Stop sending for good (catch-up's consumer-only drain); outstanding acks left."""
-        flush = _broadcast(self.workers, "stop_producers", self.plan.flush_timeout_s,
+        flush = broadcast(self.workers, "stop_producers", self.plan.flush_timeout_s,
                            timeout_s=self.plan.flush_timeout_s + 30)
         return sum(f["outstanding"] for f in flush)
 
@@ -704,12 +475,12 @@ class LoadSession:
         if self._finished is not None:
             return self._finished
         plan = self.plan
-        flush = _broadcast(self.workers, "stop_producers", plan.flush_timeout_s,
+        flush = broadcast(self.workers, "stop_producers", plan.flush_timeout_s,
                            timeout_s=plan.flush_timeout_s + 30)
         outstanding = sum(f["outstanding"] for f in flush)
-        drain_complete, settled = _await_drain(self.workers, self.subs_per_topic,
+        drain_complete, settled = await_drain(self.workers, self.subs_per_topic,
                                                plan.drain_timeout_s)
-        finals = _broadcast(self.workers, "final", timeout_s=120)
+        finals = broadcast(self.workers, "final", timeout_s=120)
         end = _now_iso()
         for f in finals:
             self.errors.extend(f["errors"])
@@ -779,79 +550,6 @@ def run_rates(
         for out in rungs:
             end.apply(out, end_time=False)
         return rungs, end
-
-
-def _cpu_snapshot() -> Any:
-    from pytest_brokerperf.metrics.sysstats import cpu_snapshot
-
-    try:
-        return cpu_snapshot()
-    except (OSError, ValueError):  # pragma: no cover - no /proc/stat
-        return None
-
-
-def _wait_until(t_ns: int) -> None:
-    while True:
-        left = (t_ns - _mono()) / 1e9
-        if left <= 0:
-            return
-        time.sleep(min(left, 0.05))
-
-
-def _await_readiness(workers: list[_WorkerHandle], subscriptions: list[str],
-                     timeout_s: float) -> float:
-    """OMB's readiness probe: every subscription must receive a probe message."""
-    t0 = time.monotonic()
-    last_probe = -1e9
-    while True:
-        now = time.monotonic()
-        if now - last_probe >= 2.0:
-            _broadcast(workers, "probe")
-            last_probe = now
-        time.sleep(0.2)
-        got: dict[str, int] = {}
-        for r in _broadcast(workers, "totals"):
-            if r["errors"]:
-                raise DriverError("worker error during readiness probe:\n" + "\n".join(
-                    r["errors"]))
-            for k, v in r["totals"]["probes"].items():
-                got[k] = got.get(k, 0) + v
-        missing = [s for s in subscriptions if not got.get(s)]
-        if not missing:
-            return time.monotonic() - t0
-        if time.monotonic() - t0 > timeout_s:
-            raise DriverError(
-                f"timed out after {timeout_s:.0f} s waiting for consumers to be ready: "
-                f"subscriptions without a probe message: {missing[:5]}"
-            )
-
-
-#: A drain that ends with no distinct message for this long has settled: what is missing
-#: then is lost, not still on its way.
-DRAIN_IDLE_S = 5.0
-
-
-def _await_drain(workers: list[_WorkerHandle], subs_per_topic: int,
-                 timeout_s: float) -> tuple[bool, bool]:
-    """After producers stop, wait (bounded) until consumers received every acked message.
-
-    Counts distinct messages (a redelivery is no progress). Returns (complete, settled):
-    settled is False when the window closed while messages were still arriving.
-    """
-    deadline = time.monotonic() + timeout_s
-    last_received, last_progress = -1, time.monotonic()
-    while True:
-        totals = [r["totals"] for r in _broadcast(workers, "totals")]
-        acked = sum(t["acked"] for t in totals)
-        received = sum(t["received"] for t in totals)
-        now = time.monotonic()
-        if received >= subs_per_topic * acked:
-            return True, True
-        if received != last_received:
-            last_received, last_progress = received, now
-        if now > deadline:
-            return False, now - last_progress >= min(DRAIN_IDLE_S, timeout_s)
-        time.sleep(0.1)
 
 
 def default_generator_cpus(broker_cpus: Any) -> tuple[int, ...] | None:

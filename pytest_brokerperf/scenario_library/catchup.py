@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from pytest_brokerperf.brokers.driver import BrokerBacklog, Driver
     from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
-    from pytest_brokerperf.engine.coordinator import PhaseRun
+    from pytest_brokerperf.engine.plan import PhaseRun
     from pytest_brokerperf.metrics.histogram import LatencyHistogram
     from pytest_brokerperf.metrics.stats import PeriodStats
     from pytest_brokerperf.scenario_library.context import RunContext
@@ -385,7 +385,8 @@ def run_catchup(ctx: RunContext, scenario: CatchUp,
     and record."""
     from pytest_brokerperf import safety
     from pytest_brokerperf.brokers.driver import consumer_pause
-    from pytest_brokerperf.engine.coordinator import LoadSession, Rung
+    from pytest_brokerperf.engine.coordinator import LoadSession
+    from pytest_brokerperf.engine.plan import Rung
     from pytest_brokerperf.errors import BrokerUnavailable, MeasurementError
     from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
     from pytest_brokerperf.safety import format_bytes

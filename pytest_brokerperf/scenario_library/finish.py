@@ -20,7 +20,7 @@ from pytest_brokerperf.scenario_library.base import PreparedRun, ScenarioResult
 from pytest_brokerperf.verdict import RATE_NOT_SUSTAINED
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.engine.coordinator import RunOutcome
+    from pytest_brokerperf.engine.plan import RunOutcome
     from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
     from pytest_brokerperf.safety import ScenarioPlan
     from pytest_brokerperf.scenario_library.context import RunContext

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.driver import Driver
-    from pytest_brokerperf.engine.coordinator import RunPlan
+    from pytest_brokerperf.engine.plan import RunPlan
     from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
     from pytest_brokerperf.metrics.stats import PeriodStats
     from pytest_brokerperf.scenario_library.base import PreparedRun, Scenario
@@ -55,7 +55,8 @@ def set_up_run(ctx: RunContext, scenario: Scenario, extra_slos: tuple[str, ...],
     """
     from pytest_brokerperf import safety
     from pytest_brokerperf.brokers import create_driver
-    from pytest_brokerperf.engine.coordinator import RunPlan, default_generator_cpus
+    from pytest_brokerperf.engine.coordinator import default_generator_cpus
+    from pytest_brokerperf.engine.plan import RunPlan
     from pytest_brokerperf.scenario_library.base import auto_workers
 
     settings, broker = ctx.settings, ctx.broker

@@ -56,7 +56,7 @@ from pytest_brokerperf.verdict import (
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.driver import Driver
     from pytest_brokerperf.calibration import Ceiling
-    from pytest_brokerperf.engine.coordinator import RunOutcome, RunPlan
+    from pytest_brokerperf.engine.plan import RunOutcome, RunPlan
     from pytest_brokerperf.results import ScenarioBlocks
     from pytest_brokerperf.safety import ScenarioPlan
     from pytest_brokerperf.scenario_library.context import RunContext
@@ -322,7 +322,8 @@ def run_throughput(ctx: RunContext, scenario: Scenario,
     """Run ``scenario`` on ``ctx``'s broker; judge it; write record and artefacts."""
     from pytest_brokerperf import safety
     from pytest_brokerperf.brokers import create_driver
-    from pytest_brokerperf.engine.coordinator import RunPlan, default_generator_cpus
+    from pytest_brokerperf.engine.coordinator import default_generator_cpus
+    from pytest_brokerperf.engine.plan import RunPlan
     from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
     from pytest_brokerperf.scenario_library.setup import PeriodWatch
 
@@ -428,7 +429,8 @@ def _run_ladder(ctx: RunContext, driver: Driver, prepared: ThroughputPrepared, p
                 sampler: Any, *, harness_ceiling: float | None,
                 client_ceiling: float | None, producing: int,
                 refuse_above: float | None) -> ThroughputResult:
-    from pytest_brokerperf.engine.coordinator import Rung, run_rates
+    from pytest_brokerperf.engine.coordinator import run_rates
+    from pytest_brokerperf.engine.plan import Rung
 
     broker = ctx.broker
     wl = prepared.workload
@@ -545,7 +547,8 @@ def _run_discovery(ctx: RunContext, driver: Driver, prepared: ThroughputPrepared
                    splan: Any) -> ThroughputResult:
     from dataclasses import asdict
 
-    from pytest_brokerperf.engine.coordinator import LoadSession, Rung
+    from pytest_brokerperf.engine.coordinator import LoadSession
+    from pytest_brokerperf.engine.plan import Rung
     from pytest_brokerperf.engine.rate_controller import (
         CONTROL_PERIOD_S,
         INITIAL_RATE,

@@ -20,7 +20,7 @@ from pytest_brokerperf.provision.maven import cache_root, resolve_kafka
 from pytest_brokerperf.verdict import Verdict, assess
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.engine.coordinator import RunOutcome
+    from pytest_brokerperf.engine.plan import RunOutcome
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

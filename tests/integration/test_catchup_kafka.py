@@ -25,12 +25,8 @@ import pytest
 from pytest_brokerperf.brokers import create_driver
 from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster
 from pytest_brokerperf.endpoint import BrokerEndpoint
-from pytest_brokerperf.engine.coordinator import (
-    LoadSession,
-    Rung,
-    RunPlan,
-    default_generator_cpus,
-)
+from pytest_brokerperf.engine.coordinator import LoadSession, default_generator_cpus
+from pytest_brokerperf.engine.plan import Rung, RunPlan
 from pytest_brokerperf.workload import Workload
 
 

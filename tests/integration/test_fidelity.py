@@ -103,7 +103,8 @@ def _run_once(rig: Rig, delay_ms: float, index: int,
               measure_s: float = MEASURE_S) -> dict[str, Any]:
     from pytest_brokerperf.brokers.kafka.config import KafkaDriverConfig, shipped_driver
     from pytest_brokerperf.brokers.kafka.driver import KafkaDriver
-    from pytest_brokerperf.engine.coordinator import RunPlan, default_generator_cpus, run_workload
+    from pytest_brokerperf.engine.coordinator import default_generator_cpus, run_workload
+    from pytest_brokerperf.engine.plan import RunPlan
     from pytest_brokerperf.workload import Workload
 
     # producerConfig's bootstrap.servers wins over the endpoint's: producers (and only

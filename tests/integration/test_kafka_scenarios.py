@@ -22,7 +22,8 @@ from pytest_brokerperf.brokers.kafka.config import KafkaDriverConfig, shipped_dr
 from pytest_brokerperf.brokers.kafka.driver import KafkaDriver
 from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster
 from pytest_brokerperf.endpoint import BrokerEndpoint
-from pytest_brokerperf.engine.coordinator import RunPlan, default_generator_cpus, run_workload
+from pytest_brokerperf.engine.coordinator import default_generator_cpus, run_workload
+from pytest_brokerperf.engine.plan import RunPlan
 from pytest_brokerperf.errors import ConfigError
 from pytest_brokerperf.omb_result import read_omb_result
 from pytest_brokerperf.workload import Workload

@@ -18,7 +18,8 @@ from pytest_brokerperf.brokers.rabbitmq.process import (
     RabbitMQProcessCluster,
     rabbitmq_available,
 )
-from pytest_brokerperf.engine.coordinator import RunPlan, default_generator_cpus, run_workload
+from pytest_brokerperf.engine.coordinator import default_generator_cpus, run_workload
+from pytest_brokerperf.engine.plan import RunPlan
 from pytest_brokerperf.workload import Workload
 
 

@@ -16,7 +16,8 @@ import sys
 import time
 
 from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
-from pytest_brokerperf.engine.coordinator import Rung, RunOutcome, RunPlan, run_rates
+from pytest_brokerperf.engine.coordinator import run_rates
+from pytest_brokerperf.engine.plan import Rung, RunOutcome, RunPlan
 from pytest_brokerperf.ladder import BROKER, GENERATOR, HOST, LadderPolicy
 from pytest_brokerperf.scenario_library.throughput_run import judge
 from pytest_brokerperf.workload import Workload

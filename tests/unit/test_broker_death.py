@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
-from pytest_brokerperf.engine.coordinator import RunPlan, run_workload
+from pytest_brokerperf.engine.coordinator import run_workload
+from pytest_brokerperf.engine.plan import RunPlan
 from pytest_brokerperf.errors import BrokerDied
 from pytest_brokerperf.provision.process import ManagedProcess, check_watched
 from pytest_brokerperf.workload import Workload

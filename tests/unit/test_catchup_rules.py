@@ -17,7 +17,8 @@ from pytest_brokerperf.brokers.driver import BrokerBacklog, consumer_pause
 from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
 from pytest_brokerperf.config import Settings
 from pytest_brokerperf.endpoint import BrokerEndpoint
-from pytest_brokerperf.engine.coordinator import LoadSession, PhaseRun, Rung, RunPlan
+from pytest_brokerperf.engine.coordinator import LoadSession
+from pytest_brokerperf.engine.plan import PhaseRun, Rung, RunPlan
 from pytest_brokerperf.metrics.histogram import LatencyHistogram
 from pytest_brokerperf.metrics.stats import METRICS, PeriodStats
 from pytest_brokerperf.scenario_library.catchup import (

@@ -94,16 +94,16 @@ def test_missing_messages_are_unconfirmed_while_still_arriving_lost_once_settled
 
 
 def test_the_drain_tells_still_arriving_from_settled(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_brokerperf.engine import coordinator
+    from pytest_brokerperf.engine import workers as engine_workers
 
     received = iter(range(1, 10_000))  # a new distinct message at every look
-    monkeypatch.setattr(coordinator, "_broadcast", lambda workers, cmd: [
+    monkeypatch.setattr(engine_workers, "broadcast", lambda workers, cmd: [
         {"totals": {"acked": 100_000, "received": next(received)}}])
-    assert coordinator._await_drain([], 1, timeout_s=0.5) == (False, False)
-    monkeypatch.setattr(coordinator, "DRAIN_IDLE_S", 0.2)
-    monkeypatch.setattr(coordinator, "_broadcast", lambda workers, cmd: [
+    assert engine_workers.await_drain([], 1, timeout_s=0.5) == (False, False)
+    monkeypatch.setattr(engine_workers, "DRAIN_IDLE_S", 0.2)
+    monkeypatch.setattr(engine_workers, "broadcast", lambda workers, cmd: [
         {"totals": {"acked": 10, "received": 7}}])  # stalled: 3 will never come
-    assert coordinator._await_drain([], 1, timeout_s=0.5) == (False, True)
-    monkeypatch.setattr(coordinator, "_broadcast", lambda workers, cmd: [
+    assert engine_workers.await_drain([], 1, timeout_s=0.5) == (False, True)
+    monkeypatch.setattr(engine_workers, "broadcast", lambda workers, cmd: [
         {"totals": {"acked": 10, "received": 10}}])
-    assert coordinator._await_drain([], 1, timeout_s=0.5) == (True, True)
+    assert engine_workers.await_drain([], 1, timeout_s=0.5) == (True, True)

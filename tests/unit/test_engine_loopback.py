@@ -8,7 +8,8 @@ every acknowledged message is received once, in order, within milliseconds.
 import pytest
 
 from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
-from pytest_brokerperf.engine.coordinator import RunPlan, run_workload
+from pytest_brokerperf.engine.coordinator import run_workload
+from pytest_brokerperf.engine.plan import RunPlan
 from pytest_brokerperf.verdict import Thresholds, assess, window_steal_share
 from pytest_brokerperf.workload import Workload
 

@@ -18,7 +18,7 @@ from pytest_brokerperf.brokers.kafka.driver import KafkaDriver
 from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
 from pytest_brokerperf.config import Settings
 from pytest_brokerperf.endpoint import BrokerEndpoint
-from pytest_brokerperf.engine.coordinator import PhaseRun
+from pytest_brokerperf.engine.plan import PhaseRun
 from pytest_brokerperf.errors import BrokerUnavailable
 from pytest_brokerperf.metrics.histogram import LatencyHistogram
 from pytest_brokerperf.metrics.stats import METRICS, PeriodStats

@@ -16,7 +16,7 @@ from pytest_brokerperf.brokers.kafka.process import ExtraListener, NodePorts, no
 from pytest_brokerperf.brokers.kafka.remote import load_client_config
 from pytest_brokerperf.config import REMOTE_MAX_BYTES, REMOTE_MAX_RATE, Settings
 from pytest_brokerperf.endpoint import BrokerEndpoint
-from pytest_brokerperf.engine.coordinator import RunPlan
+from pytest_brokerperf.engine.plan import RunPlan
 from pytest_brokerperf.errors import ConfigError
 
 

@@ -12,13 +12,8 @@ import pytest
 
 from pytest_brokerperf import calibration as cal
 from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
-from pytest_brokerperf.engine.coordinator import (
-    LoadSession,
-    Rung,
-    RunOutcome,
-    RunPlan,
-    run_rates,
-)
+from pytest_brokerperf.engine.coordinator import LoadSession, run_rates
+from pytest_brokerperf.engine.plan import Rung, RunOutcome, RunPlan
 from pytest_brokerperf.engine.rate_controller import DiscoveryLoop, RateController
 from pytest_brokerperf.ladder import GENERATOR, HOST, LadderPolicy
 from pytest_brokerperf.scenario_library.throughput_run import judge

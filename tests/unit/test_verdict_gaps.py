@@ -10,7 +10,8 @@ from dataclasses import replace
 import pytest
 
 from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
-from pytest_brokerperf.engine.coordinator import RunOutcome, RunPlan, run_workload
+from pytest_brokerperf.engine.coordinator import run_workload
+from pytest_brokerperf.engine.plan import RunOutcome, RunPlan
 from pytest_brokerperf.metrics.histogram import LatencyHistogram
 from pytest_brokerperf.verdict import Thresholds, assess, window_steal_share
 from pytest_brokerperf.workload import Workload
