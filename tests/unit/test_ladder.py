@@ -18,7 +18,7 @@ from pytest_brokerperf.ladder import (
     slope,
 )
 from pytest_brokerperf.ladder_result import RungResult, find_knee, summarize
-from pytest_brokerperf.scenario_library.throughput_run import ladder_verdict, size_workers
+from pytest_brokerperf.scenario_library.throughput_judge import ladder_verdict, size_workers
 
 
 def sig(target: float = 10_000, **kw: object) -> RungSignals:
@@ -242,7 +242,7 @@ def rung(i: int, rate: float, ok: bool, limit: str = NONE, p99: float = 5_000,
 
 
 def lad_status(limit: str) -> str:
-    from pytest_brokerperf.scenario_library.throughput_run import LIMIT_STATUS
+    from pytest_brokerperf.scenario_library.throughput_judge import LIMIT_STATUS
 
     return LIMIT_STATUS[limit]
 

@@ -16,7 +16,7 @@ from pytest_brokerperf.engine.coordinator import LoadSession, run_rates
 from pytest_brokerperf.engine.plan import Rung, RunOutcome, RunPlan
 from pytest_brokerperf.engine.rate_controller import DiscoveryLoop, RateController
 from pytest_brokerperf.ladder import GENERATOR, HOST, LadderPolicy
-from pytest_brokerperf.scenario_library.throughput_run import judge
+from pytest_brokerperf.scenario_library.throughput_judge import judge
 from pytest_brokerperf.workload import Workload
 
 
