@@ -21,7 +21,7 @@ from pytest_brokerperf.brokers.kafka.container import (
     launcher_env,
     properties_from_env,
 )
-from pytest_brokerperf.brokers.kafka.process import (
+from pytest_brokerperf.brokers.kafka.node_config import (
     KAFKA_PERFORMANCE_FLAGS,
     NodePorts,
     kafka_jvm_flags,

@@ -21,16 +21,16 @@ from pathlib import Path
 
 import pytest
 
-from pytest_brokerperf.brokers.kafka import process as kp
-from pytest_brokerperf.brokers.kafka.process import (
+from pytest_brokerperf.brokers.kafka import node_config as kp
+from pytest_brokerperf.brokers.kafka.node_config import (
     ExtraListener,
-    KafkaProcessCluster,
     NodePorts,
     generate_cluster_id,
     kafka_jvm_flags,
     node_config,
     render_log4j2_properties,
 )
+from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster
 from pytest_brokerperf.errors import BrokerUnavailable, ConfigError, ProvisionError
 from pytest_brokerperf.provision import java as pj
 from pytest_brokerperf.provision import maven

@@ -12,7 +12,7 @@ from pytest_brokerperf import TailRead, safety
 from pytest_brokerperf.brokers import create_driver
 from pytest_brokerperf.brokers.kafka.cleanup import parse_age, select
 from pytest_brokerperf.brokers.kafka.config import KafkaDriverConfig, shipped_driver
-from pytest_brokerperf.brokers.kafka.process import ExtraListener, NodePorts, node_config
+from pytest_brokerperf.brokers.kafka.node_config import ExtraListener, NodePorts, node_config
 from pytest_brokerperf.brokers.kafka.remote import load_client_config
 from pytest_brokerperf.config import REMOTE_MAX_BYTES, REMOTE_MAX_RATE, Settings
 from pytest_brokerperf.endpoint import BrokerEndpoint

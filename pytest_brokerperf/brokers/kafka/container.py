@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from pytest_brokerperf.brokers.kafka.process import (
+from pytest_brokerperf.brokers.kafka.node_config import (
     KAFKA_PERFORMANCE_FLAGS,
     generate_cluster_id,
 )

@@ -15,22 +15,32 @@ Usage::
 
 from __future__ import annotations
 
-import base64
 import os
-import re
 import time
-import uuid
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Self
+from typing import Any, ClassVar, Self
 
+from pytest_brokerperf.brokers.kafka.node_config import (
+    LISTENER_NAME,
+    LISTENER_PROTOCOLS,
+    RESERVED_LISTENERS,
+    ExtraListener,
+    NodePorts,
+    Quorum,
+    generate_cluster_id,
+    kafka_jvm_flags,
+    kafka_major,
+    logging_flags,
+    node_config,
+    render_log4j2_properties,
+    render_log4j_properties,
+)
 from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.errors import ConfigError
 from pytest_brokerperf.provision.java import (
     JavaRuntime,
     check_jvm_size,
-    gc_log_flag,
     remove_gc_logs,
     render_properties,
 )
@@ -48,212 +58,17 @@ from pytest_brokerperf.provision.maven import (
 from pytest_brokerperf.provision.ports import LOOPBACK, free_ports
 from pytest_brokerperf.provision.process import ManagedProcess
 
-__all__ = [
-    "KAFKA_DEFAULT_VERSION",
-    "ExtraListener",
-    "KafkaProcessCluster",
-    "NodePorts",
-    "generate_cluster_id",
-    "kafka_jvm_flags",
-    "node_config",
-    "render_log4j2_properties",
-]
+__all__ = ["KAFKA_DEFAULT_VERSION", "KafkaProcessCluster"]
 
-Quorum = Literal["static", "dynamic"]
 
 DEFAULT_START_TIMEOUT_S = 90.0
 DEFAULT_STOP_TIMEOUT_S = 20.0
 
-# What kafka-run-class.sh puts in KAFKA_JVM_PERFORMANCE_OPTS.
-KAFKA_PERFORMANCE_FLAGS: tuple[str, ...] = (
-    "-server",
-    "-XX:+UseG1GC",
-    "-XX:MaxGCPauseMillis=20",
-    "-XX:InitiatingHeapOccupancyPercent=35",
-    "-XX:+ExplicitGCInvokesConcurrent",
-    "-XX:MaxInlineLevel=15",
-    "-Djava.awt.headless=true",
-)
 # Short-lived tool JVMs (StorageTool): start fast, nothing to tune.
 _TOOL_FLAGS: tuple[str, ...] = ("-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 
-_LISTENER_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
-_RESERVED_LISTENERS = frozenset({"PLAINTEXT", "CONTROLLER"})
-_LISTENER_PROTOCOLS = frozenset({"PLAINTEXT", "SASL_PLAINTEXT"})
-
 
 # -- pure pieces (unit-tested) -------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class NodePorts:
-    """The ports of one combined broker+controller node."""
-
-    node_id: int
-    port: int  # PLAINTEXT, for clients and inter-broker traffic
-    controller_port: int
-
-
-@dataclass(frozen=True)
-class ExtraListener:
-    """A second PLAINTEXT listener, bound on ``bind_port``, advertised on ``advertised_port``.
-
-    The advertised port is where the test puts a proxy (e.g. a delay proxy) that
-    forwards to ``bind_port``; clients bootstrapping through it get metadata that
-    keeps them on the proxy. ``protocol`` ``SASL_PLAINTEXT`` (with the broker's
-    ``sasl.enabled.mechanisms`` and ``listener.name.<name>.<mech>.sasl.jaas.config`` in the
-    overrides) makes it an authenticated listener, e.g. to test remote mode locally.
-    """
-
-    name: str
-    bind_port: int
-    advertised_port: int
-    protocol: str = "PLAINTEXT"  # security protocol: PLAINTEXT or SASL_PLAINTEXT
-
-
-def generate_cluster_id() -> str:
-    """A KRaft cluster id like ``Uuid.randomUuid()``: 22 url-safe base64 chars, no leading '-'."""
-    while True:
-        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
-        if not cid.startswith("-"):
-            return cid
-
-
-def node_config(
-    node: NodePorts,
-    all_nodes: Sequence[NodePorts],
-    *,
-    data_dir: Path,
-    quorum: Quorum = "static",
-    extra_listeners: Sequence[ExtraListener] = (),
-    overrides: Mapping[str, str] | None = None,
-) -> dict[str, str]:
-    """The server properties of one node, ``overrides`` merged last."""
-    n = len(all_nodes)
-    if quorum == "dynamic" and n != 1:
-        raise ConfigError("quorum='dynamic' is only supported for a single node; use 'static'")
-    if extra_listeners and n != 1:
-        raise ConfigError("extra_listeners are only supported on a single-node cluster")
-    host = LOOPBACK
-    listeners = [
-        f"PLAINTEXT://{host}:{node.port}",
-        f"CONTROLLER://{host}:{node.controller_port}",
-    ]
-    advertised = [f"PLAINTEXT://{host}:{node.port}"]
-    protocols = ["CONTROLLER:PLAINTEXT", "PLAINTEXT:PLAINTEXT"]
-    for x in extra_listeners:
-        listeners.append(f"{x.name}://{host}:{x.bind_port}")
-        advertised.append(f"{x.name}://{host}:{x.advertised_port}")
-        protocols.append(f"{x.name}:{x.protocol}")
-    cfg: dict[str, str] = {
-        "process.roles": "broker,controller",
-        "node.id": str(node.node_id),
-    }
-    if quorum == "dynamic":
-        # KIP-853 dynamic quorum, the 4.x default config; formatted with --standalone.
-        cfg["controller.quorum.bootstrap.servers"] = f"{host}:{node.controller_port}"
-        advertised.append(f"CONTROLLER://{host}:{node.controller_port}")
-    else:
-        cfg["controller.quorum.voters"] = ",".join(
-            f"{m.node_id}@{host}:{m.controller_port}" for m in all_nodes
-        )
-    rf = min(3, n)
-    isr = min(2, n)
-    cfg.update(
-        {
-            "listeners": ",".join(listeners),
-            "advertised.listeners": ",".join(advertised),
-            "controller.listener.names": "CONTROLLER",
-            "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": ",".join(protocols),
-            "log.dirs": str(data_dir),
-            "num.partitions": "1",
-            "auto.create.topics.enable": "false",
-            "offsets.topic.replication.factor": str(rf),
-            "transaction.state.log.replication.factor": str(rf),
-            "transaction.state.log.min.isr": str(isr),
-            "share.coordinator.state.topic.replication.factor": str(rf),
-            "share.coordinator.state.topic.min.isr": str(isr),
-            # Default 3 s would eat a short warm-up.
-            "group.initial.rebalance.delay.ms": "0",
-        }
-    )
-    for k, v in (overrides or {}).items():
-        cfg[str(k)] = str(v)
-    return cfg
-
-
-def render_log4j2_properties() -> str:
-    """log4j2 config: everything to the console (= the node's log file), WARN by default.
-
-    Start-up milestones and the version banner stay at INFO so a failed or slow
-    start can be read from the log tail. A ``.properties`` config avoids the
-    YAML config's extra jackson dependency.
-    """
-    info_loggers = {
-        "raftserver": "kafka.server.KafkaRaftServer",
-        "brokerserver": "kafka.server.BrokerServer",
-        "controllerserver": "kafka.server.ControllerServer",
-        "kafka": "kafka.Kafka",
-        "appinfo": "org.apache.kafka.common.utils.AppInfoParser",
-    }
-    lines = [
-        "status = warn",
-        # Kafka logs its controlled shutdown from its own shutdown hook; log4j's hook
-        # would stop logging first. The console appender flushes every line anyway.
-        "shutdownHook = disable",
-        "appender.out.type = Console",
-        "appender.out.name = OUT",
-        "appender.out.target = SYSTEM_OUT",
-        "appender.out.layout.type = PatternLayout",
-        "appender.out.layout.pattern = [%d] %p %m (%c)%n",
-        "rootLogger.level = warn",
-        "rootLogger.appenderRef.out.ref = OUT",
-    ]
-    for short, name in info_loggers.items():
-        lines += [f"logger.{short}.name = {name}", f"logger.{short}.level = info"]
-    return "\n".join(lines) + "\n"
-
-
-def render_log4j_properties() -> str:
-    """reload4j config for Kafka 3.x, same shape as :func:`render_log4j2_properties`."""
-    return (
-        "log4j.rootLogger=WARN, out\n"
-        "log4j.appender.out=org.apache.log4j.ConsoleAppender\n"
-        "log4j.appender.out.layout=org.apache.log4j.PatternLayout\n"
-        "log4j.appender.out.layout.ConversionPattern=[%d] %p %m (%c)%n\n"
-        "log4j.logger.kafka.server.KafkaRaftServer=INFO\n"
-        "log4j.logger.kafka.server.BrokerServer=INFO\n"
-        "log4j.logger.kafka.server.ControllerServer=INFO\n"
-        "log4j.logger.org.apache.kafka.common.utils.AppInfoParser=INFO\n"
-    )
-
-
-def _kafka_major(version: str) -> int:
-    try:
-        return int(version.split(".", 1)[0])
-    except ValueError:
-        return 4
-
-
-def logging_flags(version: str, log_config: Path) -> list[str]:
-    """The system property that points Kafka's logging backend at ``log_config``."""
-    if _kafka_major(version) >= 4:
-        return [f"-Dlog4j2.configurationFile={log_config}"]
-    return [f"-Dlog4j.configuration=file:{log_config}"]
-
-
-def kafka_jvm_flags(heap: str, gc_log: Path, logs_dir: Path) -> list[str]:
-    """Heap, GC and logging flags as ``kafka-server-start.sh``/``kafka-run-class.sh`` set them."""
-    check_jvm_size(heap)
-    return [
-        f"-Xms{heap}",
-        f"-Xmx{heap}",
-        *KAFKA_PERFORMANCE_FLAGS,
-        # Decorations as asked for the report; rotation as kafka-run-class.sh sets it.
-        gc_log_flag(gc_log),
-        f"-Dkafka.logs.dir={logs_dir}",
-    ]
 
 
 # -- the cluster ----------------------------------------------------------------------------
@@ -364,20 +179,20 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
             raise ConfigError("extra_listeners are only supported on a single-node cluster")
         seen: set[int] = set()
         for name, port in self.extra_listeners.items():
-            if not _LISTENER_NAME.match(name) or name in _RESERVED_LISTENERS:
+            if not LISTENER_NAME.match(name) or name in RESERVED_LISTENERS:
                 raise ConfigError(
                     f"bad extra listener name {name!r}: use upper-case letters, digits and _, "
-                    f"not {', '.join(sorted(_RESERVED_LISTENERS))}"
+                    f"not {', '.join(sorted(RESERVED_LISTENERS))}"
                 )
             if not isinstance(port, int) or not 0 <= port < 65536 or port in seen:
                 raise ConfigError(f"bad advertised port {port!r} for listener {name}")
             if port:
                 seen.add(port)
         for name, protocol in self.listener_protocols.items():
-            if name not in self.extra_listeners or protocol not in _LISTENER_PROTOCOLS:
+            if name not in self.extra_listeners or protocol not in LISTENER_PROTOCOLS:
                 raise ConfigError(
                     f"bad listener protocol {name}={protocol!r}: name an extra listener and "
-                    f"one of {', '.join(sorted(_LISTENER_PROTOCOLS))}"
+                    f"one of {', '.join(sorted(LISTENER_PROTOCOLS))}"
                 )
         super()._validate()
 
@@ -397,7 +212,7 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
         self._run_version = kafka_version_of(self._lib)
         self._java = JavaRuntime.find(
             self.java, "Kafka", broker_version=self._run_version,
-            min_major=17 if _kafka_major(self._run_version) >= 4 else None)
+            min_major=17 if kafka_major(self._run_version) >= 4 else None)
         self._resolve_agent()
 
     def _resolve_agent(self) -> None:
@@ -444,7 +259,7 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
             from pytest_brokerperf.brokers.kafka.jmx_exporter import render_config
 
             agent_config.write_text(render_config(), encoding="utf-8")
-        major = _kafka_major(version)
+        major = kafka_major(version)
         log_name = "log4j2.properties" if major >= 4 else "log4j.properties"
         log_config = workdir / "config" / log_name
         log_config.write_text(
