@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 from hdrh.histogram import HdrHistogram
 
-from pytest_brokerperf.metrics.histogram import E2E_HIGHEST_US, PUBLISH_HIGHEST_US, LatencyHistogram
+from pytest_brokerperf.metrics.hdr_layout import E2E_HIGHEST_US, PUBLISH_HIGHEST_US
+from pytest_brokerperf.metrics.histogram import LatencyHistogram
 
 N = 100_000
 

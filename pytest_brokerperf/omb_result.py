@@ -32,7 +32,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pytest_brokerperf.metrics.histogram import LatencyHistogram, highest_for
+from pytest_brokerperf.metrics.hdr_layout import highest_for
+from pytest_brokerperf.metrics.histogram import LatencyHistogram
 from pytest_brokerperf.metrics.stats import PeriodStats
 
 __all__ = [

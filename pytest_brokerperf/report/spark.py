@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_brokerperf.metrics.histogram import min_samples_for
+from pytest_brokerperf.metrics.hdr_layout import min_samples_for
 from pytest_brokerperf.report.model import (
     PERCENTILE_NAMES,
     VIEWS,

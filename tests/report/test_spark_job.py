@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_brokerperf.metrics.histogram import (
+from pytest_brokerperf.metrics.hdr_layout import (
     E2E_HIGHEST_US,
     highest_for,
     min_samples_for,

@@ -11,16 +11,16 @@ import pytest
 from hdrh.histogram import HdrHistogram
 from hdrh.log import HistogramLogReader
 
-from pytest_brokerperf.metrics.histogram import (
+from pytest_brokerperf.metrics.hdr_layout import (
     E2E_HIGHEST_US,
     PUBLISH_HIGHEST_US,
-    LatencyHistogram,
     highest_for,
     java_double_str,
     midpoint_at_index,
     min_samples_for,
     value_at_index,
 )
+from pytest_brokerperf.metrics.histogram import LatencyHistogram
 from pytest_brokerperf.metrics.hlog import HlogWriter, write_period_hlogs
 from pytest_brokerperf.metrics.stats import PeriodStats
 
