@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_brokerperf.redaction import SecretDict, redact
 
 if TYPE_CHECKING:
     from pytest_brokerperf.provision.cpus import CpuAffinity
 
-__all__ = ["BrokerEndpoint", "LocalProcesses"]
+__all__ = ["BrokerEndpoint", "CliAccess", "LocalProcesses"]
+
+
+class CliAccess(Protocol):
+    """How to run a broker's own CLI against nodes this session started (RabbitMQ's
+    ``rabbitmqctl``): picklable, holds paths and names, never a secret."""
+
+    def as_info(self) -> dict[str, Any]:
+        """The JSON-ready description the manifest records."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -76,7 +86,26 @@ class BrokerEndpoint:
     dry_run: bool = False
     #: a dry run against a remote cluster that did not answer: why, for the plan
     unreached: str | None = None
-    info: dict[str, Any] = field(default_factory=dict)  # pids, data dirs, JVM flags, log paths
+    #: the run may change cluster-wide settings (``--brokerperf-allow-cluster-changes``);
+    #: only a remote provisioner sets it: local brokers are the session's own
+    allow_cluster_changes: bool = False
+    #: Kafka: the clients' ``security.protocol`` and ``sasl.mechanism`` (the safety plan
+    #: shows them); None where the broker has no such setting
+    security_protocol: str | None = None
+    sasl_mechanism: str | None = None
+    #: why durability levels do not mean here what they mean on disk (Tansu's memory
+    #: storage); recorded as ``info.durability_note``
+    storage_note: str | None = None
+    #: the Kafka-protocol system ``--kafka-flavour`` named, when not Apache Kafka
+    flavour_note: str | None = None
+    #: Pulsar: the bookie journal settings of a standalone this session wrote (the
+    #: durability read-back); None against a remote cluster, where they are not visible
+    journal: Mapping[str, str] | None = None
+    #: how to run the broker's CLI against nodes this session started (RabbitMQ)
+    control: CliAccess | None = None
+    #: everything else the provisioner reports for the manifest (pids, data dirs, JVM
+    #: flags, log paths, ports); recorded, never read to decide anything
+    info: dict[str, Any] = field(default_factory=dict)
     #: what a local provisioner started (typed); None for remote and container brokers
     local: LocalProcesses | None = None
 
@@ -116,6 +145,13 @@ class BrokerEndpoint:
         """A JSON-safe description with secrets removed, for manifests and results."""
         cfg = redact(self.client_config)
         info = dict(self.info)
+        typed = {"allow_cluster_changes": self.allow_cluster_changes or None,
+                 "security_protocol": self.security_protocol,
+                 "sasl_mechanism": self.sasl_mechanism,
+                 "durability_note": self.storage_note, "flavour_note": self.flavour_note,
+                 "journal": dict(self.journal) if self.journal is not None else None,
+                 "ctl": self.control.as_info() if self.control is not None else None}
+        info.update({k: v for k, v in typed.items() if v is not None})
         if self.durability is not None:
             info["durability"] = self.durability
         overrides = info.get("broker_overrides")

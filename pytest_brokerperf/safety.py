@@ -285,10 +285,9 @@ def build_plan(settings: Settings, endpoint: BrokerEndpoint, prepared: PreparedR
     rf = driver.replication_factor()
     topic_cfg = driver.topic_settings()
     messages = _planned_messages(prepared, run_plan)
-    info = endpoint.info or {}
-    security = info.get("security_protocol")
-    if security and info.get("sasl_mechanism"):
-        security = f"{security}/{info['sasl_mechanism']}"
+    security = endpoint.security_protocol
+    if security and endpoint.sasl_mechanism:
+        security = f"{security}/{endpoint.sasl_mechanism}"
     plan = ScenarioPlan(
         test_id=test_id, scenario=prepared.scenario, broker=endpoint.kind,
         mode=endpoint.mode, target=endpoint.bootstrap, security=security,

@@ -71,7 +71,7 @@ def test_standalone_three_bookies_on_loopback(pulsar: BrokerEndpoint) -> None:
     cpus = info["cpu_affinity"]["broker_cpus"]
     if cpus:
         assert sorted(proc.cpu_affinity()) == cpus
-    assert info["journal"]["journalSyncData"] == "true"
+    assert pulsar.journal is not None and pulsar.journal["journalSyncData"] == "true"
     assert "-XX:MaxDirectMemorySize=1g" in info["jvm_flags"]
     assert info["startup_s"] < 180
     assert Path(info["gc_logs"][0]).stat().st_size > 0

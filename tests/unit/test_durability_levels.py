@@ -209,9 +209,10 @@ BOOTSTRAP = {"kafka": "127.0.0.1:1", "pulsar": "pulsar://127.0.0.1:1",
              "rabbitmq": "amqp://127.0.0.1:1"}
 
 
-def _ep(kind: str, level: int | None, nodes: int = 1, **info: Any) -> BrokerEndpoint:
+def _ep(kind: str, level: int | None, nodes: int = 1,
+        journal: dict[str, str] | None = None) -> BrokerEndpoint:
     return BrokerEndpoint(kind=kind, bootstrap=BOOTSTRAP[kind], mode="process", nodes=nodes,
-                          admin_url="http://127.0.0.1:2", durability=level, info=info)
+                          admin_url="http://127.0.0.1:2", durability=level, journal=journal)
 
 
 def test_create_driver_applies_the_level_per_broker() -> None:

@@ -76,10 +76,24 @@ def test_the_cli_runs_inside_the_container_by_exec_prefix() -> None:
     out = ctl.check("rabbitmqctl", "status")
     assert out.split() == ["docker", "exec", "c1", "rabbitmqctl", "-n", "rabbit@rabbitmq-1",
                            "status"]
-    assert CtlAccess.from_info(ctl.as_info()) == ctl
-    local = CtlAccess("/usr/lib/rabbitmq/bin", "rmq1@localhost", {"HOME": "/h"})
-    assert CtlAccess.from_info({"bin_dir": "/usr/lib/rabbitmq/bin", "node": "rmq1@localhost",
-                                "env": {"HOME": "/h"}}) == local  # records before this field
+
+
+def test_the_driver_reads_the_cli_access_from_the_typed_endpoint_field() -> None:
+    import pickle
+
+    from pytest_brokerperf.brokers.rabbitmq.config import RabbitMQDriverConfig
+    from pytest_brokerperf.brokers.rabbitmq.driver import RabbitMQDriver
+    from pytest_brokerperf.endpoint import BrokerEndpoint
+
+    ctl = CtlAccess("", "rabbit@rabbitmq-1", {}, ("docker", "exec", "c1"))
+    ep = BrokerEndpoint(kind="rabbitmq", bootstrap="amqp://guest:guest@127.0.0.1:5672/",
+                        mode="container", control=ctl)
+    assert RabbitMQDriver(ep, RabbitMQDriverConfig()).ctl() is ctl
+    assert ep.redacted()["info"]["ctl"] == ctl.as_info()  # the manifest still records it
+    assert pickle.loads(pickle.dumps(ep)).control == ctl  # workers get it whole
+    bare = BrokerEndpoint(kind="rabbitmq", bootstrap="amqp://x/", mode="remote",
+                          info={"ctl": ctl.as_info()})  # a dict in info decides nothing
+    assert RabbitMQDriver(bare, RabbitMQDriverConfig()).ctl() is None
 
 
 def test_the_local_build_comes_before_the_official_image() -> None:

@@ -152,7 +152,7 @@ def _plan(settings: Settings, mode: str = "remote", nodes: int = 3, *,
           driver_cfg: KafkaDriverConfig | None = None, rate: float = 1000,
           changes: tuple[str, ...] = ()) -> safety.ScenarioPlan:
     ep = BrokerEndpoint(kind="kafka", bootstrap="b1:9092", mode=mode, nodes=nodes,
-                        info={"security_protocol": "SASL_SSL", "sasl_mechanism": "PLAIN"})
+                        security_protocol="SASL_SSL", sasl_mechanism="PLAIN")
     prepared = TailRead(rate=rate).prepare(settings, ep)
     driver: Any = create_driver(ep, None, "tailread")
     if driver_cfg is not None:

@@ -93,11 +93,10 @@ class KafkaProtocolBroker(BrokerType):
 
         endpoint = super().dry_run_endpoint(settings)
         client, _ = client_config(settings)
-        if not client or "security_protocol" in endpoint.info:
+        if not client or endpoint.security_protocol is not None:
             return endpoint
-        return replace(endpoint, info={
-            **endpoint.info, "security_protocol": client.get("security.protocol", "PLAINTEXT"),
-            "sasl_mechanism": client.get("sasl.mechanism")})
+        return replace(endpoint, security_protocol=client.get("security.protocol", "PLAINTEXT"),
+                       sasl_mechanism=client.get("sasl.mechanism"))
 
     def prometheus_figures(self, series: Series) -> dict[str, float]:
         from pytest_brokerperf.brokers.kafka.metrics import kafka_figures

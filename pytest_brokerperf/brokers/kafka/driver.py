@@ -391,7 +391,7 @@ class _KafkaAdmin:
                 }
         out["cluster"] = {"brokers": len(md.brokers), "cluster_id": md.cluster_id}
         if self._driver.kind == "tansu":
-            out["storage"] = self._driver.endpoint.info.get("durability_note", "memory")
+            out["storage"] = self._driver.endpoint.storage_note or "memory"
         return out
 
     def close(self) -> None:
@@ -481,10 +481,10 @@ class KafkaDriver:
             return []
         notes = [f"broker flavour {self.kind}: a Kafka-protocol broker driven by the Kafka "
                  "driver; admin calls it lacks are recorded as unsupported"]
-        storage = self.endpoint.info.get("durability_note")
+        storage = self.endpoint.storage_note
         if storage:
             notes.append(f"{self.kind}: {storage}")
-        flavour = self.endpoint.info.get("flavour_note")
+        flavour = self.endpoint.flavour_note
         if flavour:
             notes.append(flavour)
         return notes

@@ -99,8 +99,6 @@ def remote_kafka_endpoint(settings: Settings, timeout_s: float = CONNECT_TIMEOUT
     info: dict[str, Any] = {
         "client_config_file": str(settings.kafka_config) if settings.kafka_config else None,
         "client_config_notes": notes,
-        "security_protocol": client.get("security.protocol", "PLAINTEXT"),
-        "sasl_mechanism": client.get("sasl.mechanism"),
     }
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
@@ -125,8 +123,6 @@ def remote_kafka_endpoint(settings: Settings, timeout_s: float = CONNECT_TIMEOUT
         (f"{n.id}@{n.host}:{n.port}" for n in desc.nodes), key=lambda x: int(x.split("@")[0])
     )
     info["controller"] = getattr(desc.controller, "id", None)
-    if kind in FLAVOUR_NOTES:
-        info["flavour_note"] = FLAVOUR_NOTES[kind]
     return BrokerEndpoint(
         kind=kind,
         bootstrap=bootstrap,
@@ -135,6 +131,9 @@ def remote_kafka_endpoint(settings: Settings, timeout_s: float = CONNECT_TIMEOUT
         version="unknown (remote)",
         client_config=client,
         topology_check=False,
+        security_protocol=client.get("security.protocol", "PLAINTEXT"),
+        sasl_mechanism=client.get("sasl.mechanism"),
+        flavour_note=FLAVOUR_NOTES.get(kind),
         info=info,
     )
 

@@ -113,7 +113,7 @@ class PulsarAdmin:
         if status == 200:
             return
         ep = self._driver.endpoint
-        if ep.mode == "remote" and not ep.info.get("allow_cluster_changes"):
+        if ep.mode == "remote" and not ep.allow_cluster_changes:
             raise DriverError(
                 f"tenant {tenant!r} (client.namespacePrefix of the driver file) does not exist "
                 f"on the remote cluster at {self._driver.admin_url}; creating a tenant is a "

@@ -245,7 +245,6 @@ class PulsarContainerCluster(ContainerNode):
             "listeners": {"host": f"pulsar://{LOOPBACK}:{ports.broker_port}",
                           "network": f"pulsar://{ALIAS}:{ports.broker_port}"},
             "durability": self.durability,
-            "journal": {k: v for k, v in self._config.items() if k.startswith("journal")},
             "default_persistence": {
                 "ensemble": int(self._config["managedLedgerDefaultEnsembleSize"]),
                 "write_quorum": int(self._config["managedLedgerDefaultWriteQuorum"]),
@@ -262,7 +261,8 @@ class PulsarContainerCluster(ContainerNode):
         self._endpoint = BrokerEndpoint(
             kind="pulsar", bootstrap=f"pulsar://{LOOPBACK}:{ports.broker_port}",
             mode="container", nodes=self.nodes, topology_check=self.nodes > 1, version=version,
-            admin_url=admin_url, info=info)
+            admin_url=admin_url, info=info,
+            journal={k: v for k, v in self._config.items() if k.startswith("journal")})
         return self._endpoint
 
     def forget(self) -> None:

@@ -80,8 +80,7 @@ def level_settings(level: int, nodes: int, ensemble: int | None,
 
 
 def _journal(endpoint: BrokerEndpoint) -> Mapping[str, Any] | None:
-    journal = endpoint.info.get("journal")
-    return journal if isinstance(journal, Mapping) else None
+    return endpoint.journal
 
 
 def driver_settings(desc: Mapping[str, Any], endpoint: BrokerEndpoint) -> dict[str, Any]:

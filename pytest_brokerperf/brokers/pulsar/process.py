@@ -438,7 +438,6 @@ class PulsarStandalone(ProcessCluster[LocalNode]):
             "metadata_store": f"rocksdb://{data / 'metadata'}",
             "ports": {"broker": self._ports.broker_port, "web": self._ports.web_port},
             "durability": self.durability,
-            "journal": journal,
             "default_persistence": {
                 "ensemble": int(self._config["managedLedgerDefaultEnsembleSize"]),
                 "write_quorum": int(self._config["managedLedgerDefaultWriteQuorum"]),
@@ -458,6 +457,7 @@ class PulsarStandalone(ProcessCluster[LocalNode]):
             version=self._run_version,
             admin_url=admin_url,
             topology_check=self.nodes > 1,
+            journal=journal,
             info=info,
             local=local,
         )

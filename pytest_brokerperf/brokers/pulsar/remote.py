@@ -126,7 +126,6 @@ def remote_pulsar_endpoint(settings: Settings,
         "client_config_notes": notes,
         "auth_plugin": client.get("auth_plugin"),
         "tls": service.startswith("pulsar+ssl://"),
-        "allow_cluster_changes": bool(settings.allow_cluster_changes),
     }
     started = time.monotonic()
     try:
@@ -162,5 +161,6 @@ def remote_pulsar_endpoint(settings: Settings,
         admin_url=admin,
         client_config=client,
         topology_check=False,
+        allow_cluster_changes=bool(settings.allow_cluster_changes),
         info=info,
     )

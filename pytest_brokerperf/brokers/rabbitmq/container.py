@@ -207,14 +207,14 @@ class RabbitMQContainerCluster(ContainerNode):
             "memory_limit_bytes": status.get("vm_memory_high_watermark_limit"),
             "disk_free_bytes": status.get("disk_free"),
             "disk_free_limit_bytes": status.get("disk_free_limit"),
-            "ctl": ctl.as_info(),
             "storage": "disk, inside the containers (removed with them)",
         })
         self._endpoint = BrokerEndpoint(
             kind="rabbitmq",
             bootstrap=",".join(f"amqp://{LOOPBACK}:{p.ports[AMQP_PORT]}" for p in plans),
             mode="container", nodes=self.nodes, topology_check=self.nodes > 1,
-            version=str(status.get("rabbitmq_version") or self._version), info=info)
+            version=str(status.get("rabbitmq_version") or self._version), info=info,
+            control=ctl)
         return self._endpoint
 
     def alarms(self) -> dict[str, Any]:

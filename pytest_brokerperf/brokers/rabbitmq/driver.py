@@ -114,12 +114,10 @@ class RabbitMQDriver:
         return None
 
     def ctl(self) -> CtlAccess | None:
-        info = self.endpoint.info.get("ctl")
-        if not isinstance(info, dict):
-            return None
         from pytest_brokerperf.brokers.rabbitmq.process import CtlAccess
 
-        return CtlAccess.from_info(info)
+        ctl = self.endpoint.control
+        return ctl if isinstance(ctl, CtlAccess) else None
 
     def _uri_for(self, client_id: str) -> str:
         uris = self.uris

@@ -129,8 +129,9 @@ def parse_ctl_json(text: str) -> Any:
 class CtlAccess:
     """How to run the RabbitMQ CLI against a node this session started (picklable).
 
-    Stored in ``endpoint.info["ctl"]`` so the driver's admin can read queue types and
-    arguments back and set policies. Holds paths and ports, never the cookie itself.
+    The endpoint's ``control`` (recorded as ``info.ctl``), so the driver's admin can read
+    queue types and arguments back and set policies. Holds paths and ports, never the
+    cookie itself.
     """
 
     bin_dir: str
@@ -141,14 +142,9 @@ class CtlAccess:
     exec_prefix: tuple[str, ...] = ()
 
     def as_info(self) -> dict[str, Any]:
-        """What ``endpoint.info["ctl"]`` keeps (paths, ports, names; never the cookie)."""
+        """What the manifest records as ``info.ctl`` (paths, ports, names; never the cookie)."""
         return {"bin_dir": self.bin_dir, "node": self.node, "env": dict(self.env),
                 "exec_prefix": list(self.exec_prefix)}
-
-    @classmethod
-    def from_info(cls, info: Mapping[str, Any]) -> CtlAccess:
-        return cls(str(info["bin_dir"]), str(info["node"]), dict(info["env"]),
-                   tuple(str(x) for x in info.get("exec_prefix") or ()))
 
     def run(self, tool: str, *args: str, node: str | None = None,
             timeout: float = CTL_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
@@ -451,7 +447,6 @@ class RabbitMQProcessCluster(ProcessCluster[_Node]):
             "memory_limit_bytes": status.get("vm_memory_high_watermark_limit"),
             "disk_free_bytes": status.get("disk_free"),
             "disk_free_limit_bytes": status.get("disk_free_limit"),
-            "ctl": ctl.as_info(),
             "storage": "disk (mnesia, quorum and stream directories under data_dirs)",
         }
         return BrokerEndpoint(
@@ -461,6 +456,7 @@ class RabbitMQProcessCluster(ProcessCluster[_Node]):
             nodes=self.nodes,
             version=version,
             topology_check=self.nodes > 1,
+            control=ctl,
             info=info,
             local=local,
         )

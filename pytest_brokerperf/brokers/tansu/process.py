@@ -124,7 +124,6 @@ class TansuProcess(ProcessCluster[LocalNode]):
             "storage": "memory",
             "storage_engine": "memory://tansu/",
             "durability": None,
-            "durability_note": IN_MEMORY_NOTE,
             "flavour": "tansu",
             "unsupported": [
                 "replication (single stateless broker)", "partition reassignment",
@@ -134,7 +133,7 @@ class TansuProcess(ProcessCluster[LocalNode]):
         }
         return BrokerEndpoint(kind="tansu", bootstrap=f"{LOOPBACK}:{self._port}", mode="process",
                               nodes=1, version=self._version, topology_check=False, info=info,
-                              local=local)
+                              storage_note=IN_MEMORY_NOTE, local=local)
 
     def __repr__(self) -> str:
         state = self._endpoint.bootstrap if self._endpoint else "stopped"
