@@ -25,10 +25,11 @@ class CliAccess(Protocol):
 
 @dataclass(frozen=True)
 class LocalProcesses:
-    """What a local provisioner started: processes, their files and their CPUs.
+    """What a local provisioner (process or container) started: processes, their files
+    and their CPUs.
 
     Typed for readers inside the plugin; :meth:`as_info` gives the same values under
-    the ``endpoint.info`` keys that results and older readers use.
+    the ``endpoint.info`` keys the manifest records.
     """
 
     pids: tuple[int, ...]
@@ -106,7 +107,7 @@ class BrokerEndpoint:
     #: everything else the provisioner reports for the manifest (pids, data dirs, JVM
     #: flags, log paths, ports); recorded, never read to decide anything
     info: dict[str, Any] = field(default_factory=dict)
-    #: what a local provisioner started (typed); None for remote and container brokers
+    #: what a local provisioner started (processes or containers); None for a remote cluster
     local: LocalProcesses | None = None
 
     def __post_init__(self) -> None:
@@ -114,32 +115,13 @@ class BrokerEndpoint:
             object.__setattr__(self, "client_config", SecretDict(self.client_config))
 
     def processes_record(self) -> LocalProcesses:
-        """:attr:`local`, or the same record read from ``info`` (endpoints built without it).
-
-        Empty for a remote cluster: nothing of it runs here.
-        """
-        if self.local is not None:
-            return self.local
-        info = self.info
-
-        def strings(key: str) -> tuple[str, ...]:
-            return tuple(str(v) for v in info.get(key) or ())
-
-        return LocalProcesses(
-            pids=tuple(int(p) for p in info.get("pids") or ()),
-            log_files=strings("log_files"), gc_logs=strings("gc_logs"),
-            data_dirs=strings("data_dirs"), config_files=strings("config_files"),
-            metrics_urls=strings("metrics_urls"),
-        )
+        """:attr:`local`, or an empty record: a remote cluster runs nothing here."""
+        return self.local if self.local is not None else LocalProcesses(pids=())
 
     def broker_cpus(self) -> list[int] | None:
         """The CPUs the local broker processes are pinned to; None when not pinned."""
-        if self.local is not None:
-            aff = self.local.cpu_affinity
-            return list(aff.broker_cpus) if aff is not None and aff.broker_cpus else None
-        recorded = self.info.get("cpu_affinity")
-        cpus = recorded.get("broker_cpus") if isinstance(recorded, dict) else recorded
-        return [int(c) for c in cpus] if cpus else None
+        aff = self.local.cpu_affinity if self.local is not None else None
+        return list(aff.broker_cpus) if aff is not None and aff.broker_cpus else None
 
     def redacted(self) -> dict[str, Any]:
         """A JSON-safe description with secrets removed, for manifests and results."""

@@ -137,7 +137,7 @@ class RedpandaContainer(ContainerNode):
         self._endpoint = BrokerEndpoint(
             kind="redpanda", bootstrap=f"{LOOPBACK}:{self._host_port}", mode="container",
             nodes=1, version=labels.get("org.opencontainers.image.version") or self.version,
-            info=info)
+            info=info, local=self.local_record(info))
         return self._endpoint
 
     def forget(self) -> None:

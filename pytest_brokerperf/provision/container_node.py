@@ -24,9 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from pytest_brokerperf.endpoint import LocalProcesses
 from pytest_brokerperf.errors import ProvisionError
 from pytest_brokerperf.provision import containers
-from pytest_brokerperf.provision.cpus import default_broker_cpus
+from pytest_brokerperf.provision.cpus import CpuAffinity, default_broker_cpus
 from pytest_brokerperf.provision.ports import LOOPBACK
 
 if TYPE_CHECKING:
@@ -259,6 +260,25 @@ class ContainerNode:
             "workdir": str(self.workdir),
         }
         return plans, info
+
+    @staticmethod
+    def local_record(info: dict[str, Any]) -> LocalProcesses:
+        """The typed record of what :meth:`launch` started (after a broker module has
+        replaced ``info["pids"]`` by its runtime's host pids), for the endpoint's
+        ``local``: /proc sampling, CPU layout and catch-up's storage reads use it."""
+        aff = info.get("cpu_affinity") or {}
+        broker = aff.get("broker_cpus")
+        return LocalProcesses(
+            pids=tuple(int(p) for p in info.get("pids") or ()),
+            cpu_affinity=CpuAffinity(
+                broker_cpus=tuple(broker) if broker else None,
+                generator_cpus=tuple(aff.get("generator_cpus") or ()),
+                nodes={k: tuple(v) if v is not None else None
+                       for k, v in (aff.get("nodes") or {}).items()}),
+            started_at=float(info.get("started_at") or 0.0),
+            ready_at=float(info.get("ready_at") or 0.0),
+            startup_s=float(info.get("startup_s") or 0.0),
+            workdir=info.get("workdir"))
 
     def host_pids(self, command: str) -> list[int]:
         """Host pids of the containers' processes named ``command`` (e.g. the node's

@@ -115,10 +115,10 @@ import pytest
 
 @pytest.fixture(scope="session")
 def broker(broker_kind):
-    from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.endpoint import BrokerEndpoint, LocalProcesses
     # the module's broker, with its process ids (what the scenario reads /proc of)
     yield BrokerEndpoint(kind="kafka", bootstrap="{bootstrap}", mode="process",
-                         info={{"pids": {pids}}})
+                         local=LocalProcesses(pids=tuple({pids})))
 """
 
 

@@ -55,9 +55,9 @@ import pytest
 
 @pytest.fixture(scope="session")
 def broker(broker_kind):
-    from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.endpoint import BrokerEndpoint, LocalProcesses
     yield BrokerEndpoint(kind="kafka", bootstrap="{bootstrap}", mode="process",
-                         info={{"pids": {pids}}})
+                         local=LocalProcesses(pids=tuple({pids})))
 """
 
 

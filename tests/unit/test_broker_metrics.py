@@ -16,7 +16,7 @@ import pytest
 from pytest_brokerperf.brokers.kafka.jmx_exporter import agent_flag, render_config
 from pytest_brokerperf.brokers.kafka.metrics import kafka_figures
 from pytest_brokerperf.config import Settings
-from pytest_brokerperf.endpoint import BrokerEndpoint
+from pytest_brokerperf.endpoint import BrokerEndpoint, LocalProcesses
 from pytest_brokerperf.metrics.broker import (
     COLUMN_NAMES,
     BrokerMetricsSampler,
@@ -104,8 +104,8 @@ def test_urls_lose_their_credentials() -> None:
 
 def test_sources_of_an_endpoint() -> None:
     s = Settings.resolve({}, {}, {})
-    local = BrokerEndpoint(kind="kafka", bootstrap="b", mode="process", info={
-        "pids": [11, 12], "metrics_urls": ["http://127.0.0.1:1/metrics"]})
+    local = BrokerEndpoint(kind="kafka", bootstrap="b", mode="process", local=LocalProcesses(
+        pids=(11, 12), metrics_urls=("http://127.0.0.1:1/metrics",)))
     sampler = BrokerMetricsSampler.for_endpoint(local, s)
     assert sampler is not None and sampler.nodes == ["1", "2"]
     assert BrokerMetricsSampler.for_endpoint(

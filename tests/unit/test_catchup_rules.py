@@ -270,12 +270,11 @@ def test_a_drain_is_hot_cold_or_mixed_by_what_the_broker_read_from_storage() -> 
 def test_disk_reads_are_read_only_for_local_brokers() -> None:
     import os
 
-    from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.endpoint import BrokerEndpoint, LocalProcesses
     from pytest_brokerperf.scenario_library.catchup import broker_disk_reads
 
-    remote = BrokerEndpoint(kind="kafka", bootstrap="h:9092", mode="remote",
-                            info={"pids": [os.getpid()]})
+    mine = LocalProcesses(pids=(os.getpid(),))
+    remote = BrokerEndpoint(kind="kafka", bootstrap="h:9092", mode="remote", local=mine)
     assert broker_disk_reads(remote) is None
-    local = BrokerEndpoint(kind="kafka", bootstrap="h:9092", mode="process",
-                           info={"pids": [os.getpid()]})
+    local = BrokerEndpoint(kind="kafka", bootstrap="h:9092", mode="process", local=mine)
     assert isinstance(broker_disk_reads(local), int)  # this process's own read_bytes

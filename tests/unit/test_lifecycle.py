@@ -213,19 +213,17 @@ def test_cpu_split_record() -> None:
     assert CpuAffinity.of(None, {}).generator_cpus == tuple(sorted(mine))
 
 
-def test_endpoint_reads_the_typed_record_or_falls_back_to_info(tmp_path: Path) -> None:
+def test_endpoint_reads_the_typed_record_and_never_info(tmp_path: Path) -> None:
     cluster = ToyCluster(tmp_path, nodes=1, cpus={max(os.sched_getaffinity(0))})
     cluster.ready_file.touch()
     with cluster as c:
         ep = c.endpoint
         assert ep.processes_record() is ep.local
         assert ep.broker_cpus() == [max(os.sched_getaffinity(0))]
-    legacy = BrokerEndpoint(kind="x", bootstrap="x", mode="process", info={
+    untyped = BrokerEndpoint(kind="x", bootstrap="x", mode="process", info={
         "pids": [12], "log_files": ["a.log"], "gc_logs": ["gc.log"], "data_dirs": ["/d"],
         "cpu_affinity": {"broker_cpus": [1], "generator_cpus": [0], "nodes": {}}})
-    rec = legacy.processes_record()
-    assert (rec.pids, rec.log_files, rec.gc_logs, rec.data_dirs) == (
-        (12,), ("a.log",), ("gc.log",), ("/d",))
-    assert legacy.broker_cpus() == [1]
+    # info is what the manifest records: nothing is sampled or pinned from it
+    assert untyped.processes_record().pids == () and untyped.broker_cpus() is None
     remote = BrokerEndpoint(kind="x", bootstrap="x", mode="remote")
     assert remote.processes_record().pids == () and remote.broker_cpus() is None

@@ -270,7 +270,7 @@ class KafkaContainerCluster(ContainerNode):
             kind="kafka", bootstrap=",".join(n.bootstrap for n in self._layout),
             mode="container", nodes=self.nodes,
             version=labels.get("org.brokerperf.kafka-version") or self.version,
-            topology_check=self.nodes > 1, info=info)
+            topology_check=self.nodes > 1, info=info, local=self.local_record(info))
         return self._endpoint
 
     def wait_ready(self, container: DockerContainer, plan: ContainerPlan,

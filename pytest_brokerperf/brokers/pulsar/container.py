@@ -261,7 +261,7 @@ class PulsarContainerCluster(ContainerNode):
         self._endpoint = BrokerEndpoint(
             kind="pulsar", bootstrap=f"pulsar://{LOOPBACK}:{ports.broker_port}",
             mode="container", nodes=self.nodes, topology_check=self.nodes > 1, version=version,
-            admin_url=admin_url, info=info,
+            admin_url=admin_url, info=info, local=self.local_record(info),
             journal={k: v for k, v in self._config.items() if k.startswith("journal")})
         return self._endpoint
 

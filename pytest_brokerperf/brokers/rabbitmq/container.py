@@ -214,7 +214,7 @@ class RabbitMQContainerCluster(ContainerNode):
             bootstrap=",".join(f"amqp://{LOOPBACK}:{p.ports[AMQP_PORT]}" for p in plans),
             mode="container", nodes=self.nodes, topology_check=self.nodes > 1,
             version=str(status.get("rabbitmq_version") or self._version), info=info,
-            control=ctl)
+            control=ctl, local=self.local_record(info))
         return self._endpoint
 
     def alarms(self) -> dict[str, Any]:
