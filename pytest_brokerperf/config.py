@@ -59,6 +59,8 @@ from pytest_brokerperf.options import (
 if TYPE_CHECKING:
     import pytest
 
+    from pytest_brokerperf.faults.spec import FaultSpec
+
 __all__ = [
     "INCONCLUSIVE_MODES",
     "KNOWN_BROKERS",
@@ -121,6 +123,8 @@ class Settings:
     profile: str = _default("profile")
     #: --brokerperf-durability; () = driver-defined
     durability: tuple[int, ...] = _default("durability")
+    #: --brokerperf-fault; () = no fault (one test per fault otherwise)
+    faults: tuple[FaultSpec, ...] = _default("faults")
     results_dir: Path = _default("results_dir")
     workload: Path | None = _default("workload")
     driver: Path | None = _default("driver")

@@ -27,11 +27,12 @@ from pytest_brokerperf._stash import SETTINGS_KEY
 if TYPE_CHECKING:
     from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.faults.spec import FaultSpec
     from pytest_brokerperf.provision import ManagedBroker
     from pytest_brokerperf.runner import BrokerPerf
 
 __all__ = [
-    "broker", "broker_durability", "brokerperf", "brokerperf_session_info",
+    "broker", "broker_durability", "broker_fault", "brokerperf", "brokerperf_session_info",
     "brokerperf_settings",
 ]
 
@@ -66,6 +67,16 @@ def broker_durability() -> int | None:
 
     ``--brokerperf-durability`` and ``@pytest.mark.durability`` parametrize it (see
     :mod:`pytest_brokerperf.durability` for what a level means on each broker).
+    """
+    return None
+
+
+@pytest.fixture
+def broker_fault() -> FaultSpec | None:
+    """This test's fault (``--brokerperf-fault``, ``@pytest.mark.fault``); None = none.
+
+    The tail-read scenario injects it in its measured window on a local broker
+    (docs/reference/faults.md).
     """
     return None
 
@@ -196,8 +207,10 @@ def brokerperf(
     broker: BrokerEndpoint,
     brokerperf_settings: Settings,
     brokerperf_session_info: dict[str, Any],
+    broker_fault: FaultSpec | None,
 ) -> BrokerPerf:
     """Run scenarios on this test's broker: ``brokerperf.run(TailRead())``."""
     from pytest_brokerperf.runner import BrokerPerf
 
-    return BrokerPerf(request, broker, brokerperf_settings, brokerperf_session_info)
+    return BrokerPerf(request, broker, brokerperf_settings, brokerperf_session_info,
+                      fault=broker_fault)

@@ -16,11 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 from urllib.parse import urlsplit
 
-from pytest_brokerperf.errors import ConfigError
-
-if TYPE_CHECKING:
-    pass
 from pytest_brokerperf import brokers
+from pytest_brokerperf.errors import ConfigError
 from pytest_brokerperf.options import (
     _FALSE,
     _LABEL_RE,
@@ -31,6 +28,9 @@ from pytest_brokerperf.options import (
     KNOWN_BROKERS,
     OptionSpec,
 )
+
+if TYPE_CHECKING:
+    from pytest_brokerperf.faults.spec import FaultSpec
 
 # --------------------------------------------------------------------------- parsing
 
@@ -379,6 +379,21 @@ def _parse_images(spec: OptionSpec, raw: object, src: _Source) -> tuple[tuple[st
     return tuple(sorted(images.items()))
 
 
+def _parse_faults(spec: OptionSpec, raw: object, src: _Source) -> tuple[FaultSpec, ...]:
+    """``kill-broker@5s,pause-broker@5s:3s`` → one :class:`FaultSpec` per test."""
+    from pytest_brokerperf.faults.spec import fault_problem
+
+    items = ([str(x) for x in raw] if isinstance(raw, list | tuple)
+             else _as_text(spec, raw, src).split(","))
+    faults: list[FaultSpec] = []
+    for item in (x.strip() for x in items if x.strip()):
+        got = fault_problem(item)
+        if isinstance(got, str):
+            raise _invalid(spec, raw, src, got)
+        faults.append(got)
+    return tuple(faults)
+
+
 def _parse_url(spec: OptionSpec, raw: object, src: _Source) -> str:
     """One URL whose scheme is one of ``spec.choices``."""
     url = _as_text(spec, raw, src).strip()
@@ -553,6 +568,7 @@ _PARSERS: Final[Mapping[str, Callable[[OptionSpec, object, _Source], Any]]] = {
     "formats": _parse_formats,
     "budgets": _parse_budgets,
     "images": _parse_images,
+    "faults": _parse_faults,
 }
 
 

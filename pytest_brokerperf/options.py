@@ -126,7 +126,7 @@ _Kind = Literal[
     "brokers", "choice", "int", "workers", "seconds", "rate", "bool", "dir", "file",
     "existing_dir", "label", "version", "hostports", "bytes", "maxrate", "owner", "urls",
     "rates", "url", "amqpurls", "levels", "percent", "count", "formats", "budgets",
-    "images",
+    "images", "faults",
 ]
 
 
@@ -224,6 +224,15 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
         help="durability levels 1-4 to run every broker scenario at, comma-separated or all "
         "(1: sync replication + fsync, 2: sync replication + page cache, 3: async "
         "replication + fsync, 4: async replication + page cache); test ids get -d1, -d2",
+    ),
+    OptionSpec(
+        name="fault", field="faults", flag="--brokerperf-fault", kind="faults",
+        default=(), metavar="FAULTS", what="faults", example="kill-broker@5s",
+        default_text="none",
+        help="faults to inject in the tail-read scenario's measured window, one test each, "
+        "comma-separated: ACTION@AT[:DURATION][/TARGET] with ACTION kill-broker, "
+        "pause-broker or restart-broker, e.g. kill-broker@5s:10s, pause-broker@5s:3s/node-2 "
+        "(local brokers only; test ids get -kill, -pause, -restart)",
     ),
     OptionSpec(
         name="results", field="results_dir", flag="--brokerperf-results", kind="dir",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -21,6 +21,9 @@ from pytest_brokerperf._stash import SETTINGS_KEY, SUMMARY_ROWS_KEY
 from pytest_brokerperf.config import KNOWN_BROKERS, OPTIONS, OptionSpec, Settings
 from pytest_brokerperf.durability import LEVELS, level_id
 from pytest_brokerperf.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pytest_brokerperf.faults.spec import FaultSpec
 
 #: Fixtures that make a test a performance scenario (refused inside xdist workers).
 SCENARIO_FIXTURES = frozenset({"broker_kind", "broker", "brokerperf", "broker_durability"})
@@ -40,6 +43,9 @@ MARKERS = (
     "durability(*levels): run this test at these durability levels (1: sync replication + "
     "fsync, 2: sync replication + page cache, 3: async replication + fsync, 4: async "
     "replication + page cache), overriding --brokerperf-durability; ids read test[kafka-d1]",
+    'fault(*specs): inject these faults in the tail-read measured window, one test each, '
+    'e.g. @pytest.mark.fault("kill-broker@5s", "pause-broker@5s:3s"), overriding '
+    "--brokerperf-fault; ids read test[kafka-d1-kill]",
 )
 
 
@@ -191,6 +197,20 @@ def _marker_levels(node: pytest.Item) -> tuple[int, ...] | None:
     return tuple(sorted(set(mark.args)))
 
 
+def _marker_faults(node: pytest.Item) -> tuple[FaultSpec, ...] | None:
+    """The faults of the closest ``@pytest.mark.fault``, validated; None if absent."""
+    from pytest_brokerperf.faults import parse_fault
+
+    mark = node.get_closest_marker("fault")
+    if mark is None:
+        return None
+    where = f"@pytest.mark.fault{mark.args!r} on {node.nodeid}"
+    if mark.kwargs or not mark.args or not all(isinstance(a, str) for a in mark.args):
+        raise ConfigError(f"{where}: expected one or more fault strings, e.g. "
+                          '@pytest.mark.fault("kill-broker@5s", "pause-broker@5s:3s")')
+    return tuple(parse_fault(a, where) for a in mark.args)
+
+
 def _parametrized_by_user(metafunc: pytest.Metafunc, argname: str) -> bool:
     for mark in metafunc.definition.iter_markers("parametrize"):
         names = mark.args[0] if mark.args else mark.kwargs.get("argnames", ())
@@ -218,6 +238,26 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         brokers = [b for b in brokers if b in wanted] or list(dict.fromkeys(wanted))
     metafunc.parametrize("broker_kind", brokers, ids=brokers, scope="session")
     _parametrize_durability(metafunc, settings)
+    _parametrize_fault(metafunc, settings)
+
+
+def _parametrize_fault(metafunc: pytest.Metafunc, settings: Settings | None) -> None:
+    """Parametrize ``broker_fault`` by the marker's faults, else the option's (function
+    scope, last, so ids read ``test_x[kafka-d1-kill]``); none: the fixture gives None."""
+    if "broker_fault" not in metafunc.fixturenames:
+        return
+    if _parametrized_by_user(metafunc, "broker_fault"):
+        return
+    try:
+        faults = _marker_faults(metafunc.definition)
+    except ConfigError:
+        return  # reported once, as a usage error, in pytest_collection_modifyitems
+    if faults is None:
+        faults = settings.faults if settings is not None else ()
+    if faults:
+        from pytest_brokerperf.faults.spec import fault_ids
+
+        metafunc.parametrize("broker_fault", list(faults), ids=fault_ids(faults))
 
 
 def _parametrize_durability(metafunc: pytest.Metafunc, settings: Settings | None) -> None:
@@ -256,6 +296,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         try:
             wanted = _marker_brokers(item)
             _marker_levels(item)
+            _marker_faults(item)
         except ConfigError as exc:
             problems.append(str(exc))
             continue
@@ -401,6 +442,7 @@ from pytest_brokerperf.fixtures import (  # noqa: E402,F401
     _brokerperf_processes,
     broker,
     broker_durability,
+    broker_fault,
     brokerperf,
     brokerperf_session_info,
     brokerperf_settings,

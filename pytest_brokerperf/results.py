@@ -54,6 +54,8 @@ class ScenarioBlocks(TypedDict, total=False):
     rate_discovery: dict[str, Any] | None
     catchup: dict[str, Any] | None
     mixed: dict[str, Any] | None
+    fault: dict[str, Any] | None  # a fault run: docs/reference/faults.md
+    faults: list[dict[str, Any]]  # the fault's events, for the report's fault timeline
     gates: list[dict[str, Any]]  # --brokerperf-fail-on: this record judged vs a baseline
     timeline: dict[str, Any]  # per-period series (written with the artefacts)
 

@@ -27,6 +27,7 @@ from pytest_brokerperf.warnings import BrokerPerfWarning
 if TYPE_CHECKING:
     from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.faults.spec import FaultSpec
 
 __all__ = ["DEFAULT_PER_PROCESS_RATE", "BrokerPerf", "ScenarioResult", "auto_workers"]
 
@@ -35,11 +36,13 @@ class BrokerPerf:
     """Scenario API for tests: ``brokerperf.run(TailRead(partitions=4))``."""
 
     def __init__(self, request: pytest.FixtureRequest, broker: BrokerEndpoint,
-                 settings: Settings, session_info: dict[str, Any]) -> None:
+                 settings: Settings, session_info: dict[str, Any], *,
+                 fault: FaultSpec | None = None) -> None:
         self.request = request
         self.broker = broker
         self.settings = settings
         self.session_info = session_info
+        self.fault = fault
         self.results: list[ScenarioResult] = []
 
     def run(self, scenario: Scenario, *, check: bool = True, slos: tuple[str, ...] = ()
@@ -56,7 +59,13 @@ class BrokerPerf:
             pytest.fail(f"REFUSED before anything was created: {what} has no remote "
                         "safety plan (caps, retention) yet; run it on a local broker",
                         pytrace=False)
-        ctx = RunContext(self.request, self.broker, self.settings, self.session_info)
+        if self.fault is not None and not scenario.takes_faults:
+            pytest.fail(f"REFUSED before anything was created: fault {self.fault} asked for "
+                        f"scenario {scenario.name!r}, which does not inject faults; faults "
+                        "run with the tail-read scenario (docs/reference/faults.md)",
+                        pytrace=False)
+        ctx = RunContext(self.request, self.broker, self.settings, self.session_info,
+                         fault=self.fault)
         try:
             result = scenario.execute(ctx, slos)
         except BrokerUnavailable as exc:

@@ -256,6 +256,12 @@ class BrokerType:
         ``driver-defined``)."""
         return None
 
+    # -- faults ---------------------------------------------------------------------------
+    def fault_leader(self, endpoint: BrokerEndpoint, driver: Driver, topic: str) -> int | None:
+        """The 1-based node leading the run's first topic or queue, the default target of
+        a fault; None when this broker cannot tell (the fault then strikes node 1)."""
+        return None
+
     # -- metrics -------------------------------------------------------------------------
     def prometheus_figures(self, series: Series) -> dict[str, float]:
         """Figures this broker's Prometheus metrics give (the broker-metrics sampler):

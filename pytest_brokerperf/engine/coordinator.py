@@ -171,6 +171,9 @@ class LoadSession:
         self._finished: SessionEnd | None = None
         #: a local broker process exited during the run: nothing more is asked of it
         self.broker_died = False
+        #: CLOCK_MONOTONIC ns when the current rung's measured window began (None during
+        #: its warm-up): what a fault's ``AT`` counts from
+        self.measure_started_ns: int | None = None
 
     # -- lifecycle --------------------------------------------------------------------
     def __enter__(self) -> LoadSession:
@@ -336,6 +339,7 @@ class LoadSession:
         if rung.drain_before_s > 0 and self._started:
             self.drain(rung.drain_before_s)
         begin = _now_iso()
+        self.measure_started_ns = None
         errors_before = len(self.errors)
         first = not self._started
         self.set_rate(rung.rate)
@@ -357,6 +361,7 @@ class LoadSession:
         else:
             steady = True
         measure_begin = _now_iso()
+        self.measure_started_ns = self._last_tick
         periods: list[PeriodStats] = []
         n_periods = max(1, math.ceil(rung.measure_s / plan.period_s - 1e-9))
         for i in range(n_periods):
@@ -515,11 +520,18 @@ def run_workload(
     *,
     payloads: list[bytes],
     on_period: Callable[[PeriodStats], None] | None = None,
+    on_wait: WaitHook | None = None,
+    after_measure: Callable[[], None] | None = None,
 ) -> RunOutcome:
     """Run ``workload`` against ``driver``'s broker at ``plan.rate`` and return what was
-    measured (one rung: warm-up until steady, capped, then the measured window)."""
+    measured (one rung: warm-up until steady, capped, then the measured window).
+
+    ``on_wait`` is called between periods (a fault injector); ``after_measure`` once the
+    measured window ended, before the drain (the fault's node back first)."""
     with LoadSession(driver, workload, plan, payloads=payloads, on_period=on_period) as s:
-        out = s.run_rung(Rung(plan.rate, plan.warmup_max_s, plan.measure_s))
+        out = s.run_rung(Rung(plan.rate, plan.warmup_max_s, plan.measure_s), on_wait)
+        if after_measure is not None:
+            after_measure()
         out.begin_time = s.begin_time
         return s.finish().apply(out)
 

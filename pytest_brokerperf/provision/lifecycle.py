@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import signal
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -34,6 +35,7 @@ from typing import ClassVar, Generic, Self, TypeVar
 
 from pytest_brokerperf.endpoint import BrokerEndpoint, LocalProcesses
 from pytest_brokerperf.errors import ProvisionError
+from pytest_brokerperf.faults.control import register_control, unregister_control
 from pytest_brokerperf.provision import watchdog
 from pytest_brokerperf.provision.cpus import CpuAffinity, broker_cpus, check_cpus_allowed
 from pytest_brokerperf.provision.ports import LOOPBACK, port_open
@@ -251,6 +253,7 @@ class ProcessCluster(Generic[N]):
             self._teardown()
             raise
         watchdog.track_ports(self._ports_label(), _endpoint_ports(self._endpoint))
+        register_control(self._endpoint, self)
         return self._endpoint
 
     def _ports_label(self) -> str:
@@ -262,6 +265,8 @@ class ProcessCluster(Generic[N]):
         Logs are kept (their paths are in ``endpoint.info``) unless ``keep_logs=False``.
         Safe to call when not running.
         """
+        if self._endpoint is not None:
+            unregister_control(self._endpoint)
         self._teardown(timeout)
         if self._endpoint is not None:
             watchdog.track_ports(self._ports_label(), [])
@@ -281,6 +286,76 @@ class ProcessCluster(Generic[N]):
     def __repr__(self) -> str:
         state = self._endpoint.bootstrap if self._endpoint else "stopped"
         return f"<{type(self).__name__} nodes={self.nodes} {state}>"
+
+    # -- node faults (pytest_brokerperf.faults.control.NodeControl) -----------------------
+
+    def node_count(self) -> int:
+        return len(self._nodes)
+
+    def _node_at(self, index: int) -> N:
+        if not 1 <= index <= len(self._nodes):
+            raise ProvisionError(f"{self.describe()} has no node {index} (nodes 1.."
+                                 f"{len(self._nodes)})")
+        return self._nodes[index - 1]
+
+    def _node_proc(self, index: int) -> ManagedProcess:
+        proc = self._node_at(index).proc
+        if proc is None:
+            raise ProvisionError(f"{self.describe()}: node {index} was never started")
+        return proc
+
+    def node_pid(self, index: int) -> int | None:
+        proc = self._node_at(index).proc
+        return proc.pid if proc is not None and proc.alive() else None
+
+    def kill_node(self, index: int) -> int:
+        proc = self._node_proc(index)
+        proc.watched = False  # an exit the run asked for, not a broker death
+        proc.signal(signal.SIGKILL)
+        proc.wait(10.0)
+        return proc.pid
+
+    def pause_node(self, index: int) -> int:
+        proc = self._node_proc(index)
+        proc.signal(signal.SIGSTOP)
+        return proc.pid
+
+    def resume_node(self, index: int) -> None:
+        self._node_proc(index).signal(signal.SIGCONT)
+
+    def stop_node(self, index: int, timeout: float) -> int | None:
+        proc = self._node_proc(index)
+        proc.watched = False
+        proc.signal(signal.SIGCONT)  # a paused node cannot act on SIGTERM
+        return proc.stop(timeout)
+
+    def start_node(self, index: int, timeout: float) -> int:
+        node = self._node_at(index)
+        old = self._node_proc(index)
+        if old.alive():
+            raise ProvisionError(f"{node.label} still runs (pid {old.pid}): stop it first")
+        node.proc = old.relaunched()
+        node.proc.start()
+        deadline = time.monotonic() + timeout
+        probe = self._node_probe(node)
+        while True:
+            if not node.proc.alive():
+                raise ProvisionError(self._failure_text(
+                    f"{node.title or node.label} exited with code {node.proc.returncode} "
+                    "while starting again"))
+            seen = probe(max(0.0, deadline - time.monotonic()))
+            if seen is None:
+                node.proc.watched = True  # serving again: its death now fails the run
+                return node.proc.pid
+            if time.monotonic() >= deadline:
+                raise ProvisionError(self._failure_text(
+                    f"{node.title or node.label} not serving {timeout:.0f} s after it was "
+                    f"started again: {seen}"))
+            time.sleep(0.2)
+
+    def _node_probe(self, node: N) -> Probe:
+        """What "serving again" means for one restarted node; default: its process runs."""
+        return lambda remaining: None
 
     # -- helpers for subclasses -----------------------------------------------------------
 

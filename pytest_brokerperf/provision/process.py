@@ -177,6 +177,16 @@ class ManagedProcess:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self._popen.pid, sig)
 
+    def signal(self, sig: int) -> None:
+        """Send ``sig`` to the whole process group (a fault: SIGKILL, SIGSTOP, SIGCONT)."""
+        self._signal_group(sig)
+
+    def relaunched(self) -> ManagedProcess:
+        """A new, not yet started process with this one's command, environment, CPUs and
+        log file (appended to), for starting a stopped node again."""
+        return ManagedProcess(self.argv, log_file=self.log_file, name=self.name, env=self.env,
+                              cwd=self.cwd, cpus=self.cpus, append_log=True)
+
     def terminate(self) -> None:
         """Send SIGTERM to the process group without waiting (stop many in parallel)."""
         self._stopping = True

@@ -92,6 +92,9 @@ class Scenario(ABC):
     #: changes the scenario makes to the cluster beyond its own topics (partition
     #: reassignment, broker restarts), listed in the safety plan
     cluster_changes: ClassVar[tuple[str, ...]] = ()
+    #: injects the test's fault (``--brokerperf-fault``) in its measured window; other
+    #: scenarios refuse a fault rather than run without it
+    takes_faults: ClassVar[bool] = False
 
     def sanity_slos(self) -> tuple[SLO, ...]:
         """Loose shipped bounds that hold on small CI machines; real targets come from users."""

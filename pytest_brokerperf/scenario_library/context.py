@@ -19,6 +19,7 @@ from pytest_brokerperf._stash import DRY_RUN_PLANS_KEY, LADDER_ROWS_KEY, SUMMARY
 if TYPE_CHECKING:
     from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.faults.spec import FaultSpec
     from pytest_brokerperf.safety import ScenarioPlan
     from pytest_brokerperf.scenario_library.base import PreparedRun
     from pytest_brokerperf.slo import SLO
@@ -35,6 +36,8 @@ class RunContext:
     broker: BrokerEndpoint
     settings: Settings
     session_info: dict[str, Any]
+    #: the test's fault (``broker_fault``), injected by scenarios that take faults
+    fault: FaultSpec | None = None
 
     @property
     def test_id(self) -> str:

@@ -61,6 +61,9 @@ class Measured:
     noise_retries: list[dict[str, Any]] = field(default_factory=list)
     summary_scenario: str | None = None  # summary table label; default the scenario name
     summary_params: str | None = None  # summary table parameters; default short_params
+    #: findings that fail the test beside the SLOs (acknowledged messages lost where the
+    #: durability level forbids it)
+    findings: list[str] = field(default_factory=list)
     junit_figures: tuple[str, ...] = JUNIT_FIGURES
     extra_properties: list[tuple[str, object]] = field(default_factory=list)
     write_extra: ExtraWriter | None = None
@@ -131,7 +134,7 @@ def finish(ctx: RunContext, m: Measured) -> ScenarioResult:
         layout = cpu_layout(broker.broker_cpus(), headline.plan.generator_cpus)
         if layout["note"]:
             m.verdict.details["cpu_layout"] = layout["note"]
-    failures = [r.message for r in slo_results if r.failed]
+    failures = [*m.findings, *(r.message for r in slo_results if r.failed)]
     inconclusive = list(m.verdict.reasons) if not m.verdict.judgeable else []
     inconclusive += [r.message for r in slo_results if r.inconclusive]
 

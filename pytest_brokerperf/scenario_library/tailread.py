@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pytest_brokerperf.scenario_library.base import (
     PreparedRun,
@@ -55,6 +55,7 @@ class TailRead(Scenario):
     driver_file: Path | None = None
     slos: tuple[str, ...] = ()  # extra SLO expressions for this run
     name: str = "tailread"
+    takes_faults: ClassVar[bool] = True
 
     def prepare(self, settings: Settings, endpoint: BrokerEndpoint) -> PreparedRun:
         notes: list[str] = []
@@ -81,6 +82,10 @@ class TailRead(Scenario):
         )
 
     def execute(self, ctx: RunContext, extra_slos: tuple[str, ...]) -> ScenarioResult:
+        if ctx.fault is not None:
+            from pytest_brokerperf.scenario_library.fault_run import run_with_fault
+
+            return run_with_fault(ctx, self, extra_slos)
         return run_fixed_rate(ctx, self, extra_slos)
 
 

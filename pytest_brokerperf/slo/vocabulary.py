@@ -63,6 +63,12 @@ SCALARS: dict[str, str] = {
     "mixed.publish_p999_ratio": "ratio",
     "mixed.e2e_p99_ratio": "ratio",
     "mixed.e2e_p999_ratio": "ratio",
+    # fault runs: time the producers got under half their rate acknowledged, the longest
+    # a message waited for its acknowledgement, how long the node was down, send errors
+    "fault.unavailable_s": "duration",
+    "fault.longest_publish_wait_s": "duration",
+    "fault.node_down_s": "duration",
+    "fault.send_errors": "count",
 }
 METRICS: tuple[str, ...] = tuple(f"{v}.{s}" for v in VIEWS for s in STATS) + tuple(SCALARS)
 

@@ -22,6 +22,7 @@ from pytest_brokerperf.durability import check_level
 from pytest_brokerperf.errors import BrokerUnavailable
 
 if TYPE_CHECKING:
+    from pytest_brokerperf.brokers.driver import Driver
     from pytest_brokerperf.brokers.kafka.config import KafkaDriverConfig
     from pytest_brokerperf.brokers.kafka.driver import KafkaDriver
     from pytest_brokerperf.config import Settings
@@ -34,6 +35,16 @@ __all__ = ["KafkaBroker", "KafkaProtocolBroker"]
 class KafkaProtocolBroker(BrokerType):
     """A broker reached through the Kafka driver (confluent-kafka): remote clusters by
     ``--kafka-bootstrap``, and the shipped Kafka driver files unless a kind has its own."""
+
+    def fault_leader(self, endpoint: BrokerEndpoint, driver: Driver, topic: str) -> int | None:
+        """The leader of partition 0 of the run's first topic (local node ids are 1..N)."""
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({**endpoint.client_config, "bootstrap.servers": endpoint.bootstrap,
+                             "log_level": 0})
+        md = admin.list_topics(topic, timeout=10).topics.get(topic)
+        part = md.partitions.get(0) if md is not None else None
+        return int(part.leader) if part is not None and part.leader >= 0 else None
 
     protocol: ClassVar[str] = "kafka"
     remote_flags: ClassVar[RemoteFlags | None] = RemoteFlags(
@@ -107,6 +118,7 @@ class KafkaProtocolBroker(BrokerType):
 class KafkaBroker(KafkaProtocolBroker):
     """Apache Kafka: local KRaft clusters (1 or 3 nodes) as processes or containers, or a
     remote cluster."""
+
 
     name: ClassVar[str] = "kafka"
     no_durability: ClassVar[str | None] = None

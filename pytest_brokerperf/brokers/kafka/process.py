@@ -46,6 +46,7 @@ from pytest_brokerperf.provision.java import (
 )
 from pytest_brokerperf.provision.lifecycle import (
     LocalNode,
+    Probe,
     ProcessCluster,
     StartFailure,
     ports_open,
@@ -375,6 +376,9 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
                     f"{listed} in metadata")
 
         self.wait_until(all_brokers_serve, deadline, interval=0.3)
+
+    def _node_probe(self, node: _Node) -> Probe:
+        return ports_open([node.ports.port], f"{node.label} client port")
 
     def _make_endpoint(self, began: float) -> BrokerEndpoint:
         assert self._java is not None

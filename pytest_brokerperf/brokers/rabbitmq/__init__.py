@@ -19,6 +19,7 @@ from pytest_brokerperf.brokers.rabbitmq import durability as rabbitmq_durability
 from pytest_brokerperf.durability import check_level
 
 if TYPE_CHECKING:
+    from pytest_brokerperf.brokers.driver import Driver
     from pytest_brokerperf.brokers.rabbitmq.driver import RabbitMQDriver
     from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
@@ -28,6 +29,24 @@ __all__ = ["RabbitMQBroker"]
 
 class RabbitMQBroker(BrokerType):
     """RabbitMQ through pika."""
+
+    def fault_leader(self, endpoint: BrokerEndpoint, driver: Driver, topic: str) -> int | None:
+        """The leader node of the run's first quorum or stream queue (``rmqN@localhost``
+        is node N); None for classic queues, which have no leader."""
+        import re
+
+        from pytest_brokerperf.brokers.rabbitmq.driver import RabbitMQDriver
+
+        ctl = driver.ctl() if isinstance(driver, RabbitMQDriver) else None
+        if ctl is None:
+            return None
+        rows = ctl.json("rabbitmqctl", "list_queues", "-q", "name", "leader")
+        for row in rows if isinstance(rows, list) else []:
+            if isinstance(row, dict) and str(row.get("name", "")).startswith(topic):
+                m = re.match(r"rmq(\d+)@", str(row.get("leader") or ""))
+                if m:
+                    return int(m.group(1))
+        return None
 
     name: ClassVar[str] = "rabbitmq"
     protocol: ClassVar[str] = "amqp"

@@ -46,6 +46,7 @@ from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.errors import BrokerUnavailable, ConfigError, ProvisionError
 from pytest_brokerperf.provision.lifecycle import (
     LocalNode,
+    Probe,
     ProcessCluster,
     StartFailure,
     ports_open,
@@ -420,6 +421,9 @@ class RabbitMQProcessCluster(ProcessCluster[_Node]):
     def cluster_nodes(self) -> list[str]:
         data = self.ctl.json("rabbitmqctl", "cluster_status")
         return sorted(data.get("running_nodes", [])) if isinstance(data, dict) else []
+
+    def _node_probe(self, node: _Node) -> Probe:
+        return ports_open([node.amqp_port], f"{node.label} AMQP port")
 
     def _make_endpoint(self, began: float) -> BrokerEndpoint:
         status = self.status()

@@ -1,0 +1,153 @@
+"""Carry a fault out while the load runs, and keep the time of every step.
+
+The coordinator calls the injector between stats periods (about every 50 ms, the
+``on_wait`` hook); once the measured window has run ``at_s`` seconds it starts the
+fault on a thread of its own, so periods go on being merged while a node is down or
+starting again. Every step is an event with its CLOCK_MONOTONIC time (the clock the
+periods use), turned into seconds since the first period for the record.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pytest_brokerperf.errors import ProvisionError
+
+if TYPE_CHECKING:
+    from pytest_brokerperf.engine.coordinator import LoadSession
+    from pytest_brokerperf.faults.control import NodeControl
+    from pytest_brokerperf.faults.spec import FaultSpec
+
+__all__ = ["FaultEvent", "FaultInjector", "LeaderLookup"]
+
+#: Bound on a node's start after a kill or a stop (a JVM broker replays its log).
+START_TIMEOUT_S = 180.0
+#: Bound on a graceful stop before SIGKILL (restart-broker).
+STOP_TIMEOUT_S = 30.0
+
+#: ``(session) -> 1-based node index`` of the leader of the run's first topic or queue,
+#: None when the broker cannot tell (the fault then targets node 1)
+LeaderLookup = Callable[["LoadSession"], "int | None"]
+
+
+@dataclass
+class FaultEvent:
+    """One step of a fault: ``kill-broker``, ``pause-broker``, ``resume-broker``,
+    ``stop-broker``, ``start-broker`` (asked) and ``serving`` (the node answers again)."""
+
+    action: str
+    node: int
+    t_ns: int
+    pid: int | None = None
+    detail: str = ""
+
+    def as_dict(self, t0_ns: int) -> dict[str, Any]:
+        out: dict[str, Any] = {"t_s": round((self.t_ns - t0_ns) / 1e9, 3),
+                               "action": self.action, "target": f"node {self.node}"}
+        if self.pid is not None:
+            out["pid"] = self.pid
+        if self.detail:
+            out["detail"] = self.detail
+        return out
+
+
+@dataclass
+class FaultInjector:
+    """``spec`` on one node of ``control``'s cluster, once, at ``spec.at_s`` into the
+    measured window. Call it as the coordinator's wait hook; :meth:`settle` after the
+    window waits until the node is back (or says why it is not)."""
+
+    spec: FaultSpec
+    control: NodeControl
+    leader: LeaderLookup | None = None
+    events: list[FaultEvent] = field(default_factory=list)
+    node: int | None = None
+    target_note: str = ""
+    error: str | None = None
+    _thread: threading.Thread | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self, session: LoadSession) -> None:
+        if self._thread is not None or session.measure_started_ns is None:
+            return
+        if time.monotonic_ns() - session.measure_started_ns < self.spec.at_s * 1e9:
+            return
+        self._thread = threading.Thread(target=self._run, args=(session,),
+                                        name="brokerperf-fault", daemon=True)
+        self._thread.start()
+
+    @property
+    def started(self) -> bool:
+        return self._thread is not None
+
+    def _event(self, action: str, pid: int | None = None, detail: str = "") -> None:
+        assert self.node is not None
+        with self._lock:
+            self.events.append(FaultEvent(action, self.node, time.monotonic_ns(), pid, detail))
+
+    def _target(self, session: LoadSession) -> int:
+        index = self.spec.node_index
+        if index is not None:
+            self.target_note = f"node {index} (as asked)"
+            return index
+        led = None
+        if self.leader is not None:
+            try:
+                led = self.leader(session)
+            except Exception as exc:  # the broker's answer decides the target, not the run
+                self.target_note = f"node 1: the leader could not be read ({exc})"[:300]
+                return 1
+        if led is None:
+            self.target_note = self.target_note or "node 1: this broker names no leader"
+            return 1
+        self.target_note = f"node {led}: leader of {session.topics[0]}"
+        return led
+
+    def _run(self, session: LoadSession) -> None:
+        c, spec = self.control, self.spec
+        try:
+            self.node = node = self._target(session)
+            if node > c.node_count():
+                raise ProvisionError(f"the cluster has {c.node_count()} node(s); there is no "
+                                     f"node {node} to {spec.short}")
+            if spec.action == "kill-broker":
+                self._event("kill-broker", c.kill_node(node))
+                time.sleep(spec.duration_s or 0.0)
+                self._start(node)
+            elif spec.action == "pause-broker":
+                self._event("pause-broker", c.pause_node(node))
+                time.sleep(spec.duration_s or 0.0)
+                c.resume_node(node)
+                self._event("resume-broker", c.node_pid(node))
+            else:  # restart-broker
+                pid = c.node_pid(node)
+                self._event("stop-broker", pid)
+                status = c.stop_node(node, STOP_TIMEOUT_S)
+                self._event("stopped", pid, f"exit status {status}")
+                self._start(node)
+        except Exception as exc:  # reported in the record and the verdict, never swallowed
+            self.error = f"{type(exc).__name__}: {exc}"[:2000]
+
+    def _start(self, node: int) -> None:
+        self._event("start-broker")
+        pid = self.control.start_node(node, START_TIMEOUT_S)
+        self._event("serving", pid)
+
+    def settle(self, timeout: float = START_TIMEOUT_S + STOP_TIMEOUT_S + 60) -> None:
+        """Wait until the fault has run its course (the node is back); a fault still
+        running after ``timeout`` is an error in the record."""
+        if self._thread is None:
+            return
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            self.error = self.error or (f"the fault on node {self.node} had not finished "
+                                        f"{timeout:.0f} s after the measured window")
+
+    def first_ns(self) -> int | None:
+        """When the fault struck (the first event), None if it never did."""
+        with self._lock:
+            return self.events[0].t_ns if self.events else None

@@ -1,0 +1,101 @@
+"""What a fault did: unavailability, client errors, the latency around it, and whether
+the messages it cost are allowed at the run's durability level.
+
+Durability levels 1 and 2 (docs/reference/durability.md) promise that no acknowledged
+message is lost when a single node fails: acknowledgements wait for a majority of
+replicas. Levels 3 and 4 acknowledge from one replica and promise nothing after a
+failure; with no level the driver file's settings decide and nothing is promised.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_brokerperf.engine.plan import RunOutcome
+    from pytest_brokerperf.faults.injector import FaultInjector
+
+__all__ = ["LOSS_PROMISED_LEVELS", "FaultVerdict", "judge_fault"]
+
+#: Levels whose acknowledged messages survive a single node failure.
+LOSS_PROMISED_LEVELS = (1, 2)
+#: A period after the fault whose acknowledged rate is below this share of its target
+#: counts as unavailable.
+UNAVAILABLE_SHARE = 0.5
+
+
+@dataclass
+class FaultVerdict:
+    """The record's ``fault`` block and, when the fault broke a promise, the finding
+    that fails the test."""
+
+    block: dict[str, Any]
+    finding: str | None = None  # acknowledged messages lost where the level forbids it
+    inconclusive: str | None = None  # the fault did not happen as asked
+
+
+def judge_fault(injector: FaultInjector, outcome: RunOutcome, level: int | None,
+                nodes: int) -> FaultVerdict:
+    """Fold the injector's events and the periods around them into the verdict."""
+    spec = injector.spec
+    periods = [*outcome.warmup, *outcome.periods]
+    t0 = periods[0].start_ns if periods else 0
+    struck = injector.first_ns()
+    after = [p for p in outcome.periods
+             if struck is not None and p.start_ns + p.elapsed_s * 1e9 > struck]
+    unavailable = [p for p in after
+                   if p.target_rate > 0 and p.publish_rate < UNAVAILABLE_SHARE * p.target_rate]
+    longest = [m for p in after if (m := p.histograms["publish_response"].max()) is not None]
+    events = [e.as_dict(t0) for e in injector.events]
+    serving = next((e for e in injector.events if e.action == "serving"), None)
+    delivery = outcome.delivery
+    lost = delivery.lost
+    promised = level in LOSS_PROMISED_LEVELS
+    if level is None:
+        allowed = "not judged: no durability level (the driver file's settings decide)"
+    elif promised:
+        allowed = f"no: level {level} promises no loss of acknowledged messages after a " \
+                  "single node failure"
+    else:
+        allowed = f"yes: level {level} acknowledges from one replica and promises nothing " \
+                  "after a node failure"
+    block: dict[str, Any] = {
+        "spec": spec.text(),
+        "action": spec.action,
+        "at_s": spec.at_s,
+        "duration_s": spec.duration_s,
+        "target": injector.target_note or spec.target,
+        "node": injector.node,
+        "nodes": nodes,
+        "events": events,
+        "struck_at_s": round((struck - t0) / 1e9, 3) if struck is not None else None,
+        "node_down_s": (round((serving.t_ns - struck) / 1e9, 3)
+                        if serving is not None and struck is not None else None),
+        "unavailable_s": round(sum(p.elapsed_s for p in unavailable), 3) if struck else None,
+        "unavailable_rule": (f"periods after the fault acknowledging < "
+                             f"{UNAVAILABLE_SHARE:.0%} of their target rate (resolution: "
+                             f"one {outcome.plan.period_s:g} s period)"),
+        "longest_publish_wait_s": round(max(longest) / 1e6, 3) if longest else None,
+        "send_errors": sum(p.send_errors for p in after),
+        "send_errors_total": sum(p.send_errors for p in outcome.periods),
+        "lost": lost,
+        "unconfirmed": delivery.unconfirmed,
+        "durability_level": level,
+        "loss_allowed": allowed,
+        "error": injector.error,
+    }
+    inconclusive = None
+    if injector.error is not None:
+        inconclusive = f"fault {spec.text()} did not run as asked: {injector.error}"
+    elif struck is None:
+        inconclusive = (f"fault {spec.text()} never struck: the measured window ended "
+                        f"before {spec.at_s:g} s")
+    finding = None
+    if promised and lost > 0:
+        finding = (f"{lost} acknowledged message(s) lost after {spec.text()} (node "
+                   f"{injector.node} of {nodes}) at durability level {level}, which promises "
+                   "no loss of acknowledged messages after a single node failure")
+    block["verdict"] = ("inconclusive" if inconclusive else "loss-forbidden" if finding
+                        else "loss-allowed" if lost else "no-loss")
+    return FaultVerdict(block=block, finding=finding, inconclusive=inconclusive)

@@ -1,0 +1,153 @@
+"""A tail-read window with a fault in it: a broker node killed, paused or restarted.
+
+The window before the fault shows that the harness measured soundly (its verdict is the
+run's verdict); the periods from the fault on are the fault's effect, reported in the
+record's ``fault`` block (unavailability, client errors, the longest publish wait) and
+its ``faults`` events. Messages lost are judged against the durability level
+(:mod:`pytest_brokerperf.faults.judge`). The shipped latency bounds do not apply: the
+window holds the outage by design; the user's SLOs do. See docs/reference/faults.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_brokerperf.errors import BrokerUnavailable, ConfigError
+
+if TYPE_CHECKING:
+    from pytest_brokerperf.engine.plan import RunOutcome
+    from pytest_brokerperf.scenario_library.base import Scenario, ScenarioResult
+    from pytest_brokerperf.scenario_library.context import RunContext
+
+__all__ = ["FAULT_FAILED", "MIN_PERIODS_BEFORE", "run_with_fault", "window_before"]
+
+#: The verdict of a run whose fault did not happen as asked: nothing in it is judged.
+FAULT_FAILED = "fault-failed"
+#: Stats periods the measured window must hold before the fault (the sound window).
+MIN_PERIODS_BEFORE = 2
+
+
+def window_before(outcome: RunOutcome, t_ns: int | None) -> RunOutcome:
+    """``outcome`` cut to the measured periods that ended before ``t_ns`` (the fault)."""
+    if t_ns is None:
+        return outcome
+    before = [p for p in outcome.periods if p.start_ns + int(p.elapsed_s * 1e9) <= t_ns]
+    if not before:
+        return replace(outcome, periods=[], cumulative={})
+    cumulative = {m: h.copy() for m, h in before[0].histograms.items()}
+    for p in before[1:]:
+        for m, h in p.histograms.items():
+            cumulative[m].add(h)
+    return replace(outcome, periods=before, cumulative=cumulative)
+
+
+def _check_timing(ctx: RunContext, at_s: float, period_s: float, measure_s: float) -> None:
+    fault = ctx.fault
+    if at_s < MIN_PERIODS_BEFORE * period_s:
+        raise ConfigError(
+            f"fault {fault}: it strikes {at_s:g} s into the measured window, before "
+            f"{MIN_PERIODS_BEFORE} stats periods of {period_s:g} s showed the run sound. "
+            f"Fix: AT >= {MIN_PERIODS_BEFORE * period_s:g}s")
+    if at_s >= measure_s - period_s:
+        raise ConfigError(
+            f"fault {fault}: it strikes {at_s:g} s into a measured window of "
+            f"{measure_s:g} s, leaving less than one period of {period_s:g} s to see its "
+            f"effect. Fix: an earlier AT, or --brokerperf-duration >= {at_s + 5 * period_s:g}")
+
+
+def run_with_fault(ctx: RunContext, scenario: Scenario,
+                   extra_slos: tuple[str, ...]) -> ScenarioResult:
+    """Run ``scenario`` (a fixed-rate tail read) with ``ctx.fault`` in its window."""
+    from pytest_brokerperf import brokers, safety
+    from pytest_brokerperf.engine.coordinator import run_workload
+    from pytest_brokerperf.faults.control import control_for
+    from pytest_brokerperf.faults.injector import FaultInjector
+    from pytest_brokerperf.faults.judge import judge_fault
+    from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
+    from pytest_brokerperf.scenario_library.finish import Measured, finish
+    from pytest_brokerperf.scenario_library.setup import PeriodWatch, set_up_run
+    from pytest_brokerperf.slo import judged_percentile
+    from pytest_brokerperf.verdict import Thresholds, Verdict, assess
+
+    fault, broker, settings = ctx.fault, ctx.broker, ctx.settings
+    assert fault is not None
+    if broker.mode == "remote":
+        pytest.fail(f"REFUSED before anything was created: fault {fault} on a remote "
+                    "cluster; faults disrupt only brokers this session started",
+                    pytrace=False)
+    control = control_for(broker)
+    if control is None:
+        raise BrokerUnavailable(
+            f"fault {fault}: {broker.kind} in {broker.mode} mode gives no control over its "
+            "nodes yet (faults run on local broker processes: "
+            "--brokerperf-provision=process)")
+    prepared = scenario.prepare(settings, broker)
+    _check_timing(ctx, fault.at_s, prepared.period_s, prepared.measure_s)
+    prepared = replace(prepared, slos=(), params={**prepared.params, "fault": fault.text()})
+    prepared.notes.append(
+        f"fault {fault}: the shipped latency bounds do not apply (the window holds the "
+        "outage); acknowledged messages lost are judged by the durability level")
+    if control.node_count() == 1:
+        prepared.notes.append(f"fault {fault}: a single-node {broker.kind}: the fault takes "
+                              "the whole broker down")
+    run = set_up_run(ctx, scenario, extra_slos, prepared=prepared)
+    prepared, slos, wl, plan = run.prepared, run.slos, run.workload, run.plan
+    driver, safety_notes = safety.safe_driver(run.driver, settings, broker, prepared, plan)
+    prepared.notes.extend(safety_notes)
+    splan = safety.build_plan(settings, broker, prepared, driver, plan, test_id=ctx.test_id,
+                              cluster_changes=(f"fault {fault}",))
+    ctx.guard(splan)
+    on_period = PeriodWatch(ctx, broker.kind, prepared.period_s, splan.max_bytes,
+                            label=f"{prepared.scenario} {fault.short}")
+    btype = brokers.get(broker.kind)
+    injector = FaultInjector(
+        fault, control,
+        leader=lambda session: btype.fault_leader(broker, session.driver, session.topics[0]))
+    ctx.progress(f"brokerperf: {broker.kind} {prepared.scenario} rate={prepared.rate:g} msg/s "
+                 f"measure={prepared.measure_s:g}s with fault {fault}")
+    sampler = on_period.sampler = BrokerMetricsSampler.for_endpoint(broker, settings)
+    if sampler is not None:
+        sampler.start()
+    try:
+        outcome = run_workload(driver, wl, plan, payloads=run.payloads, on_period=on_period,
+                               on_wait=injector, after_measure=injector.settle)
+    finally:
+        injector.settle()  # never leave a node down for the next test
+        if sampler is not None:
+            sampler.stop()
+    judged = judge_fault(injector, outcome, broker.durability, control.node_count())
+    thresholds = Thresholds(steal_share=settings.max_steal / 100,
+                            publish_delay_q=judged_percentile(slos))
+    if judged.inconclusive is not None:
+        verdict = Verdict(status=FAULT_FAILED, reasons=[judged.inconclusive])
+    else:
+        verdict = assess(window_before(outcome, injector.first_ns()), thresholds)
+        verdict.details["window"] = ("judged on the measured periods before the fault; "
+                                     "the rest is the fault's effect (record.fault)")
+    ctx.progress(_progress_line(broker.kind, judged.block))
+    figures: dict[str, float | None] = {
+        "fault.unavailable_s": judged.block["unavailable_s"],
+        "fault.longest_publish_wait_s": judged.block["longest_publish_wait_s"],
+        "fault.node_down_s": judged.block["node_down_s"],
+        "fault.send_errors": float(judged.block["send_errors"]),
+    }
+    return finish(ctx, Measured(
+        prepared=prepared, driver_name=driver.name, headline=outcome, verdict=verdict,
+        slos=slos, seed=run.seed, plan=splan, sampler=sampler, extra_figures=figures,
+        record_extra={"fault": judged.block, "faults": judged.block["events"]},
+        findings=[judged.finding] if judged.finding else [],
+        summary_scenario=f"{prepared.scenario}+{fault.short}"))
+
+
+def _progress_line(kind: str, block: dict[str, Any]) -> str:
+    def num(key: str) -> str:
+        v = block.get(key)
+        return "n/a" if v is None else f"{v:g} s"
+
+    return (f"brokerperf: {kind} fault {block['spec']} on {block['target']}: node down "
+            f"{num('node_down_s')}, unavailable {num('unavailable_s')}, longest publish wait "
+            f"{num('longest_publish_wait_s')}, send errors {block['send_errors']}, lost "
+            f"{block['lost']} ({block['verdict']})")
