@@ -263,6 +263,8 @@ class Settings:
                 value = str(value)
             elif f.name == "images":
                 value = dict(value)
+            elif f.name == "faults":
+                value = [fault.text() for fault in value]
             elif isinstance(value, tuple):
                 value = list(value)
             out[f.name] = value
