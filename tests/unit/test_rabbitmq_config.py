@@ -123,7 +123,7 @@ def test_stream_consumers_of_one_subscription_split_partitions(
     seen: list[tuple[list[int], bool]] = []
 
     def capture(params: object, exchange: str, queues: list[QueueSpec],
-                cfg: RabbitMQDriverConfig, declare: bool) -> None:
+                cfg: RabbitMQDriverConfig, declare: bool, failover: object = ()) -> None:
         seen.append(([q.partition for q in queues], declare))
 
     monkeypatch.setattr(mod, "_RabbitConsumer", capture)
@@ -170,6 +170,17 @@ def test_create_driver_uses_the_direct_quorum_default_and_the_endpoint_uris() ->
     desc = d.config.topic_settings()
     assert desc["queueType"] == "stream" and desc["exchangeType"] == "fanout"
     assert pickle.loads(pickle.dumps(d)).uris == d.uris
+
+
+def test_every_client_knows_every_node_its_own_first_for_failover() -> None:
+    ep = BrokerEndpoint(kind="rabbitmq", mode="process", nodes=3, version="3.10.8",
+                        bootstrap="amqp://h:1,amqp://h:2,amqp://h:3")
+    d = create_driver(ep, None)
+    assert isinstance(d, RabbitMQDriver)
+    orders = {tuple(d._uris_for(f"client-{i}")) for i in range(30)}
+    assert all(sorted(o) == sorted(d.uris) for o in orders)  # every node, once
+    assert {o[0] for o in orders} == set(d.uris)  # clients spread over the nodes
+    assert orders <= {tuple(d.uris[k:] + d.uris[:k]) for k in range(3)}  # then in turn
 
 
 def test_bad_list_item_names_its_own_line(tmp_path: Path) -> None:

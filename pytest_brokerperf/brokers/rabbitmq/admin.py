@@ -31,26 +31,42 @@ class _RabbitAdmin:
         import pika
 
         self._driver = driver
-        params = _params(driver.uris[0], driver.endpoint.client_config, "brokerperf-admin")
         # Idle from topic creation to deletion (the whole run): no heartbeats, or the
-        # broker would drop it before the topics are deleted.
-        params.heartbeat = 0
-        self._params = params
-        self._conn = pika.BlockingConnection(params)
+        # broker would drop it before the topics are deleted. Node 1 first; the others
+        # when its node went away (a fault, a restart).
+        self._nodes = [_params(u, driver.endpoint.client_config, "brokerperf-admin")
+                       for u in driver.uris]
+        for params in self._nodes:
+            params.heartbeat = 0
+        self._conn = pika.BlockingConnection(self._nodes[0])
         self._ch = self._conn.channel()
         self._ctl = driver.ctl()
         self._created: dict[str, int] = {}
         self._policies: list[str] = []
 
     def _channel(self) -> Any:
-        import pika
-
         if not self._conn.is_open:
-            self._conn = pika.BlockingConnection(self._params)
-            self._ch = self._conn.channel()
+            self._reconnect()
         elif not self._ch.is_open:
             self._ch = self._conn.channel()
         return self._ch
+
+    def _reconnect(self) -> None:
+        """A new connection to the first node that answers (a dead one is only noticed
+        when used: the admin connection has no heartbeat)."""
+        import pika
+
+        with contextlib.suppress(Exception):
+            self._conn.close()
+        last: Exception | None = None
+        for params in self._nodes:
+            try:
+                self._conn = pika.BlockingConnection(params)
+                self._ch = self._conn.channel()
+                return
+            except pika.exceptions.AMQPError as exc:
+                last = exc
+        raise DriverError(f"no RabbitMQ node accepted the admin connection: {last!r}")
 
     def create_topics(self, names: list[str], partitions: list[int]) -> None:
         import pika
@@ -108,13 +124,21 @@ class _RabbitAdmin:
         errors: list[str] = []
         for name in names:
             p = self._created.get(name) or self._driver.topic_partitions.get(name, 1)
-            try:
-                ch = self._channel()
-                for q in topic_queues(name, p, cfg):
-                    ch.queue_delete(q.name)
-                ch.exchange_delete(name)
-            except pika.exceptions.AMQPError as exc:
-                errors.append(f"{name}: {exc!r}")
+            for attempt in (1, 2):
+                try:
+                    ch = self._channel()
+                    for q in topic_queues(name, p, cfg):
+                        ch.queue_delete(q.name)
+                    ch.exchange_delete(name)
+                    break
+                except pika.exceptions.AMQPConnectionError as exc:
+                    if attempt == 2:  # the node went away since the last use: once more
+                        errors.append(f"{name}: {exc!r}")
+                    else:
+                        self._reconnect()
+                except pika.exceptions.AMQPError as exc:
+                    errors.append(f"{name}: {exc!r}")
+                    break
         for policy in list(self._policies):
             if self._ctl is not None and policy.removesuffix("-ha") in names:
                 self._ctl.run("rabbitmqctl", "clear_policy", policy)

@@ -1,6 +1,8 @@
 """RabbitMQ consumer: one ``BlockingConnection`` per consumer thread, ``basic.qos``
 prefetch, manual acks per received batch; declares and binds classic and quorum
-subscription queues as OMB does.
+subscription queues as OMB does. A consumer whose node goes away (a fault, a restart)
+consumes again through the cluster's other nodes: pika itself never reconnects, and a
+subscription nobody reads would look like lost messages.
 """
 
 from __future__ import annotations
@@ -8,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import deque
+from collections.abc import Sequence
 from typing import Any
 
 from pytest_brokerperf.brokers.rabbitmq.config import (
@@ -28,9 +31,14 @@ class _RabbitConsumer:
         queues: list[QueueSpec],
         cfg: RabbitMQDriverConfig,
         declare: bool,
+        failover: Sequence[Any] = (),
     ) -> None:
         import pika
 
+        self._nodes = [params, *failover]
+        self._exchange = exchange
+        self._cfg = cfg
+        self.reconnects = 0
         self._auto_ack = cfg.auto_ack
         self._buf: deque[tuple[bytes, int, int]] = deque()
         self._partition: dict[str, int] = {}
@@ -46,7 +54,7 @@ class _RabbitConsumer:
                 self._setup(pika, params, exchange, queues, cfg, declare)
                 return
             except (pika.exceptions.AMQPConnectionError, pika.exceptions.AMQPChannelError) as exc:
-                self.close()
+                self._close_conn()
                 if isinstance(exc, pika.exceptions.ProbableAuthenticationError) or (
                     time.monotonic() > deadline
                 ):
@@ -119,9 +127,15 @@ class _RabbitConsumer:
         self._buf.append((body, self._partition.get(method.consumer_tag, 0), method.delivery_tag))
 
     def receive(self, max_messages: int, timeout_s: float) -> list[tuple[bytes, int]]:
+        import pika
+
         buf = self._buf
         if not buf:
-            self._conn.process_data_events(time_limit=timeout_s)  # heartbeats too
+            try:
+                self._conn.process_data_events(time_limit=timeout_s)  # heartbeats too
+            except (pika.exceptions.AMQPConnectionError, pika.exceptions.AMQPChannelError):
+                self._reconnect(pika)
+                return []
             if not buf:
                 return []
         out: list[tuple[bytes, int]] = []
@@ -131,10 +145,54 @@ class _RabbitConsumer:
             body, part, last = pop()
             out.append((body, part))
         if not self._auto_ack:
-            self._ch.basic_ack(last, multiple=True)
+            try:
+                self._ch.basic_ack(last, multiple=True)
+            except (pika.exceptions.AMQPConnectionError, pika.exceptions.AMQPChannelError):
+                # handed out all the same: the broker delivers them again (duplicates,
+                # counted as such), which is what an at-least-once consumer sees
+                self._reconnect(pika)
         return out
 
+    def _reconnect(self, pika: Any) -> None:
+        """Consume again through the next node that answers, within the window."""
+        from pytest_brokerperf.brokers.rabbitmq.producer import (
+            RECONNECT_PAUSE_S,
+            RECONNECT_WINDOW_S,
+        )
+
+        self._close_conn()
+        self._buf.clear()  # delivered, never acknowledged: the broker delivers them again
+        began = time.monotonic()
+        attempt = 1
+        while True:
+            params = self._nodes[attempt % len(self._nodes)]
+            try:
+                self._setup(pika, params, self._exchange, self._queues, self._cfg,
+                            declare=False)
+                self.reconnects += 1
+                return
+            except (pika.exceptions.AMQPConnectionError,
+                    pika.exceptions.AMQPChannelError) as exc:
+                self._close_conn()
+                if time.monotonic() - began > RECONNECT_WINDOW_S:
+                    raise DriverError(
+                        f"RabbitMQ consumer on {[q.name for q in self._queues]}: connection "
+                        f"lost and no node accepted a new one within "
+                        f"{RECONNECT_WINDOW_S:.0f} s ({exc!r})") from exc
+            attempt += 1
+            time.sleep(RECONNECT_PAUSE_S)
+
     def close(self) -> None:
+        self._close_conn()
+        if self.reconnects:  # the client-stats artefact says the consumer failed over
+            import json
+
+            from pytest_brokerperf.brokers.rabbitmq.producer import _CLIENT_STATS
+
+            _CLIENT_STATS.append(json.dumps({"rabbitmq_consumer": {
+                "queues": [q.name for q in self._queues], "reconnects": self.reconnects}}))
+
+    def _close_conn(self) -> None:
         conn = getattr(self, "_conn", None)
         with contextlib.suppress(Exception):
             if conn is not None and conn.is_open:

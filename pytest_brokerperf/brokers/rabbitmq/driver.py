@@ -119,9 +119,12 @@ class RabbitMQDriver:
         ctl = self.endpoint.control
         return ctl if isinstance(ctl, CtlAccess) else None
 
-    def _uri_for(self, client_id: str) -> str:
+    def _uris_for(self, client_id: str) -> list[str]:
+        """Every node's URI, this client's own first (spread by a hash of its id), then
+        the others in turn: where it fails over when its node goes away."""
         uris = self.uris
-        return uris[zlib.crc32(client_id.encode()) % len(uris)]
+        first = zlib.crc32(client_id.encode()) % len(uris)
+        return uris[first:] + uris[:first]
 
     def admin(self) -> _RabbitAdmin:
         return _RabbitAdmin(self)
@@ -140,9 +143,10 @@ class RabbitMQDriver:
     ) -> _RabbitProducer:
         cfg = self.config
         keys = cfg.routing_keys(self._partitions(topic))
-        params = _params(self._uri_for(client_id), self.endpoint.client_config, client_id)
+        first, *others = self._uris_for(client_id)
+        cc = self.endpoint.client_config
         return _RabbitProducer(
-            params,
+            _params(first, cc, client_id),
             topic,
             keys,
             cfg.message_persistence,
@@ -150,6 +154,7 @@ class RabbitMQDriver:
             on_error,
             cfg.max_pending_confirms,
             client_id,
+            failover=[_params(u, cc, client_id) for u in others],
         )
 
     def consumer(
@@ -167,8 +172,11 @@ class RabbitMQDriver:
         queues = subscription_queues(topic, subscription, p, cfg)
         if cfg.is_stream and members > 1:
             queues = [q for q in queues if q.partition % members == member]
-        params = _params(self._uri_for(client_id), self.endpoint.client_config, client_id)
-        return _RabbitConsumer(params, topic, queues, cfg, declare=not cfg.is_stream)
+        first, *others = self._uris_for(client_id)
+        cc = self.endpoint.client_config
+        return _RabbitConsumer(_params(first, cc, client_id), topic, queues, cfg,
+                               declare=not cfg.is_stream,
+                               failover=[_params(u, cc, client_id) for u in others])
 
     def client_stats(self) -> list[str]:
         docs = list(_CLIENT_STATS)

@@ -10,6 +10,7 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Sequence
 from typing import Any
 
 from pytest_brokerperf.brokers.driver import AckCallback, ErrorCallback, QueueFull
@@ -19,7 +20,12 @@ from pytest_brokerperf.errors import DriverError
 _CLIENT_STATS: list[str] = []  # per process; one JSON document per closed producer
 
 
-__all__ = ["ConfirmTracker"]
+__all__ = ["RECONNECT_WINDOW_S", "ConfirmTracker"]
+
+#: How long a client whose node went away (a fault, a restart) tries the cluster's
+#: nodes in turn before it gives up; pika itself never reconnects.
+RECONNECT_WINDOW_S = 60.0
+RECONNECT_PAUSE_S = 0.5
 
 
 class ConfirmTracker:
@@ -106,10 +112,17 @@ class _RabbitProducer:
         on_error: ErrorCallback,
         max_pending: int,
         name: str,
+        failover: Sequence[Any] = (),
     ) -> None:
         import pika
 
         self._params = params
+        #: this client's node first, then the cluster's other nodes, tried in turn
+        #: when a connection that was up is lost
+        self._nodes = [params, *failover]
+        self._connected_once = False
+        self._reconnecting = False  # written by the IO thread, read by the pacer
+        self._lost_at = 0.0
         self._exchange = exchange
         self._keys = routing_keys
         self._nkeys = len(routing_keys)
@@ -148,6 +161,9 @@ class _RabbitProducer:
             "max_in_flight": 0,
             "queue_full": 0,
             "errors": 0,
+            "unconfirmed_at_connection_loss": 0,
+            "reconnects": 0,
+            "reconnect_s": 0.0,
             "confirm_mode": "async",
         }
         self._blocked_since = 0.0
@@ -182,13 +198,15 @@ class _RabbitProducer:
             self._done.append((value, 0, self._failed))
             return
         self._out.append((value, rk, _mono()))
-        if not self._wake_pending:
+        if not self._wake_pending and not self._reconnecting:
+            # (while reconnecting, sends wait in the queue: the new channel drains it)
             self._wake_pending = True
             try:
                 self._conn.ioloop.add_callback_threadsafe(self._drain)
             except Exception as exc:  # IO loop already gone
                 self._wake_pending = False
-                self._failed = self._failed or f"connection unusable: {exc}"
+                if not self._reconnecting:
+                    self._failed = self._failed or f"connection unusable: {exc}"
 
     def service(self) -> None:
         done = self._done
@@ -247,16 +265,29 @@ class _RabbitProducer:
     def _run(self) -> None:
         import pika
 
+        attempt = 0
         try:
-            self._conn = pika.SelectConnection(
-                self._params,
-                on_open_callback=self._on_open,
-                on_open_error_callback=self._on_open_error,
-                on_close_callback=self._on_closed,
-            )
-            self._conn.add_on_connection_blocked_callback(self._on_blocked)
-            self._conn.add_on_connection_unblocked_callback(self._on_unblocked)
-            self._conn.ioloop.start()
+            while True:
+                self._conn = pika.SelectConnection(
+                    self._nodes[attempt % len(self._nodes)],
+                    on_open_callback=self._on_open,
+                    on_open_error_callback=self._on_open_error,
+                    on_close_callback=self._on_closed,
+                )
+                self._conn.add_on_connection_blocked_callback(self._on_blocked)
+                self._conn.add_on_connection_unblocked_callback(self._on_unblocked)
+                self._conn.ioloop.start()
+                # the loop stopped: a stop was asked, the first connection failed, or a
+                # connection that was up went away (then the next node is tried)
+                if self._closing or self._failed is not None or not self._reconnecting:
+                    break
+                if time.monotonic() - self._lost_at > RECONNECT_WINDOW_S:
+                    self._failed = (f"connection lost and no node of the cluster accepted "
+                                    f"a new one within {RECONNECT_WINDOW_S:.0f} s")
+                    self._fail_outstanding()
+                    break
+                attempt += 1
+                time.sleep(RECONNECT_PAUSE_S)
         except Exception as exc:
             self._failed = self._failed or f"IO loop crashed: {exc!r}"
             self._fail_outstanding()
@@ -268,26 +299,58 @@ class _RabbitProducer:
         conn.channel(on_open_callback=self._on_channel)
 
     def _on_open_error(self, conn: Any, err: Any) -> None:
-        self._failed = str(err) or type(err).__name__
-        self._ready.set()
+        if not self._reconnecting:
+            self._failed = str(err) or type(err).__name__
+            self._ready.set()
         conn.ioloop.stop()
 
     def _on_channel(self, ch: Any) -> None:
         self._channel = ch
         ch.add_on_close_callback(self._on_channel_closed)
-        ch.confirm_delivery(
-            ack_nack_callback=self._on_confirm, callback=lambda _frame: self._ready.set()
-        )
+        ch.confirm_delivery(ack_nack_callback=self._on_confirm, callback=self._on_confirming)
+
+    def _on_confirming(self, _frame: Any) -> None:
+        """The channel is in confirm mode: first connection, or back after a loss."""
+        if self._reconnecting:
+            st = self.stats
+            st["reconnects"] += 1
+            st["reconnect_s"] = round(st["reconnect_s"] + time.monotonic() - self._lost_at, 3)
+            self._reconnecting = False
+            self._drain()  # what the pacer queued meanwhile, with its intended times
+        self._connected_once = True
+        self._ready.set()
 
     def _on_channel_closed(self, ch: Any, reason: Any) -> None:
-        if not self._closing:
+        import pika
+
+        if self._closing:
+            pass
+        elif isinstance(reason, pika.exceptions.ChannelClosedByBroker):
             self._failed = self._failed or f"channel closed by the broker: {reason}"
             self._fail_outstanding()
+        else:
+            return  # the connection went away: _on_closed decides
         conn = self._conn
         if conn is not None and conn.is_open:
             conn.close()
 
     def _on_closed(self, conn: Any, reason: Any) -> None:
+        if not self._closing and self._failed is None and self._connected_once:
+            # the node went away (a fault, a restart): what awaited a confirm may or may
+            # not have been stored — a send error, never an acknowledgement; what the
+            # pacer queues meanwhile waits for the next node
+            if not self._reconnecting:
+                self._reconnecting = True
+                self._lost_at = time.monotonic()
+            self._channel = None
+            unconfirmed = self._tracker.settle_all()
+            self.stats["unconfirmed_at_connection_loss"] += len(unconfirmed)
+            self.stats["errors"] += len(unconfirmed)
+            for value, _ in unconfirmed:
+                self._done.append((value, 0, f"connection lost before the confirm: {reason}"))
+            self._tracker = ConfirmTracker()  # a new channel numbers from 1
+            conn.ioloop.stop()
+            return
         if not self._closing:
             self._failed = self._failed or f"connection closed: {reason}"
         self._fail_outstanding()
@@ -315,6 +378,8 @@ class _RabbitProducer:
         if not out:
             return
         ch = self._channel
+        if self._reconnecting:
+            return  # the new channel drains the queue
         if ch is None or not ch.is_open:
             self._failed = self._failed or "channel not open"
             self._fail_outstanding()

@@ -1,0 +1,56 @@
+"""Each node of a three-node local RabbitMQ cluster killed in turn during a tail read.
+
+What can fail: each fault must strike its node at its time and the node must rejoin on
+its own data (a new process, serving AMQP); the clients connected to it must fail over
+to the other nodes (pika never reconnects by itself; a subscription nobody reads would
+look like lost messages) — so with every node killed once, some client must have
+reconnected; every acknowledged message must arrive (durability level 1: quorum queues,
+persistent messages, confirms after a majority stored them); nothing may survive.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import psutil
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_kill_each_node_at_level_1_clients_fail_over_and_nothing_is_lost(
+        pytester: pytest.Pytester) -> None:
+    results = pytester.path / "res"
+    pytester.makeini("[pytest]\n")
+    faults = ",".join(f"kill-broker@3s:2s/node-{n}" for n in (1, 2, 3))
+    run = pytester.runpytest_subprocess(
+        str(REPO / "scenarios" / "test_tailread.py"), "-m", "tailread", "--broker=rabbitmq",
+        "--brokerperf-nodes=3", "--brokerperf-durability=1", f"--brokerperf-fault={faults}",
+        f"--brokerperf-results={results}", "--brokerperf-duration=10",
+        "--brokerperf-warmup=30", "-p", "no:cacheprovider", "--brokerperf-inconclusive=warn",
+        "-W", "default::pytest_brokerperf.warnings.BrokerPerfWarning",
+        "-p", "no:randomly", "--rootdir", str(pytester.path), "-v", timeout=900,
+    )
+    run.assert_outcomes(passed=3, warnings=run.parseoutcomes().get("warnings", 0))
+    recs = [json.loads(x) for x in (results / "results.jsonl").read_text().splitlines()]
+    assert [r["fault"]["node"] for r in recs] == [1, 2, 3]
+    reconnects = 0
+    for rec in recs:
+        fault = rec["fault"]
+        assert fault["error"] is None, fault
+        assert [e["action"] for e in fault["events"]] == ["kill-broker", "start-broker",
+                                                          "serving"], fault
+        killed, restarted = fault["events"][0]["pid"], fault["events"][-1]["pid"]
+        assert killed != restarted and fault["node_down_s"] >= 2.0
+        assert rec["durability"]["level"] == 1
+        assert rec["delivery"]["lost"] == 0 and rec["delivery"]["unconfirmed"] == 0, rec[
+            "delivery"]
+        assert fault["lost"] == 0 and fault["verdict"] == "no-loss"
+        stats = [json.loads(x) for x in
+                 (Path(rec["artefacts"]) / "client-stats.jsonl").read_text().splitlines()]
+        reconnects += sum(s.get("rabbitmq_producer", s.get("rabbitmq_consumer", {}))
+                          .get("reconnects", 0) for s in stats)
+        for pid in (killed, restarted):
+            assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie"
+    assert reconnects >= 1  # the clients of some killed node failed over
