@@ -17,6 +17,8 @@ Every message names the bad value, where it came from and how to fix it.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "BrokerPerfError",
     "BrokerUnavailable",
@@ -69,7 +71,11 @@ class BrokerDied(ProvisionError):
     """A locally started broker process exited while a run was using it.
 
     The message names the process, its pid, exit status and the tail of its log.
+    ``partial`` is what the run measured up to the death (a ``RunOutcome`` whose
+    delivery was never reconciled), so the failed run still leaves its record.
     """
+
+    partial: Any = None
 
 
 class DriverError(BrokerPerfError):

@@ -103,6 +103,9 @@ class ResultRecord(ScenarioBlocks):
     manifest: dict[str, Any]
     noise_retries: list[dict[str, Any]]
     broker_metrics: dict[str, Any] | None
+    #: ``completed``, or ``failed`` when a broker died mid-run (figures up to then)
+    run_status: str
+    failure: str | None
 
 
 def _safe(text: str) -> str:
@@ -219,6 +222,8 @@ def build_record(*, run_id: str, test_id: str, attempt: int, broker: BrokerEndpo
         "manifest": manifest,
         "noise_retries": [],
         "broker_metrics": None,
+        "run_status": "completed",
+        "failure": None,
     }
 
 

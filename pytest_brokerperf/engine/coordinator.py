@@ -348,6 +348,19 @@ class LoadSession:
         plan = replace(self.plan, rate=rung.rate, warmup_max_s=rung.warmup_max_s,
                        measure_s=rung.measure_s)
         warmup: list[PeriodStats] = []
+        periods: list[PeriodStats] = []
+        steady = False
+        measure_begin = begin
+        try:
+            return self._run_rung(rung, plan, on_wait, warmup, periods, begin, errors_before)
+        except BrokerDied as exc:  # what was measured until then, for the failed record
+            exc.partial = self._outcome(plan, warmup, steady, periods, begin, measure_begin,
+                                        errors_before)
+            raise
+
+    def _run_rung(self, rung: Rung, plan: RunPlan, on_wait: WaitHook | None,
+                  warmup: list[PeriodStats], periods: list[PeriodStats], begin: str,
+                  errors_before: int) -> RunOutcome:
         steady = False
         if rung.warmup_max_s > 0:
             deadline = self._last_tick + int(rung.warmup_max_s * 1e9)
@@ -362,12 +375,20 @@ class LoadSession:
             steady = True
         measure_begin = _now_iso()
         self.measure_started_ns = self._last_tick
-        periods: list[PeriodStats] = []
         n_periods = max(1, math.ceil(rung.measure_s / plan.period_s - 1e-9))
         for i in range(n_periods):
             periods.append(self.tick(i, "measure", on_wait))
-        cumulative = {m: periods[0].histograms[m].copy() for m in METRICS}
-        for p in periods[1:]:
+        return self._outcome(plan, warmup, steady, periods, begin, measure_begin,
+                             errors_before)
+
+    def _outcome(self, plan: RunPlan, warmup: list[PeriodStats], steady: bool,
+                 periods: list[PeriodStats], begin: str, measure_begin: str,
+                 errors_before: int) -> RunOutcome:
+        """One rung's outcome from its periods (delivery is the session's, later)."""
+        from pytest_brokerperf.metrics.histogram import LatencyHistogram
+
+        cumulative = {m: LatencyHistogram.for_metric(m) for m in METRICS}
+        for p in periods:
             for m in METRICS:
                 cumulative[m].add(p.histograms[m])
         return RunOutcome(

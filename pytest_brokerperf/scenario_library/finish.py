@@ -27,7 +27,11 @@ if TYPE_CHECKING:
     from pytest_brokerperf.slo import SLO, SLOResult
     from pytest_brokerperf.verdict import Verdict
 
-__all__ = ["JUNIT_FIGURES", "Measured", "finish", "omb_document", "short_params"]
+__all__ = ["BROKER_DIED", "JUNIT_FIGURES", "Measured", "finish", "finish_failed",
+           "omb_document", "short_params"]
+
+#: The verdict of a run a broker death stopped: nothing in it is judged.
+BROKER_DIED = "broker-died"
 
 #: Figures every scenario reports as JUnit properties (``brokerperf.<figure>``).
 JUNIT_FIGURES = ("ack_rate", "publish_mib_s", "publish_response.p99", "e2e_response.p50",
@@ -64,6 +68,9 @@ class Measured:
     #: findings that fail the test beside the SLOs (acknowledged messages lost where the
     #: durability level forbids it)
     findings: list[str] = field(default_factory=list)
+    #: why the run stopped before its end (a broker died): the record is ``failed``, its
+    #: figures are those up to then and its delivery was never reconciled
+    failure: str | None = None
     junit_figures: tuple[str, ...] = JUNIT_FIGURES
     extra_properties: list[tuple[str, object]] = field(default_factory=list)
     write_extra: ExtraWriter | None = None
@@ -154,6 +161,15 @@ def finish(ctx: RunContext, m: Measured) -> ScenarioResult:
     record["end_time"] = session.end_time
     record["noise_retries"] = m.noise_retries
     record["broker_metrics"] = None
+    record["run_status"] = "failed" if m.failure else "completed"
+    record["failure"] = m.failure
+    if m.failure:
+        record["delivery"] = {
+            "reconciled": False,
+            "why": "the run stopped before its drain: nothing can be said of loss",
+            "acknowledged_until_then": sum(p.messages_sent for p in (
+                *session.warmup, *session.periods)),
+        }
     record.update(m.record_extra)
     from pytest_brokerperf.report.session import apply_gate
 
@@ -195,3 +211,22 @@ def finish(ctx: RunContext, m: Measured) -> ScenarioResult:
     return ScenarioResult(prepared=prepared, outcome=headline, verdict=m.verdict,
                           figures=figures, slo_results=slo_results, record=record,
                           artefacts=directory, failures=failures, inconclusive=inconclusive)
+
+
+def finish_failed(ctx: RunContext, m: Measured, exc: Exception) -> None:
+    """Write the record of a run that a broker death stopped: ``run_status: failed``,
+    the figures up to the death, the verdict ``broker-died`` with the reason; the caller
+    re-raises ``exc`` (the test errors with the broker's name, status and log tail).
+
+    Best effort: a failure to write is added to the exception's notes, never hides it.
+    """
+    from pytest_brokerperf.verdict import Verdict
+
+    first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    m.verdict = Verdict(status=BROKER_DIED, reasons=[first_line])
+    m.failure = str(exc)
+    try:
+        finish(ctx, m)
+    except Exception as write_exc:  # the death is the story; say the record is missing
+        exc.add_note(f"brokerperf: the failed run's record could not be written: "
+                     f"{write_exc!r}")

@@ -150,11 +150,14 @@ def run_fixed_rate(ctx: RunContext, scenario: Scenario,
     """
     from pytest_brokerperf import safety
     from pytest_brokerperf.engine.coordinator import run_workload
+    from pytest_brokerperf.errors import BrokerDied
     from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
+    from pytest_brokerperf.scenario_library.finish import finish_failed
     from pytest_brokerperf.scenario_library.setup import PeriodWatch, set_up_run
     from pytest_brokerperf.verdict import (
         Remeasure,
         Thresholds,
+        Verdict,
         assess,
         discarded_windows_note,
         noise_note,
@@ -194,6 +197,16 @@ def run_fixed_rate(ctx: RunContext, scenario: Scenario,
         try:
             outcome = run_workload(driver, wl, run_plan, payloads=payloads,
                                    on_period=on_period)
+        except BrokerDied as exc:
+            if sampler is not None:
+                sampler.stop()
+                sampler = None
+            if exc.partial is not None:  # the failed run's record, figures up to the death
+                finish_failed(ctx, Measured(
+                    prepared=prepared, driver_name=driver.name, headline=exc.partial,
+                    verdict=Verdict(status="broker-died"), slos=slos, seed=seed, plan=splan,
+                    noise_retries=discarded), exc)
+            raise
         finally:
             if sampler is not None:
                 sampler.stop()

@@ -171,3 +171,37 @@ def test_tail(brokerperf):
     flag = pytester.runpytest_subprocess(*FAST, "--brokerperf-fault=kill@5s")
     assert flag.ret == pytest.ExitCode.USAGE_ERROR
     flag.stderr.fnmatch_lines(["*invalid faults 'kill@5s'*unknown fault action 'kill'*"])
+
+
+DEATH_BODY = """
+import os, signal, threading
+from pytest_brokerperf import TailRead
+from pytest_brokerperf.faults.control import control_for
+
+def test_tail(brokerperf, broker):
+    pid = control_for(broker).node_pid(2)
+    threading.Timer(2.0, os.kill, (pid, signal.SIGKILL)).start()  # not a fault: a death
+    brokerperf.run(TailRead(message_size=128, partitions=2, rate=500))
+"""
+
+
+def test_a_broker_that_dies_mid_run_still_leaves_a_failed_record(
+        pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_scn=DEATH_BODY)
+    res = pytester.path / "res"
+    result = pytester.runpytest_subprocess(*FAST, f"--brokerperf-results={res}",
+                                           "--brokerperf-duration=6")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*BrokerDied: broker process sleeper-2 (pid *) exited "
+                                 "during the run (killed by signal SIGKILL)*"])
+    (rec,) = _records(res)
+    assert rec["run_status"] == "failed" and "sleeper-2" in rec["failure"]
+    assert rec["verdict"]["status"] == "broker-died"
+    assert rec["verdict"]["reasons"][0].startswith("broker process sleeper-2")
+    assert rec["delivery"]["reconciled"] is False
+    assert rec["delivery"]["acknowledged_until_then"] > 0
+    phases = rec["timeline"]["phase"]
+    assert phases and len(phases) < 2 + 12  # the periods up to the death, not the window
+    assert Path(rec["artefacts"], "periods.csv").exists()
+    assert rec["slo"] == []  # nothing judged
