@@ -31,6 +31,7 @@ from pytest_brokerperf.brokers.driver import (
     ErrorCallback,
     QueueFull,
 )
+from pytest_brokerperf.brokers.kafka.client_log import client_logger, take_log_doc
 from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.errors import ConfigError, DriverError
 from pytest_brokerperf.redaction import SecretDict, redact
@@ -106,6 +107,7 @@ class _KafkaProducer:
         conf = SecretDict(settings)
         conf["on_delivery"] = delivered
         conf["stats_cb"] = _collect_stats
+        conf["logger"] = client_logger()
         self._p = Producer(conf)
         self._produce = self._p.produce
         self._topic = topic
@@ -170,6 +172,7 @@ class _KafkaConsumer:
 
         conf = dict(settings)
         conf["stats_cb"] = _collect_stats
+        conf["logger"] = client_logger()
         self._auto_commit = str(conf.get("enable.auto.commit", "false")).lower() == "true"
         self._c = Consumer(conf)
         self._c.subscribe([topic])
@@ -464,7 +467,8 @@ class KafkaDriver:
     def client_stats(self) -> list[str]:
         docs = list(_CLIENT_STATS)
         _CLIENT_STATS.clear()
-        return docs
+        log = take_log_doc()
+        return [*docs, log] if log is not None else docs
 
     def flavour_consumer_defaults(self) -> dict[str, Any]:
         """Consumer settings a Kafka-protocol flavour needs unless the driver file sets them.
