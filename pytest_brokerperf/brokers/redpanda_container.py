@@ -107,7 +107,8 @@ class RedpandaContainer(ContainerNode):
         from confluent_kafka import KafkaException
         from confluent_kafka.admin import AdminClient
 
-        wait_for_log(container, READY_LINE, deadline, self.start_timeout)
+        wait_for_log(container, READY_LINE, deadline, self.start_timeout,
+                     since=self.log_since)
         bootstrap = f"{LOOPBACK}:{self._host_port}"
         admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
         seen = "no answer"
@@ -138,7 +139,7 @@ class RedpandaContainer(ContainerNode):
             kind="redpanda", bootstrap=f"{LOOPBACK}:{self._host_port}", mode="container",
             nodes=1, version=labels.get("org.opencontainers.image.version") or self.version,
             info=info, local=self.local_record(info))
-        return self._endpoint
+        return self.serving(self._endpoint)
 
     def forget(self) -> None:
         self._endpoint = None

@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pytest_brokerperf.endpoint import LocalProcesses
+from pytest_brokerperf.endpoint import BrokerEndpoint, LocalProcesses
 from pytest_brokerperf.errors import ProvisionError
+from pytest_brokerperf.faults.control import register_control, unregister_control
 from pytest_brokerperf.provision import containers
 from pytest_brokerperf.provision.cpus import CpuAffinity, default_broker_cpus
 from pytest_brokerperf.provision.ports import LOOPBACK
@@ -82,15 +83,18 @@ def failure_text(container: DockerContainer, headline: str) -> str:
 
 
 def wait_for_log(container: DockerContainer, marker: bytes, deadline: float,
-                 timeout_s: float) -> None:
-    """Until the container's log shows ``marker``; an exit or the deadline is an error."""
+                 timeout_s: float, since: float | None = None) -> None:
+    """Until the container's log shows ``marker`` (written after ``since``, a
+    ``time.time()``, when given: a restarted container keeps its earlier log); an exit
+    or the deadline is an error."""
     wrapped = container.get_wrapped_container()
+    after = {"since": int(since)} if since is not None else {}
     while True:
         wrapped.reload()
         if wrapped.status in ("exited", "dead"):
             code = (wrapped.attrs.get("State") or {}).get("ExitCode")
             raise ProvisionError(f"the container exited with code {code} during start-up")
-        if marker in wrapped.logs(tail=200):
+        if marker in wrapped.logs(tail=200, **after):
             return
         if time.monotonic() > deadline:
             raise ProvisionError(f"no {marker.decode()!r} line within {timeout_s:.0f} s")
@@ -117,6 +121,10 @@ class ContainerNode:
         self.start_timeout = start_timeout
         self._containers: list[DockerContainer] = []
         self._network: Network | None = None
+        self._plans: list[ContainerPlan] = []
+        self._serving_endpoint: BrokerEndpoint | None = None
+        #: ``time.time()`` of the latest node restart: readiness reads the log after it
+        self.log_since: float | None = None
 
     # -- what a broker package provides ---------------------------------------------------
 
@@ -175,7 +183,7 @@ class ContainerNode:
         finally:
             client.close()
         labels = containers.run_labels(self.kind, self.run_id)
-        plans = self.plans()
+        plans = self._plans = self.plans()
         cpus = self.broker_cpus()
         network = Network(docker_network_kw={"labels": labels})
         network.name = f"brokerperf-{self.run_id}-{os.getpid()}"
@@ -297,8 +305,69 @@ class ContainerNode:
                       if str(row[comm_at]) == command]
         return found
 
+    def serving(self, endpoint: BrokerEndpoint) -> BrokerEndpoint:
+        """Register the running cluster's node control for ``endpoint`` (faults);
+        subclasses return their endpoint through this."""
+        self._serving_endpoint = endpoint
+        register_control(endpoint, self)
+        return endpoint
+
+    # -- node faults (pytest_brokerperf.faults.control.NodeControl) -----------------------
+
+    def node_count(self) -> int:
+        return len(self._containers)
+
+    def _wrapped(self, index: int) -> Any:
+        if not 1 <= index <= len(self._containers):
+            raise ProvisionError(f"{self.kind} containers: no node {index} (nodes 1.."
+                                 f"{len(self._containers)})")
+        wrapped = self._containers[index - 1].get_wrapped_container()
+        wrapped.reload()
+        return wrapped
+
+    def node_pid(self, index: int) -> int | None:
+        state = self._wrapped(index).attrs.get("State") or {}
+        return int(state["Pid"]) if state.get("Running") and state.get("Pid") else None
+
+    def kill_node(self, index: int) -> int:
+        pid = self.node_pid(index) or 0
+        wrapped = self._wrapped(index)
+        wrapped.kill(signal="SIGKILL")
+        wrapped.wait(timeout=10)
+        return pid
+
+    def pause_node(self, index: int) -> int:
+        pid = self.node_pid(index) or 0
+        self._wrapped(index).pause()  # the cgroup freezer: every process of the node
+        return pid
+
+    def resume_node(self, index: int) -> None:
+        self._wrapped(index).unpause()
+
+    def stop_node(self, index: int, timeout: float) -> int | None:
+        wrapped = self._wrapped(index)
+        if (wrapped.attrs.get("State") or {}).get("Paused"):
+            wrapped.unpause()  # a frozen node cannot act on SIGTERM
+        wrapped.stop(timeout=int(timeout))
+        wrapped.reload()
+        code = (wrapped.attrs.get("State") or {}).get("ExitCode")
+        return int(code) if code is not None else None
+
+    def start_node(self, index: int, timeout: float) -> int:
+        """Start the stopped container again (its own data, ports and network alias)
+        and wait until it serves, as at the first start."""
+        self.log_since = time.time()
+        wrapped = self._wrapped(index)
+        wrapped.start()
+        self.wait_ready(self._containers[index - 1], self._plans[index - 1],
+                        time.monotonic() + timeout)
+        return self.node_pid(index) or 0
+
     def stop(self) -> None:
         """Remove the containers and their network; safe to call twice."""
+        if self._serving_endpoint is not None:
+            unregister_control(self._serving_endpoint)
+            self._serving_endpoint = None
         containers.untrack(self)
         started, self._containers = self._containers, []
         network, self._network = self._network, None

@@ -81,9 +81,9 @@ def run_with_fault(ctx: RunContext, scenario: Scenario,
     control = control_for(broker)
     if control is None:
         raise BrokerUnavailable(
-            f"fault {fault}: {broker.kind} in {broker.mode} mode gives no control over its "
-            "nodes yet (faults run on local broker processes: "
-            "--brokerperf-provision=process)")
+            f"fault {fault}: this session did not start the {broker.kind} broker at "
+            f"{broker.bootstrap} ({broker.mode} mode), so it has no control over its nodes; "
+            "faults run on brokers the plugin starts (process or container mode)")
     prepared = scenario.prepare(settings, broker)
     _check_timing(ctx, fault.at_s, prepared.period_s, prepared.measure_s)
     prepared = replace(prepared, slos=(), params={**prepared.params, "fault": fault.text()})

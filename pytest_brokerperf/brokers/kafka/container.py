@@ -271,12 +271,13 @@ class KafkaContainerCluster(ContainerNode):
             mode="container", nodes=self.nodes,
             version=labels.get("org.brokerperf.kafka-version") or self.version,
             topology_check=self.nodes > 1, info=info, local=self.local_record(info))
-        return self._endpoint
+        return self.serving(self._endpoint)
 
     def wait_ready(self, container: DockerContainer, plan: ContainerPlan,
                    deadline: float) -> None:
         """The node's start-up log line."""
-        wait_for_log(container, b"Kafka Server started", deadline, self.start_timeout)
+        wait_for_log(container, b"Kafka Server started", deadline, self.start_timeout,
+                     since=self.log_since)
 
     def wait_cluster_ready(self, started: list[DockerContainer], plans: list[ContainerPlan],
                            deadline: float) -> None:

@@ -263,7 +263,7 @@ class PulsarContainerCluster(ContainerNode):
             mode="container", nodes=self.nodes, topology_check=self.nodes > 1, version=version,
             admin_url=admin_url, info=info, local=self.local_record(info),
             journal={k: v for k, v in self._config.items() if k.startswith("journal")})
-        return self._endpoint
+        return self.serving(self._endpoint)
 
     def forget(self) -> None:
         self._endpoint = None

@@ -141,7 +141,8 @@ class RabbitMQContainerCluster(ContainerNode):
         import pika
         from pika.exceptions import AMQPError
 
-        wait_for_log(container, b"Server startup complete", deadline, self.start_timeout)
+        wait_for_log(container, b"Server startup complete", deadline, self.start_timeout,
+                     since=self.log_since)
         url = f"amqp://{LOOPBACK}:{plan.ports[AMQP_PORT]}/%2F"
         seen = "no answer"
         while time.monotonic() < deadline:
@@ -215,7 +216,7 @@ class RabbitMQContainerCluster(ContainerNode):
             mode="container", nodes=self.nodes, topology_check=self.nodes > 1,
             version=str(status.get("rabbitmq_version") or self._version), info=info,
             control=ctl, local=self.local_record(info))
-        return self._endpoint
+        return self.serving(self._endpoint)
 
     def alarms(self) -> dict[str, Any]:
         """Memory and disk alarms in force now."""
