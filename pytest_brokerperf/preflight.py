@@ -2,7 +2,7 @@
 
 A run that would fail on its input should fail in a second with a usage error (exit
 code 4), not after a broker was started and warmed up: the results directory must be
-writable, and the workload and SLO files named by flags must load. Called once per
+writable, and the workload, driver and SLO files named by flags must load. Called once per
 session, after collection, only when a selected test runs a scenario.
 """
 
@@ -50,6 +50,15 @@ def preflight_problems(settings: Settings) -> list[str]:
             wl.payloads(path.parent, seed=0)  # a payload file that is missing or wrong
         except (BrokerPerfError, OSError) as exc:
             problems.append(f"--brokerperf-workload={path}: {exc}")
+    if settings.driver is not None:
+        from pytest_brokerperf import brokers
+
+        for kind in settings.brokers:
+            try:
+                brokers.get(kind).check_driver_file(Path(settings.driver))
+            except (BrokerPerfError, OSError) as exc:
+                problems.append(f"--brokerperf-driver={settings.driver} (as the {kind} "
+                                f"driver file): {exc}")
     if settings.slo is not None:
         from pytest_brokerperf import slo
 

@@ -256,6 +256,11 @@ class BrokerType:
         ``driver-defined``)."""
         return None
 
+    def check_driver_file(self, path: Path) -> None:
+        """Load ``path`` as this broker's OMB driver file (before any broker starts);
+        a BrokerPerfError names the line, key, value and fix. Default: nothing to check."""
+        return None
+
     # -- faults ---------------------------------------------------------------------------
     def fault_leader(self, endpoint: BrokerEndpoint, driver: Driver, topic: str) -> int | None:
         """The 1-based node leading the run's first topic or queue, the default target of

@@ -63,6 +63,17 @@ def test_a_bad_slo_file_is_a_usage_error(pytester: pytest.Pytester) -> None:
     assert not (pytester.path / "broker-started").exists()
 
 
+def test_a_bad_driver_file_is_a_usage_error_naming_the_broker_and_line(
+        pytester: pytest.Pytester) -> None:
+    pytester.makefile(".yaml", kafka="name: Kafka\ndriverClass: x\nreplicationFactor: 0\n")
+    result = _run(pytester, "--brokerperf-driver=kafka.yaml", "--broker=kafka",
+                  f"--brokerperf-results={pytester.path / 'res'}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--brokerperf-driver=*kafka.yaml (as the kafka driver "
+                                 "file): *kafka.yaml:3: replicationFactor = 0: *Fix:*"])
+    assert not (pytester.path / "broker-started").exists()
+
+
 def test_good_input_runs(pytester: pytest.Pytester) -> None:
     result = _run(pytester, f"--brokerperf-results={pytester.path / 'res'}",
                   "--brokerperf-duration=1", "--brokerperf-warmup=0.5",

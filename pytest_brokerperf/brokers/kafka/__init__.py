@@ -36,6 +36,11 @@ class KafkaProtocolBroker(BrokerType):
     """A broker reached through the Kafka driver (confluent-kafka): remote clusters by
     ``--kafka-bootstrap``, and the shipped Kafka driver files unless a kind has its own."""
 
+    def check_driver_file(self, path: Path) -> None:
+        from pytest_brokerperf.brokers.kafka.config import KafkaDriverConfig
+
+        KafkaDriverConfig.from_yaml(path)
+
     def fault_leader(self, endpoint: BrokerEndpoint, driver: Driver, topic: str) -> int | None:
         """The leader of partition 0 of the run's first topic (local node ids are 1..N)."""
         from confluent_kafka.admin import AdminClient

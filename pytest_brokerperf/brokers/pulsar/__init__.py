@@ -28,6 +28,11 @@ __all__ = ["PulsarBroker"]
 class PulsarBroker(BrokerType):
     """Apache Pulsar through pulsar-client."""
 
+    def check_driver_file(self, path: Path) -> None:
+        from pytest_brokerperf.brokers.pulsar.config import PulsarDriverConfig
+
+        PulsarDriverConfig.from_yaml(path)
+
     name: ClassVar[str] = "pulsar"
     protocol: ClassVar[str] = "pulsar"
     broker_wide_durability: ClassVar[bool] = True  # the bookie journal

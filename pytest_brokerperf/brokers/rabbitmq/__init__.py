@@ -30,6 +30,11 @@ __all__ = ["RabbitMQBroker"]
 class RabbitMQBroker(BrokerType):
     """RabbitMQ through pika."""
 
+    def check_driver_file(self, path: Path) -> None:
+        from pytest_brokerperf.brokers.rabbitmq.config import RabbitMQDriverConfig
+
+        RabbitMQDriverConfig.from_yaml(path)
+
     def fault_leader(self, endpoint: BrokerEndpoint, driver: Driver, topic: str) -> int | None:
         """The leader node of the run's first quorum or stream queue (``rmqN@localhost``
         is node N); None for classic queues, which have no leader."""
