@@ -15,13 +15,8 @@ from typing import Any
 
 import pytest
 
-from pytest_brokerperf.report.render import (
-    TIME_CHARTS,
-    before_during_chart,
-    fault_chart,
-    html_page,
-    time_chart,
-)
+from pytest_brokerperf.report.charts import before_during_chart, fault_chart, time_chart
+from pytest_brokerperf.report.render import TIME_CHARTS, html_page
 from pytest_brokerperf.report.series import (
     before_during,
     load_series,
