@@ -33,16 +33,15 @@ from pytest_brokerperf.errors import ConfigError, WorkloadError
 from pytest_brokerperf.files import (
     LINES,
     PYTHON_SOURCE,
-    YamlDoc,
     closest,
     lines,
     load_yaml,
-    parse_label,
     type_name,
     validate,
 )
-from pytest_brokerperf.models.workload_fields import FIELDS, KeyDistributor, WorkloadField
+from pytest_brokerperf.models.workload_fields import FIELDS, KeyDistributor
 from pytest_brokerperf.warnings import BrokerPerfWarning
+from pytest_brokerperf.workload_checks import PAYLOAD_HEADER_BYTES, Problem, check_workload
 
 __all__ = [
     "PAYLOAD_HEADER_BYTES",
@@ -53,26 +52,12 @@ __all__ = [
     "shipped_workloads",
 ]
 
-#: Bytes at the start of every payload that the harness overwrites with its own header
-#: (intended and actual send time, producer id, sequence). Payloads must be at least this big.
-PAYLOAD_HEADER_BYTES = 32
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 WORKLOADS_DIR = DATA_DIR / "workloads"
 
 _GIB = 1024**3
 
-# YAML with line numbers lives in files.py (shared by every file the plugin reads); the old
-# private names stay for code that imported them from here.
-_YamlDoc = YamlDoc
-_load_yaml = load_yaml
-_closest = closest
-_Field = WorkloadField
-_FIELDS = FIELDS
-#: Line lookup of the file being loaded (files.LINES), under its old name.
-_LINE_OF = LINES
-_lines = lines
-_type_name = type_name
 
 
 _BY_ATTR = {f.attr: f for f in FIELDS}
@@ -94,24 +79,6 @@ _FOREIGN_KEYS: dict[str, str] = {
     "producerPauseBeforeDrain": "old OMB fork key",
     "producerPauseDuringDrain": "old OMB fork key",
 }
-
-
-class _Problem(Exception):
-    """One validation failure, rendered into a :class:`WorkloadError` with the source."""
-
-    def __init__(self, attr: str, value: Any, problem: str, fix: str, key: str | None = None):
-        super().__init__(problem)
-        self.attr, self.value, self.problem, self.fix = attr, value, problem, fix
-        self.key = key or _BY_ATTR[attr].key
-
-    def render(self, source: str, line_of: Callable[..., int | None] | None) -> str:
-        line = line_of(*parse_label(self.key)) if line_of else None
-        where = f"{source}:{line}" if line else source
-        key = self.key
-        if source == PYTHON_SOURCE and self.attr != self.key:
-            key = f"{self.key} (Python: {self.attr})"
-        unset = " (not in the file: OMB's default)" if line_of and line is None else ""
-        return f"{where}: {key} = {self.value!r}{unset}: {self.problem}. Fix: {self.fix}."
 
 
 # --------------------------------------------------------------------------------------
@@ -189,202 +156,15 @@ class Workload:
             if value is not getattr(self, f.attr):
                 object.__setattr__(self, f.attr, value)
         try:
-            self._validate()
-        except _Problem as p:
+            check_workload(self)
+        except Problem as p:
             raise WorkloadError(p.render(self.source, line_of)) from None
-
-    def _validate(self) -> None:
-        """Cross-field checks: everything that would make a run fail or mislead."""
-        if self.topics < 1:
-            raise _Problem(
-                "topics",
-                self.topics,
-                "a workload needs at least one topic (the harness creates its own topics; "
-                "pre-existing topic lists are not supported)",
-                "write `topics: 1` or more",
-            )
-        self._validate_per_topic(
-            "partitions_per_topic", "partitions_per_topic_list", minimum=1, what="partition"
-        )
-        self._validate_per_topic(
-            "producers_per_topic", "producers_per_topic_list", minimum=0, what="producer"
-        )
-        if self.total_producers < 1:
-            raise _Problem(
-                "producers_per_topic_list",
-                self.producers_per_topic_list,
-                "no topic has a producer, so nothing would be sent",
-                "give at least one topic a producer",
-            )
-        if self.message_size < PAYLOAD_HEADER_BYTES:
-            raise _Problem(
-                "message_size",
-                self.message_size,
-                f"messages must be at least {PAYLOAD_HEADER_BYTES} bytes: pytest-brokerperf "
-                f"writes a {PAYLOAD_HEADER_BYTES}-byte header (intended and actual send time, "
-                "producer id, sequence) at the start of every payload",
-                f"write `messageSize: {PAYLOAD_HEADER_BYTES}` or more (OMB's smallest shipped "
-                "payload is 100 bytes)",
-            )
-        for attr in (
-            "subscriptions_per_topic",
-            "consumer_per_subscription",
-            "randomized_payload_pool_size",
-            "producer_rate",
-        ):
-            value = getattr(self, attr)
-            if value < 0:
-                raise _Problem(attr, value, "must not be negative", "use 0 or a positive number")
-        if self.subscriptions_per_topic > 0 and self.consumer_per_subscription < 1:
-            raise _Problem(
-                "consumer_per_subscription",
-                self.consumer_per_subscription,
-                f"subscriptionsPerTopic is {self.subscriptions_per_topic} but no subscription "
-                "would have a consumer, so nothing would be received",
-                "write `consumerPerSubscription: 1` or more (or `subscriptionsPerTopic: 0` "
-                "for a producer-only test)",
-            )
-        if self.consumer_backlog_size_gb < 0:
-            raise _Problem(
-                "consumer_backlog_size_gb",
-                self.consumer_backlog_size_gb,
-                "must not be negative",
-                "use 0 (no backlog phase) or a positive size in GiB",
-            )
-        if self.consumer_backlog_size_gb > 0:
-            if self.producer_rate == 0:
-                raise _Problem(
-                    "producer_rate",
-                    self.producer_rate,
-                    "Cannot probe producer sustainable rate when building backlog "
-                    f"(consumerBacklogSizeGB is {self.consumer_backlog_size_gb}; OMB refuses "
-                    "this combination too)",
-                    "set a fixed `producerRate:` (e.g. 10000) or `consumerBacklogSizeGB: 0`",
-                )
-            if self.subscriptions_per_topic < 1:
-                raise _Problem(
-                    "consumer_backlog_size_gb",
-                    self.consumer_backlog_size_gb,
-                    "a backlog needs at least one subscription to build up behind",
-                    "write `subscriptionsPerTopic: 1` or `consumerBacklogSizeGB: 0`",
-                )
-        for attr in ("backlog_drain_ratio", "random_bytes_ratio"):
-            value = getattr(self, attr)
-            if not 0.0 <= value <= 1.0:
-                raise _Problem(
-                    attr,
-                    value,
-                    "must be between 0.0 and 1.0",
-                    f"write e.g. `{_BY_ATTR[attr].key}: 1.0`",
-                )
-        if self.use_randomized_payloads and self.randomized_payload_pool_size < 1:
-            raise _Problem(
-                "randomized_payload_pool_size",
-                self.randomized_payload_pool_size,
-                "useRandomizedPayloads is true but the pool would be empty",
-                "write `randomizedPayloadPoolSize: 1000` (or another positive number)",
-            )
-        if self.test_duration_minutes <= 0:
-            raise _Problem(
-                "test_duration_minutes",
-                self.test_duration_minutes,
-                "OMB treats <= 0 as 'run forever'; a test needs a finite measured phase",
-                "write `testDurationMinutes: 5` (fractions such as 0.5 are allowed)",
-            )
-        if self.warmup_duration_minutes < 0:
-            raise _Problem(
-                "warmup_duration_minutes",
-                self.warmup_duration_minutes,
-                "must not be negative",
-                "write `warmupDurationMinutes: 0` to disable warm-up, or a positive number",
-            )
-        if self.log_interval_millis < 1:
-            raise _Problem(
-                "log_interval_millis",
-                self.log_interval_millis,
-                "the stats period must be positive",
-                "write `logIntervalMillis: 10000` (OMB's period) or 1000 for 1-s series",
-            )
-        self._validate_rate_list()
-        if not self.use_randomized_payloads and self.payload_file is not None:
-            self._read_payload_file(None)
-        if self.consumer_only and self.consumer_backlog_size_gb == 0:
-            warnings.warn(
-                BrokerPerfWarning(
-                    f"{self.source}: consumerOnly = True has no effect without a backlog "
-                    "phase (consumerBacklogSizeGB is 0); it only pauses producers after the "
-                    "backlog is built. Fix: remove it or set consumerBacklogSizeGB."
-                ),
-                stacklevel=4,
-            )
-
-    def _validate_per_topic(self, attr: str, list_attr: str, *, minimum: int, what: str) -> None:
-        values: tuple[int, ...] | None = getattr(self, list_attr)
-        key = _BY_ATTR[attr].key
-        if values is None:
-            if getattr(self, attr) < 1:
-                raise _Problem(
-                    attr,
-                    getattr(self, attr),
-                    f"every topic needs at least one {what}",
-                    f"write `{key}: 1` or more",
-                )
-            return
-        if getattr(self, attr) < 0:
-            raise _Problem(attr, getattr(self, attr), "must not be negative", f"write `{key}: 1`")
-        list_key = _BY_ATTR[list_attr].key
-        if len(values) != self.topics:
-            raise _Problem(
-                list_attr,
-                list(values),
-                f"has {len(values)} entries but topics is {self.topics}; it needs one per topic",
-                f"give exactly {self.topics} entries or change `topics:`",
-            )
-        for i, v in enumerate(values):
-            if v < minimum:
-                raise _Problem(
-                    list_attr,
-                    list(values),
-                    f"entry {i} is {v}; each topic needs at least {minimum} {what}(s)",
-                    f"make every entry of {list_key} at least {minimum}",
-                    key=f"{list_key}[{i}]",
-                )
-
-    def _validate_rate_list(self) -> None:
-        entries = self.producer_rate_list
-        if entries is None:
-            return
-        fix = "use `[[minutesFromStart, rate], ...]` or `[[hour, minute, rate], ...]`"
-        if not entries:
-            raise _Problem("producer_rate_list", [], "is empty", fix + " or remove the key")
-        width = len(entries[0])
-        for i, entry in enumerate(entries):
-            key = f"producerRateList[{i}]"
-            if len(entry) not in (2, 3) or len(entry) != width:
-                raise _Problem(
-                    "producer_rate_list",
-                    list(entry),
-                    "entries must all have 2 elements [minutes, rate] or all 3 [hour, minute, "
-                    "rate] (AutoMQ RateGenerator)",
-                    fix,
-                    key=key,
-                )
-            if any(v < 0 for v in entry):
-                raise _Problem("producer_rate_list", list(entry), "negative value", fix, key=key)
-            if width == 3 and (entry[0] >= 24 or entry[1] >= 60):
-                raise _Problem(
-                    "producer_rate_list",
-                    list(entry),
-                    "hour must be 0-23 and minute 0-59",
-                    fix,
-                    key=key,
-                )
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> Workload:
         """Read an OMB workload YAML file; errors cite the file and line."""
         path = Path(path)
-        doc = _load_yaml(path, WorkloadError, "workload")
+        doc = load_yaml(path, WorkloadError, "workload")
         if doc.data is None:
             raise WorkloadError(
                 f"{path}: the workload file is empty. Fix: write OMB workload keys such as "
@@ -411,7 +191,7 @@ class Workload:
     ) -> Workload:
         if not isinstance(data, Mapping):
             raise WorkloadError(
-                f"{source}: a workload must be a mapping of OMB keys, got {_type_name(data)}. "
+                f"{source}: a workload must be a mapping of OMB keys, got {type_name(data)}. "
                 "Fix: write `key: value` lines such as `topics: 1`."
             )
         kwargs: dict[str, Any] = {}
@@ -434,7 +214,7 @@ class Workload:
             if foreign is not None:
                 msg = f"{where}: key {key!r} ({foreign}) is not implemented and is ignored."
             else:
-                near = _closest(str(key), known)
+                near = closest(str(key), known)
                 hint = f" Did you mean {near!r}?" if near else ""
                 msg = (
                     f"{where}: unknown workload key {key!r} is ignored (OMB would ignore it "
@@ -449,7 +229,7 @@ class Workload:
         normalized = {(_BY_KEY[k].attr if k in _BY_KEY else k): v for k, v in changes.items()}
         unknown = sorted(set(normalized) - set(_BY_ATTR) - {"source"})
         if unknown:
-            near = _closest(unknown[0], list(_BY_ATTR))
+            near = closest(unknown[0], list(_BY_ATTR))
             hint = f" Did you mean {near!r}?" if near else ""
             raise WorkloadError(
                 f"{self.source}: Workload.replace() got unknown field(s) {unknown}.{hint} "
@@ -610,7 +390,7 @@ class Workload:
                 return candidate
         tried = "; ".join(f"{label}: {p}" for label, p in candidates)
         raise WorkloadError(
-            _Problem(
+            Problem(
                 "payload_file",
                 self.payload_file,
                 f"payload file not found (tried {tried})",
@@ -623,7 +403,7 @@ class Workload:
         path = self.payload_path(base_dir)
         data = path.read_bytes()
         if len(data) != self.message_size:
-            raise _Problem(
+            raise Problem(
                 "payload_file",
                 self.payload_file,
                 f"Payload length mismatch. Actual is: {len(data)}, but expected: "
@@ -657,7 +437,7 @@ class Workload:
         if self.payload_file is not None:
             try:
                 return [self._read_payload_file(base_dir)]
-            except _Problem as p:
+            except Problem as p:
                 raise WorkloadError(p.render(self.source, None)) from None
         return [rng.randbytes(self.message_size)]
 
@@ -695,7 +475,7 @@ def shipped_workload(name: str) -> Path:
     if path.is_file():
         return path
     names = shipped_workloads()
-    near = _closest(stem, names)
+    near = closest(stem, names)
     hint = f" Did you mean {near!r}?" if near else ""
     raise ConfigError(
         f"no shipped workload named {name!r}.{hint} Shipped: {', '.join(names)}. "

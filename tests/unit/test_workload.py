@@ -12,6 +12,7 @@ import yaml
 
 from pytest_brokerperf import workload as wl
 from pytest_brokerperf.errors import ConfigError, WorkloadError
+from pytest_brokerperf.models.workload_fields import FIELDS
 from pytest_brokerperf.warnings import BrokerPerfWarning
 from pytest_brokerperf.workload import (
     PAYLOAD_HEADER_BYTES,
@@ -130,7 +131,7 @@ def test_shipped_workload_round_trips(name: str, tmp_path: Path) -> None:
     assert Workload.from_dict(w.to_omb_dict()) == w
     out = w.to_yaml(tmp_path / f"{name}.yaml")
     # the written file is plain OMB: every key is an OMB key
-    assert set(yaml.safe_load(out.read_text())) <= {f.key for f in wl._FIELDS}
+    assert set(yaml.safe_load(out.read_text())) <= {f.key for f in FIELDS}
     # payloadFile is relative to the shipped dir; found through the shipped fallback
     assert Workload.from_yaml(out) == w
     assert all(len(p) == w.message_size for p in w.payloads())
@@ -199,7 +200,7 @@ def test_omb_defaults() -> None:
 
 def test_dataclass_fields_match_table() -> None:
     attrs = [f.name for f in dataclasses.fields(Workload) if f.name != "source"]
-    assert attrs == [f.attr for f in wl._FIELDS]
+    assert attrs == [f.attr for f in FIELDS]
 
 
 def test_python_construction_and_replace() -> None:
@@ -584,4 +585,4 @@ def test_python_errors_name_the_attribute() -> None:
 
 def _good_attrs() -> list[tuple[Any, Any]]:
     w = Workload.from_dict(GOOD)
-    return [(f, getattr(w, f.attr)) for f in wl._FIELDS]
+    return [(f, getattr(w, f.attr)) for f in FIELDS]
