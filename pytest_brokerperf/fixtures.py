@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_brokerperf._stash import SETTINGS_KEY
+from pytest_brokerperf.errors import BrokerUnavailable, ClusterUnreachable
 
 if TYPE_CHECKING:
     from pytest_brokerperf.config import Settings
@@ -184,7 +185,6 @@ def broker(
     with pytest's usage-error exit code (4), so a CI gate pointed at it cannot go green.
     """
     from pytest_brokerperf import brokers
-    from pytest_brokerperf.errors import BrokerUnavailable, ClusterUnreachable
 
     settings = brokerperf_settings
     kind = brokers.get(broker_kind)

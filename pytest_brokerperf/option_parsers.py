@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 from pytest_brokerperf import brokers
 from pytest_brokerperf.errors import ConfigError
+from pytest_brokerperf.faults.spec import fault_problem
 from pytest_brokerperf.options import (
     _FALSE,
     _LABEL_RE,
@@ -381,7 +382,6 @@ def _parse_images(spec: OptionSpec, raw: object, src: _Source) -> tuple[tuple[st
 
 def _parse_faults(spec: OptionSpec, raw: object, src: _Source) -> tuple[FaultSpec, ...]:
     """``kill-broker@5s,pause-broker@5s:3s`` → one :class:`FaultSpec` per test."""
-    from pytest_brokerperf.faults.spec import fault_problem
 
     items = ([str(x) for x in raw] if isinstance(raw, list | tuple)
              else _as_text(spec, raw, src).split(","))

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_brokerperf import brokers
-from pytest_brokerperf._stash import SETTINGS_KEY, SUMMARY_ROWS_KEY
+from pytest_brokerperf._stash import GATE_KEY, SETTINGS_KEY, SUMMARY_ROWS_KEY
 from pytest_brokerperf.config import KNOWN_BROKERS, OPTIONS, OptionSpec, Settings
 from pytest_brokerperf.durability import LEVELS, level_id
-from pytest_brokerperf.errors import ConfigError
+from pytest_brokerperf.errors import BrokerPerfError, ConfigError
 
 if TYPE_CHECKING:
     from pytest_brokerperf.faults.spec import FaultSpec
@@ -110,8 +110,6 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if (settings is None or not settings.fail_on or settings.dry_run
             or config.getoption("collectonly", False) or _xdist_worker(config) is not None):
         return
-    from pytest_brokerperf._stash import GATE_KEY
-    from pytest_brokerperf.errors import BrokerPerfError
     from pytest_brokerperf.report.session import load_gate
 
     try:

@@ -12,6 +12,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pytest_brokerperf.errors import BrokerPerfError
+
 if TYPE_CHECKING:
     from pytest_brokerperf.config import Settings
 
@@ -34,7 +36,6 @@ def _results_dir_problem(path: Path) -> str | None:
 
 def preflight_problems(settings: Settings) -> list[str]:
     """Every problem found in the run's input, each naming the flag, file and fix."""
-    from pytest_brokerperf.errors import BrokerPerfError
 
     problems: list[str] = []
     if not settings.dry_run:

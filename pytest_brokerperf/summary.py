@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pytest_brokerperf._stash import LADDER_ROWS_KEY, SETTINGS_KEY
+
 if TYPE_CHECKING:
     import pytest
 
@@ -224,14 +226,12 @@ def _tally(rows: Sequence[SummaryRow]) -> str:
 
 def write_summary(terminalreporter: pytest.TerminalReporter, rows: Sequence[SummaryRow]) -> None:
     """Write the "brokerperf summary" section: the table and where results went."""
-    from pytest_brokerperf._stash import SETTINGS_KEY
 
     tr = terminalreporter
     tr.section("brokerperf summary")
     for line in format_table(rows):
         tr.write_line(line)
     tr.write_line(_tally(rows))
-    from pytest_brokerperf._stash import LADDER_ROWS_KEY
 
     ladders = tr.config.stash.get(LADDER_ROWS_KEY, [])
     if ladders:

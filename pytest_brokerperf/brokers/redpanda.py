@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from pytest_brokerperf.brokers.base import ManagedBroker
 from pytest_brokerperf.brokers.kafka import KafkaProtocolBroker
+from pytest_brokerperf.errors import BrokerUnavailable
 
 if TYPE_CHECKING:
     from pytest_brokerperf.config import Settings
@@ -34,7 +35,6 @@ class RedpandaBroker(KafkaProtocolBroker):
                         durability: int | None) -> ManagedBroker:
         """One node from the official image (:mod:`.redpanda_container`)."""
         from pytest_brokerperf.brokers.redpanda_container import RedpandaContainer
-        from pytest_brokerperf.errors import BrokerUnavailable
 
         if settings.nodes != 1:
             raise BrokerUnavailable(

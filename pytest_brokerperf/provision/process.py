@@ -28,6 +28,7 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Self
 
+from pytest_brokerperf.errors import BrokerDied
 from pytest_brokerperf.provision import watchdog
 
 __all__ = [
@@ -286,7 +287,6 @@ def check_watched(log_lines: int = 30) -> None:
     without being asked to stop (crash, OOM kill, ``kill -9``) fails the run at once,
     naming it, its exit status and the tail of its log.
     """
-    from pytest_brokerperf.errors import BrokerDied
 
     with _registry_lock:
         procs = [p for p in _registry.values() if p.watched and not p._stopping]

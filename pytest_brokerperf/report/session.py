@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_brokerperf._stash import GATE_KEY
 from pytest_brokerperf.report.gates import Budget, GateResult, evaluate, parse_fail_on
 from pytest_brokerperf.report.model import CellKey, CellStats, cell_key_of, figures_of
 
@@ -107,7 +108,6 @@ def apply_gate(config: pytest.Config, record: Any, failures: list[str],
     fewer than 3 baseline runs, an undersampled figure) makes the test INCONCLUSIVE,
     never a silent pass. The results go into the record's ``gates`` list.
     """
-    from pytest_brokerperf._stash import GATE_KEY
 
     gate = config.stash.get(GATE_KEY, None)
     if gate is None:

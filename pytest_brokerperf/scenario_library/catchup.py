@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_brokerperf.errors import BrokerUnavailable, MeasurementError
 from pytest_brokerperf.scenario_library.base import (
     PreparedRun,
     Scenario,
@@ -387,7 +388,6 @@ def run_catchup(ctx: RunContext, scenario: CatchUp,
     from pytest_brokerperf.brokers.driver import consumer_pause
     from pytest_brokerperf.engine.coordinator import LoadSession
     from pytest_brokerperf.engine.plan import Rung
-    from pytest_brokerperf.errors import BrokerUnavailable, MeasurementError
     from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
     from pytest_brokerperf.safety import format_bytes
     from pytest_brokerperf.scenario_library.setup import PeriodWatch, set_up_run

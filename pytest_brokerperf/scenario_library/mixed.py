@@ -37,6 +37,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_brokerperf.errors import BrokerUnavailable, MeasurementError
 from pytest_brokerperf.scenario_library.base import (
     PreparedRun,
     Scenario,
@@ -213,7 +214,6 @@ def earliest_reader(driver: Driver) -> tuple[Driver, str]:
     """The driver the catch-up reader (and the run) uses, and how its new subscription
     starts at the earliest position; raises ``BrokerUnavailable`` (a skip) where the
     broker cannot replay retained data to a new subscription."""
-    from pytest_brokerperf.errors import BrokerUnavailable
 
     module = type(driver).__module__
     if ".kafka." in module or driver.kind in ("kafka", "redpanda", "automq"):
@@ -305,7 +305,6 @@ class CatchUpReader:
     def spawn(self, timeout_s: float = 60.0) -> None:
         """Start the reader's process and wait until it is up (not yet subscribed), so
         the interpreter's start-up is not counted as catch-up time."""
-        from pytest_brokerperf.errors import MeasurementError
 
         self._proc.start()
         if not self._ready.wait(timeout_s):
@@ -326,7 +325,6 @@ class CatchUpReader:
 
     def stop(self, timeout_s: float = 60.0) -> tuple[int, int]:
         """Stop reading, commit, close; the final (messages, bytes)."""
-        from pytest_brokerperf.errors import MeasurementError
 
         self._stop.set()
         self._go.set()
@@ -484,7 +482,6 @@ def run_mixed(ctx: RunContext, scenario: Mixed, extra_slos: tuple[str, ...]) -> 
     from pytest_brokerperf.brokers.driver import BacklogReader
     from pytest_brokerperf.engine.coordinator import LoadSession
     from pytest_brokerperf.engine.plan import Rung
-    from pytest_brokerperf.errors import MeasurementError
     from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
     from pytest_brokerperf.safety import format_bytes
     from pytest_brokerperf.scenario_library.setup import PeriodWatch, set_up_run

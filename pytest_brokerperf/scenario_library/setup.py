@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pytest_brokerperf.errors import ConfigError
+
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.driver import Driver
     from pytest_brokerperf.engine.plan import RunPlan
@@ -104,7 +106,6 @@ class PeriodWatch:
     acked_bytes: int = field(default=0, init=False)
 
     def __call__(self, p: PeriodStats) -> None:
-        from pytest_brokerperf.errors import ConfigError
         from pytest_brokerperf.safety import format_bytes
         from pytest_brokerperf.summary import format_progress
 

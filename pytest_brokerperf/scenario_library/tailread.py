@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from pytest_brokerperf.errors import BrokerDied
 from pytest_brokerperf.scenario_library.base import (
     PreparedRun,
     Scenario,
@@ -150,7 +151,6 @@ def run_fixed_rate(ctx: RunContext, scenario: Scenario,
     """
     from pytest_brokerperf import safety
     from pytest_brokerperf.engine.coordinator import run_workload
-    from pytest_brokerperf.errors import BrokerDied
     from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
     from pytest_brokerperf.scenario_library.finish import finish_failed
     from pytest_brokerperf.scenario_library.setup import PeriodWatch, set_up_run

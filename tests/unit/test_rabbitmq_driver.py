@@ -266,19 +266,32 @@ def test_connection_blocked_is_back_pressure(fake_pika: Any) -> None:
     assert doc["queue_full"] == 1 and doc["blocked_s"] >= 0
 
 
-def test_lost_connection_fails_outstanding_messages(fake_pika: Any) -> None:
+def test_lost_connection_fails_the_unconfirmed_and_the_producer_reconnects(
+        fake_pika: Any) -> None:
+    """What awaited a confirm when the connection went away is a send error (the broker
+    may or may not have it); what the pacer sends meanwhile waits with its intended
+    time and goes out on the next connection (pika never reconnects by itself)."""
     errors: list[str] = []
+    acks: list[bytes] = []
     d = _driver()
-    p = d.producer("t", "p0", lambda v, lat: None, lambda v, why: errors.append(why))
+    p = d.producer("t", "p0", lambda v, lat: acks.append(v), lambda v, why: errors.append(why))
     conn = fake_pika.instances[0]
     for _ in range(3):
         p.send(b"x", None)
     _wait(lambda: len(conn.ch.published) == 3)
     conn.run(lambda: conn.on_close(conn, "CONNECTION_FORCED - broker shutdown"))
-    p.send(b"late", None)  # after the failure: reported as an error, never raised
+    p.send(b"late", None)  # while reconnecting: queued, never raised, never an error
+    _wait(lambda: len(fake_pika.instances) == 2)
+    again = fake_pika.instances[1]
+    _wait(lambda: [m[2] for m in getattr(getattr(again, "ch", None), "published", [])]
+          == [b"late"])
     p.service()
-    assert len(errors) == 4 and all("CONNECTION_FORCED" in e for e in errors)
+    assert len(errors) == 3 and all("CONNECTION_FORCED" in e for e in errors)
+    assert p.stats["reconnects"] == 1 and p.stats["unconfirmed_at_connection_loss"] == 3
+    again.run(lambda: again.ch.on_confirm(Method(1, Basic.Ack(delivery_tag=1))))
+    _wait(lambda: (p.service(), acks)[1] == [b"late"])  # the new channel numbers from 1
     assert p.queue_depth() == 0
+    p.close()
 
 
 # --------------------------------------------------------------------- consumer

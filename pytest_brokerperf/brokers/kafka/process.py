@@ -37,7 +37,7 @@ from pytest_brokerperf.brokers.kafka.node_config import (
     render_log4j_properties,
 )
 from pytest_brokerperf.endpoint import BrokerEndpoint
-from pytest_brokerperf.errors import ConfigError
+from pytest_brokerperf.errors import BrokerPerfError, ConfigError
 from pytest_brokerperf.provision.java import (
     JavaRuntime,
     check_jvm_size,
@@ -222,7 +222,6 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
         if not self.metrics_agent:
             return
         from pytest_brokerperf.brokers.kafka.jmx_exporter import resolve_agent
-        from pytest_brokerperf.errors import BrokerPerfError
 
         try:
             self._agent_jar = resolve_agent()
