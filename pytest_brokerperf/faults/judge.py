@@ -46,7 +46,14 @@ def judge_fault(injector: FaultInjector, outcome: RunOutcome, level: int | None,
              if struck is not None and p.start_ns + p.elapsed_s * 1e9 > struck]
     unavailable = [p for p in after
                    if p.target_rate > 0 and p.publish_rate < UNAVAILABLE_SHARE * p.target_rate]
+    # acknowledgements back before the window closed? If not, the messages still waiting
+    # are in no histogram yet: the unavailability is a lower bound and the longest wait
+    # is unknown (the acknowledged ones waited less)
+    recovered = not after or not (after[-1].target_rate > 0 and after[-1].publish_rate
+                                  < UNAVAILABLE_SHARE * after[-1].target_rate)
     longest = [m for p in after if (m := p.histograms["publish_response"].max()) is not None]
+    if not recovered:
+        longest = []
     events = [e.as_dict(t0) for e in injector.events]
     serving = next((e for e in injector.events if e.action == "serving"), None)
     delivery = outcome.delivery
@@ -73,6 +80,11 @@ def judge_fault(injector: FaultInjector, outcome: RunOutcome, level: int | None,
         "node_down_s": (round((serving.t_ns - struck) / 1e9, 3)
                         if serving is not None and struck is not None else None),
         "unavailable_s": round(sum(p.elapsed_s for p in unavailable), 3) if struck else None,
+        "recovered": recovered if struck else None,
+        "recovery_note": None if recovered or not struck else (
+            "acknowledgements had not recovered when the measured window ended: "
+            "unavailable_s is a lower bound and the longest publish wait is unknown; "
+            "strike earlier or measure longer (--brokerperf-duration)"),
         "unavailable_rule": (f"periods after the fault acknowledging < "
                              f"{UNAVAILABLE_SHARE:.0%} of their target rate (resolution: "
                              f"one {outcome.plan.period_s:g} s period)"),

@@ -158,7 +158,8 @@ def run_with_fault(ctx: RunContext, scenario: Scenario,
 def _progress_line(kind: str, block: dict[str, Any]) -> str:
     def num(key: str) -> str:
         v = block.get(key)
-        return "n/a" if v is None else f"{v:g} s"
+        bound = ">= " if key == "unavailable_s" and block.get("recovered") is False else ""
+        return "n/a" if v is None else f"{bound}{v:g} s"
 
     return (f"brokerperf: {kind} fault {block['spec']} on {block['target']}: node down "
             f"{num('node_down_s')}, unavailable {num('unavailable_s')}, longest publish wait "

@@ -53,7 +53,14 @@ def test_kill_the_leader_of_a_three_node_cluster_at_level_1_loses_nothing(
     assert rec["delivery"]["lost"] == 0 and rec["delivery"]["unconfirmed"] == 0
     assert rec["delivery"]["acknowledged"] > 1000
     assert fault["lost"] == 0 and fault["verdict"] == "no-loss"
-    assert fault["unavailable_s"] is not None and fault["longest_publish_wait_s"] is not None
+    assert fault["unavailable_s"] is not None
+    # acks=all waits for the dead follower until Kafka fences it (its controller session,
+    # broker.session.timeout.ms = 9 s): a stall the window may or may not outlast
+    if fault["recovered"]:
+        assert fault["longest_publish_wait_s"] is not None
+    else:
+        assert fault["longest_publish_wait_s"] is None and "lower bound" in fault[
+            "recovery_note"]
     assert rec["faults"] == fault["events"]
     # nothing of the session survives it, the restarted node included
     for pid in (killed, restarted):

@@ -270,3 +270,16 @@ def test_a_paused_process_resumes_on_sigcont_for_a_graceful_stop(tmp_path: Path)
         assert not psutil.pid_exists(pid) or _state(pid) == psutil.STATUS_ZOMBIE
         c.start_node(1, timeout=10)
 
+
+
+def test_a_window_that_ends_before_acknowledgements_recover_gives_a_lower_bound() -> None:
+    outcome = _outcome(lost=0)
+    for p in outcome.periods[4:]:  # nothing acknowledged from the fault to the end
+        p.messages_sent = 0
+    judged = judge_fault(_struck_injector(outcome), outcome, level=1, nodes=3)
+    b = judged.block
+    assert b["recovered"] is False and "lower bound" in b["recovery_note"]
+    assert b["unavailable_s"] == 4.0  # at least: the window ended first
+    assert b["longest_publish_wait_s"] is None  # the waiting messages are in no histogram
+    recovered = judge_fault(_struck_injector(_outcome(lost=0)), _outcome(lost=0), 1, 3)
+    assert recovered.block["recovered"] is True and recovered.block["recovery_note"] is None
