@@ -95,7 +95,32 @@ def spark_session(master: str | None = None, *, app: str = "brokerperf-report") 
         builder = builder.config("spark.local.dir", local_dir)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    chosen = master or os.environ.get("BROKERPERF_SPARK_MASTER") or "local[*]"
+    if not chosen.startswith("local["):  # executors in other processes or machines
+        ship_package(spark)
     return spark
+
+
+def ship_package(spark: SparkSession) -> Path:
+    """Zip this package and hand it to the executors (``addPyFile``), so any Python the
+    job runs on them imports the same code as the driver; the zip's path."""
+    import tempfile
+    import zipfile
+
+    import pytest_brokerperf
+
+    root = Path(pytest_brokerperf.__file__).resolve().parent
+    fd, name = tempfile.mkstemp(prefix="pytest_brokerperf-", suffix=".zip")
+    os.close(fd)
+    with zipfile.ZipFile(name, "w", zipfile.ZIP_DEFLATED) as zf:
+        for path in sorted(root.rglob("*.py")):
+            if "__pycache__" not in path.parts:
+                zf.write(path, str(path.relative_to(root.parent)))
+    spark.sparkContext.addPyFile(name)
+    import atexit
+
+    atexit.register(lambda: Path(name).unlink(missing_ok=True))
+    return Path(name)
 
 
 @contextlib.contextmanager
