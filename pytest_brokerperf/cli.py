@@ -112,9 +112,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                           "fsync_probe_tmp": probe}, indent=2, default=str))
         return 0
     if args.command == "report":
-        from pytest_brokerperf.report.command import options_from, run
+        from pytest_brokerperf.errors import BrokerPerfError
+        from pytest_brokerperf.report.command import EXIT_USAGE, options_from, run
 
-        return run(options_from(args))
+        try:
+            opts = options_from(args)
+        except BrokerPerfError as exc:  # a baseline that names no directory or stored run
+            print(f"brokerperf report: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        return run(opts)
     if args.command == "cleanup" and args.local:
         return _cleanup_local(dry_run=args.dry_run)
     if args.command == "cleanup":

@@ -145,8 +145,14 @@ class Settings:
     env: str = _default("env")
     #: --brokerperf-report formats
     report: tuple[str, ...] = _default("report")
-    #: --brokerperf-baseline
-    baseline: Path | None = _default("baseline")
+    #: --brokerperf-baseline: a results directory or a stored run (number, name, last, all)
+    baseline: str | None = _default("baseline")
+    #: --brokerperf-storage, --brokerperf-autosave, --brokerperf-save
+    storage: Path = _default("storage")
+    autosave: bool = _default("autosave")
+    save: str | None = _default("save")
+    #: --brokerperf-compare-across-env
+    compare_across_env: bool = _default("compare_across_env")
     #: --brokerperf-fail-on budgets (validated)
     fail_on: str | None = _default("fail_on")
     kafka_version: str = _default("kafka_version")
@@ -338,7 +344,8 @@ class Settings:
         if values.get("fail_on") and values.get("baseline") is None:
             raise ConfigError(
                 f"--brokerperf-fail-on (from {sources['fail_on']}) needs the runs to compare "
-                "with: give --brokerperf-baseline DIR (earlier runs' --brokerperf-results)"
+                "with: give --brokerperf-baseline DIR (earlier runs' --brokerperf-results) or a "
+                "stored run (a number, a name, last or all; see --brokerperf-autosave)"
             )
         if run_id is not None:
             sources["run_id"] = "xdist controller"

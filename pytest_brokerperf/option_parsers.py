@@ -394,6 +394,21 @@ def _parse_faults(spec: OptionSpec, raw: object, src: _Source) -> tuple[FaultSpe
     return tuple(faults)
 
 
+def _parse_baseline_ref(spec: OptionSpec, raw: object, src: _Source) -> str:
+    """A results directory (made absolute) or a stored run's reference (number, name,
+    ``last``, ``all``), resolved against the storage when the baseline is loaded."""
+    text = _as_text(spec, raw, src).strip()
+    if not text:
+        raise _invalid(spec, raw, src, "expected a results directory or a stored run")
+    if _LABEL_RE.match(text) and not _resolve_path(text, src).is_dir():
+        return text  # a stored run: a number, a name, last or all
+    path = _resolve_path(text, src)
+    if not path.is_dir():
+        raise _invalid(spec, raw, src, f"{path} is not an existing directory (nor a stored "
+                       "run's number or name)")
+    return str(path)
+
+
 def _parse_url(spec: OptionSpec, raw: object, src: _Source) -> str:
     """One URL whose scheme is one of ``spec.choices``."""
     url = _as_text(spec, raw, src).strip()
@@ -569,6 +584,7 @@ _PARSERS: Final[Mapping[str, Callable[[OptionSpec, object, _Source], Any]]] = {
     "budgets": _parse_budgets,
     "images": _parse_images,
     "faults": _parse_faults,
+    "baseline_ref": _parse_baseline_ref,
 }
 
 

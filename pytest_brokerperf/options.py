@@ -126,7 +126,7 @@ _Kind = Literal[
     "brokers", "choice", "int", "workers", "seconds", "rate", "bool", "dir", "file",
     "existing_dir", "label", "version", "hostports", "bytes", "maxrate", "owner", "urls",
     "rates", "url", "amqpurls", "levels", "percent", "count", "formats", "budgets",
-    "images", "faults",
+    "images", "faults", "baseline_ref",
 ]
 
 
@@ -327,11 +327,40 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
         "into <results>/<run id>/report.html, summary.md, cells.csv; comma-separated",
     ),
     OptionSpec(
-        name="baseline", field="baseline", flag="--brokerperf-baseline", kind="existing_dir",
-        default=None, metavar="DIR", what="baseline directory", example="brokerperf-baseline",
+        name="baseline", field="baseline", flag="--brokerperf-baseline", kind="baseline_ref",
+        default=None, metavar="DIR|RUN", what="baseline", example="all",
         default_text="none",
         help="earlier runs' results (at least 3 runs per cell) that --brokerperf-fail-on "
-        "compares each test with; aggregated with Spark at session start",
+        "compares each test with: a results directory, or runs saved in "
+        "--brokerperf-storage for this --brokerperf-env: a number (0003), a name, last or "
+        "all; aggregated with Spark at session start",
+    ),
+    OptionSpec(
+        name="storage", field="storage", flag="--brokerperf-storage", kind="dir",
+        default=".brokerperf", metavar="DIR", what="storage directory",
+        example=".brokerperf", default_text=".brokerperf",
+        help="where saved runs are kept, one directory per --brokerperf-env label (the "
+        "machine class for the default label local), as pytest-benchmark's "
+        "--benchmark-storage",
+    ),
+    OptionSpec(
+        name="autosave", field="autosave", flag="--brokerperf-autosave", kind="bool",
+        default=False, metavar=None, what="autosave switch", example="true",
+        help="save this session's result records in --brokerperf-storage as the next "
+        "numbered run (NNNN_<run id>), as pytest-benchmark's --benchmark-autosave",
+    ),
+    OptionSpec(
+        name="save", field="save", flag="--brokerperf-save", kind="label", default=None,
+        metavar="NAME", what="saved run name", example="before-upgrade", default_text="none",
+        help="save this session's result records in --brokerperf-storage as NNNN_NAME, a "
+        "baseline --brokerperf-baseline=NAME names later",
+    ),
+    OptionSpec(
+        name="compare_across_env", field="compare_across_env",
+        flag="--brokerperf-compare-across-env", kind="bool", default=False, metavar=None,
+        what="cross-environment comparison switch", example="true",
+        help="compare with a baseline from another --brokerperf-env label (refused by "
+        "default: a figure from another machine class is no baseline)",
     ),
     OptionSpec(
         name="fail_on", field="fail_on", flag="--brokerperf-fail-on", kind="budgets",

@@ -422,6 +422,12 @@ def pytest_terminal_summary(
 
             write_summary(terminalreporter, rows)
         settings = config.stash.get(SETTINGS_KEY, None)
+        if rows and settings is not None and (settings.autosave or settings.save):
+            from pytest_brokerperf.report.session import save_session
+
+            saved = save_session(settings)
+            if saved:
+                terminalreporter.write_line(saved)
         if rows and settings is not None and settings.report:
             from pytest_brokerperf.report.session import session_report
 

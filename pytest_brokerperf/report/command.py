@@ -14,7 +14,14 @@ from pathlib import Path
 from typing import TextIO
 
 from pytest_brokerperf.errors import BrokerPerfError, ConfigError
-from pytest_brokerperf.report.gates import MIN_BASELINE_RUNS, Budget, evaluate, parse_fail_on
+from pytest_brokerperf.report.gates import (
+    MIN_BASELINE_RUNS,
+    Budget,
+    evaluate,
+    parse_fail_on,
+    same_environment,
+)
+from pytest_brokerperf.report.storage import DEFAULT_STORAGE
 
 __all__ = ["EXIT_INCONCLUSIVE", "EXIT_OK", "EXIT_REGRESSION", "EXIT_USAGE", "ReportOptions",
            "add_arguments", "run"]
@@ -33,6 +40,10 @@ class ReportOptions:
     baseline: list[Path] = field(default_factory=list)
     fail_on: list[str] = field(default_factory=list)
     env: str | None = None
+    #: compare with a baseline of another environment label (refused by default)
+    across_env: bool = False
+    #: the current run's environment label, when the caller knows it (a pytest session)
+    current_env: str | None = None
     master: str | None = None
     title: str = "brokerperf report"
     run_id: str | None = None  # only this run's records (the pytest session's report)
@@ -47,9 +58,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--markdown", type=Path, metavar="FILE",
                    help="write the Markdown summary here ('-' for stdout)")
     p.add_argument("--csv", type=Path, metavar="FILE", help="write one CSV row per cell")
-    p.add_argument("--baseline", type=Path, action="append", default=[], metavar="DIR",
-                   help="baseline result directories (repeatable; at least "
-                   f"{MIN_BASELINE_RUNS} runs for a noise floor)")
+    p.add_argument("--baseline", action="append", default=[], metavar="DIR|RUN",
+                   help="baseline result directories, or runs saved in --storage for the "
+                   "--env label: a number (0003), a name, last or all (repeatable; at "
+                   f"least {MIN_BASELINE_RUNS} runs for a noise floor)")
+    p.add_argument("--storage", type=Path, default=Path(DEFAULT_STORAGE), metavar="DIR",
+                   help=f"saved runs (default {DEFAULT_STORAGE}, as --brokerperf-storage)")
+    p.add_argument("--across-env", action="store_true",
+                   help="compare with a baseline of another environment label (refused "
+                   "by default)")
     p.add_argument("--fail-on", action="append", default=[], metavar="EXPR",
                    help="budgets, e.g. 'e2e_response.p99:+15%%,ack_rate:-10%%' (needs "
                    "--baseline; repeatable)")
@@ -61,10 +78,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def options_from(args: argparse.Namespace) -> ReportOptions:
+    """The command line as options; stored baselines resolved (ConfigError if unknown)."""
+    from pytest_brokerperf.report.storage import machine_key, resolve_baseline
+
+    baseline = [d for ref in args.baseline
+                for d in resolve_baseline(ref, args.storage, machine_key(args.env or "local"),
+                                          source="--baseline")]
     return ReportOptions(dirs=list(args.dirs), html=args.html, markdown=args.markdown,
-                         csv=args.csv, baseline=list(args.baseline),
-                         fail_on=list(args.fail_on), env=args.env, master=args.master,
-                         title=args.title)
+                         csv=args.csv, baseline=baseline, fail_on=list(args.fail_on),
+                         env=args.env, master=args.master, title=args.title,
+                         across_env=args.across_env, current_env=args.env)
 
 
 def _budgets(opts: ReportOptions) -> list[Budget]:
@@ -101,6 +124,13 @@ def run(opts: ReportOptions, *, out: TextIO | None = None, err: TextIO | None = 
         if opts.baseline:
             with progress("aggregating the baseline", err):
                 baseline = run_job(spark, opts.baseline)
+            envs = {k.env for k in current.cells}
+            env = opts.current_env or (envs.pop() if len(envs) == 1 else None)
+            if env is None:
+                raise ConfigError(f"the input mixes environments {', '.join(sorted(envs))}: "
+                                  "choose one with --env to compare with a baseline")
+            baseline.cells = same_environment(baseline.cells, env, across=opts.across_env,
+                                              source="--baseline", fix="--across-env")
         if opts.env is not None:
             for side in (current, baseline):
                 if side is not None:
@@ -143,4 +173,9 @@ def run(opts: ReportOptions, *, out: TextIO | None = None, err: TextIO | None = 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="brokerperf report", description=__doc__)
     add_arguments(parser)
-    return run(options_from(parser.parse_args(argv)))
+    try:
+        opts = options_from(parser.parse_args(argv))
+    except BrokerPerfError as exc:
+        sys.stderr.write(f"brokerperf report: {exc}\n")
+        return EXIT_USAGE
+    return run(opts)

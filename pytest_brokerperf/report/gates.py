@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Literal
 
@@ -41,6 +41,7 @@ __all__ = [
     "evaluate",
     "exit_code",
     "parse_fail_on",
+    "same_environment",
 ]
 
 #: Valid baseline runs needed before a noise floor (and so a verdict) is trusted.
@@ -240,3 +241,29 @@ def exit_code(results: Iterable[GateResult]) -> int:
     if statuses & {"inconclusive", "missing", "no-baseline"}:
         return 3
     return 0
+
+
+def same_environment(cells: Mapping[CellKey, CellStats], env: str, *, across: bool,
+                     source: str, fix: str) -> dict[CellKey, CellStats]:
+    """The baseline's cells for a run labelled ``env``.
+
+    A baseline from another environment label is refused (a figure from another machine
+    class is no baseline), naming both labels and ``fix``; with ``across`` its cells are
+    re-keyed to ``env`` so they can be compared — one other label only, else it is
+    ambiguous which machine's figure a cell would be.
+    """
+    others = sorted({k.env for k in cells} - {env})
+    if not others:
+        return dict(cells)
+    if not across:
+        raise ConfigError(
+            f"{source}: the baseline holds runs of environment {', '.join(others)}; this "
+            f"run is {env!r}. Fix: compare with runs of the same --brokerperf-env, or pass "
+            f"{fix} to compare across environments on purpose")
+    labels = {k.env for k in cells}
+    if len(labels) > 1:
+        raise ConfigError(
+            f"{source}: the baseline mixes environments {', '.join(sorted(labels))}: "
+            "comparing across environments needs a baseline of one label")
+    return {replace(k, env=env): replace(c, key=replace(k, env=env))
+            for k, c in cells.items()}

@@ -38,16 +38,49 @@ class SessionGate:
     seen: set[CellKey] = field(default_factory=set)
 
 
+def baseline_dirs(settings: Settings) -> list[Path]:
+    """The result directories ``--brokerperf-baseline`` names (a directory, or runs saved
+    in ``--brokerperf-storage`` under this environment's key)."""
+    from pytest_brokerperf.report.storage import machine_key, resolve_baseline
+
+    assert settings.baseline is not None
+    return resolve_baseline(settings.baseline, Path(settings.storage),
+                            machine_key(settings.env), source="--brokerperf-baseline")
+
+
 def load_gate(settings: Settings) -> SessionGate | None:
-    """Aggregate the baseline (Spark) when ``--brokerperf-fail-on`` asks for a gate."""
+    """Aggregate the baseline (Spark) when ``--brokerperf-fail-on`` asks for a gate; a
+    baseline from another environment label is refused unless asked for."""
     if not settings.fail_on or settings.baseline is None:
         return None
     budgets = parse_fail_on(settings.fail_on)
+    dirs = baseline_dirs(settings)
+    from pytest_brokerperf.report.gates import same_environment
     from pytest_brokerperf.report.spark import progress, run_job, spark_session
 
     with progress(f"aggregating the baseline {settings.baseline}", sys.stderr):
-        baseline = run_job(spark_session(), [settings.baseline])
-    return SessionGate(budgets, baseline.cells)
+        baseline = run_job(spark_session(), dirs)
+    cells = same_environment(baseline.cells, settings.env,
+                             across=settings.compare_across_env,
+                             source=f"--brokerperf-baseline={settings.baseline}",
+                             fix="--brokerperf-compare-across-env")
+    return SessionGate(budgets, cells)
+
+
+def save_session(settings: Settings) -> str | None:
+    """``--brokerperf-autosave`` / ``--brokerperf-save=NAME``: store this session's
+    records; the line saying where (None when nothing was asked or written)."""
+    if not (settings.autosave or settings.save):
+        return None
+    from pytest_brokerperf.report.storage import machine_key, save_run
+
+    stored = save_run(Path(settings.storage), machine_key(settings.env),
+                      Path(settings.results_dir) / "results.jsonl", settings.run_id,
+                      settings.save)
+    if stored is None:
+        return "brokerperf: nothing to save: this session wrote no result record"
+    return (f"brokerperf: saved this run as {stored.label} in {stored.path.parent} "
+            f"(--brokerperf-baseline={stored.number:04d}, {stored.name}, last or all)")
 
 
 def cell_of_record(record: Mapping[str, Any]) -> CellStats:
@@ -87,7 +120,8 @@ def session_report(settings: Settings) -> tuple[int, list[str]]:
         html=out_dir / "report.html" if "html" in formats else None,
         markdown=out_dir / "summary.md" if "markdown" in formats else None,
         csv=out_dir / "cells.csv" if "csv" in formats else None,
-        baseline=[settings.baseline] if settings.baseline else [],
+        baseline=baseline_dirs(settings) if settings.baseline else [],
+        env=None, across_env=settings.compare_across_env, current_env=settings.env,
         fail_on=[settings.fail_on] if settings.fail_on else [],
         title=f"brokerperf report: run {settings.run_id} (env {settings.env})")
     err = io.StringIO()

@@ -69,3 +69,27 @@ def test_a_regression_fails_the_test_and_the_session_report_says_so(
     assert "**Gate: REGRESSION**" in text and "loopback" in text
     assert list((pytester.path / "res").glob("*/cells.csv"))
     assert "report written to" in out
+
+
+def test_a_saved_run_is_a_named_baseline_and_an_unknown_name_a_usage_error(
+        pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_scn=TEST)
+    store = pytester.path / "store"
+    common = ("--brokerperf-duration=1", "--brokerperf-warmup=0.5", "--brokerperf-period=0.5",
+              "-p", "no:cacheprovider", "-p", "no:randomly", "--brokerperf-env=ci-m5",
+              f"--brokerperf-storage={store}", "--brokerperf-inconclusive=warn",
+              f"--brokerperf-results={pytester.path}/res")
+    saved = pytester.runpytest_subprocess(*common, "--brokerperf-save=before-upgrade")
+    saved.stdout.fnmatch_lines(["*saved this run as 0001_before-upgrade in *ci-m5*"])
+    (entry,) = (store / "ci-m5").iterdir()
+    (rec,) = [json.loads(x) for x in (entry / "results.jsonl").read_text().splitlines()]
+    assert rec["env"] == "ci-m5" and rec["test_id"] == "test_scn.py::test_tail[kafka]"
+    auto = pytester.runpytest_subprocess(*common, "--brokerperf-autosave")
+    auto.stdout.fnmatch_lines(["*saved this run as 0002_2*"])
+    unknown = pytester.runpytest_subprocess(*common, "--brokerperf-baseline=weekly",
+                                            "--brokerperf-fail-on=e2e_response.p99:+15%")
+    assert unknown.ret == pytest.ExitCode.USAGE_ERROR
+    unknown.stderr.fnmatch_lines(["*--brokerperf-baseline=weekly: neither a results "
+                                  "directory nor a run stored under*0001_before-upgrade, "
+                                  "0002_2*Fix:*"])

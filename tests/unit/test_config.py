@@ -424,5 +424,6 @@ def test_settings_defaults_agree_with_the_option_table() -> None:
 
 def test_resolving_nothing_gives_the_bare_settings(tmp_path: Path) -> None:
     resolved = Settings.resolve({}, {}, {}, cwd=tmp_path, run_id="r1")
-    bare = Settings(run_id="r1", results_dir=tmp_path / "brokerperf-results")
+    bare = Settings(run_id="r1", results_dir=tmp_path / "brokerperf-results",
+                    storage=tmp_path / ".brokerperf")
     assert resolved == bare
