@@ -27,7 +27,8 @@ def warm_broker(endpoint: BrokerEndpoint, settings: Settings) -> dict[str, Any]:
     """Run the profile's broker warm-up load; return what it did (for manifests)."""
     from pytest_brokerperf.brokers import create_driver
     from pytest_brokerperf.engine.coordinator import RunPlan, default_generator_cpus, run_workload
-    from pytest_brokerperf.workload import Workload, shipped_workload
+    from pytest_brokerperf.shipped import shipped_workload
+    from pytest_brokerperf.workload import Workload
 
     seconds = float(settings.profile_spec.broker_warmup_s)
     if seconds <= 0:

@@ -7,20 +7,26 @@ every field of OMB main's ``Workload.java`` with OMB's defaults (``warmupDuratio
 (OMB's workloads/*.yaml and its Workload class). Two things differ from OMB on
 purpose (docs/reference/workload.md):
 
-* unknown keys are not silently ignored: they raise a :class:`BrokerPerfWarning` naming
-  the closest known key;
+* a key that is not honoured is refused, naming the closest known key
+  (:mod:`pytest_brokerperf.workload_keys`; ``--brokerperf-lenient`` ignores unknown ones
+  with a warning);
 * everything that would make a run fail or mean something else is rejected here, before
   any broker starts, with an error naming file, line, key, value and the fix.
 
 Python attribute names are snake_case (``partitions_per_topic``); the YAML keys stay
 OMB's camelCase (``partitionsPerTopic``). Derived numbers (:attr:`Workload.total_producers`,
 :attr:`Workload.drain_complete_threshold`, ...) are computed exactly as OMB computes them.
+
+The class keeps construction, output and derived numbers; the checks across keys live in
+:mod:`pytest_brokerperf.workload_checks`, the payload pool in
+:mod:`pytest_brokerperf.workload_payloads`, the rate schedule in
+:mod:`pytest_brokerperf.rate_schedule` and the shipped files in
+:mod:`pytest_brokerperf.shipped`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import random
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -29,89 +35,27 @@ from typing import Any, ClassVar
 
 import yaml
 
-from pytest_brokerperf.errors import ConfigError, WorkloadError
-from pytest_brokerperf.files import (
-    LINES,
-    PYTHON_SOURCE,
-    YamlDoc,
-    closest,
-    lines,
-    load_yaml,
-    parse_label,
-    type_name,
-    validate,
-)
-from pytest_brokerperf.models.workload_fields import FIELDS, KeyDistributor, WorkloadField
+from pytest_brokerperf.errors import WorkloadError
+from pytest_brokerperf.files import LINES, PYTHON_SOURCE, closest, lines, load_yaml, validate
+from pytest_brokerperf.models.workload_fields import FIELDS, KeyDistributor
+from pytest_brokerperf.rate_schedule import RateSchedule
 from pytest_brokerperf.warnings import BrokerPerfWarning
+from pytest_brokerperf.workload_checks import check_workload
+from pytest_brokerperf.workload_keys import BY_ATTR, BY_KEY, Problem, read_keys
+from pytest_brokerperf.workload_payloads import (
+    PAYLOAD_HEADER_BYTES,
+    payload_path,
+    payload_pool,
+)
 
 __all__ = [
     "PAYLOAD_HEADER_BYTES",
     "PYTHON_SOURCE",
     "KeyDistributor",
     "Workload",
-    "shipped_workload",
-    "shipped_workloads",
 ]
 
-#: Bytes at the start of every payload that the harness overwrites with its own header
-#: (intended and actual send time, producer id, sequence). Payloads must be at least this big.
-PAYLOAD_HEADER_BYTES = 32
-
-DATA_DIR = Path(__file__).resolve().parent / "data"
-WORKLOADS_DIR = DATA_DIR / "workloads"
-
 _GIB = 1024**3
-
-# YAML with line numbers lives in files.py (shared by every file the plugin reads); the old
-# private names stay for code that imported them from here.
-_YamlDoc = YamlDoc
-_load_yaml = load_yaml
-_closest = closest
-_Field = WorkloadField
-_FIELDS = FIELDS
-#: Line lookup of the file being loaded (files.LINES), under its old name.
-_LINE_OF = LINES
-_lines = lines
-_type_name = type_name
-
-
-_BY_ATTR = {f.attr: f for f in FIELDS}
-_BY_KEY = {f.key: f for f in FIELDS}
-
-#: Keys of OMB forks and older OMB versions that are known but not implemented.
-_FOREIGN_KEYS: dict[str, str] = {
-    "existingTopicList": "Redpanda fork: pre-existing topics",
-    "existingProduceTopicList": "Redpanda fork: pre-existing topics",
-    "existingConsumeTopicList": "Redpanda fork: pre-existing topics",
-    "sampleRateMillis": "Redpanda fork: use logIntervalMillis instead",
-    "drainProducerRate": "Redpanda fork: producer rate during backlog drain",
-    "nameFormat": "OMB workload *template* key (WorkloadGenerationTool), not a workload key",
-    "messageRateReceivedForSubscription": "old OMB fork key",
-    "producerStartRate": "old OMB fork key (rate discovery start)",
-    "acceptableBacklog": "old OMB fork key (rate discovery)",
-    "producerIncrementRate": "old OMB fork key",
-    "producerIncrementSeconds": "old OMB fork key",
-    "producerPauseBeforeDrain": "old OMB fork key",
-    "producerPauseDuringDrain": "old OMB fork key",
-}
-
-
-class _Problem(Exception):
-    """One validation failure, rendered into a :class:`WorkloadError` with the source."""
-
-    def __init__(self, attr: str, value: Any, problem: str, fix: str, key: str | None = None):
-        super().__init__(problem)
-        self.attr, self.value, self.problem, self.fix = attr, value, problem, fix
-        self.key = key or _BY_ATTR[attr].key
-
-    def render(self, source: str, line_of: Callable[..., int | None] | None) -> str:
-        line = line_of(*parse_label(self.key)) if line_of else None
-        where = f"{source}:{line}" if line else source
-        key = self.key
-        if source == PYTHON_SOURCE and self.attr != self.key:
-            key = f"{self.key} (Python: {self.attr})"
-        unset = " (not in the file: OMB's default)" if line_of and line is None else ""
-        return f"{where}: {key} = {self.value!r}{unset}: {self.problem}. Fix: {self.fix}."
 
 
 # --------------------------------------------------------------------------------------
@@ -155,8 +99,10 @@ class Workload:
     random_topic_names: bool = True
     # Confluent extension
     consumer_only: bool = False
-    # not an OMB field: where this workload came from
+    # not OMB fields: where this workload came from, and the keys of that file left out
+    # under --brokerperf-lenient (the record's workload.ignored_keys)
     source: str = field(default=PYTHON_SOURCE, compare=False, repr=False)
+    ignored_keys: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     #: Extension fields written by :meth:`to_omb_dict` only when they differ from these.
     _EXTENSION_DEFAULTS: ClassVar[dict[str, Any]] = {
@@ -189,202 +135,16 @@ class Workload:
             if value is not getattr(self, f.attr):
                 object.__setattr__(self, f.attr, value)
         try:
-            self._validate()
-        except _Problem as p:
+            check_workload(self)
+        except Problem as p:
             raise WorkloadError(p.render(self.source, line_of)) from None
 
-    def _validate(self) -> None:
-        """Cross-field checks: everything that would make a run fail or mislead."""
-        if self.topics < 1:
-            raise _Problem(
-                "topics",
-                self.topics,
-                "a workload needs at least one topic (the harness creates its own topics; "
-                "pre-existing topic lists are not supported)",
-                "write `topics: 1` or more",
-            )
-        self._validate_per_topic(
-            "partitions_per_topic", "partitions_per_topic_list", minimum=1, what="partition"
-        )
-        self._validate_per_topic(
-            "producers_per_topic", "producers_per_topic_list", minimum=0, what="producer"
-        )
-        if self.total_producers < 1:
-            raise _Problem(
-                "producers_per_topic_list",
-                self.producers_per_topic_list,
-                "no topic has a producer, so nothing would be sent",
-                "give at least one topic a producer",
-            )
-        if self.message_size < PAYLOAD_HEADER_BYTES:
-            raise _Problem(
-                "message_size",
-                self.message_size,
-                f"messages must be at least {PAYLOAD_HEADER_BYTES} bytes: pytest-brokerperf "
-                f"writes a {PAYLOAD_HEADER_BYTES}-byte header (intended and actual send time, "
-                "producer id, sequence) at the start of every payload",
-                f"write `messageSize: {PAYLOAD_HEADER_BYTES}` or more (OMB's smallest shipped "
-                "payload is 100 bytes)",
-            )
-        for attr in (
-            "subscriptions_per_topic",
-            "consumer_per_subscription",
-            "randomized_payload_pool_size",
-            "producer_rate",
-        ):
-            value = getattr(self, attr)
-            if value < 0:
-                raise _Problem(attr, value, "must not be negative", "use 0 or a positive number")
-        if self.subscriptions_per_topic > 0 and self.consumer_per_subscription < 1:
-            raise _Problem(
-                "consumer_per_subscription",
-                self.consumer_per_subscription,
-                f"subscriptionsPerTopic is {self.subscriptions_per_topic} but no subscription "
-                "would have a consumer, so nothing would be received",
-                "write `consumerPerSubscription: 1` or more (or `subscriptionsPerTopic: 0` "
-                "for a producer-only test)",
-            )
-        if self.consumer_backlog_size_gb < 0:
-            raise _Problem(
-                "consumer_backlog_size_gb",
-                self.consumer_backlog_size_gb,
-                "must not be negative",
-                "use 0 (no backlog phase) or a positive size in GiB",
-            )
-        if self.consumer_backlog_size_gb > 0:
-            if self.producer_rate == 0:
-                raise _Problem(
-                    "producer_rate",
-                    self.producer_rate,
-                    "Cannot probe producer sustainable rate when building backlog "
-                    f"(consumerBacklogSizeGB is {self.consumer_backlog_size_gb}; OMB refuses "
-                    "this combination too)",
-                    "set a fixed `producerRate:` (e.g. 10000) or `consumerBacklogSizeGB: 0`",
-                )
-            if self.subscriptions_per_topic < 1:
-                raise _Problem(
-                    "consumer_backlog_size_gb",
-                    self.consumer_backlog_size_gb,
-                    "a backlog needs at least one subscription to build up behind",
-                    "write `subscriptionsPerTopic: 1` or `consumerBacklogSizeGB: 0`",
-                )
-        for attr in ("backlog_drain_ratio", "random_bytes_ratio"):
-            value = getattr(self, attr)
-            if not 0.0 <= value <= 1.0:
-                raise _Problem(
-                    attr,
-                    value,
-                    "must be between 0.0 and 1.0",
-                    f"write e.g. `{_BY_ATTR[attr].key}: 1.0`",
-                )
-        if self.use_randomized_payloads and self.randomized_payload_pool_size < 1:
-            raise _Problem(
-                "randomized_payload_pool_size",
-                self.randomized_payload_pool_size,
-                "useRandomizedPayloads is true but the pool would be empty",
-                "write `randomizedPayloadPoolSize: 1000` (or another positive number)",
-            )
-        if self.test_duration_minutes <= 0:
-            raise _Problem(
-                "test_duration_minutes",
-                self.test_duration_minutes,
-                "OMB treats <= 0 as 'run forever'; a test needs a finite measured phase",
-                "write `testDurationMinutes: 5` (fractions such as 0.5 are allowed)",
-            )
-        if self.warmup_duration_minutes < 0:
-            raise _Problem(
-                "warmup_duration_minutes",
-                self.warmup_duration_minutes,
-                "must not be negative",
-                "write `warmupDurationMinutes: 0` to disable warm-up, or a positive number",
-            )
-        if self.log_interval_millis < 1:
-            raise _Problem(
-                "log_interval_millis",
-                self.log_interval_millis,
-                "the stats period must be positive",
-                "write `logIntervalMillis: 10000` (OMB's period) or 1000 for 1-s series",
-            )
-        self._validate_rate_list()
-        if not self.use_randomized_payloads and self.payload_file is not None:
-            self._read_payload_file(None)
-        if self.consumer_only and self.consumer_backlog_size_gb == 0:
-            warnings.warn(
-                BrokerPerfWarning(
-                    f"{self.source}: consumerOnly = True has no effect without a backlog "
-                    "phase (consumerBacklogSizeGB is 0); it only pauses producers after the "
-                    "backlog is built. Fix: remove it or set consumerBacklogSizeGB."
-                ),
-                stacklevel=4,
-            )
-
-    def _validate_per_topic(self, attr: str, list_attr: str, *, minimum: int, what: str) -> None:
-        values: tuple[int, ...] | None = getattr(self, list_attr)
-        key = _BY_ATTR[attr].key
-        if values is None:
-            if getattr(self, attr) < 1:
-                raise _Problem(
-                    attr,
-                    getattr(self, attr),
-                    f"every topic needs at least one {what}",
-                    f"write `{key}: 1` or more",
-                )
-            return
-        if getattr(self, attr) < 0:
-            raise _Problem(attr, getattr(self, attr), "must not be negative", f"write `{key}: 1`")
-        list_key = _BY_ATTR[list_attr].key
-        if len(values) != self.topics:
-            raise _Problem(
-                list_attr,
-                list(values),
-                f"has {len(values)} entries but topics is {self.topics}; it needs one per topic",
-                f"give exactly {self.topics} entries or change `topics:`",
-            )
-        for i, v in enumerate(values):
-            if v < minimum:
-                raise _Problem(
-                    list_attr,
-                    list(values),
-                    f"entry {i} is {v}; each topic needs at least {minimum} {what}(s)",
-                    f"make every entry of {list_key} at least {minimum}",
-                    key=f"{list_key}[{i}]",
-                )
-
-    def _validate_rate_list(self) -> None:
-        entries = self.producer_rate_list
-        if entries is None:
-            return
-        fix = "use `[[minutesFromStart, rate], ...]` or `[[hour, minute, rate], ...]`"
-        if not entries:
-            raise _Problem("producer_rate_list", [], "is empty", fix + " or remove the key")
-        width = len(entries[0])
-        for i, entry in enumerate(entries):
-            key = f"producerRateList[{i}]"
-            if len(entry) not in (2, 3) or len(entry) != width:
-                raise _Problem(
-                    "producer_rate_list",
-                    list(entry),
-                    "entries must all have 2 elements [minutes, rate] or all 3 [hour, minute, "
-                    "rate] (AutoMQ RateGenerator)",
-                    fix,
-                    key=key,
-                )
-            if any(v < 0 for v in entry):
-                raise _Problem("producer_rate_list", list(entry), "negative value", fix, key=key)
-            if width == 3 and (entry[0] >= 24 or entry[1] >= 60):
-                raise _Problem(
-                    "producer_rate_list",
-                    list(entry),
-                    "hour must be 0-23 and minute 0-59",
-                    fix,
-                    key=key,
-                )
-
     @classmethod
-    def from_yaml(cls, path: str | Path) -> Workload:
-        """Read an OMB workload YAML file; errors cite the file and line."""
+    def from_yaml(cls, path: str | Path, *, lenient: bool = False) -> Workload:
+        """Read an OMB workload YAML file; errors cite the file and line. ``lenient``
+        ignores (with a warning) keys that are not honoured instead of refusing them."""
         path = Path(path)
-        doc = _load_yaml(path, WorkloadError, "workload")
+        doc = load_yaml(path, WorkloadError, "workload")
         if doc.data is None:
             raise WorkloadError(
                 f"{path}: the workload file is empty. Fix: write OMB workload keys such as "
@@ -398,58 +158,27 @@ class Workload:
                 ),
                 stacklevel=2,
             )
-        return cls._from_mapping(doc.data, str(path), doc.line)
+        return cls._from_mapping(doc.data, str(path), doc.line, lenient)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], source: str = PYTHON_SOURCE) -> Workload:
+    def from_dict(cls, data: Mapping[str, Any], source: str = PYTHON_SOURCE, *,
+                  lenient: bool = False) -> Workload:
         """Build from a mapping with OMB's camelCase keys, as ``yaml.safe_load`` returns it."""
-        return cls._from_mapping(data, source, None)
+        return cls._from_mapping(data, source, None, lenient)
 
     @classmethod
-    def _from_mapping(
-        cls, data: Any, source: str, line_of: Callable[[str], int | None] | None
-    ) -> Workload:
-        if not isinstance(data, Mapping):
-            raise WorkloadError(
-                f"{source}: a workload must be a mapping of OMB keys, got {_type_name(data)}. "
-                "Fix: write `key: value` lines such as `topics: 1`."
-            )
-        kwargs: dict[str, Any] = {}
-        known = [f.key for f in FIELDS]
-        for key, value in data.items():
-            f = _BY_KEY.get(key) if isinstance(key, str) else None
-            if f is not None:
-                if value is not None:  # Jackson: null leaves the default in place
-                    kwargs[f.attr] = value
-                continue
-            line = line_of(key) if line_of and isinstance(key, str) else None
-            where = f"{source}:{line}" if line else source
-            foreign = _FOREIGN_KEYS.get(key) if isinstance(key, str) else None
-            if foreign is not None and key.startswith("existing") and value:
-                raise WorkloadError(
-                    f"{where}: {key} = {value!r}: pre-existing topic lists ({foreign}) are not "
-                    "supported; the harness creates and deletes its own topics. "
-                    "Fix: remove the key and set `topics:`."
-                )
-            if foreign is not None:
-                msg = f"{where}: key {key!r} ({foreign}) is not implemented and is ignored."
-            else:
-                near = _closest(str(key), known)
-                hint = f" Did you mean {near!r}?" if near else ""
-                msg = (
-                    f"{where}: unknown workload key {key!r} is ignored (OMB would ignore it "
-                    f"silently).{hint}"
-                )
-            warnings.warn(BrokerPerfWarning(msg), stacklevel=3)
+    def _from_mapping(cls, data: Any, source: str,
+                      line_of: Callable[[str], int | None] | None, lenient: bool) -> Workload:
+        kwargs, ignored = read_keys(data, source, line_of, lenient=lenient)
         with lines(line_of):
-            return cls(**kwargs, source=source)
+            return cls(**kwargs, source=source, ignored_keys=ignored)
 
     def replace(self, **changes: Any) -> Workload:
         """A copy with ``changes`` applied and validated; camelCase OMB keys are accepted too."""
-        normalized = {(_BY_KEY[k].attr if k in _BY_KEY else k): v for k, v in changes.items()}
-        unknown = sorted(set(normalized) - set(_BY_ATTR) - {"source"})
+        normalized = {(BY_KEY[k].attr if k in BY_KEY else k): v for k, v in changes.items()}
+        unknown = sorted(set(normalized) - set(BY_ATTR) - {"source", "ignored_keys"})
         if unknown:
-            near = _closest(unknown[0], list(_BY_ATTR))
+            near = closest(unknown[0], list(BY_ATTR))
             hint = f" Did you mean {near!r}?" if near else ""
             raise WorkloadError(
                 f"{self.source}: Workload.replace() got unknown field(s) {unknown}.{hint} "
@@ -581,85 +310,26 @@ class Workload:
     def log_interval_s(self) -> float:
         return self.log_interval_millis / 1000.0
 
-    # ---------------------------------------------------------------- payloads
-
-    def _search_dirs(self, base_dir: Path | None) -> list[tuple[str, Path]]:
-        dirs: list[tuple[str, Path]] = []
-        if base_dir is not None:
-            dirs.append(("base directory", Path(base_dir)))
-        elif not (self.source.startswith("<") and self.source.endswith(">")):
-            dirs.append(("workload file's directory", Path(self.source).resolve().parent))
-        dirs.append(("current directory", Path.cwd()))
-        dirs.append(("pytest-brokerperf's shipped workloads", WORKLOADS_DIR))
-        return dirs
+    # ---------------------------------------------------------------- payloads and rate
 
     def payload_path(self, base_dir: Path | None = None) -> Path:
-        """Where ``payloadFile`` is found: an absolute path as is; a relative one in
-        ``base_dir`` (default: the workload file's directory), then the current directory
-        (OMB's rule), then the payloads shipped with pytest-brokerperf. Record the result:
-        it tells which file was actually sent."""
-        if self.payload_file is None:
-            raise WorkloadError(f"{self.source}: payloadFile is not set")
-        rel = Path(self.payload_file)
-        if rel.is_absolute():
-            candidates = [("absolute path", rel)]
-        else:
-            candidates = [(label, d / rel) for label, d in self._search_dirs(base_dir)]
-        for _, candidate in candidates:
-            if candidate.is_file():
-                return candidate
-        tried = "; ".join(f"{label}: {p}" for label, p in candidates)
-        raise WorkloadError(
-            _Problem(
-                "payload_file",
-                self.payload_file,
-                f"payload file not found (tried {tried})",
-                "give a path relative to the workload file or the current directory, or "
-                "remove payloadFile to use a generated payload",
-            ).render(self.source, LINES.get())
-        )
-
-    def _read_payload_file(self, base_dir: Path | None) -> bytes:
-        path = self.payload_path(base_dir)
-        data = path.read_bytes()
-        if len(data) != self.message_size:
-            raise _Problem(
-                "payload_file",
-                self.payload_file,
-                f"Payload length mismatch. Actual is: {len(data)}, but expected: "
-                f"{self.message_size} (messageSize; file {path})",
-                f"use a payload file of exactly {self.message_size} bytes or set "
-                f"`messageSize: {len(data)}`",
-            )
-        return data
+        """Where ``payloadFile`` is found (:func:`~pytest_brokerperf.workload_payloads.
+        payload_path`); record the result: it tells which file was actually sent."""
+        return payload_path(self, base_dir)
 
     def payloads(self, base_dir: Path | None = None, *, seed: int = 0) -> list[bytes]:
-        """The payload pool producers pick from, exactly messageSize bytes each.
+        """The payload pool producers pick from, exactly messageSize bytes each
+        (:mod:`pytest_brokerperf.workload_payloads`). Random bytes come from
+        ``random.Random(seed)``: record the seed with the results. The harness overwrites
+        the first :data:`PAYLOAD_HEADER_BYTES` bytes of each payload with its header."""
+        return payload_pool(self, base_dir, seed=seed)
 
-        * ``useRandomizedPayloads``: ``randomizedPayloadPoolSize`` payloads, each
-          ``int(messageSize * randomBytesRatio)`` random bytes then zeros (OMB's
-          compression-test payloads);
-        * else ``payloadFile`` (see :meth:`payload_path`), with OMB's length check;
-        * else one payload of pseudo-random bytes (OMB has no such default; random rather
-          than zeros so compression cannot flatter the result).
-
-        Random bytes come from ``random.Random(seed)``: the same seed gives the same pool,
-        so record the seed with the results. The harness overwrites the first
-        :data:`PAYLOAD_HEADER_BYTES` bytes of each payload with its header.
-        """
-        rng = random.Random(seed)
-        if self.use_randomized_payloads:
-            n_random = int(self.message_size * self.random_bytes_ratio)
-            zeros = bytes(self.message_size - n_random)
-            return [
-                rng.randbytes(n_random) + zeros for _ in range(self.randomized_payload_pool_size)
-            ]
-        if self.payload_file is not None:
-            try:
-                return [self._read_payload_file(base_dir)]
-            except _Problem as p:
-                raise WorkloadError(p.render(self.source, None)) from None
-        return [rng.randbytes(self.message_size)]
+    def rate_schedule(self) -> RateSchedule | None:
+        """AutoMQ's ``producerRateList`` as a schedule (:mod:`pytest_brokerperf.
+        rate_schedule`), or None without one; it replaces ``producerRate``."""
+        if self.producer_rate_list is None:
+            return None
+        return RateSchedule.from_list(self.producer_rate_list)
 
     def describe(self) -> str:
         """One line for logs and dry-run plans."""
@@ -676,28 +346,3 @@ class Workload:
             f"{self.total_subscriptions} subscription(s) / {self.total_consumers} consumer(s), "
             f"{rate}{backlog}, warm-up {self.warmup_s:g} s, test {self.duration_s:g} s"
         )
-
-
-# --------------------------------------------------------------------------------------
-# Shipped workloads
-# --------------------------------------------------------------------------------------
-
-
-def shipped_workloads() -> list[str]:
-    """Names (without ``.yaml``) of the workloads shipped in ``pytest_brokerperf/data``."""
-    return sorted(p.stem for p in WORKLOADS_DIR.glob("*.yaml"))
-
-
-def shipped_workload(name: str) -> Path:
-    """Path of a shipped workload YAML, by name with or without ``.yaml``."""
-    stem = name.removesuffix(".yaml").removesuffix(".yml")
-    path = WORKLOADS_DIR / f"{stem}.yaml"
-    if path.is_file():
-        return path
-    names = shipped_workloads()
-    near = _closest(stem, names)
-    hint = f" Did you mean {near!r}?" if near else ""
-    raise ConfigError(
-        f"no shipped workload named {name!r}.{hint} Shipped: {', '.join(names)}. "
-        "Fix: use one of these names or pass a path to your own OMB workload YAML."
-    )

@@ -132,7 +132,8 @@ def resolve_workload(settings: Settings, *, given: Workload | None, shipped: str
     (``producers_per_topic``, ``consumer_per_subscription``, ``subscriptions_per_topic``)
     override it. A payload file of another size is dropped with a note.
     """
-    from pytest_brokerperf.workload import Workload, shipped_workload
+    from pytest_brokerperf.shipped import shipped_workload
+    from pytest_brokerperf.workload import Workload
 
     wl_file: Path | None = None
     if given is not None:

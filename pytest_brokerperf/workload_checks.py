@@ -1,0 +1,212 @@
+"""Checks across a workload's keys: everything that would make a run fail or mislead.
+
+Each key's type is the declared model's job (:mod:`pytest_brokerperf.models.workload`);
+here are the rules that involve several keys or the engine (one entry per topic, a
+backlog needs a subscription, a payload of messageSize bytes, ...). A failure is a
+:class:`~pytest_brokerperf.workload_keys.Problem`, which the workload renders with
+file:line, key, value and fix.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING
+
+from pytest_brokerperf.warnings import BrokerPerfWarning
+from pytest_brokerperf.workload_keys import BY_ATTR, Problem
+from pytest_brokerperf.workload_payloads import PAYLOAD_HEADER_BYTES, read_payload_file
+
+if TYPE_CHECKING:
+    from pytest_brokerperf.workload import Workload
+
+__all__ = ["check_workload"]
+
+
+def check_workload(w: Workload) -> None:
+    """Cross-field checks: everything that would make a run fail or mislead."""
+    if w.topics < 1:
+        raise Problem(
+            "topics",
+            w.topics,
+            "a workload needs at least one topic (the harness creates its own topics; "
+            "pre-existing topic lists are not supported)",
+            "write `topics: 1` or more",
+        )
+    _check_per_topic(w, "partitions_per_topic", "partitions_per_topic_list", minimum=1,
+                     what="partition")
+    _check_per_topic(w, "producers_per_topic", "producers_per_topic_list", minimum=0,
+                     what="producer")
+    if w.total_producers < 1:
+        raise Problem(
+            "producers_per_topic_list",
+            w.producers_per_topic_list,
+            "no topic has a producer, so nothing would be sent",
+            "give at least one topic a producer",
+        )
+    if w.message_size < PAYLOAD_HEADER_BYTES:
+        raise Problem(
+            "message_size",
+            w.message_size,
+            f"messages must be at least {PAYLOAD_HEADER_BYTES} bytes: pytest-brokerperf "
+            f"writes a {PAYLOAD_HEADER_BYTES}-byte header (intended and actual send time, "
+            "producer id, sequence) at the start of every payload",
+            f"write `messageSize: {PAYLOAD_HEADER_BYTES}` or more (OMB's smallest shipped "
+            "payload is 100 bytes)",
+        )
+    for attr in (
+        "subscriptions_per_topic",
+        "consumer_per_subscription",
+        "randomized_payload_pool_size",
+        "producer_rate",
+    ):
+        value = getattr(w, attr)
+        if value < 0:
+            raise Problem(attr, value, "must not be negative", "use 0 or a positive number")
+    if w.subscriptions_per_topic > 0 and w.consumer_per_subscription < 1:
+        raise Problem(
+            "consumer_per_subscription",
+            w.consumer_per_subscription,
+            f"subscriptionsPerTopic is {w.subscriptions_per_topic} but no subscription "
+            "would have a consumer, so nothing would be received",
+            "write `consumerPerSubscription: 1` or more (or `subscriptionsPerTopic: 0` "
+            "for a producer-only test)",
+        )
+    if w.consumer_backlog_size_gb < 0:
+        raise Problem(
+            "consumer_backlog_size_gb",
+            w.consumer_backlog_size_gb,
+            "must not be negative",
+            "use 0 (no backlog phase) or a positive size in GiB",
+        )
+    if w.consumer_backlog_size_gb > 0:
+        if w.producer_rate == 0:
+            raise Problem(
+                "producer_rate",
+                w.producer_rate,
+                "Cannot probe producer sustainable rate when building backlog "
+                f"(consumerBacklogSizeGB is {w.consumer_backlog_size_gb}; OMB refuses "
+                "this combination too)",
+                "set a fixed `producerRate:` (e.g. 10000) or `consumerBacklogSizeGB: 0`",
+            )
+        if w.subscriptions_per_topic < 1:
+            raise Problem(
+                "consumer_backlog_size_gb",
+                w.consumer_backlog_size_gb,
+                "a backlog needs at least one subscription to build up behind",
+                "write `subscriptionsPerTopic: 1` or `consumerBacklogSizeGB: 0`",
+            )
+    for attr in ("backlog_drain_ratio", "random_bytes_ratio"):
+        value = getattr(w, attr)
+        if not 0.0 <= value <= 1.0:
+            raise Problem(
+                attr,
+                value,
+                "must be between 0.0 and 1.0",
+                f"write e.g. `{BY_ATTR[attr].key}: 1.0`",
+            )
+    if w.use_randomized_payloads and w.randomized_payload_pool_size < 1:
+        raise Problem(
+            "randomized_payload_pool_size",
+            w.randomized_payload_pool_size,
+            "useRandomizedPayloads is true but the pool would be empty",
+            "write `randomizedPayloadPoolSize: 1000` (or another positive number)",
+        )
+    if w.test_duration_minutes <= 0:
+        raise Problem(
+            "test_duration_minutes",
+            w.test_duration_minutes,
+            "OMB treats <= 0 as 'run forever'; a test needs a finite measured phase",
+            "write `testDurationMinutes: 5` (fractions such as 0.5 are allowed)",
+        )
+    if w.warmup_duration_minutes < 0:
+        raise Problem(
+            "warmup_duration_minutes",
+            w.warmup_duration_minutes,
+            "must not be negative",
+            "write `warmupDurationMinutes: 0` to disable warm-up, or a positive number",
+        )
+    if w.log_interval_millis < 1:
+        raise Problem(
+            "log_interval_millis",
+            w.log_interval_millis,
+            "the stats period must be positive",
+            "write `logIntervalMillis: 10000` (OMB's period) or 1000 for 1-s series",
+        )
+    _check_rate_list(w)
+    if not w.use_randomized_payloads and w.payload_file is not None:
+        read_payload_file(w, None)
+    if w.consumer_only and w.consumer_backlog_size_gb == 0:
+        warnings.warn(
+            BrokerPerfWarning(
+                f"{w.source}: consumerOnly = True has no effect without a backlog "
+                "phase (consumerBacklogSizeGB is 0); it only pauses producers after the "
+                "backlog is built. Fix: remove it or set consumerBacklogSizeGB."
+            ),
+            stacklevel=4,
+        )
+
+
+def _check_per_topic(w: Workload, attr: str, list_attr: str, *, minimum: int,
+                     what: str) -> None:
+    values: tuple[int, ...] | None = getattr(w, list_attr)
+    key = BY_ATTR[attr].key
+    if values is None:
+        if getattr(w, attr) < 1:
+            raise Problem(
+                attr,
+                getattr(w, attr),
+                f"every topic needs at least one {what}",
+                f"write `{key}: 1` or more",
+            )
+        return
+    if getattr(w, attr) < 0:
+        raise Problem(attr, getattr(w, attr), "must not be negative", f"write `{key}: 1`")
+    list_key = BY_ATTR[list_attr].key
+    if len(values) != w.topics:
+        raise Problem(
+            list_attr,
+            list(values),
+            f"has {len(values)} entries but topics is {w.topics}; it needs one per topic",
+            f"give exactly {w.topics} entries or change `topics:`",
+        )
+    for i, v in enumerate(values):
+        if v < minimum:
+            raise Problem(
+                list_attr,
+                list(values),
+                f"entry {i} is {v}; each topic needs at least {minimum} {what}(s)",
+                f"make every entry of {list_key} at least {minimum}",
+                key=f"{list_key}[{i}]",
+            )
+
+
+def _check_rate_list(w: Workload) -> None:
+    entries = w.producer_rate_list
+    if entries is None:
+        return
+    fix = "use `[[minutesFromStart, rate], ...]` or `[[hour, minute, rate], ...]`"
+    if not entries:
+        raise Problem("producer_rate_list", [], "is empty", fix + " or remove the key")
+    width = len(entries[0])
+    for i, entry in enumerate(entries):
+        key = f"producerRateList[{i}]"
+        if len(entry) not in (2, 3) or len(entry) != width:
+            raise Problem(
+                "producer_rate_list",
+                list(entry),
+                "entries must all have 2 elements [minutes, rate] or all 3 [hour, minute, "
+                "rate] (AutoMQ RateGenerator)",
+                fix,
+                key=key,
+            )
+        if any(v < 0 for v in entry):
+            raise Problem("producer_rate_list", list(entry), "negative value", fix, key=key)
+        if width == 3 and (entry[0] >= 24 or entry[1] >= 60):
+            raise Problem(
+                "producer_rate_list",
+                list(entry),
+                "hour must be 0-23 and minute 0-59",
+                fix,
+                key=key,
+            )
+
