@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 
     from pytest_brokerperf.brokers.driver import BrokerBacklog, Driver
     from pytest_brokerperf.metrics.histogram import LatencyHistogram
+    from pytest_brokerperf.rate_schedule import RateSchedule
     from pytest_brokerperf.workload import Workload
 
 __all__ = [
@@ -83,6 +84,9 @@ class RunPlan:
     keep_topics: bool = False
     generator_cpus: tuple[int, ...] | None = None
     seed: int = 0
+    #: AutoMQ's producerRateList: the measured window follows it (``rate`` is then the
+    #: warm-up's rate, the schedule's first); see :mod:`pytest_brokerperf.rate_schedule`
+    rate_schedule: RateSchedule | None = None
 
 
 @dataclass
@@ -588,8 +592,17 @@ class LoadSession:
         measure_begin = _now_iso()
         periods: list[PeriodStats] = []
         n_periods = max(1, math.ceil(rung.measure_s / plan.period_s - 1e-9))
+        schedule, window_start = plan.rate_schedule, self._last_tick
         for i in range(n_periods):
+            if schedule is not None:  # each period at the schedule's rate at its start
+                rate = schedule.rate_at((self._last_tick - window_start) / 1e9)
+                if rate != self.rate:
+                    self.set_rate(rate)  # overdue sends carry over (adjust_rate)
             periods.append(self.tick(i, "measure", on_wait))
+        if schedule is not None:  # judged against what was offered, period by period
+            span = sum(p.elapsed_s for p in periods)
+            offered = sum(p.target_rate * p.elapsed_s for p in periods)
+            plan = replace(plan, rate=offered / span if span else plan.rate)
         cumulative = {m: periods[0].histograms[m].copy() for m in METRICS}
         for p in periods[1:]:
             for m in METRICS:
@@ -746,9 +759,12 @@ def run_workload(
     on_period: Callable[[PeriodStats], None] | None = None,
 ) -> RunOutcome:
     """Run ``workload`` against ``driver``'s broker at ``plan.rate`` and return what was
-    measured (one rung: warm-up until steady, capped, then the measured window)."""
+    measured (one rung: warm-up until steady, capped, then the measured window). With
+    ``plan.rate_schedule`` the warm-up runs at the schedule's first rate and the measured
+    window follows the schedule; the outcome's ``plan.rate`` is then the mean offered."""
+    rate = plan.rate if plan.rate_schedule is None else plan.rate_schedule.rate_at(0.0)
     with LoadSession(driver, workload, plan, payloads=payloads, on_period=on_period) as s:
-        out = s.run_rung(Rung(plan.rate, plan.warmup_max_s, plan.measure_s))
+        out = s.run_rung(Rung(rate, plan.warmup_max_s, plan.measure_s))
         out.begin_time = s.begin_time
         return s.finish().apply(out)
 
