@@ -133,6 +133,15 @@ def check_workload(w: Workload) -> None:
             "write `logIntervalMillis: 10000` (OMB's period) or 1000 for 1-s series",
         )
     _check_rate_list(w)
+    if not w.random_topic_names:
+        raise Problem(
+            "random_topic_names",
+            w.random_topic_names,
+            "fixed topic names cannot be honoured: pytest-brokerperf creates topics named "
+            "bp-<owner>-<run id>-<scenario>-<test>-NNN for every run and deletes them "
+            "afterwards (what AutoMQ's default `true` does: a unique name per run)",
+            "remove the key or write `randomTopicNames: true`",
+        )
     if not w.use_randomized_payloads and w.payload_file is not None:
         read_payload_file(w, None)
     if w.consumer_only and w.consumer_backlog_size_gb == 0:

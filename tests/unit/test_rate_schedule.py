@@ -127,3 +127,33 @@ def test_other_scenarios_refuse_a_schedule(tmp_path: Path, scenario: Any) -> Non
     with pytest.raises(ValueError, match=r"w\.yaml:10: producerRateList = \[\[0, 100\]\]: "
                        r"the \w[\w-]* scenario cannot follow a rate schedule .*-m tailread"):
         scenario.prepare(_settings(workload=f), EP)
+
+
+# ------------------------------------------------------------------ AutoMQ's per-topic lists
+
+
+def test_engine_honours_per_topic_partitions_and_producers(monkeypatch) -> None:
+    from pytest_brokerperf.brokers.loopback import driver as loop
+
+    created: list[tuple[list[str], list[int]]] = []
+    monkeypatch.setattr(loop._Admin, "create_topics",
+                        lambda self, names, partitions: created.append((names, partitions)))
+    wl = _workload(topics=2, partitions_per_topic_list=[1, 4],
+                   producers_per_topic_list=[4, 1], producer_rate=1000)
+    plan = RunPlan(rate=1000, period_s=0.5, warmup_max_s=0.0, measure_s=1.5, workers=1,
+                   topic_prefix="lists", probe_timeout_s=20)
+    out = run_workload(LoopbackDriver(partitions=2), wl, plan,
+                       payloads=wl.payloads(None, seed=1))
+    assert created == [(["lists-000", "lists-001"], [1, 4])]
+    # the aggregate rate is shared evenly by the five producers: 4/5 into topic 0
+    by_sub = {s.subscription: s.acknowledged for s in out.delivery.subscriptions}
+    first, second = by_sub["lists-000-sub000"], by_sub["lists-001-sub000"]
+    assert first == pytest.approx(4 * second, rel=0.1)
+
+
+def test_fixed_topic_names_are_refused() -> None:
+    from pytest_brokerperf.errors import WorkloadError
+
+    with pytest.raises(WorkloadError, match=r"randomTopicNames \(Python: random_topic_names\) "
+                       r"= False: fixed topic names cannot be honoured.*Fix: remove the key"):
+        _workload(random_topic_names=False)
