@@ -165,15 +165,15 @@ def resolve_workload(settings: Settings, *, given: Workload | None, shipped: str
 def key_source(wl: Workload, key: str) -> str:
     """``file:line`` of ``key`` in the file ``wl`` was read from (the file alone when the
     line cannot be found, ``<python>`` for a workload built in Python)."""
-    from pytest_brokerperf.errors import BrokerPerfError
+    from pytest_brokerperf.errors import WorkloadError
     from pytest_brokerperf.files import load_yaml
 
     path = Path(wl.source)
     if wl.source.startswith("<") or not path.is_file():
         return wl.source
     try:
-        line = load_yaml(path, BrokerPerfError, "workload").line(key)
-    except (BrokerPerfError, OSError):
+        line = load_yaml(path, WorkloadError, "workload").line(key)
+    except (WorkloadError, OSError):
         line = None
     return f"{path}:{line}" if line else str(path)
 
