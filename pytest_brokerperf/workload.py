@@ -71,7 +71,8 @@ class Workload:
     keyword arguments with snake_case names. Durations and ``consumer_backlog_size_gb`` may
     be fractional (an extension for short CI runs: OMB's Java ints would truncate them);
     everything else has OMB's Java type. ``source`` (file path or ``"<python>"``) is kept
-    for error messages and to find ``payloadFile``; it does not take part in equality.
+    for error messages and to find ``payloadFile``; ``ignored_keys`` are the file's keys
+    left out under ``--brokerperf-lenient``. Neither takes part in equality.
     """
 
     name: str | None = None

@@ -84,7 +84,8 @@ def test_rate_schedule_sets_each_periods_target(suite):
 def test_unknown_key_is_refused_naming_file_line_and_closest(suite):
     result = _run(suite, WORKLOAD + "messageSzie: 2048\n")
     result.stderr.fnmatch_lines([  # refused before the session starts anything
-        "*--brokerperf-workload=*w.yaml:10: messageSzie = 2048: unknown workload key (did you mean 'messageSize'?)*"
+        "*--brokerperf-workload=*w.yaml:10: messageSzie = 2048: unknown workload key "
+        "(did you mean 'messageSize'?)*"
         "Fix: rename it to `messageSize`, or pass --brokerperf-lenient*"])
     assert not (suite.path / "res" / "results.jsonl").exists()
     assert result.ret != 0
