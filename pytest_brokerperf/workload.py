@@ -335,6 +335,8 @@ class Workload:
     def describe(self) -> str:
         """One line for logs and dry-run plans."""
         rate = f"{self.producer_rate} msg/s" if self.producer_rate else "max-rate discovery"
+        if self.producer_rate_list is not None:
+            rate = f"rate schedule producerRateList ({len(self.producer_rate_list)} points)"
         parts: object = self.partitions_per_topic
         if self.partitions_per_topic_list is not None:
             parts = list(self.partitions_per_topic_list)

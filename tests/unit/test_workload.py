@@ -296,6 +296,8 @@ def test_backlog_threshold_like_omb() -> None:
 def test_describe_mentions_key_numbers() -> None:
     text = Workload.from_dict(GOOD).describe()
     assert "1000 msg/s" in text and "4 partitions" in text
+    scheduled = Workload.from_dict(good(producerRateList=[[0, 10], [1, 20]])).describe()
+    assert "rate schedule producerRateList (2 points)" in scheduled  # not the flat 1000
 
 
 # ------------------------------------------------------------------ payloads
