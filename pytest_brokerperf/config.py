@@ -127,6 +127,8 @@ class Settings:
     faults: tuple[FaultSpec, ...] = _default("faults")
     results_dir: Path = _default("results_dir")
     workload: Path | None = _default("workload")
+    #: --brokerperf-lenient: unknown workload keys are ignored (recorded), not refused
+    lenient: bool = _default("lenient")
     driver: Path | None = _default("driver")
     #: --brokerperf-slo file
     slo: Path | None = _default("slo")

@@ -246,6 +246,12 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
         default_text="the scenario's own", help="OMB workload YAML to run (must exist)",
     ),
     OptionSpec(
+        name="lenient", field="lenient", flag="--brokerperf-lenient", kind="bool",
+        default=False, metavar=None, what="lenient-workload switch", example="true",
+        help="ignore unknown keys in the workload file (a newer OMB's keys) with a warning "
+        "and list them in the record's workload.ignored_keys, instead of refusing the file",
+    ),
+    OptionSpec(
         name="driver", field="driver", flag="--brokerperf-driver", kind="file",
         default=None, metavar="PATH", what="driver file", example="drivers/kafka.yaml",
         default_text="the shipped driver of each broker",

@@ -47,7 +47,7 @@ def preflight_problems(settings: Settings) -> list[str]:
 
         path = Path(settings.workload)
         try:
-            wl = Workload.from_yaml(path)
+            wl = Workload.from_yaml(path, lenient=settings.lenient)
             wl.payloads(path.parent, seed=0)  # a payload file that is missing or wrong
         except (BrokerPerfError, OSError) as exc:
             problems.append(f"--brokerperf-workload={path}: {exc}")

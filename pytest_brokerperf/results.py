@@ -76,6 +76,7 @@ class ResultRecord(ScenarioBlocks):
     topology_check: bool
     scenario: str
     params: dict[str, Any]
+    workload: dict[str, Any]
     profile: str
     env: str
     driver: str | None
@@ -180,6 +181,7 @@ def build_record(*, run_id: str, test_id: str, attempt: int, broker: BrokerEndpo
                  manifest: dict[str, Any]) -> ResultRecord:
     """One JSONL record (schema ``RECORD_SCHEMA``); unit-suffixed field names."""
     from pytest_brokerperf.durability import result_block
+    from pytest_brokerperf.scenario_library.base import workload_block
 
     return {
         "schema": RECORD_SCHEMA,
@@ -193,6 +195,8 @@ def build_record(*, run_id: str, test_id: str, attempt: int, broker: BrokerEndpo
         "topology_check": broker.topology_check,
         "scenario": prepared.scenario,
         "params": prepared.params,
+        # the file, keys ignored under --brokerperf-lenient, producerRateList followed
+        "workload": workload_block(prepared),
         "profile": profile,
         "env": env_label,
         "driver": outcome.driver_description.get("driver"),

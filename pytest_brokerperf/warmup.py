@@ -28,7 +28,8 @@ def warm_broker(endpoint: BrokerEndpoint, settings: Settings) -> dict[str, Any]:
     from pytest_brokerperf.brokers import create_driver
     from pytest_brokerperf.engine.coordinator import default_generator_cpus, run_workload
     from pytest_brokerperf.engine.plan import RunPlan
-    from pytest_brokerperf.workload import Workload, shipped_workload
+    from pytest_brokerperf.shipped import shipped_workload
+    from pytest_brokerperf.workload import Workload
 
     seconds = float(settings.profile_spec.broker_warmup_s)
     if seconds <= 0:

@@ -7,20 +7,26 @@ every field of OMB main's ``Workload.java`` with OMB's defaults (``warmupDuratio
 (OMB's workloads/*.yaml and its Workload class). Two things differ from OMB on
 purpose (docs/reference/workload.md):
 
-* unknown keys are not silently ignored: they raise a :class:`BrokerPerfWarning` naming
-  the closest known key;
+* a key that is not honoured is refused, naming the closest known key
+  (:mod:`pytest_brokerperf.workload_keys`; ``--brokerperf-lenient`` ignores unknown ones
+  with a warning);
 * everything that would make a run fail or mean something else is rejected here, before
   any broker starts, with an error naming file, line, key, value and the fix.
 
 Python attribute names are snake_case (``partitions_per_topic``); the YAML keys stay
 OMB's camelCase (``partitionsPerTopic``). Derived numbers (:attr:`Workload.total_producers`,
 :attr:`Workload.drain_complete_threshold`, ...) are computed exactly as OMB computes them.
+
+The class keeps construction, output and derived numbers; the checks across keys live in
+:mod:`pytest_brokerperf.workload_checks`, the payload pool in
+:mod:`pytest_brokerperf.workload_payloads`, the rate schedule in
+:mod:`pytest_brokerperf.rate_schedule` and the shipped files in
+:mod:`pytest_brokerperf.shipped`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import random
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -29,56 +35,27 @@ from typing import Any, ClassVar
 
 import yaml
 
-from pytest_brokerperf.errors import ConfigError, WorkloadError
-from pytest_brokerperf.files import (
-    LINES,
-    PYTHON_SOURCE,
-    closest,
-    lines,
-    load_yaml,
-    type_name,
-    validate,
-)
+from pytest_brokerperf.errors import WorkloadError
+from pytest_brokerperf.files import LINES, PYTHON_SOURCE, closest, lines, load_yaml, validate
 from pytest_brokerperf.models.workload_fields import FIELDS, KeyDistributor
+from pytest_brokerperf.rate_schedule import RateSchedule
 from pytest_brokerperf.warnings import BrokerPerfWarning
-from pytest_brokerperf.workload_checks import PAYLOAD_HEADER_BYTES, Problem, check_workload
+from pytest_brokerperf.workload_checks import check_workload
+from pytest_brokerperf.workload_keys import BY_ATTR, BY_KEY, Problem, read_keys
+from pytest_brokerperf.workload_payloads import (
+    PAYLOAD_HEADER_BYTES,
+    payload_path,
+    payload_pool,
+)
 
 __all__ = [
     "PAYLOAD_HEADER_BYTES",
     "PYTHON_SOURCE",
     "KeyDistributor",
     "Workload",
-    "shipped_workload",
-    "shipped_workloads",
 ]
 
-
-DATA_DIR = Path(__file__).resolve().parent / "data"
-WORKLOADS_DIR = DATA_DIR / "workloads"
-
 _GIB = 1024**3
-
-
-
-_BY_ATTR = {f.attr: f for f in FIELDS}
-_BY_KEY = {f.key: f for f in FIELDS}
-
-#: Keys of OMB forks and older OMB versions that are known but not implemented.
-_FOREIGN_KEYS: dict[str, str] = {
-    "existingTopicList": "Redpanda fork: pre-existing topics",
-    "existingProduceTopicList": "Redpanda fork: pre-existing topics",
-    "existingConsumeTopicList": "Redpanda fork: pre-existing topics",
-    "sampleRateMillis": "Redpanda fork: use logIntervalMillis instead",
-    "drainProducerRate": "Redpanda fork: producer rate during backlog drain",
-    "nameFormat": "OMB workload *template* key (WorkloadGenerationTool), not a workload key",
-    "messageRateReceivedForSubscription": "old OMB fork key",
-    "producerStartRate": "old OMB fork key (rate discovery start)",
-    "acceptableBacklog": "old OMB fork key (rate discovery)",
-    "producerIncrementRate": "old OMB fork key",
-    "producerIncrementSeconds": "old OMB fork key",
-    "producerPauseBeforeDrain": "old OMB fork key",
-    "producerPauseDuringDrain": "old OMB fork key",
-}
 
 
 # --------------------------------------------------------------------------------------
@@ -94,7 +71,8 @@ class Workload:
     keyword arguments with snake_case names. Durations and ``consumer_backlog_size_gb`` may
     be fractional (an extension for short CI runs: OMB's Java ints would truncate them);
     everything else has OMB's Java type. ``source`` (file path or ``"<python>"``) is kept
-    for error messages and to find ``payloadFile``; it does not take part in equality.
+    for error messages and to find ``payloadFile``; ``ignored_keys`` are the file's keys
+    left out under ``--brokerperf-lenient``. Neither takes part in equality.
     """
 
     name: str | None = None
@@ -122,8 +100,10 @@ class Workload:
     random_topic_names: bool = True
     # Confluent extension
     consumer_only: bool = False
-    # not an OMB field: where this workload came from
+    # not OMB fields: where this workload came from, and the keys of that file left out
+    # under --brokerperf-lenient (the record's workload.ignored_keys)
     source: str = field(default=PYTHON_SOURCE, compare=False, repr=False)
+    ignored_keys: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     #: Extension fields written by :meth:`to_omb_dict` only when they differ from these.
     _EXTENSION_DEFAULTS: ClassVar[dict[str, Any]] = {
@@ -161,8 +141,9 @@ class Workload:
             raise WorkloadError(p.render(self.source, line_of)) from None
 
     @classmethod
-    def from_yaml(cls, path: str | Path) -> Workload:
-        """Read an OMB workload YAML file; errors cite the file and line."""
+    def from_yaml(cls, path: str | Path, *, lenient: bool = False) -> Workload:
+        """Read an OMB workload YAML file; errors cite the file and line. ``lenient``
+        ignores (with a warning) keys that are not honoured instead of refusing them."""
         path = Path(path)
         doc = load_yaml(path, WorkloadError, "workload")
         if doc.data is None:
@@ -178,58 +159,27 @@ class Workload:
                 ),
                 stacklevel=2,
             )
-        return cls._from_mapping(doc.data, str(path), doc.line)
+        return cls._from_mapping(doc.data, str(path), doc.line, lenient)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], source: str = PYTHON_SOURCE) -> Workload:
+    def from_dict(cls, data: Mapping[str, Any], source: str = PYTHON_SOURCE, *,
+                  lenient: bool = False) -> Workload:
         """Build from a mapping with OMB's camelCase keys, as ``yaml.safe_load`` returns it."""
-        return cls._from_mapping(data, source, None)
+        return cls._from_mapping(data, source, None, lenient)
 
     @classmethod
-    def _from_mapping(
-        cls, data: Any, source: str, line_of: Callable[[str], int | None] | None
-    ) -> Workload:
-        if not isinstance(data, Mapping):
-            raise WorkloadError(
-                f"{source}: a workload must be a mapping of OMB keys, got {type_name(data)}. "
-                "Fix: write `key: value` lines such as `topics: 1`."
-            )
-        kwargs: dict[str, Any] = {}
-        known = [f.key for f in FIELDS]
-        for key, value in data.items():
-            f = _BY_KEY.get(key) if isinstance(key, str) else None
-            if f is not None:
-                if value is not None:  # Jackson: null leaves the default in place
-                    kwargs[f.attr] = value
-                continue
-            line = line_of(key) if line_of and isinstance(key, str) else None
-            where = f"{source}:{line}" if line else source
-            foreign = _FOREIGN_KEYS.get(key) if isinstance(key, str) else None
-            if foreign is not None and key.startswith("existing") and value:
-                raise WorkloadError(
-                    f"{where}: {key} = {value!r}: pre-existing topic lists ({foreign}) are not "
-                    "supported; the harness creates and deletes its own topics. "
-                    "Fix: remove the key and set `topics:`."
-                )
-            if foreign is not None:
-                msg = f"{where}: key {key!r} ({foreign}) is not implemented and is ignored."
-            else:
-                near = closest(str(key), known)
-                hint = f" Did you mean {near!r}?" if near else ""
-                msg = (
-                    f"{where}: unknown workload key {key!r} is ignored (OMB would ignore it "
-                    f"silently).{hint}"
-                )
-            warnings.warn(BrokerPerfWarning(msg), stacklevel=3)
+    def _from_mapping(cls, data: Any, source: str,
+                      line_of: Callable[[str], int | None] | None, lenient: bool) -> Workload:
+        kwargs, ignored = read_keys(data, source, line_of, lenient=lenient)
         with lines(line_of):
-            return cls(**kwargs, source=source)
+            return cls(**kwargs, source=source, ignored_keys=ignored)
 
     def replace(self, **changes: Any) -> Workload:
         """A copy with ``changes`` applied and validated; camelCase OMB keys are accepted too."""
-        normalized = {(_BY_KEY[k].attr if k in _BY_KEY else k): v for k, v in changes.items()}
-        unknown = sorted(set(normalized) - set(_BY_ATTR) - {"source"})
+        normalized = {(BY_KEY[k].attr if k in BY_KEY else k): v for k, v in changes.items()}
+        unknown = sorted(set(normalized) - set(BY_ATTR) - {"source", "ignored_keys"})
         if unknown:
-            near = closest(unknown[0], list(_BY_ATTR))
+            near = closest(unknown[0], list(BY_ATTR))
             hint = f" Did you mean {near!r}?" if near else ""
             raise WorkloadError(
                 f"{self.source}: Workload.replace() got unknown field(s) {unknown}.{hint} "
@@ -361,89 +311,32 @@ class Workload:
     def log_interval_s(self) -> float:
         return self.log_interval_millis / 1000.0
 
-    # ---------------------------------------------------------------- payloads
-
-    def _search_dirs(self, base_dir: Path | None) -> list[tuple[str, Path]]:
-        dirs: list[tuple[str, Path]] = []
-        if base_dir is not None:
-            dirs.append(("base directory", Path(base_dir)))
-        elif not (self.source.startswith("<") and self.source.endswith(">")):
-            dirs.append(("workload file's directory", Path(self.source).resolve().parent))
-        dirs.append(("current directory", Path.cwd()))
-        dirs.append(("pytest-brokerperf's shipped workloads", WORKLOADS_DIR))
-        return dirs
+    # ---------------------------------------------------------------- payloads and rate
 
     def payload_path(self, base_dir: Path | None = None) -> Path:
-        """Where ``payloadFile`` is found: an absolute path as is; a relative one in
-        ``base_dir`` (default: the workload file's directory), then the current directory
-        (OMB's rule), then the payloads shipped with pytest-brokerperf. Record the result:
-        it tells which file was actually sent."""
-        if self.payload_file is None:
-            raise WorkloadError(f"{self.source}: payloadFile is not set")
-        rel = Path(self.payload_file)
-        if rel.is_absolute():
-            candidates = [("absolute path", rel)]
-        else:
-            candidates = [(label, d / rel) for label, d in self._search_dirs(base_dir)]
-        for _, candidate in candidates:
-            if candidate.is_file():
-                return candidate
-        tried = "; ".join(f"{label}: {p}" for label, p in candidates)
-        raise WorkloadError(
-            Problem(
-                "payload_file",
-                self.payload_file,
-                f"payload file not found (tried {tried})",
-                "give a path relative to the workload file or the current directory, or "
-                "remove payloadFile to use a generated payload",
-            ).render(self.source, LINES.get())
-        )
-
-    def _read_payload_file(self, base_dir: Path | None) -> bytes:
-        path = self.payload_path(base_dir)
-        data = path.read_bytes()
-        if len(data) != self.message_size:
-            raise Problem(
-                "payload_file",
-                self.payload_file,
-                f"Payload length mismatch. Actual is: {len(data)}, but expected: "
-                f"{self.message_size} (messageSize; file {path})",
-                f"use a payload file of exactly {self.message_size} bytes or set "
-                f"`messageSize: {len(data)}`",
-            )
-        return data
+        """Where ``payloadFile`` is found (:func:`~pytest_brokerperf.workload_payloads.
+        payload_path`); record the result: it tells which file was actually sent."""
+        return payload_path(self, base_dir)
 
     def payloads(self, base_dir: Path | None = None, *, seed: int = 0) -> list[bytes]:
-        """The payload pool producers pick from, exactly messageSize bytes each.
+        """The payload pool producers pick from, exactly messageSize bytes each
+        (:mod:`pytest_brokerperf.workload_payloads`). Random bytes come from
+        ``random.Random(seed)``: record the seed with the results. The harness overwrites
+        the first :data:`PAYLOAD_HEADER_BYTES` bytes of each payload with its header."""
+        return payload_pool(self, base_dir, seed=seed)
 
-        * ``useRandomizedPayloads``: ``randomizedPayloadPoolSize`` payloads, each
-          ``int(messageSize * randomBytesRatio)`` random bytes then zeros (OMB's
-          compression-test payloads);
-        * else ``payloadFile`` (see :meth:`payload_path`), with OMB's length check;
-        * else one payload of pseudo-random bytes (OMB has no such default; random rather
-          than zeros so compression cannot flatter the result).
-
-        Random bytes come from ``random.Random(seed)``: the same seed gives the same pool,
-        so record the seed with the results. The harness overwrites the first
-        :data:`PAYLOAD_HEADER_BYTES` bytes of each payload with its header.
-        """
-        rng = random.Random(seed)
-        if self.use_randomized_payloads:
-            n_random = int(self.message_size * self.random_bytes_ratio)
-            zeros = bytes(self.message_size - n_random)
-            return [
-                rng.randbytes(n_random) + zeros for _ in range(self.randomized_payload_pool_size)
-            ]
-        if self.payload_file is not None:
-            try:
-                return [self._read_payload_file(base_dir)]
-            except Problem as p:
-                raise WorkloadError(p.render(self.source, None)) from None
-        return [rng.randbytes(self.message_size)]
+    def rate_schedule(self) -> RateSchedule | None:
+        """AutoMQ's ``producerRateList`` as a schedule (:mod:`pytest_brokerperf.
+        rate_schedule`), or None without one; it replaces ``producerRate``."""
+        if self.producer_rate_list is None:
+            return None
+        return RateSchedule.from_list(self.producer_rate_list)
 
     def describe(self) -> str:
         """One line for logs and dry-run plans."""
         rate = f"{self.producer_rate} msg/s" if self.producer_rate else "max-rate discovery"
+        if self.producer_rate_list is not None:
+            rate = f"rate schedule producerRateList ({len(self.producer_rate_list)} points)"
         parts: object = self.partitions_per_topic
         if self.partitions_per_topic_list is not None:
             parts = list(self.partitions_per_topic_list)
@@ -456,28 +349,3 @@ class Workload:
             f"{self.total_subscriptions} subscription(s) / {self.total_consumers} consumer(s), "
             f"{rate}{backlog}, warm-up {self.warmup_s:g} s, test {self.duration_s:g} s"
         )
-
-
-# --------------------------------------------------------------------------------------
-# Shipped workloads
-# --------------------------------------------------------------------------------------
-
-
-def shipped_workloads() -> list[str]:
-    """Names (without ``.yaml``) of the workloads shipped in ``pytest_brokerperf/data``."""
-    return sorted(p.stem for p in WORKLOADS_DIR.glob("*.yaml"))
-
-
-def shipped_workload(name: str) -> Path:
-    """Path of a shipped workload YAML, by name with or without ``.yaml``."""
-    stem = name.removesuffix(".yaml").removesuffix(".yml")
-    path = WORKLOADS_DIR / f"{stem}.yaml"
-    if path.is_file():
-        return path
-    names = shipped_workloads()
-    near = closest(stem, names)
-    hint = f" Did you mean {near!r}?" if near else ""
-    raise ConfigError(
-        f"no shipped workload named {name!r}.{hint} Shipped: {', '.join(names)}. "
-        "Fix: use one of these names or pass a path to your own OMB workload YAML."
-    )

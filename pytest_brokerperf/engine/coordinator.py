@@ -376,7 +376,12 @@ class LoadSession:
         measure_begin = _now_iso()
         self.measure_started_ns = self._last_tick
         n_periods = max(1, math.ceil(rung.measure_s / plan.period_s - 1e-9))
+        schedule, window_start = plan.rate_schedule, self._last_tick
         for i in range(n_periods):
+            if schedule is not None:  # each period at the schedule's rate at its start
+                rate = schedule.rate_at((self._last_tick - window_start) / 1e9)
+                if rate != self.rate:
+                    self.set_rate(rate)  # overdue sends carry over (adjust_rate)
             periods.append(self.tick(i, "measure", on_wait))
         return self._outcome(plan, warmup, steady, periods, begin, measure_begin,
                              errors_before)
@@ -387,6 +392,10 @@ class LoadSession:
         """One rung's outcome from its periods (delivery is the session's, later)."""
         from pytest_brokerperf.metrics.histogram import LatencyHistogram
 
+        if plan.rate_schedule is not None and periods:  # judged against what was offered
+            span = sum(p.elapsed_s for p in periods)
+            offered = sum(p.target_rate * p.elapsed_s for p in periods)
+            plan = replace(plan, rate=offered / span if span else plan.rate)
         cumulative = {m: LatencyHistogram.for_metric(m) for m in METRICS}
         for p in periods:
             for m in METRICS:
@@ -545,12 +554,15 @@ def run_workload(
     after_measure: Callable[[], None] | None = None,
 ) -> RunOutcome:
     """Run ``workload`` against ``driver``'s broker at ``plan.rate`` and return what was
-    measured (one rung: warm-up until steady, capped, then the measured window).
+    measured (one rung: warm-up until steady, capped, then the measured window). With
+    ``plan.rate_schedule`` the warm-up runs at the schedule's first rate and the measured
+    window follows the schedule; the outcome's ``plan.rate`` is then the mean offered.
 
     ``on_wait`` is called between periods (a fault injector); ``after_measure`` once the
     measured window ended, before the drain (the fault's node back first)."""
+    rate = plan.rate if plan.rate_schedule is None else plan.rate_schedule.rate_at(0.0)
     with LoadSession(driver, workload, plan, payloads=payloads, on_period=on_period) as s:
-        out = s.run_rung(Rung(plan.rate, plan.warmup_max_s, plan.measure_s), on_wait)
+        out = s.run_rung(Rung(rate, plan.warmup_max_s, plan.measure_s), on_wait)
         if after_measure is not None:
             after_measure()
         out.begin_time = s.begin_time

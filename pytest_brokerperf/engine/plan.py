@@ -14,6 +14,7 @@ from pytest_brokerperf.metrics.stats import PeriodStats
 
 if TYPE_CHECKING:
     from pytest_brokerperf.metrics.histogram import LatencyHistogram
+    from pytest_brokerperf.rate_schedule import RateSchedule
 
 __all__ = ["PhaseRun", "RunOutcome", "RunPlan", "Rung", "SessionEnd"]
 
@@ -42,6 +43,9 @@ class RunPlan:
     keep_topics: bool = False
     generator_cpus: tuple[int, ...] | None = None
     seed: int = 0
+    #: AutoMQ's producerRateList: the measured window follows it (``rate`` is then the
+    #: warm-up's rate, the schedule's first); see :mod:`pytest_brokerperf.rate_schedule`
+    rate_schedule: RateSchedule | None = None
 
 
 @dataclass

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
     from pytest_brokerperf.engine.plan import RunOutcome
+    from pytest_brokerperf.rate_schedule import RateSchedule
     from pytest_brokerperf.results import ResultRecord
     from pytest_brokerperf.scenario_library.context import RunContext
     from pytest_brokerperf.slo import SLO, SLOResult
@@ -33,7 +34,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_PER_PROCESS_RATE", "PreparedRun", "Scenario", "ScenarioResult", "auto_workers",
-    "durability_param", "resolve_period", "resolve_workload",
+    "durability_param", "key_source", "refuse_rate_schedule", "resolve_period",
+    "resolve_workload", "workload_block",
 ]
 
 #: Rough per-process ceiling used to size worker pools until calibration measures one.
@@ -55,6 +57,8 @@ class PreparedRun:
     slos: tuple[SLO, ...]  # the scenario's shipped sanity bounds
     driver_file: Path | None
     notes: list[str] = field(default_factory=list)
+    #: AutoMQ's producerRateList, followed by the measured window (tail-read only)
+    rate_schedule: RateSchedule | None = None
 
 
 @dataclass
@@ -135,17 +139,18 @@ def resolve_workload(settings: Settings, *, given: Workload | None, shipped: str
     (``producers_per_topic``, ``consumer_per_subscription``, ``subscriptions_per_topic``)
     override it. A payload file of another size is dropped with a note.
     """
-    from pytest_brokerperf.workload import Workload, shipped_workload
+    from pytest_brokerperf.shipped import shipped_workload
+    from pytest_brokerperf.workload import Workload
 
     wl_file: Path | None = None
     if given is not None:
         wl = given
     elif settings.workload is not None:
         wl_file = Path(settings.workload)
-        wl = Workload.from_yaml(wl_file)
+        wl = Workload.from_yaml(wl_file, lenient=settings.lenient)
     else:
         wl_file = shipped_workload(shipped)
-        wl = Workload.from_yaml(wl_file)
+        wl = Workload.from_yaml(wl_file, lenient=settings.lenient)
     changes: dict[str, Any] = {k: v for k, v in counts.items() if v is not None}
     if partitions is not None:
         changes["partitions_per_topic"] = partitions
@@ -158,6 +163,49 @@ def resolve_workload(settings: Settings, *, given: Workload | None, shipped: str
                 f"and this run sends {message_size}-byte messages (generated payload)"
             )
     return (wl.replace(**changes) if changes else wl), wl_file
+
+
+def key_source(wl: Workload, key: str) -> str:
+    """``file:line`` of ``key`` in the file ``wl`` was read from (the file alone when the
+    line cannot be found, ``<python>`` for a workload built in Python)."""
+    from pytest_brokerperf.errors import WorkloadError
+    from pytest_brokerperf.files import load_yaml
+
+    path = Path(wl.source)
+    if wl.source.startswith("<") or not path.is_file():
+        return wl.source
+    try:
+        line = load_yaml(path, WorkloadError, "workload").line(key)
+    except (WorkloadError, OSError):
+        line = None
+    return f"{path}:{line}" if line else str(path)
+
+
+def refuse_rate_schedule(wl: Workload, scenario: str, why: str) -> None:
+    """A workload with AutoMQ's ``producerRateList`` is an error in a scenario that sets
+    its own rates (``why``): the schedule would be dropped."""
+    if wl.producer_rate_list is None:
+        return
+    value = [list(e) for e in wl.producer_rate_list]
+    raise ValueError(
+        f"{key_source(wl, 'producerRateList')}: producerRateList = {value}: the {scenario} "
+        f"scenario cannot follow a rate schedule ({why}), so it would be dropped. Fix: run "
+        "it as a tail-read (`-m tailread`, TailRead()), which follows the schedule, or "
+        "remove producerRateList from the workload"
+    )
+
+
+def workload_block(prepared: PreparedRun) -> dict[str, Any]:
+    """The record's ``workload`` block: the file, keys ignored under
+    ``--brokerperf-lenient`` and the rate schedule followed (None without one)."""
+    wl = prepared.workload
+    return {
+        "name": wl.name,
+        "file": str(prepared.workload_file) if prepared.workload_file else None,
+        "ignored_keys": list(wl.ignored_keys),
+        "rate_schedule": (prepared.rate_schedule.describe()
+                          if prepared.rate_schedule is not None else None),
+    }
 
 
 def resolve_period(settings: Settings, wl: Workload) -> float:

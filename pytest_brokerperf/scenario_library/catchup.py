@@ -28,6 +28,7 @@ from pytest_brokerperf.scenario_library.base import (
     ScenarioResult,
     base_params,
     driver_file,
+    refuse_rate_schedule,
     resolve_workload,
 )
 from pytest_brokerperf.scenario_library.finish import JUNIT_FIGURES, Measured, finish, short_params
@@ -236,6 +237,8 @@ class CatchUp(Scenario):
             partitions=self.partitions, message_size=self.message_size,
             producers_per_topic=self.producers, consumer_per_subscription=self.consumers,
             subscriptions_per_topic=self.subscriptions)
+        refuse_rate_schedule(wl, "catch-up", "it publishes at one rate while the backlog "
+                             "builds and drains")
         rate, period, warmup, measure = fixed_rate_window(
             settings, endpoint, wl, wl_file, self.rate, notes, what="catch-up")
         from_file = settings.profile == "omb" or (

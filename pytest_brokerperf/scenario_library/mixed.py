@@ -44,6 +44,7 @@ from pytest_brokerperf.scenario_library.base import (
     ScenarioResult,
     base_params,
     driver_file,
+    refuse_rate_schedule,
     resolve_workload,
 )
 from pytest_brokerperf.scenario_library.finish import JUNIT_FIGURES, Measured, finish, short_params
@@ -162,6 +163,8 @@ class Mixed(Scenario):
             partitions=self.partitions, message_size=self.message_size,
             producers_per_topic=self.producers, consumer_per_subscription=self.consumers,
             subscriptions_per_topic=self.subscriptions)
+        refuse_rate_schedule(wl, "mixed", "its before/during ratios compare windows at "
+                             "one fixed rate")
         rate, period, warmup, measure = fixed_rate_window(
             settings, endpoint, wl, wl_file, self.rate, notes, what="mixed")
         from_file = settings.profile == "omb" or (

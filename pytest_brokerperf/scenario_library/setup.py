@@ -81,6 +81,7 @@ def set_up_run(ctx: RunContext, scenario: Scenario, extra_slos: tuple[str, ...],
         measure_s=prepared.measure_s, workers=workers,
         topic_prefix=safety.topic_prefix(settings, prepared.scenario, ctx.test_id),
         keep_topics=settings.keep_topics, generator_cpus=cpus, seed=seed,
+        rate_schedule=prepared.rate_schedule,
     )
     return RunSetup(prepared=prepared, slos=slos, workload=wl, seed=seed,
                     payloads=payloads, driver=driver, generator_cpus=cpus,

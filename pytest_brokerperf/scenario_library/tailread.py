@@ -18,6 +18,7 @@ from pytest_brokerperf.scenario_library.base import (
     ScenarioResult,
     base_params,
     driver_file,
+    key_source,
     resolve_period,
     resolve_workload,
 )
@@ -26,6 +27,7 @@ from pytest_brokerperf.scenario_library.finish import Measured, finish
 if TYPE_CHECKING:
     from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.rate_schedule import RateSchedule
     from pytest_brokerperf.scenario_library.context import RunContext
     from pytest_brokerperf.workload import Workload
 
@@ -72,14 +74,29 @@ class TailRead(Scenario):
                 "tail-read scenario would ignore; run it as a catch-up read: "
                 "`pytest scenarios -m catchup` (CatchUp()), or set consumerBacklogSizeGB: 0"
             )
+        schedule = wl.rate_schedule()
+        if schedule is not None:
+            given = ("--brokerperf-rate" if settings.rate is not None
+                     else "TailRead(rate=...)" if self.rate is not None else None)
+            if given is not None:
+                raise ValueError(
+                    f"{key_source(wl, 'producerRateList')}: producerRateList = "
+                    f"{[list(e) for e in wl.producer_rate_list or ()]}: a rate schedule, and "
+                    f"{given} sets a fixed rate as well. Fix: drop {given} to follow the "
+                    "schedule, or remove producerRateList for a fixed rate"
+                )
         rate, period, warmup, measure = fixed_rate_window(
-            settings, endpoint, wl, wl_file, self.rate, notes, what="tail-read")
+            settings, endpoint, wl, wl_file, self.rate, notes, what="tail-read",
+            schedule_peak=schedule.peak if schedule is not None else None)
+        if schedule is not None:
+            notes.append(schedule_note(schedule, measure))
         wl = wl.replace(producer_rate=round(rate))
         return PreparedRun(
             scenario=self.name, workload=wl, workload_file=wl_file, rate=rate,
             period_s=period, warmup_s=warmup, measure_s=measure,
             params=base_params(wl, endpoint, rate), slos=self.sanity_slos(),
             driver_file=driver_file(settings, self.driver_file), notes=notes,
+            rate_schedule=schedule,
         )
 
     def execute(self, ctx: RunContext, extra_slos: tuple[str, ...]) -> ScenarioResult:
@@ -90,15 +107,32 @@ class TailRead(Scenario):
         return run_fixed_rate(ctx, self, extra_slos)
 
 
+def schedule_note(schedule: RateSchedule, measure_s: float) -> str:
+    """The note a run following producerRateList carries: what the window covers."""
+    if schedule.kind == "clock":
+        return ("producerRateList: rate by local time of day (AutoMQ), set at the start of "
+                "each stats period; the record's workload.rate_schedule has the points")
+    later = [t for t, _ in schedule.points if t >= measure_s]
+    tail = (f"; the steps at {', '.join(f'{t:g}' for t in later)} s fall after the "
+            f"{measure_s:g}-s measured window (--brokerperf-profile=omb runs the file's "
+            "durations)") if later else ""
+    return ("producerRateList: the measured window follows the rate schedule from its "
+            f"start, rate set at the start of each stats period{tail}")
+
+
 def fixed_rate_window(settings: Settings, endpoint: BrokerEndpoint, wl: Workload,
                       wl_file: Path | None, given_rate: float | None, notes: list[str], *,
-                      what: str) -> tuple[float, float, float, float]:
+                      what: str, schedule_peak: float | None = None,
+                      ) -> tuple[float, float, float, float]:
     """A fixed-rate scenario's (rate, period, warm-up cap, measured window) from the
     flags, the scenario's own rate, the workload file (``omb`` profile or a file given
-    with ``--brokerperf-workload``) and the profile, in that order."""
+    with ``--brokerperf-workload``) and the profile, in that order. With a rate schedule
+    (``schedule_peak``) the rate is the schedule's highest, for sizing and safety."""
     spec = settings.profile_spec
     from_file = settings.profile == "omb"
-    if settings.rate is not None:
+    if schedule_peak is not None:
+        rate = float(schedule_peak)
+    elif settings.rate is not None:
         rate = float(settings.rate)
         notes.append(f"rate {rate:g} msg/s from --brokerperf-rate")
     elif given_rate is not None:

@@ -16,6 +16,7 @@ from pytest_brokerperf.scenario_library.base import (
     Scenario,
     base_params,
     driver_file,
+    refuse_rate_schedule,
     resolve_period,
     resolve_workload,
 )
@@ -94,6 +95,8 @@ class Throughput(Scenario):
             settings, given=self.workload, shipped="max-rate-1-topic-16-partitions-1kb",
             notes=notes, partitions=self.partitions, message_size=self.message_size,
             subscriptions_per_topic=self.subscriptions)
+        refuse_rate_schedule(wl, "throughput", "it finds the rate itself (ladder or rate "
+                             "discovery)")
         if wl.consumer_backlog_size_gb > 0:
             raise ValueError(
                 f"workload {wl_file or wl.source} sets consumerBacklogSizeGB: "

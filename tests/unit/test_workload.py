@@ -10,16 +10,14 @@ from typing import Any
 import pytest
 import yaml
 
-from pytest_brokerperf import workload as wl
 from pytest_brokerperf.errors import ConfigError, WorkloadError
 from pytest_brokerperf.models.workload_fields import FIELDS
+from pytest_brokerperf.shipped import WORKLOADS_DIR, shipped_workload, shipped_workloads
 from pytest_brokerperf.warnings import BrokerPerfWarning
 from pytest_brokerperf.workload import (
     PAYLOAD_HEADER_BYTES,
     KeyDistributor,
     Workload,
-    shipped_workload,
-    shipped_workloads,
 )
 
 # OMB's workloads/*.yaml examples, field values only
@@ -158,7 +156,7 @@ def test_shipped_values_match_omb() -> None:
 
 
 def test_shipped_payload_is_1kib() -> None:
-    path = wl.WORKLOADS_DIR / "payload" / "payload-1Kb.data"
+    path = WORKLOADS_DIR / "payload" / "payload-1Kb.data"
     assert path.stat().st_size == 1024
 
 
@@ -199,7 +197,8 @@ def test_omb_defaults() -> None:
 
 
 def test_dataclass_fields_match_table() -> None:
-    attrs = [f.name for f in dataclasses.fields(Workload) if f.name != "source"]
+    attrs = [f.name for f in dataclasses.fields(Workload)
+             if f.name not in ("source", "ignored_keys")]
     assert attrs == [f.attr for f in FIELDS]
 
 
@@ -297,6 +296,8 @@ def test_backlog_threshold_like_omb() -> None:
 def test_describe_mentions_key_numbers() -> None:
     text = Workload.from_dict(GOOD).describe()
     assert "1000 msg/s" in text and "4 partitions" in text
+    scheduled = Workload.from_dict(good(producerRateList=[[0, 10], [1, 20]])).describe()
+    assert "rate schedule producerRateList (2 points)" in scheduled  # not the flat 1000
 
 
 # ------------------------------------------------------------------ payloads
@@ -503,23 +504,50 @@ def test_redpanda_existing_topics_refused() -> None:
 # ------------------------------------------------------------------ warnings
 
 
-def test_unknown_key_warns_with_closest(tmp_path: Path) -> None:
-    path = write(tmp_path, yaml.safe_dump(good(partitonsPerTopic=3), sort_keys=False))
-    with pytest.warns(BrokerPerfWarning) as record:
-        w = Workload.from_yaml(path)
-    msg = str(record[0].message)
-    assert f"{path}:" in msg and "'partitonsPerTopic'" in msg
-    assert "Did you mean 'partitionsPerTopic'" in msg
-    assert w.partitions_per_topic == 4
+def test_unknown_key_is_refused_with_closest(tmp_path: Path) -> None:
+    # the old code warned and ran the file's test without the key
+    path = write(tmp_path, yaml.safe_dump(good(messageSzie=2048), sort_keys=False))
+    with pytest.raises(WorkloadError) as info:
+        Workload.from_yaml(path)
+    msg = str(info.value)
+    assert msg.startswith(f"{path}:{len(GOOD) + 1}: messageSzie = 2048: unknown workload key")
+    assert "did you mean 'messageSize'?" in msg
+    assert "Fix: rename it to `messageSize`, or pass --brokerperf-lenient" in msg
 
 
-def test_snake_case_key_warns_with_camel_case(tmp_path: Path) -> None:
-    with pytest.warns(BrokerPerfWarning, match="Did you mean 'producerRate'"):
+def test_unknown_key_without_a_close_one_says_remove() -> None:
+    with pytest.raises(WorkloadError, match=r"<python>: zzz = 1: unknown workload key; .*"
+                       r"Fix: remove it, or pass --brokerperf-lenient"):
+        Workload.from_dict(good(zzz=1))
+
+
+def test_lenient_ignores_unknown_keys_and_lists_them(tmp_path: Path) -> None:
+    path = write(tmp_path, yaml.safe_dump(good(newOmbKey=5, sampleRateMillis=1000),
+                                          sort_keys=False))
+    with pytest.warns(BrokerPerfWarning) as rec:
+        w = Workload.from_yaml(path, lenient=True)
+    msgs = [str(r.message) for r in rec]
+    assert msgs[0].startswith(f"{path}:{len(GOOD) + 1}: newOmbKey = 5: unknown workload key")
+    assert msgs[0].endswith("; ignored (--brokerperf-lenient).")
+    assert "sampleRateMillis = 1000: Redpanda fork" in msgs[1]
+    assert w.ignored_keys == ("newOmbKey", "sampleRateMillis")
+    assert w == Workload.from_dict(GOOD)  # ignored keys take no part in equality
+    assert w.replace(topics=2).ignored_keys == w.ignored_keys  # kept through replace
+
+
+def test_lenient_still_refuses_existing_topic_lists() -> None:
+    with pytest.raises(WorkloadError, match="existingTopicList"):
+        Workload.from_dict(good(existingTopicList=["a"]), lenient=True)
+
+
+def test_snake_case_key_is_refused_with_camel_case(tmp_path: Path) -> None:
+    with pytest.raises(WorkloadError, match="did you mean 'producerRate'"):
         Workload.from_dict(good(producer_rate=5))
 
 
-def test_fork_key_warns_as_not_implemented() -> None:
-    with pytest.warns(BrokerPerfWarning, match="sampleRateMillis.*Redpanda"):
+def test_fork_key_is_refused_as_not_implemented() -> None:
+    with pytest.raises(WorkloadError, match=r"sampleRateMillis = 1000: Redpanda fork.*"
+                       "does not implement it. Fix: remove the key"):
         Workload.from_dict(good(sampleRateMillis=1000))
 
 

@@ -35,8 +35,8 @@ from pytest_brokerperf.errors import ConfigError
 from pytest_brokerperf.files import LINES, lines, validate
 from pytest_brokerperf.files import closest as _closest
 from pytest_brokerperf.files import load_yaml as _load_yaml
+from pytest_brokerperf.shipped import DATA_DIR
 from pytest_brokerperf.warnings import BrokerPerfWarning
-from pytest_brokerperf.workload import DATA_DIR
 
 __all__ = [
     "DRIVERS_DIR",
