@@ -54,6 +54,7 @@ class ScenarioBlocks(TypedDict, total=False):
     rate_discovery: dict[str, Any] | None
     catchup: dict[str, Any] | None
     mixed: dict[str, Any] | None
+    reassignment: dict[str, Any] | None
     gates: list[dict[str, Any]]  # --brokerperf-fail-on: this record judged vs a baseline
     timeline: dict[str, Any]  # per-period series (written with the artefacts)
 

@@ -47,6 +47,9 @@ from pytest_brokerperf.slo.shipped import (
     MIXED_SANITY_SLOS as MIXED_SANITY_SLOS,
 )
 from pytest_brokerperf.slo.shipped import (
+    REASSIGN_SANITY_SLOS as REASSIGN_SANITY_SLOS,
+)
+from pytest_brokerperf.slo.shipped import (
     SHIPPED_SLOS as SHIPPED_SLOS,
 )
 from pytest_brokerperf.slo.shipped import (
@@ -93,6 +96,7 @@ __all__ = [
     "CATCHUP_SANITY_SLOS",
     "METRICS",
     "MIXED_SANITY_SLOS",
+    "REASSIGN_SANITY_SLOS",
     "OPERATORS",
     "SCALARS",
     "SHIPPED_SLOS",
