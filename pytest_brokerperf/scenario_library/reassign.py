@@ -37,7 +37,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC
 from pathlib import Path
@@ -67,7 +67,7 @@ if TYPE_CHECKING:
 
 __all__ = ["POLL_S", "REASSIGN_INCOMPLETE", "THROTTLE_BROKER_KEYS", "THROTTLE_TOPIC_KEYS",
            "MoveState", "Reassign", "ReassignPrepared", "ReassignReport", "judge_reassign",
-           "move_complete", "reassign_figures", "window_ratios"]
+           "move_complete", "reassign_figures", "throttled", "window_ratios"]
 
 #: metadata and in-progress reassignments are read this often during the move
 POLL_S = 0.1
@@ -439,6 +439,33 @@ def throttle_resources(topic: str, partition: int, source: Sequence[int],
     return out
 
 
+@contextlib.contextmanager
+def throttled(admin: Any, topic: str, partition: int, source: Sequence[int],
+              target: Sequence[int], rate: int | None, state: dict[str, Any]
+              ) -> Iterator[None]:
+    """Throttle the move's replication for the ``with`` block (nothing when ``rate`` is
+    None), and delete every throttle config afterwards — also when setting them or the
+    block failed. ``state["throttle_removed"]``: whether every deletion succeeded
+    (``state["throttle_errors"]``: why not)."""
+    if not rate:
+        yield
+        return
+    try:
+        _alter(admin, throttle_resources(topic, partition, source, target, rate),
+               "setting the replication throttle")
+        yield
+    finally:
+        errors: list[str] = []
+        for res in throttle_resources(topic, partition, source, target, None, remove=True):
+            try:  # each resource on its own: one failure leaves no other config behind
+                _alter(admin, [res], "removing the replication throttle")
+            except Exception as e:
+                errors.append(str(e))
+        state["throttle_removed"] = not errors
+        if errors:
+            state["throttle_errors"] = errors
+
+
 # --------------------------------------------------------------------------- figures
 
 
@@ -591,7 +618,6 @@ def run_reassign(ctx: RunContext, scenario: Reassign,
     thresholds = Thresholds(steal_share=settings.max_steal / 100)
     mover: Mover | None = None
     info: dict[str, Any] = {}
-    throttled: list[Any] | None = None
     if sampler is not None:
         sampler.start()
     try:
@@ -627,15 +653,14 @@ def run_reassign(ctx: RunContext, scenario: Reassign,
                         background_topic=s.topics[1] if len(s.topics) > 1 else None)
             if prepared.throttle_bytes_s:
                 safety.require_cluster_change(settings, broker, "replication throttles")
-                throttled = throttle_resources(topic, 0, source, target,
-                                               prepared.throttle_bytes_s)
-                _alter(mover.admin, throttled, "setting the replication throttle")
             ctx.progress(f"brokerperf: {broker.kind} reassign: {topic}-0 from brokers "
                          f"{source} to {target}{throttle}")
             m = mover
-            move = s.run_until("reassign", lambda t: m.done.is_set(), prepared.timeout_s,
-                               begin=m.start)
-            mover.stop()
+            with throttled(mover.admin, topic, 0, source, target, prepared.throttle_bytes_s,
+                           info):
+                move = s.run_until("reassign", lambda t: m.done.is_set(),
+                                   prepared.timeout_s, begin=m.start)
+                mover.stop()
             if mover.error is not None:
                 raise MeasurementError(
                     f"reading the reassignment of {topic}-0 failed: {mover.error}"
@@ -647,12 +672,13 @@ def run_reassign(ctx: RunContext, scenario: Reassign,
             after = s.run_until("after", lambda t: False, prepared.after_s)
             end = s.finish()
     finally:
-        if throttled is not None and mover is not None:
-            info["throttle_removed"] = _remove_throttle(mover, info)
         if mover is not None:
             mover.close()
         if sampler is not None:
             sampler.stop()
+    for err in info.get("throttle_errors", []):
+        prepared.notes.append(f"{err}; remove the config by hand (incremental alter "
+                              "configs, DELETE, or kafka-configs --delete-config)")
     end.apply(before, end_time=False)
     verdict = assess(before, thresholds)
     report, extra = reassign_figures(
@@ -678,17 +704,3 @@ def run_reassign(ctx: RunContext, scenario: Reassign,
         junit_figures=(*JUNIT_FIGURES, "reassign.duration_s", "reassign.publish_p99_ratio",
                        "reassign.e2e_p99_ratio"),
     ))
-
-
-def _remove_throttle(mover: Mover, info: dict[str, Any]) -> bool:
-    """Delete the throttle configs (every resource tried, also after a failure)."""
-    topic, partition = info["topic"], info.get("partition", 0)
-    removal = throttle_resources(topic, partition, info["replicas_before"], info["target"],
-                                 None, remove=True)
-    ok = True
-    for res in removal:
-        try:
-            _alter(mover.admin, [res], "removing the replication throttle")
-        except Exception:
-            ok = False
-    return ok

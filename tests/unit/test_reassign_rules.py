@@ -235,3 +235,61 @@ def test_slo_metric_names_registered() -> None:
     res = evaluate([SLO.parse("reassign.publish_p99_ratio < 2")],
                    {"reassign.publish_p99_ratio": 3.0})
     assert res[0].status == "fail"
+
+
+class _FakeAdmin:
+    """incremental_alter_configs recorded; resources named in ``fail`` fail."""
+
+    def __init__(self, fail: tuple[str, ...] = ()) -> None:
+        self.calls: list[tuple[str, str, str]] = []  # (op, resource name, config)
+        self.fail = fail
+
+    def incremental_alter_configs(self, resources: list[Any]) -> dict[Any, Any]:
+        from concurrent.futures import Future
+
+        out = {}
+        for r in resources:
+            for e in r.incremental_configs:
+                self.calls.append((e.incremental_operation.name, r.name, e.name))
+            f: Future[None] = Future()
+            if r.name in self.fail:
+                f.set_exception(RuntimeError(f"broker {r.name} unreachable"))
+            else:
+                f.set_result(None)
+            out[r] = f
+        return out
+
+
+def test_throttle_removed_when_the_move_fails() -> None:
+    from pytest_brokerperf.scenario_library.reassign import throttled
+
+    admin, state = _FakeAdmin(), {}
+    with pytest.raises(RuntimeError, match="the move failed"), \
+            throttled(admin, "t-000", 0, [1], [3], 1000, state):
+        assert {op for op, _, _ in admin.calls} == {"SET"}
+        raise RuntimeError("the move failed")
+    sets = {(r, c) for op, r, c in admin.calls if op == "SET"}
+    deletes = {(r, c) for op, r, c in admin.calls if op == "DELETE"}
+    assert sets == deletes and len(deletes) == 6  # 2 brokers x 2 rates + 2 topic lists
+    assert state == {"throttle_removed": True}
+
+
+def test_throttle_removal_goes_on_past_a_failed_resource_and_says_so() -> None:
+    from pytest_brokerperf.scenario_library.reassign import throttled
+
+    admin, state = _FakeAdmin(), {}
+    with throttled(admin, "t-000", 0, [1], [3], 1000, state):
+        admin.fail = ("1",)  # broker 1 is gone by the time the throttle is removed
+    deleted = {r for op, r, _ in admin.calls if op == "DELETE"}
+    assert deleted == {"1", "3", "t-000"}  # broker 3 and the topic still cleaned up
+    assert state["throttle_removed"] is False
+    assert "broker 1 unreachable" in state["throttle_errors"][0]
+
+
+def test_no_throttle_no_config_change() -> None:
+    from pytest_brokerperf.scenario_library.reassign import throttled
+
+    admin, state = _FakeAdmin(), {}
+    with throttled(admin, "t-000", 0, [1], [3], None, state):
+        pass
+    assert admin.calls == [] and state == {}
