@@ -163,6 +163,7 @@ class ReassignReport:
     isr_after: list[int]
     throttle_bytes_s: int | None
     throttle_removed: bool | None  # None: no throttle was set
+    cancelled: bool  # not complete in time: the reassignment was cancelled
     requested_at: str  # ISO time of the request
     duration_s: float | None  # None: not complete within timeout_s
     complete: bool
@@ -395,6 +396,17 @@ class Mover:
         finally:
             self.done.set()
 
+    def cancel(self) -> bool:
+        """Cancel the reassignment if it is still in progress (a move that did not
+        complete in time is not left running); True when a cancellation was accepted."""
+        from kafka import TopicPartition
+
+        tp = TopicPartition(self.topic, self.partition)
+        if tp not in self.kadmin.list_partition_reassignments([tp], timeout_ms=10_000):
+            return False
+        result = self.kadmin.alter_partition_reassignments({tp: None}, timeout_ms=30_000)
+        return all(err is None for err in result.values())
+
     def stop(self) -> None:
         self._stop.set()
         if self._thread is not None:
@@ -516,6 +528,7 @@ def reassign_figures(prepared: ReassignPrepared, *, before: Sequence[PeriodStats
         isr_after=list(final.isr) if final else [],
         throttle_bytes_s=prepared.throttle_bytes_s,
         throttle_removed=mover.get("throttle_removed"),
+        cancelled=bool(mover.get("cancelled", False)),
         requested_at=mover.get("requested_at", ""), duration_s=mover.get("duration_s"),
         complete=done, timeout_s=prepared.timeout_s, polls=int(mover.get("polls", 0)),
         publish_response_before_us=_window(before, "publish_response"),
@@ -558,7 +571,9 @@ def judge_reassign(verdict: Verdict, report: ReassignReport) -> None:
         verdict.reasons.append(
             f"the reassignment of {report.topic}-{report.partition} to brokers "
             f"{report.target_replicas} did not complete within {report.timeout_s:g} s "
-            f"(last: {last}); Reassign(timeout_s=...) waits longer; ratios withheld")
+            f"(last: {last}"
+            + ("; the reassignment was cancelled" if report.cancelled else "")
+            + "); Reassign(timeout_s=...) waits longer; ratios withheld")
         return
     missing = [k for k in ("publish_p99_ratio", "publish_p999_ratio", "e2e_p99_ratio",
                            "e2e_p999_ratio") if getattr(report, k) is None]
@@ -661,6 +676,7 @@ def run_reassign(ctx: RunContext, scenario: Reassign,
                 move = s.run_until("reassign", lambda t: m.done.is_set(),
                                    prepared.timeout_s, begin=m.start)
                 mover.stop()
+                info["cancelled"] = mover.duration_s is None and mover.cancel()
             if mover.error is not None:
                 raise MeasurementError(
                     f"reading the reassignment of {topic}-0 failed: {mover.error}"
