@@ -626,8 +626,8 @@ def run_reassign(ctx: RunContext, scenario: Reassign,
     throttle = (f" throttled to {prepared.throttle_bytes_s:,} B/s"
                 if prepared.throttle_bytes_s else "")
     ctx.progress(
-        f"brokerperf: {broker.kind} reassign rate={prepared.rate:g} msg/s over 2 topics (half each) "
-        f"warm-up≤{prepared.warmup_s:g}s before={prepared.measure_s:g}s then the first "
+        f"brokerperf: {broker.kind} reassign rate={prepared.rate:g} msg/s over 2 topics "
+        f"(half each) warm-up≤{prepared.warmup_s:g}s before={prepared.measure_s:g}s then the first "
         f"topic's partition moves to another broker{throttle}, after={prepared.after_s:g}s "
         f"workers={workers}")
     thresholds = Thresholds(steal_share=settings.max_steal / 100)
