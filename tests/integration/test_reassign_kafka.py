@@ -56,7 +56,10 @@ def _replicas(bootstrap: str, topic: str) -> tuple[list[int], list[int], dict[An
         (t,) = admin.describe_topics([topic])
         (p,) = t["partitions"]
         pending = admin.list_partition_reassignments()
-        return list(p["replicas"]), list(p["isr"]), pending
+        # kafka-python 3 names them after the protocol fields, 2.x "replicas" and "isr"
+        replicas = p.get("replica_nodes", p.get("replicas"))
+        isr = p.get("isr_nodes", p.get("isr"))
+        return list(replicas), list(isr), pending
     finally:
         admin.close()
 
