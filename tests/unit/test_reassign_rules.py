@@ -293,3 +293,17 @@ def test_no_throttle_no_config_change() -> None:
     with throttled(admin, "t-000", 0, [1], [3], None, state):
         pass
     assert admin.calls == [] and state == {}
+
+
+def test_the_record_block_is_the_one_the_report_charts() -> None:
+    """The HTML report draws before/during bars from a record's ``reassignment`` block
+    (report/series.py BLOCKS): the block's name and field names must match it."""
+    from pytest_brokerperf.report.series import BLOCKS, before_during
+
+    before, during, after = _windows(3000, 8000)
+    report, _ = reassign_figures(_prepared(), before=before, during=during, after=after,
+                                 mover=_mover())
+    assert "reassignment" in BLOCKS
+    pairs = {b.label: (b.before, b.during) for b in before_during(report.as_dict())}
+    assert pairs["publish_response p99"] == pytest.approx((1000, 3000), rel=0.01)
+    assert pairs["e2e_response p99"] == pytest.approx((2000, 8000), rel=0.01)
