@@ -23,6 +23,7 @@ _EXPORTS = {
     "TailRead": "pytest_brokerperf.scenario_library.tailread",
     "CatchUp": "pytest_brokerperf.scenario_library.catchup",
     "Mixed": "pytest_brokerperf.scenario_library.mixed",
+    "Reassign": "pytest_brokerperf.scenario_library.reassign",
     "Throughput": "pytest_brokerperf.scenario_library.throughput",
     "Workload": "pytest_brokerperf.workload",
     "KafkaDriverConfig": "pytest_brokerperf.brokers.kafka.config",

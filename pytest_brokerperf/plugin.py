@@ -35,6 +35,8 @@ MARKERS = (
     "drained while producers go on)",
     "mixed: mixed workload scenario (a tailing subscription, then a second subscription "
     "from the earliest position catching up while producers and the tail go on)",
+    "reassign: partition reassignment scenario (a loaded single-replica partition moved "
+    "with its data to another broker while the load goes on; Kafka-protocol brokers)",
     "broker(*names): run this test only for these brokers "
     f"(known: {', '.join(KNOWN_BROKERS)}); a test none of whose brokers is selected "
     "by --broker is deselected",

@@ -56,6 +56,7 @@ class ScenarioBlocks(TypedDict, total=False):
     mixed: dict[str, Any] | None
     fault: dict[str, Any] | None  # a fault run: docs/reference/faults.md
     faults: list[dict[str, Any]]  # the fault's events, for the report's fault timeline
+    reassignment: dict[str, Any] | None
     gates: list[dict[str, Any]]  # --brokerperf-fail-on: this record judged vs a baseline
     timeline: dict[str, Any]  # per-period series (written with the artefacts)
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from pytest_brokerperf.scenario_library.base import PreparedRun, Scenario, ScenarioResult
 from pytest_brokerperf.scenario_library.catchup import CatchUp
 from pytest_brokerperf.scenario_library.mixed import Mixed
+from pytest_brokerperf.scenario_library.reassign import Reassign
 from pytest_brokerperf.scenario_library.tailread import TOPOLOGY_CHECK_RATE, TailRead
 from pytest_brokerperf.scenario_library.throughput import Throughput
 from pytest_brokerperf.scenario_library.throughput_run import (
@@ -32,6 +33,7 @@ __all__ = [
     "CatchUp",
     "Mixed",
     "PreparedRun",
+    "Reassign",
     "Scenario",
     "ScenarioResult",
     "TailRead",

@@ -47,6 +47,9 @@ from pytest_brokerperf.slo.shipped import (
     MIXED_SANITY_SLOS as MIXED_SANITY_SLOS,
 )
 from pytest_brokerperf.slo.shipped import (
+    REASSIGN_SANITY_SLOS as REASSIGN_SANITY_SLOS,
+)
+from pytest_brokerperf.slo.shipped import (
     SHIPPED_SLOS as SHIPPED_SLOS,
 )
 from pytest_brokerperf.slo.shipped import (
@@ -94,6 +97,7 @@ __all__ = [
     "METRICS",
     "MIXED_SANITY_SLOS",
     "OPERATORS",
+    "REASSIGN_SANITY_SLOS",
     "SCALARS",
     "SHIPPED_SLOS",
     "SLO",

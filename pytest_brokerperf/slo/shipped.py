@@ -36,12 +36,20 @@ MIXED_SANITY_SLOS: tuple[SLO, ...] = (
     SLO.parse("mixed.caught_up == 1", source=_SHIPPED),
 )
 
+#: The reassign scenario's sanity bounds: nothing lost, and the move complete within the
+#: run's bound.
+REASSIGN_SANITY_SLOS: tuple[SLO, ...] = (
+    SLO.parse("lost == 0", source=_SHIPPED),
+    SLO.parse("reassign.complete == 1", source=_SHIPPED),
+)
+
 #: Shipped sanity bounds by scenario name.
 SHIPPED_SLOS: dict[str, tuple[SLO, ...]] = {
     "tailread": TAIL_READ_SANITY_SLOS,
     "throughput": THROUGHPUT_SANITY_SLOS,
     "catchup": CATCHUP_SANITY_SLOS,
     "mixed": MIXED_SANITY_SLOS,
+    "reassign": REASSIGN_SANITY_SLOS,
 }
 
 

@@ -69,6 +69,16 @@ SCALARS: dict[str, str] = {
     "fault.longest_publish_wait_s": "duration",
     "fault.node_down_s": "duration",
     "fault.send_errors": "count",
+    # reassign scenario: the move's duration from the request until complete, 1 when it
+    # completed within its bound, send errors during and after it, and during / before
+    # ratios of publish and end-to-end response (None when the run was not judgeable)
+    "reassign.duration_s": "duration",
+    "reassign.complete": "count",
+    "reassign.send_errors": "count",
+    "reassign.publish_p99_ratio": "ratio",
+    "reassign.publish_p999_ratio": "ratio",
+    "reassign.e2e_p99_ratio": "ratio",
+    "reassign.e2e_p999_ratio": "ratio",
 }
 METRICS: tuple[str, ...] = tuple(f"{v}.{s}" for v in VIEWS for s in STATS) + tuple(SCALARS)
 

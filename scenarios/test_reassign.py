@@ -1,0 +1,28 @@
+"""Partition reassignment: a loaded partition moved with its data to another broker.
+
+Run: ``pytest scenarios -m reassign --broker=kafka --brokerperf-nodes=3``. Two
+single-replica, single-partition topics take the profile's rate (the second is
+background traffic); after the measured window the first topic's partition moves to a
+broker that holds no replica of it while producers and consumers go on (AutoMQ's
+partition-reassignment study). Reported: the move's duration (request until it is out of
+the in-progress reassignments, its replicas equal the target and the new replica is in
+sync), publish and end-to-end response p99/p99.9 during versus before as ratios
+(``reassign.publish_p99_ratio`` ...), send errors. Needs kafka-python
+(``pip install 'pytest-brokerperf[reassign]'``) and at least two brokers; Pulsar,
+RabbitMQ and a single broker skip with the reason.
+"""
+
+import pytest
+
+from pytest_brokerperf import Reassign
+
+
+@pytest.mark.reassign
+def test_reassign(brokerperf):
+    brokerperf.run(Reassign())
+
+
+@pytest.mark.reassign
+def test_reassign_throttled(brokerperf):
+    # 1 MiB/s of replication: the move of a smoke-sized partition takes seconds
+    brokerperf.run(Reassign(throttle_bytes_s=1024**2))
