@@ -276,8 +276,15 @@ class ContainerNode:
         ``local``: /proc sampling, CPU layout and catch-up's storage reads use it."""
         aff = info.get("cpu_affinity") or {}
         broker = aff.get("broker_cpus")
+
+        def strings(key: str) -> tuple[str, ...]:
+            return tuple(str(v) for v in info.get(key) or ())
+
         return LocalProcesses(
             pids=tuple(int(p) for p in info.get("pids") or ()),
+            log_files=strings("log_files"), gc_logs=strings("gc_logs"),
+            data_dirs=strings("data_dirs"), config_files=strings("config_files"),
+            metrics_urls=strings("metrics_urls"),
             cpu_affinity=CpuAffinity(
                 broker_cpus=tuple(broker) if broker else None,
                 generator_cpus=tuple(aff.get("generator_cpus") or ()),

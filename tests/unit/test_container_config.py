@@ -263,3 +263,17 @@ def test_two_container_nodes_are_refused(tmp_path: Path) -> None:
 
     with pytest.raises(ConfigError, match="1 or 3"):
         KafkaContainerCluster(version="4.3.1", workdir=tmp_path, run_id="r", nodes=2)
+
+
+def test_a_containers_typed_record_keeps_its_logs_pids_and_cpus() -> None:
+    """Logs are copied into the artefacts and pids sampled from the typed record alone
+    (the endpoint's info decides nothing): nothing of the container's may be lost."""
+    from pytest_brokerperf.provision.container_node import ContainerNode
+
+    rec = ContainerNode.local_record({
+        "pids": [41, 42], "log_files": ["/w/logs/kafka-1.log"], "gc_logs": ["/w/gc-1.log"],
+        "cpu_affinity": {"broker_cpus": [1], "generator_cpus": [0], "nodes": {"1": [1]}},
+        "started_at": 1.5, "ready_at": 2.5, "startup_s": 1.0, "workdir": "/w"})
+    assert rec.pids == (41, 42) and rec.log_files == ("/w/logs/kafka-1.log",)
+    assert rec.gc_logs == ("/w/gc-1.log",) and rec.workdir == "/w"
+    assert rec.cpu_affinity is not None and rec.cpu_affinity.broker_cpus == (1,)
