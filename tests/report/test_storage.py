@@ -65,6 +65,19 @@ def test_a_baseline_is_a_directory_a_number_a_name_last_or_all(tmp_path: Path) -
     text = str(err.value)
     assert "--brokerperf-baseline=weekly" in text and str(store / "k") in text
     assert "0003_nightly" in text and "Fix:" in text
+    assert "other environments" not in text  # only key k is stored
+
+
+def test_no_match_names_the_runs_stored_under_other_keys(tmp_path: Path) -> None:
+    res = _results(tmp_path / "res", ["r1", "r2"])
+    store = tmp_path / "store"
+    save_run(store, "ci-m5", res, "r1", name="nightly")
+    save_run(store, "laptop", res, "r2")
+    with pytest.raises(ConfigError) as err:
+        resolve_baseline("nightly", store, "local-Linux-x86_64-2cpu", source="--baseline")
+    text = str(err.value)
+    assert "(stored: none; other environments' keys there: ci-m5 (0001_nightly); " \
+        "laptop (0001_r2) — run with that --brokerperf-env label" in text, text
 
 
 def test_the_default_label_is_keyed_by_the_machine_class() -> None:
