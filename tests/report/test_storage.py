@@ -122,3 +122,18 @@ def test_the_report_command_names_stored_baselines_and_refuses_other_envs(
                  "--fail-on", "e2e_response.p99:+15%"])
     assert code == EXIT_USAGE
     assert "holds runs of environment ci-m5; this run is 'laptop'" in capsys.readouterr().err
+
+
+def test_the_report_command_refuses_another_machine_under_the_default_label(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for name, cpu in (("base", "CPU B"), ("now", "CPU A")):
+        recs = [synthetic_record(SyntheticRun(run_id=f"{name}{i}", test_id="t", cpu_model=cpu),
+                                 LAT) for i in range(3 if name == "base" else 1)]
+        write_jsonl(tmp_path / name / "results.jsonl", recs)
+    args = [str(tmp_path / "now"), "--baseline", str(tmp_path / "base"),
+            "--fail-on", "e2e_response.p99:+15%"]
+    assert main(args) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "--baseline: the baseline's runs come from another machine (CPU B × 2 cpus); " \
+        "this run is on CPU A × 2 cpus" in err and "--across-env" in err
+    assert main([*args, "--across-env"]) == EXIT_OK  # the same figures: the gate passes
