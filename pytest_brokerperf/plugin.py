@@ -424,12 +424,6 @@ def pytest_terminal_summary(
 
             write_summary(terminalreporter, rows)
         settings = config.stash.get(SETTINGS_KEY, None)
-        if rows and settings is not None and (settings.autosave or settings.save):
-            from pytest_brokerperf.report.session import save_session
-
-            saved = save_session(settings)
-            if saved:
-                terminalreporter.write_line(saved)
         if rows and settings is not None and settings.report:
             from pytest_brokerperf.report.session import session_report
 
@@ -439,6 +433,13 @@ def pytest_terminal_summary(
                 terminalreporter.write_line(line)
             if code == 2:
                 terminalreporter.write_line("brokerperf report: no report (see above)")
+        # saved after the report: a baseline of `all` or `last` never holds the run it judges
+        if rows and settings is not None and (settings.autosave or settings.save):
+            from pytest_brokerperf.report.session import save_session
+
+            saved = save_session(settings)
+            if saved:
+                terminalreporter.write_line(saved)
     except Exception as exc:
         with contextlib.suppress(Exception):
             terminalreporter.write_line(f"brokerperf: could not write the summary: {exc!r}")

@@ -44,6 +44,9 @@ class ReportOptions:
     across_env: bool = False
     #: the current run's environment label, when the caller knows it (a pytest session)
     current_env: str | None = None
+    #: how messages name the options (a pytest session says --brokerperf-...)
+    baseline_source: str = "--baseline"
+    across_fix: str = "--across-env"
     master: str | None = None
     title: str = "brokerperf report"
     run_id: str | None = None  # only this run's records (the pytest session's report)
@@ -129,8 +132,11 @@ def run(opts: ReportOptions, *, out: TextIO | None = None, err: TextIO | None = 
             if env is None:
                 raise ConfigError(f"the input mixes environments {', '.join(sorted(envs))}: "
                                   "choose one with --env to compare with a baseline")
+            machines = {m for c in current.cells.values() if c.key.env == env
+                        for m in c.machines}
             baseline.cells = same_environment(baseline.cells, env, across=opts.across_env,
-                                              source="--baseline", fix="--across-env")
+                                              source=opts.baseline_source,
+                                              fix=opts.across_fix, machines=machines)
         if opts.env is not None:
             for side in (current, baseline):
                 if side is not None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Literal
@@ -44,6 +44,8 @@ __all__ = [
     "same_environment",
 ]
 
+#: The ``--brokerperf-env`` default: no label chosen, the machine is the environment.
+DEFAULT_ENV = "local"
 #: Valid baseline runs needed before a noise floor (and so a verdict) is trusted.
 MIN_BASELINE_RUNS = 3
 #: The noise floor is this many relative standard deviations of the baseline's runs.
@@ -244,16 +246,32 @@ def exit_code(results: Iterable[GateResult]) -> int:
 
 
 def same_environment(cells: Mapping[CellKey, CellStats], env: str, *, across: bool,
-                     source: str, fix: str) -> dict[CellKey, CellStats]:
-    """The baseline's cells for a run labelled ``env``.
+                     source: str, fix: str,
+                     machines: Collection[str] = ()) -> dict[CellKey, CellStats]:
+    """The baseline's cells for a run labelled ``env`` on ``machines``.
 
     A baseline from another environment label is refused (a figure from another machine
     class is no baseline), naming both labels and ``fix``; with ``across`` its cells are
     re-keyed to ``env`` so they can be compared — one other label only, else it is
-    ambiguous which machine's figure a cell would be.
+    ambiguous which machine's figure a cell would be. Under the default label ``local``
+    (no label chosen) the machine is the environment: a run on a machine (CPU model ×
+    logical CPUs, :func:`~.model.machine_label`) none of the baseline's runs used is
+    refused the same way. A chosen label vouches for its machines (one CI runner class
+    on several CPU models compares).
     """
     others = sorted({k.env for k in cells} - {env})
     if not others:
+        if env == DEFAULT_ENV and not across:
+            seen = {m for c in cells.values() for m in c.machines}
+            new = sorted(set(machines) - seen)
+            if new and seen:
+                raise ConfigError(
+                    f"{source}: the baseline's runs come from another machine "
+                    f"({'; '.join(sorted(seen))}); this run is on {'; '.join(new)}, both "
+                    f"under the default --brokerperf-env label {DEFAULT_ENV!r}. Fix: "
+                    "compare with runs of this machine, give runs of comparable machines "
+                    f"one --brokerperf-env label, or pass {fix} to compare across "
+                    "machines on purpose")
         return dict(cells)
     if not across:
         raise ConfigError(

@@ -28,6 +28,7 @@ __all__ = [
     "ReportResult",
     "cell_key_of",
     "figures_of",
+    "machine_label",
 ]
 
 #: Latency views of a record (the same names as ``pytest_brokerperf.metrics.stats``).
@@ -175,6 +176,12 @@ class ReportResult:
     duplicates_dropped: int
     malformed_lines: int
     warnings: list[str] = field(default_factory=list)
+
+
+def machine_label(cpu_model: str | None, logical_cpus: int | None) -> str:
+    """``AMD EPYC 7B13 × 2 cpus``: a record's machine (``manifest.machine``) exactly as
+    the Spark job spells it (a cell's ``machines``)."""
+    return f"{cpu_model or '?'} × {logical_cpus if logical_cpus is not None else '?'} cpus"
 
 
 def _param_text(value: object) -> str:

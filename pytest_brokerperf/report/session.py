@@ -11,6 +11,7 @@ at session end the session's own records are aggregated into
 from __future__ import annotations
 
 import io
+import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,7 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_brokerperf._stash import GATE_KEY
 from pytest_brokerperf.report.gates import Budget, GateResult, evaluate, parse_fail_on
-from pytest_brokerperf.report.model import CellKey, CellStats, cell_key_of, figures_of
+from pytest_brokerperf.report.model import (
+    CellKey,
+    CellStats,
+    cell_key_of,
+    figures_of,
+    machine_label,
+)
 
 if TYPE_CHECKING:
     import pytest
@@ -63,8 +70,16 @@ def load_gate(settings: Settings) -> SessionGate | None:
     cells = same_environment(baseline.cells, settings.env,
                              across=settings.compare_across_env,
                              source=f"--brokerperf-baseline={settings.baseline}",
-                             fix="--brokerperf-compare-across-env")
+                             fix="--brokerperf-compare-across-env",
+                             machines={session_machine()})
     return SessionGate(budgets, cells)
+
+
+def session_machine() -> str:
+    """This machine as the records of this session will name it (``manifest.machine``)."""
+    from pytest_brokerperf.metrics.sysstats import _cpu_model
+
+    return machine_label(_cpu_model(), os.cpu_count())
 
 
 def save_session(settings: Settings) -> str | None:
@@ -122,6 +137,8 @@ def session_report(settings: Settings) -> tuple[int, list[str]]:
         csv=out_dir / "cells.csv" if "csv" in formats else None,
         baseline=baseline_dirs(settings) if settings.baseline else [],
         env=None, across_env=settings.compare_across_env, current_env=settings.env,
+        baseline_source=f"--brokerperf-baseline={settings.baseline}",
+        across_fix="--brokerperf-compare-across-env",
         fail_on=[settings.fail_on] if settings.fail_on else [],
         title=f"brokerperf report: run {settings.run_id} (env {settings.env})")
     err = io.StringIO()

@@ -106,9 +106,14 @@ def resolve_baseline(ref: str, storage: Path, key: str, *, source: str) -> list[
         chosen = [r for r in runs if r.name == ref][-1:]
     if not chosen:
         have = ", ".join(r.label for r in runs[-10:]) or "none"
+        others = [f"{p.name} ({', '.join(r.label for r in stored_runs(storage, p.name)[-3:])})"
+                  for p in sorted(storage.iterdir()) if p.is_dir() and p.name != key
+                  and stored_runs(storage, p.name)] if storage.is_dir() else []
+        elsewhere = (f"; other environments' keys there: {'; '.join(others)} — run with "
+                     "that --brokerperf-env label to use them" if others else "")
         raise ConfigError(
             f"{source}={ref}: neither a results directory nor a run stored under "
-            f"{storage / key} (stored: {have}). Fix: give a directory of results, or save "
-            "runs with --brokerperf-autosave / --brokerperf-save=NAME (same "
-            "--brokerperf-env) and name one by number, name, 'last' or 'all'")
+            f"{storage / key} (stored: {have}{elsewhere}). Fix: give a directory of "
+            "results, or save runs with --brokerperf-autosave / --brokerperf-save=NAME "
+            "(same --brokerperf-env) and name one by number, name, 'last' or 'all'")
     return [r.path for r in chosen]

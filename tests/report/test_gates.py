@@ -183,3 +183,27 @@ def test_exit_code_precedence() -> None:
     assert exit_code(regress + missing) == 1
     assert exit_code(missing + ok) == 3
     assert exit_code(ok) == 0
+
+
+def test_another_machine_under_the_default_label_is_refused_unless_asked() -> None:
+    from pytest_brokerperf.report.gates import same_environment
+    from pytest_brokerperf.report.model import machine_label
+
+    def cells(env: str, machine: str) -> dict[CellKey, CellStats]:
+        key = CellKey("kafka", "tailread", "rate=1000", "d1", "none", env)
+        figs = Figures(latency={}, rates={})
+        return {key: CellStats(key=key, records=1, valid=1, runs=1, figures=figs,
+                               run_figures={}, p99_spread=None, machines=(machine,))}
+
+    a, b = machine_label("CPU A", 2), machine_label("CPU B", 4)
+    assert a == "CPU A × 2 cpus"
+    kw = {"source": "--baseline", "fix": "--across-env"}
+    assert same_environment(cells("local", a), "local", across=False, machines={a}, **kw)
+    with pytest.raises(ConfigError) as info:
+        same_environment(cells("local", b), "local", across=False, machines={a}, **kw)
+    msg = str(info.value)
+    assert "another machine (CPU B × 4 cpus); this run is on CPU A × 2 cpus" in msg
+    assert "--across-env" in msg
+    assert same_environment(cells("local", b), "local", across=True, machines={a}, **kw)
+    # a chosen label vouches for its machines
+    assert same_environment(cells("ci", b), "ci", across=False, machines={a}, **kw)

@@ -8,10 +8,15 @@ must fail the test itself; the session-end report says the same.
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from pytest_brokerperf.metrics.sysstats import _cpu_model
+from pytest_brokerperf.report.model import machine_label
+from pytest_brokerperf.report.storage import machine_key
 from pytest_brokerperf.testing import skip_if_host_noise
 from pytest_brokerperf.testing.records import SyntheticRun, synthetic_record, write_jsonl
 
@@ -39,13 +44,23 @@ PARAMS = {"topics": 1, "partitions": 4, "message_size": 128, "producers": 1,
           "subscriptions": 1, "consumers": 1, "rate": 500.0}
 
 
-def test_a_regression_fails_the_test_and_the_session_report_says_so(
-        pytester: pytest.Pytester) -> None:
+def _baseline(path: Path, cpu_model: str | None = None, runs: int = 3,
+              name: str = "results.jsonl") -> None:
+    """Synthetic runs of the loopback test's cell (every latency 1 µs), on this machine
+    unless ``cpu_model`` says otherwise; ``name``: one directory per run when it has {i}."""
     fast = {v: np.ones(2000, dtype=np.int64) for v in ("e2e_response", "publish_response")}
-    for i in range(3):
+    for i in range(runs):
         run = SyntheticRun(run_id=f"2026010{i + 1}-000000-base00", test_id="b", broker="loopback",
                            params=dict(PARAMS), ack_rate=500.0)
-        write_jsonl(pytester.path / "baseline" / "results.jsonl", [synthetic_record(run, fast)])
+        rec = synthetic_record(run, fast)
+        rec["manifest"]["machine"] = {"cpu_model": cpu_model or _cpu_model(),
+                                      "logical_cpus": os.cpu_count()}
+        write_jsonl(path / name.format(i=i + 1), [rec])
+
+
+def test_a_regression_fails_the_test_and_the_session_report_says_so(
+        pytester: pytest.Pytester) -> None:
+    _baseline(pytester.path / "baseline")
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_scn=TEST)
     result = pytester.runpytest_subprocess(
@@ -93,3 +108,47 @@ def test_a_saved_run_is_a_named_baseline_and_an_unknown_name_a_usage_error(
     unknown.stderr.fnmatch_lines(["*--brokerperf-baseline=weekly: neither a results "
                                   "directory nor a run stored under*0001_before-upgrade, "
                                   "0002_2*Fix:*"])
+
+
+RUN = ("--brokerperf-duration=2", "--brokerperf-warmup=1", "--brokerperf-period=0.5",
+       "-p", "no:cacheprovider", "-p", "no:randomly", "--brokerperf-noise-retries=2")
+
+
+def test_a_baseline_of_another_machine_under_the_default_label_is_a_usage_error(
+        pytester: pytest.Pytester) -> None:
+    _baseline(pytester.path / "baseline", cpu_model="Other CPU 9000")
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_scn=TEST)
+    args = (*RUN, f"--brokerperf-results={pytester.path}/res",
+            f"--brokerperf-baseline={pytester.path}/baseline",
+            "--brokerperf-fail-on=e2e_response.p99:+15%")
+    refused = pytester.runpytest_subprocess(*args)
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR, refused.stdout.str()
+    err = refused.stderr.str()
+    assert "the baseline's runs come from another machine (Other CPU 9000 × " in err
+    assert f"this run is on {machine_label(_cpu_model(), os.cpu_count())}" in err
+    assert "default --brokerperf-env label 'local'" in err
+    assert "--brokerperf-compare-across-env" in err
+    assert not (pytester.path / "res").exists()  # refused before any test ran
+    across = pytester.runpytest_subprocess(*args, "--brokerperf-compare-across-env")
+    out = across.stdout.str()
+    if "host-noise" not in out:  # judged: the 1 µs baseline makes it a regression
+        assert across.ret == 1 and "regression against the baseline" in out, out
+
+
+def test_the_run_is_saved_after_its_report_so_all_never_holds_it(
+        pytester: pytest.Pytester) -> None:
+    store = pytester.path / "store"
+    _baseline(store / machine_key("local"), name="000{i}_b/results.jsonl")
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_scn=TEST)
+    result = pytester.runpytest_subprocess(
+        *RUN, f"--brokerperf-results={pytester.path}/res", f"--brokerperf-storage={store}",
+        "--brokerperf-baseline=all", "--brokerperf-fail-on=e2e_response.p99:+15%",
+        "--brokerperf-report=markdown", "--brokerperf-save=new")
+    out = result.stdout.str()
+    [summary] = (pytester.path / "res").glob("*/summary.md")
+    # the session-end report's baseline is the three stored runs, not this run as well
+    assert "Baseline: 3 records from 3 file(s)" in summary.read_text(), out
+    assert sorted(p.name for p in (store / machine_key("local")).iterdir()) == [
+        "0001_b", "0002_b", "0003_b", "0004_new"]

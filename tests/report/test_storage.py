@@ -65,6 +65,19 @@ def test_a_baseline_is_a_directory_a_number_a_name_last_or_all(tmp_path: Path) -
     text = str(err.value)
     assert "--brokerperf-baseline=weekly" in text and str(store / "k") in text
     assert "0003_nightly" in text and "Fix:" in text
+    assert "other environments" not in text  # only key k is stored
+
+
+def test_no_match_names_the_runs_stored_under_other_keys(tmp_path: Path) -> None:
+    res = _results(tmp_path / "res", ["r1", "r2"])
+    store = tmp_path / "store"
+    save_run(store, "ci-m5", res, "r1", name="nightly")
+    save_run(store, "laptop", res, "r2")
+    with pytest.raises(ConfigError) as err:
+        resolve_baseline("nightly", store, "local-Linux-x86_64-2cpu", source="--baseline")
+    text = str(err.value)
+    assert "(stored: none; other environments' keys there: ci-m5 (0001_nightly); " \
+        "laptop (0001_r2) — run with that --brokerperf-env label" in text, text
 
 
 def test_the_default_label_is_keyed_by_the_machine_class() -> None:
@@ -109,3 +122,18 @@ def test_the_report_command_names_stored_baselines_and_refuses_other_envs(
                  "--fail-on", "e2e_response.p99:+15%"])
     assert code == EXIT_USAGE
     assert "holds runs of environment ci-m5; this run is 'laptop'" in capsys.readouterr().err
+
+
+def test_the_report_command_refuses_another_machine_under_the_default_label(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for name, cpu in (("base", "CPU B"), ("now", "CPU A")):
+        recs = [synthetic_record(SyntheticRun(run_id=f"{name}{i}", test_id="t", cpu_model=cpu),
+                                 LAT) for i in range(3 if name == "base" else 1)]
+        write_jsonl(tmp_path / name / "results.jsonl", recs)
+    args = [str(tmp_path / "now"), "--baseline", str(tmp_path / "base"),
+            "--fail-on", "e2e_response.p99:+15%"]
+    assert main(args) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "--baseline: the baseline's runs come from another machine (CPU B × 2 cpus); " \
+        "this run is on CPU A × 2 cpus" in err and "--across-env" in err
+    assert main([*args, "--across-env"]) == EXIT_OK  # the same figures: the gate passes
