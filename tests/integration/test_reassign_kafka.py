@@ -72,7 +72,8 @@ def _dynamic_throttles(bootstrap: str, topic: str, brokers: list[int]) -> dict[s
     res = [ConfigResource(ResourceType.BROKER, str(b)) for b in brokers]
     res.append(ConfigResource(ResourceType.TOPIC, topic))
     left: dict[str, str] = {}
-    for r, fut in admin.describe_configs(res).items():
+    # one resource per call: confluent-kafka sends a broker resource to that broker
+    for r, fut in [kv for one in res for kv in admin.describe_configs([one]).items()]:
         for name, entry in fut.result(timeout=30).items():
             if "throttled" not in name:
                 continue

@@ -249,6 +249,11 @@ class _FakeAdmin:
     def incremental_alter_configs(self, resources: list[Any]) -> dict[Any, Any]:
         from concurrent.futures import Future
 
+        from confluent_kafka.admin import ResourceType
+
+        if sum(r.restype == ResourceType.BROKER for r in resources) > 1:
+            # as confluent-kafka: a broker resource goes to that broker
+            raise ValueError("Only one ConfigResource of type BROKER is allowed per call")
         out = {}
         for r in resources:
             for e in r.incremental_configs:

@@ -211,11 +211,14 @@ class Mover:
 def _alter(admin: Any, resources: list[Any], what: str) -> None:
     from pytest_brokerperf.errors import DriverError
 
-    for res, fut in admin.incremental_alter_configs(resources).items():
-        try:
-            fut.result(timeout=30)
-        except Exception as e:
-            raise DriverError(f"{what} on {res} failed: {e}") from e
+    # one resource per request: a broker resource is sent to that broker, so the
+    # client allows only one of them per call
+    for one in resources:
+        for res, fut in admin.incremental_alter_configs([one]).items():
+            try:
+                fut.result(timeout=30)
+            except Exception as e:
+                raise DriverError(f"{what} on {res} failed: {e}") from e
 
 
 def throttle_resources(topic: str, partition: int, source: Sequence[int],
