@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from pytest_brokerperf.brokers.rabbitmq.process import rabbitmq_available
+from pytest_brokerperf.testing import skip_if_host_noise
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -45,4 +46,5 @@ def test_catchup_on_rabbitmq_through_pytest(pytester: pytest.Pytester) -> None:
     assert d["lost"] == 0 and d["duplicates"] == 0
     (start,) = cu["broker_backlog_at_drain_start"]
     assert abs(start["messages"] - cu["backlog_at_drain_start_messages"]) <= 1000
+    skip_if_host_noise([rec])  # the host voided the window: no SLO was judged
     assert {s["metric"]: s["status"] for s in rec["slo"]}["drained"] == "pass"
