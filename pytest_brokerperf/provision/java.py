@@ -26,6 +26,7 @@ __all__ = [
     "java_version",
     "java_version_output",
     "remove_gc_logs",
+    "render_console_log4j2",
     "render_properties",
 ]
 
@@ -57,6 +58,27 @@ def _escape_properties(text: str, *, key: bool) -> str:
         for ch in ("=", ":", " ", "#", "!"):
             out = out.replace(ch, "\\" + ch)
     return out
+
+
+def render_console_log4j2(info_loggers: Mapping[str, str]) -> str:
+    """A log4j2 ``.properties`` config: everything to the console (the node's log file),
+    WARN by default, ``info_loggers`` (short name -> logger) at INFO so a failed or slow
+    start can be read from the log tail. The shutdown hook is off: a broker logs its own
+    shutdown, and log4j's hook would stop logging first."""
+    lines = [
+        "status = warn",
+        "shutdownHook = disable",
+        "appender.out.type = Console",
+        "appender.out.name = OUT",
+        "appender.out.target = SYSTEM_OUT",
+        "appender.out.layout.type = PatternLayout",
+        "appender.out.layout.pattern = [%d] %p %m (%c)%n",
+        "rootLogger.level = warn",
+        "rootLogger.appenderRef.out.ref = OUT",
+    ]
+    for short, name in info_loggers.items():
+        lines += [f"logger.{short}.name = {name}", f"logger.{short}.level = info"]
+    return "\n".join(lines) + "\n"
 
 
 def render_properties(cfg: Mapping[str, str], header: str = "") -> str:

@@ -19,6 +19,7 @@ from pytest_brokerperf.errors import ConfigError
 from pytest_brokerperf.provision.java import (
     check_jvm_size,
     gc_log_flag,
+    render_console_log4j2,
 )
 from pytest_brokerperf.provision.ports import LOOPBACK
 
@@ -172,22 +173,7 @@ def render_log4j2_properties() -> str:
         "kafka": "kafka.Kafka",
         "appinfo": "org.apache.kafka.common.utils.AppInfoParser",
     }
-    lines = [
-        "status = warn",
-        # Kafka logs its controlled shutdown from its own shutdown hook; log4j's hook
-        # would stop logging first. The console appender flushes every line anyway.
-        "shutdownHook = disable",
-        "appender.out.type = Console",
-        "appender.out.name = OUT",
-        "appender.out.target = SYSTEM_OUT",
-        "appender.out.layout.type = PatternLayout",
-        "appender.out.layout.pattern = [%d] %p %m (%c)%n",
-        "rootLogger.level = warn",
-        "rootLogger.appenderRef.out.ref = OUT",
-    ]
-    for short, name in info_loggers.items():
-        lines += [f"logger.{short}.name = {name}", f"logger.{short}.level = info"]
-    return "\n".join(lines) + "\n"
+    return render_console_log4j2(info_loggers)
 
 
 def render_log4j_properties() -> str:

@@ -44,6 +44,7 @@ from pytest_brokerperf.provision.java import (
     check_jvm_size,
     gc_log_flag,
     remove_gc_logs,
+    render_console_log4j2,
     render_properties,
 )
 from pytest_brokerperf.provision.lifecycle import LocalNode, ProcessCluster
@@ -216,20 +217,7 @@ def render_pulsar_log4j2() -> str:
         "bkcluster": "org.apache.pulsar.metadata.bookkeeper.BKCluster",
         "bookieserver": "org.apache.bookkeeper.proto.BookieServer",
     }
-    lines = [
-        "status = warn",
-        "shutdownHook = disable",
-        "appender.out.type = Console",
-        "appender.out.name = OUT",
-        "appender.out.target = SYSTEM_OUT",
-        "appender.out.layout.type = PatternLayout",
-        "appender.out.layout.pattern = [%d] %p %m (%c)%n",
-        "rootLogger.level = warn",
-        "rootLogger.appenderRef.out.ref = OUT",
-    ]
-    for short, name in info_loggers.items():
-        lines += [f"logger.{short}.name = {name}", f"logger.{short}.level = info"]
-    return "\n".join(lines) + "\n"
+    return render_console_log4j2(info_loggers)
 
 
 def pulsar_jvm_flags(heap: str, direct_memory: str, gc_log: Path, log_config: Path) -> list[str]:
