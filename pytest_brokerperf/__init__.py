@@ -26,6 +26,8 @@ _EXPORTS = {
     "Reassign": "pytest_brokerperf.scenario_library.reassign",
     "Throughput": "pytest_brokerperf.scenario_library.throughput",
     "Workload": "pytest_brokerperf.workload",
+    "StudyCase": "pytest_brokerperf.study_cases",
+    "ProducerTweak": "pytest_brokerperf.study_cases",
     "KafkaDriverConfig": "pytest_brokerperf.brokers.kafka.config",
     "LatencyHistogram": "pytest_brokerperf.metrics.histogram",
     "Settings": "pytest_brokerperf.config",

@@ -313,6 +313,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = remaining
+    if settings.profile == "omb" and settings.provision != "remote":
+        _refuse_omb_cases(config, settings, remaining)
     if (not config.getoption("collectonly", False)
             and any(SCENARIO_FIXTURES.intersection(getattr(i, "fixturenames", ()))
                     for i in remaining)):
@@ -323,6 +325,31 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if found:
             raise pytest.UsageError("pytest-brokerperf: " + "\n".join(found))
     _group_by_broker_process(items)
+
+
+def _refuse_omb_cases(config: pytest.Config, settings: Settings,
+                      items: list[pytest.Item]) -> None:
+    """Under ``--brokerperf-profile=omb``, skip study cases whose data cannot fit on the
+    local broker's disk before any broker starts (the generator check needs the broker's
+    CPU layout and runs in ``brokerperf.run_case``)."""
+    import tempfile
+    from pathlib import Path
+
+    from pytest_brokerperf.study_cases import StudyCase, refusals
+
+    base = Path(config.option.basetemp) if getattr(config.option, "basetemp", None) \
+        else Path(tempfile.gettempdir())
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        for value in params.values():
+            if isinstance(value, StudyCase):
+                reasons = refusals(value.scaled("omb"), settings, nodes=settings.nodes,
+                                   remote=False, data_dir=base, generator=None)
+                if reasons:
+                    item.add_marker(pytest.mark.skip(
+                        reason=f"REFUSED under --brokerperf-profile=omb before any broker "
+                        f"started: study case {value.study} {value.id}: "
+                        + "; ".join(reasons)))
 
 
 def _broker_process_key(item: pytest.Item) -> tuple[str, int | None] | None:

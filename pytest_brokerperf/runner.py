@@ -9,6 +9,7 @@ and unit; a broker or capability that is missing skips it.
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
     from pytest_brokerperf.faults.spec import FaultSpec
+    from pytest_brokerperf.study_cases import StudyCase
 
 __all__ = ["DEFAULT_PER_PROCESS_RATE", "BrokerPerf", "ScenarioResult", "auto_workers"]
 
@@ -45,9 +47,52 @@ class BrokerPerf:
         self.fault = fault
         self.results: list[ScenarioResult] = []
 
-    def run(self, scenario: Scenario, *, check: bool = True, slos: tuple[str, ...] = ()
+    def run_case(self, case: StudyCase, *, check: bool = True, slos: tuple[str, ...] = ()
+                 ) -> ScenarioResult:
+        """Run a published study's case (``scenarios/``) scaled to the session's profile.
+
+        The record's ``params`` carry ``study`` and ``case``, its notes what the profile
+        shrank. Under ``--brokerperf-profile=omb`` a case this machine cannot produce is
+        refused (skipped with the reason) before any load: a rate above the calibrated
+        generator, or more data than the local broker's disk holds.
+        """
+        from pytest_brokerperf import study_cases
+        from pytest_brokerperf.engine.coordinator import default_generator_cpus
+
+        if not isinstance(case, study_cases.StudyCase):
+            raise TypeError(f"brokerperf.run_case() takes a StudyCase, got {case!r}")
+        workdir = Path(self.request.getfixturevalue("tmp_path"))
+        try:
+            scenario, scaled = case.build(self.settings, self.broker, workdir / "drivers")
+        except BrokerUnavailable as exc:
+            pytest.skip(str(exc))
+        if self.settings.profile == "omb":
+            from pytest_brokerperf.brokers import create_driver
+
+            cpus = default_generator_cpus(self.broker.broker_cpus())
+            driver = None
+            if self.broker.mode != "remote":  # no calibration load on a remote cluster
+                driver = create_driver(self.broker, getattr(scenario, "driver_file", None),
+                                       case.scenario)
+            local = self.broker.local
+            data = Path(local.data_dirs[0]) if local is not None and local.data_dirs else workdir
+            reasons = study_cases.refusals(
+                scaled, self.settings, nodes=self.broker.nodes,
+                remote=self.broker.mode == "remote", data_dir=data,
+                generator=study_cases.generator_capacity(
+                    scaled, self.settings, cpus, measure=True, driver=driver,
+                    broker=(self.broker.kind, self.broker.version)))
+            if reasons:
+                pytest.skip(f"REFUSED under --brokerperf-profile=omb (nothing was created): "
+                            f"study case {case.study} {case.id}: " + "; ".join(reasons))
+        return self.run(scenario, check=check, slos=slos, labels=scaled.labels,
+                        notes=[scaled.note()])
+
+    def run(self, scenario: Scenario, *, check: bool = True, slos: tuple[str, ...] = (),
+            labels: dict[str, Any] | None = None, notes: list[str] | None = None
             ) -> ScenarioResult:
-        """Run ``scenario`` on this test's broker; judge it unless ``check=False``."""
+        """Run ``scenario`` on this test's broker; judge it unless ``check=False``.
+        ``labels`` join the record's ``params`` (its matrix key), ``notes`` its notes."""
         if not isinstance(scenario, Scenario):
             raise TypeError(f"brokerperf.run() takes a Scenario (TailRead(), Throughput(), "
                             f"...), got {scenario!r}")
@@ -65,7 +110,7 @@ class BrokerPerf:
                         "run with the tail-read scenario (docs/reference/faults.md)",
                         pytrace=False)
         ctx = RunContext(self.request, self.broker, self.settings, self.session_info,
-                         fault=self.fault)
+                         fault=self.fault, labels=dict(labels or {}), notes=list(notes or ()))
         try:
             result = scenario.execute(ctx, slos)
         except BrokerUnavailable as exc:

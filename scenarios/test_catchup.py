@@ -11,7 +11,7 @@ drained messages' age. Brokers whose driver cannot pause consumers skip with the
 
 import pytest
 
-from pytest_brokerperf import CatchUp
+from pytest_brokerperf import CatchUp, StudyCase
 
 
 @pytest.mark.catchup
@@ -23,3 +23,26 @@ def test_catchup(brokerperf):
 def test_catchup_consumer_only(brokerperf):
     """Producers stop once the backlog is built (Confluent's ``consumerOnly``)."""
     brokerperf.run(CatchUp(producers_during_drain=False))
+
+
+# --------------------------------------------------------------------------- the studies
+KIB, MIB, GIB = 1024, 1024**2, 1024**3
+
+CATCHUP_CASES = [
+    # StreamNative: 200k msg/s of 1 KiB on 100 partitions; 512 GB backlog, then drained
+    StudyCase("streamnative", "catch-up read", "catchup", partitions=100, rate=200_000,
+              backlog_bytes=512 * GIB),
+    # AutoMQ: 300 MiB/s of 4 KiB messages on 100 partitions, 1 TiB backlog, read from
+    # the earliest offset while producers go on
+    StudyCase("automq", "catch-up read", "catchup", partitions=100, message_size=4 * KIB,
+              rate=300 * MIB // (4 * KIB), backlog_bytes=1024 * GIB),
+    # Confluent's consumer-only drain of a backlog (producers stop)
+    StudyCase("confluent", "backlog drain", "catchup", partitions=100, rate=200_000,
+              backlog_bytes=512 * GIB, producers_during_drain=False),
+]
+
+
+@pytest.mark.catchup
+@pytest.mark.parametrize("case", CATCHUP_CASES, ids=str)
+def test_catchup_study(brokerperf, case):
+    brokerperf.run_case(case)

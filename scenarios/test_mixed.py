@@ -13,9 +13,26 @@ with the reason.
 
 import pytest
 
-from pytest_brokerperf import Mixed
+from pytest_brokerperf import Mixed, StudyCase
 
 
 @pytest.mark.mixed
 def test_mixed(brokerperf):
     brokerperf.run(Mixed())
+
+
+# --------------------------------------------------------------------------- the studies
+GIB = 1024**3
+
+MIXED_CASES = [
+    # StreamNative's mixed workload: 200k msg/s of 1 KiB with a tailing subscription;
+    # after 512 GB a second subscription reads from the start
+    StudyCase("streamnative", "mixed workload", "mixed", partitions=100, rate=200_000,
+              backlog_bytes=512 * GIB),
+]
+
+
+@pytest.mark.mixed
+@pytest.mark.parametrize("case", MIXED_CASES, ids=str)
+def test_mixed_study(brokerperf, case):
+    brokerperf.run_case(case)

@@ -14,7 +14,7 @@ RabbitMQ and a single broker skip with the reason.
 
 import pytest
 
-from pytest_brokerperf import Reassign
+from pytest_brokerperf import Reassign, StudyCase
 
 
 @pytest.mark.reassign
@@ -26,3 +26,21 @@ def test_reassign(brokerperf):
 def test_reassign_throttled(brokerperf):
     # 1 MiB/s of replication: the move of a smoke-sized partition takes seconds
     brokerperf.run(Reassign(throttle_bytes_s=1024**2))
+
+
+# --------------------------------------------------------------------------- the studies
+KIB, MIB = 1024, 1024**2
+
+REASSIGN_CASES = [
+    # AutoMQ: a single-replica partition at 40 MiB/s (background topic beside it), moved
+    # after 10 minutes to a broker without a replica, replication throttled to 100 MiB/s
+    StudyCase("automq", "partition reassignment", "reassign", partitions=1,
+              message_size=4 * KIB, rate=40 * MIB // (4 * KIB), after_s=600.0,
+              throttle_bytes_s=100 * MIB),
+]
+
+
+@pytest.mark.reassign
+@pytest.mark.parametrize("case", REASSIGN_CASES, ids=str)
+def test_reassign_study(brokerperf, case):
+    brokerperf.run_case(case)

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
     from pytest_brokerperf.metrics.broker import Series
+    from pytest_brokerperf.study_cases import ProducerTweak
 
 __all__ = [
     "CONNECT_TIMEOUT_S", "DRY_RUN_CONNECT_TIMEOUT_S", "PROVISION_MODES", "BrokerType",
@@ -130,6 +131,14 @@ class BrokerType:
     def default_driver_file(self, nodes: int, scenario: str) -> Path:
         """The shipped OMB driver YAML a scenario uses when the user names none."""
         raise BrokerUnavailable(f"no driver for broker kind {self.name!r} yet")
+
+    def tweak_driver_file(self, base: Path, tweak: ProducerTweak, dest: Path) -> Path:
+        """``base`` with the producer settings of ``tweak`` applied, written to ``dest``
+        (a study case's batching, linger, compression or send-mode sweep)."""
+        raise BrokerUnavailable(
+            f"{self.name} has no producer setting for {tweak.id!r} in this version of "
+            "pytest-brokerperf (its driver has no batching, linger, compression or send mode "
+            "to sweep)")
 
     def create_driver(self, endpoint: BrokerEndpoint, driver_file: Path | None, *,
                       scenario: str = "tailread", stats_interval_ms: int = 5000) -> Driver:

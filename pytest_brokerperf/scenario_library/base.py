@@ -219,10 +219,19 @@ def resolve_period(settings: Settings, wl: Workload) -> float:
 
 
 def base_params(wl: Workload, endpoint: BrokerEndpoint, rate: float) -> dict[str, Any]:
-    """The parameters every scenario reports (matrix keys for SLO selectors and reports)."""
+    """The parameters every scenario reports (matrix keys for SLO selectors and reports).
+
+    With AutoMQ's per-topic lists, ``partitions`` is the list (one entry per topic) and
+    ``producers_per_topic`` the producers list; ``producers`` stays the total."""
+    lists: dict[str, Any] = {}
+    if wl.producers_per_topic_list is not None:
+        lists["producers_per_topic"] = list(wl.producers_per_topic_list)
     return {
         "topics": wl.topics,
-        "partitions": wl.partitions_per_topic,
+        "partitions": (list(wl.partitions_per_topic_list)
+                       if wl.partitions_per_topic_list is not None
+                       else wl.partitions_per_topic),
+        **lists,
         "message_size": wl.message_size,
         "producers": wl.total_producers,
         "subscriptions": wl.subscriptions_per_topic,

@@ -8,7 +8,7 @@ request or the fixture's internals.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +38,11 @@ class RunContext:
     session_info: dict[str, Any]
     #: the test's fault (``broker_fault``), injected by scenarios that take faults
     fault: FaultSpec | None = None
+    #: record parameters the test adds (a study case's ``case`` and ``study``), merged
+    #: into the record's ``params`` and so into its matrix key
+    labels: dict[str, Any] = field(default_factory=dict)
+    #: notes the test adds to the record (where a study case comes from, its scaling)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def test_id(self) -> str:

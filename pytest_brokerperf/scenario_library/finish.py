@@ -123,6 +123,8 @@ def finish(ctx: RunContext, m: Measured) -> ScenarioResult:
     from pytest_brokerperf.summary import SummaryRow
 
     settings, broker, prepared = ctx.settings, ctx.broker, m.prepared
+    prepared.params.update(ctx.labels)
+    prepared.notes.extend(n for n in ctx.notes if n not in prepared.notes)
     headline, session = m.headline, m.session or m.headline
     figures = compute_figures(headline)
     figures.update(m.extra_figures)

@@ -65,6 +65,8 @@ class Throughput(Scenario):
     rung_latency_metric: str = "publish_response.p99"
     policy: lad.LadderPolicy | None = None
     subscriptions: int | None = None
+    producers: int | None = None  # per topic (Confluent: 4)
+    consumers: int | None = None  # per subscription
     driver_file: Path | None = None
     slos: tuple[str, ...] = ()
     name: str = "throughput"
@@ -94,7 +96,8 @@ class Throughput(Scenario):
         wl, wl_file = resolve_workload(
             settings, given=self.workload, shipped="max-rate-1-topic-16-partitions-1kb",
             notes=notes, partitions=self.partitions, message_size=self.message_size,
-            subscriptions_per_topic=self.subscriptions)
+            subscriptions_per_topic=self.subscriptions, producers_per_topic=self.producers,
+            consumer_per_subscription=self.consumers)
         refuse_rate_schedule(wl, "throughput", "it finds the rate itself (ladder or rate "
                              "discovery)")
         if wl.consumer_backlog_size_gb > 0:

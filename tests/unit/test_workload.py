@@ -614,3 +614,24 @@ def test_python_errors_name_the_attribute() -> None:
 def _good_attrs() -> list[tuple[Any, Any]]:
     w = Workload.from_dict(GOOD)
     return [(f, getattr(w, f.attr)) for f in FIELDS]
+
+
+def test_record_params_carry_the_per_topic_lists() -> None:
+    """AutoMQ's per-topic lists reach the record: partitions per topic, producers per
+    topic, and the producers' total."""
+    from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.scenario_library.base import base_params
+
+    wl = Workload(name="lists", topics=2, partitions_per_topic=1, message_size=1024,
+                  subscriptions_per_topic=1, producers_per_topic=1,
+                  consumer_per_subscription=1, producer_rate=1000,
+                  test_duration_minutes=1, partitions_per_topic_list=(4, 1),
+                  producers_per_topic_list=(3, 1))
+    ep = BrokerEndpoint(kind="kafka", bootstrap="localhost:9092", mode="process")
+    params = base_params(wl, ep, 1000.0)
+    assert params["partitions"] == [4, 1]
+    assert params["producers_per_topic"] == [3, 1]
+    assert params["producers"] == 4
+    plain = base_params(wl.replace(partitions_per_topic_list=None,
+                                   producers_per_topic_list=None), ep, 1000.0)
+    assert plain["partitions"] == 1 and "producers_per_topic" not in plain

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
     from pytest_brokerperf.metrics.broker import Series
+    from pytest_brokerperf.study_cases import ProducerTweak
 
 __all__ = ["KafkaBroker", "KafkaProtocolBroker"]
 
@@ -69,6 +70,29 @@ class KafkaProtocolBroker(BrokerType):
             return shipped_driver("kafka-throughput" if scenario == "throughput"
                                   else "kafka-latency")
         return shipped_driver("kafka-local")
+
+    def tweak_driver_file(self, base: Path, tweak: ProducerTweak, dest: Path) -> Path:
+        """Kafka producer properties: ``batch.size``, ``linger.ms``, ``compression.type``.
+        librdkafka has no one-message-outstanding send mode, so ``sync`` is refused."""
+        from pytest_brokerperf.brokers.kafka.config import KafkaDriverConfig
+
+        if tweak.send_mode == "sync":
+            raise BrokerUnavailable(
+                f"{self.name}: a synchronous producer (one message outstanding, the Pulsar "
+                "performance-limit study's sync mode) is not offered by the Kafka driver: "
+                "librdkafka queues and batches sends whatever max.in.flight says. The sync "
+                "cases run on Pulsar (--broker=pulsar)")
+        changes: dict[str, str] = {}
+        if tweak.batch_bytes is not None:
+            changes["batch.size"] = str(tweak.batch_bytes)
+        if tweak.linger_ms is not None:
+            changes["linger.ms"] = str(tweak.linger_ms)
+        if tweak.compression is not None:
+            changes["compression.type"] = tweak.compression
+        cfg = KafkaDriverConfig.from_yaml(base)
+        if changes:
+            cfg = cfg.with_overrides(producer=changes, reason=f"study case sweep {tweak.id}")
+        return cfg.to_yaml(dest)
 
     def apply_level(self, cfg: KafkaDriverConfig, level: int) -> KafkaDriverConfig:
         """``cfg`` at durability ``level`` (per topic: producer acks and topic configs)."""
@@ -158,6 +182,29 @@ class KafkaBroker(KafkaProtocolBroker):
             version=settings.kafka_version, workdir=workdir, run_id=settings.run_id,
             nodes=settings.nodes, image=settings.image_for("kafka"))
         return ManagedBroker(cluster.start(), cluster)
+
+    def tweak_driver_file(self, base: Path, tweak: ProducerTweak, dest: Path) -> Path:
+        """Kafka producer properties: ``batch.size``, ``linger.ms``, ``compression.type``.
+        librdkafka has no one-message-outstanding send mode, so ``sync`` is refused."""
+        from pytest_brokerperf.brokers.kafka.config import KafkaDriverConfig
+
+        if tweak.send_mode == "sync":
+            raise BrokerUnavailable(
+                f"{self.name}: a synchronous producer (one message outstanding, the Pulsar "
+                "performance-limit study's sync mode) is not offered by the Kafka driver: "
+                "librdkafka queues and batches sends whatever max.in.flight says. The sync "
+                "cases run on Pulsar (--broker=pulsar)")
+        changes: dict[str, str] = {}
+        if tweak.batch_bytes is not None:
+            changes["batch.size"] = str(tweak.batch_bytes)
+        if tweak.linger_ms is not None:
+            changes["linger.ms"] = str(tweak.linger_ms)
+        if tweak.compression is not None:
+            changes["compression.type"] = tweak.compression
+        cfg = KafkaDriverConfig.from_yaml(base)
+        if changes:
+            cfg = cfg.with_overrides(producer=changes, reason=f"study case sweep {tweak.id}")
+        return cfg.to_yaml(dest)
 
     def apply_level(self, cfg: KafkaDriverConfig, level: int) -> KafkaDriverConfig:
         return kafka_durability.apply_kafka(cfg, level)

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from pytest_brokerperf.brokers.pulsar.driver import PulsarDriver
     from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.study_cases import ProducerTweak
 
 __all__ = ["PulsarBroker"]
 
@@ -68,6 +69,29 @@ class PulsarBroker(BrokerType):
         from pytest_brokerperf.brokers.kafka.config import shipped_driver
 
         return shipped_driver("pulsar" if nodes >= 3 else "pulsar-local")
+
+    def tweak_driver_file(self, base: Path, tweak: ProducerTweak, dest: Path) -> Path:
+        """Pulsar producer block: ``batchingMaxBytes``, ``batchingMaxPublishDelayMs``,
+        ``compressionType`` (gzip is ZLIB) and ``sendMode`` (sync: one message outstanding,
+        batching off, as pulsar-perf ``--max-outstanding 1 --disable-batching``)."""
+        from pytest_brokerperf.brokers.pulsar.config import PulsarDriverConfig
+
+        changes: dict[str, Any] = {}
+        if tweak.batch_bytes is not None:
+            changes["batching_max_bytes"] = tweak.batch_bytes
+        if tweak.linger_ms is not None:
+            changes["batching_max_publish_delay_ms"] = tweak.linger_ms
+        if tweak.compression is not None:
+            changes["compression_type"] = {"gzip": "ZLIB"}.get(tweak.compression,
+                                                              tweak.compression.upper())
+        if tweak.send_mode is not None:
+            changes["send_mode"] = tweak.send_mode
+            if tweak.send_mode == "sync":
+                changes["batching_enabled"] = False
+        cfg = PulsarDriverConfig.from_yaml(base)
+        if changes:
+            cfg = cfg.with_overrides(producer=changes, reason=f"study case sweep {tweak.id}")
+        return cfg.to_yaml(dest)
 
     def create_driver(self, endpoint: BrokerEndpoint, driver_file: Path | None, *,
                       scenario: str = "tailread", stats_interval_ms: int = 5000

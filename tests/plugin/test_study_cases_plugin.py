@@ -1,0 +1,98 @@
+"""Study cases through the real plugin on the in-process loopback driver: the record's
+``study``/``case`` parameters and scaling note, the omb refusal before any broker starts,
+and the shipped suite's case ids."""
+
+import json
+from pathlib import Path
+
+SUITE = Path(__file__).resolve().parents[2] / "scenarios"
+
+CONFTEST = """
+import pytest
+from pytest_brokerperf.endpoint import BrokerEndpoint
+
+STARTED = []
+
+@pytest.fixture(scope="session")
+def broker(broker_kind):
+    STARTED.append(broker_kind)
+    print("BROKER STARTED")
+    yield BrokerEndpoint(kind="loopback", bootstrap="in-process", mode="process")
+"""
+
+BODY = """
+import pytest
+from pytest_brokerperf import StudyCase
+
+CASES = [
+    StudyCase("streamnative", "table 2", "tailread", partitions=100, subscriptions=2,
+              message_size=256, rate=200_000),
+]
+HUGE = [StudyCase("streamnative", "catch-up read", "catchup", rate=200_000,
+                  backlog_bytes=1024**5)]
+
+@pytest.mark.tailread
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_case(brokerperf, case):
+    brokerperf.run_case(case)
+
+@pytest.mark.catchup
+@pytest.mark.parametrize("case", HUGE, ids=str)
+def test_huge(brokerperf, case):
+    brokerperf.run_case(case)
+"""
+
+FAST = ["--brokerperf-duration=1", "--brokerperf-warmup=0.5", "--brokerperf-period=0.5",
+        "--brokerperf-calibration=off", "-p", "no:cacheprovider", "-p", "no:randomly",
+        "--strict-markers", "-rs", "-s"]
+
+
+def _records(pytester):
+    path = pytester.path / "res" / "results.jsonl"
+    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_a_smoke_case_runs_scaled_and_says_so(pytester):
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_cases=BODY)
+    r = pytester.runpytest_subprocess(*FAST, f"--brokerperf-results={pytester.path}/res",
+                                      "-m", "tailread")
+    r.assert_outcomes(passed=1)
+    r.stdout.fnmatch_lines(["*test_case?kafka-p100-s2-256B-r200k?*loopback*"])
+    (rec,) = _records(pytester)
+    assert rec["params"]["study"] == "streamnative"
+    assert rec["params"]["case"] == "p100-s2-256B-r200k"
+    assert rec["params"]["partitions"] == 16 and rec["params"]["subscriptions"] == 2
+    assert rec["params"]["rate"] == 1000
+    (note,) = [n for n in rec["notes"] if n.startswith("study case ")]
+    assert "table 2" in note and "partitions 100 -> 16" in note and "rate 200k -> 1k" in note
+
+
+def test_omb_refuses_a_case_the_disk_cannot_hold_before_any_broker_starts(pytester):
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_cases=BODY)
+    r = pytester.runpytest_subprocess(*FAST, f"--brokerperf-results={pytester.path}/res",
+                                      "--brokerperf-profile=omb", "-m", "catchup")
+    r.assert_outcomes(skipped=1)
+    r.stdout.fnmatch_lines(["*REFUSED under --brokerperf-profile=omb before any broker "
+                            "started: study case streamnative*backlog1024TiB*1024 TiB*free*"])
+    assert "BROKER STARTED" not in r.stdout.str()
+    assert _records(pytester) == []
+
+
+def test_the_shipped_suite_lists_the_studies_cases(pytester):
+    r = pytester.runpytest_subprocess(str(SUITE), "--collect-only", "-q",
+                                      "--broker=kafka,pulsar", "--brokerperf-durability=2",
+                                      "-p", "no:cacheprovider")
+    out = r.stdout.str()
+    for wanted in (
+        "test_catchup_study[kafka-d2-p100-4KiB-r76.8k-backlog1TiB]",
+        "test_tailread_study[kafka-d2-p100-s10-1KiB-r200k]",
+        "test_throughput_study[pulsar-d2-p2000-1KiB]",
+        "test_throughput_batch_sweep[kafka-d2-p100-1KiB-batch1MiB]",
+        "test_pulsar_limit[pulsar-d2-p1-512KiB-sync]",
+        "test_mixed_study[pulsar-d2-p100-1KiB-r200k-backlog512GiB]",
+        "test_reassign_study[kafka-d2-p1-4KiB-r10.24k-throttle100MiB]",
+    ):
+        assert wanted in out, wanted
+    assert "test_pulsar_limit[kafka" not in out  # a Pulsar study
