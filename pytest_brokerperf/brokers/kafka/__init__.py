@@ -183,29 +183,6 @@ class KafkaBroker(KafkaProtocolBroker):
             nodes=settings.nodes, image=settings.image_for("kafka"))
         return ManagedBroker(cluster.start(), cluster)
 
-    def tweak_driver_file(self, base: Path, tweak: ProducerTweak, dest: Path) -> Path:
-        """Kafka producer properties: ``batch.size``, ``linger.ms``, ``compression.type``.
-        librdkafka has no one-message-outstanding send mode, so ``sync`` is refused."""
-        from pytest_brokerperf.brokers.kafka.config import KafkaDriverConfig
-
-        if tweak.send_mode == "sync":
-            raise BrokerUnavailable(
-                f"{self.name}: a synchronous producer (one message outstanding, the Pulsar "
-                "performance-limit study's sync mode) is not offered by the Kafka driver: "
-                "librdkafka queues and batches sends whatever max.in.flight says. The sync "
-                "cases run on Pulsar (--broker=pulsar)")
-        changes: dict[str, str] = {}
-        if tweak.batch_bytes is not None:
-            changes["batch.size"] = str(tweak.batch_bytes)
-        if tweak.linger_ms is not None:
-            changes["linger.ms"] = str(tweak.linger_ms)
-        if tweak.compression is not None:
-            changes["compression.type"] = tweak.compression
-        cfg = KafkaDriverConfig.from_yaml(base)
-        if changes:
-            cfg = cfg.with_overrides(producer=changes, reason=f"study case sweep {tweak.id}")
-        return cfg.to_yaml(dest)
-
     def apply_level(self, cfg: KafkaDriverConfig, level: int) -> KafkaDriverConfig:
         return kafka_durability.apply_kafka(cfg, level)
 
