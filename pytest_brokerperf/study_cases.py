@@ -305,8 +305,8 @@ class StudyCase:
             CatchUp,
             Mixed,
             Reassign,
-            Throughput,
             TailRead,
+            Throughput,
         )
 
         s = self.scaled(settings.profile)

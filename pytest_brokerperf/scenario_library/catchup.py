@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_brokerperf.errors import BrokerUnavailable, MeasurementError
+from pytest_brokerperf.scenario_library.backlog import backlog_target, phase_timeouts
 from pytest_brokerperf.scenario_library.base import (
     PreparedRun,
     Scenario,
@@ -241,23 +242,11 @@ class CatchUp(Scenario):
                              "builds and drains")
         rate, period, warmup, measure = fixed_rate_window(
             settings, endpoint, wl, wl_file, self.rate, notes, what="catch-up")
-        from_file = settings.profile == "omb" or (
-            wl_file is not None and settings.workload is not None) or self.workload is not None
-        if self.backlog_bytes is not None:
-            backlog = int(self.backlog_bytes)
-        elif from_file and wl.consumer_backlog_size_gb > 0:
-            backlog = wl.backlog_bytes
-        else:
-            seconds = BUILD_SECONDS.get(settings.profile, 60.0)
-            backlog = int(rate * seconds * wl.message_size * max(1, wl.subscriptions_per_topic))
-            notes.append(
-                f"backlog {backlog / _MIB:.1f} MiB: {seconds:g} s of publishing at "
-                f"{rate:g} msg/s ({settings.profile} profile); backlog_bytes= or a "
-                "workload's consumerBacklogSizeGB sets another")
-        if backlog < wl.message_size:
-            raise ValueError(
-                f"backlog_bytes={backlog} is below one {wl.message_size}-byte message; "
-                "give a backlog of at least a few thousand messages")
+        backlog = backlog_target(
+            settings, wl, wl_file, given=self.backlog_bytes,
+            scenario_workload=self.workload is not None, rate=rate,
+            build_seconds=BUILD_SECONDS, copies=wl.subscriptions_per_topic, owner="CatchUp",
+            notes=notes)
         ratio = float(self.drain_ratio if self.drain_ratio is not None
                       else wl.backlog_drain_ratio)
         if not 0.0 <= ratio <= 1.0:
@@ -266,12 +255,9 @@ class CatchUp(Scenario):
         during = (self.producers_during_drain if self.producers_during_drain is not None
                   else not wl.consumer_only)
         threshold = drain_threshold(backlog, wl.message_size, ratio)
-        # the backlog grows by every subscription's copy of each published message
-        expected_build = backlog / (rate * wl.message_size * max(1, wl.subscriptions_per_topic))
-        build_timeout = (float(self.build_timeout_s) if self.build_timeout_s is not None
-                         else max(30.0, 3.0 * expected_build + 10.0))
-        drain_timeout = (float(self.drain_timeout_s) if self.drain_timeout_s is not None
-                         else max(60.0, 10.0 * expected_build))
+        build_timeout, drain_timeout = phase_timeouts(
+            backlog, rate, wl.message_size, wl.subscriptions_per_topic,
+            build_given=self.build_timeout_s, read_given=self.drain_timeout_s)
         wl = wl.replace(producer_rate=round(rate), consumer_backlog_size_gb=backlog / _GIB,
                         backlog_drain_ratio=ratio, consumer_only=not during)
         params = base_params(wl, endpoint, rate)

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_brokerperf.errors import BrokerUnavailable, MeasurementError
+from pytest_brokerperf.scenario_library.backlog import backlog_target, phase_timeouts
 from pytest_brokerperf.scenario_library.base import (
     PreparedRun,
     Scenario,
@@ -167,33 +168,18 @@ class Mixed(Scenario):
                              "one fixed rate")
         rate, period, warmup, measure = fixed_rate_window(
             settings, endpoint, wl, wl_file, self.rate, notes, what="mixed")
-        from_file = settings.profile == "omb" or (
-            wl_file is not None and settings.workload is not None) or self.workload is not None
-        if self.backlog_bytes is not None:
-            backlog = int(self.backlog_bytes)
-        elif from_file and wl.consumer_backlog_size_gb > 0:
-            backlog = wl.backlog_bytes
-        else:
-            seconds = BUILD_SECONDS.get(settings.profile, 60.0)
-            backlog = int(rate * seconds * wl.message_size)
-            notes.append(
-                f"backlog {backlog / _MIB:.1f} MiB: {seconds:g} s of publishing at "
-                f"{rate:g} msg/s ({settings.profile} profile); Mixed(backlog_bytes=...) or "
-                "a workload's consumerBacklogSizeGB sets another")
-        if backlog < wl.message_size:
-            raise ValueError(
-                f"Mixed(backlog_bytes={backlog}) is below one {wl.message_size}-byte "
-                "message; give a backlog of at least a few thousand messages")
+        backlog = backlog_target(
+            settings, wl, wl_file, given=self.backlog_bytes,
+            scenario_workload=self.workload is not None, rate=rate,
+            build_seconds=BUILD_SECONDS, copies=1, owner="Mixed", notes=notes)
         caught_up = max(MIN_CAUGHT_UP_LAG, round(rate * CAUGHT_UP_S))
         # the tailing group keeps up: its lag within one second of publishing (as the
         # warm-up's steadiness test), per subscription
         tail_limit = max(MIN_CAUGHT_UP_LAG, round(rate * 1.0)) * max(
             1, wl.subscriptions_per_topic)
-        expected_build = backlog / (rate * wl.message_size)
-        build_timeout = (float(self.build_timeout_s) if self.build_timeout_s is not None
-                         else max(30.0, 3.0 * expected_build + 10.0))
-        catchup_timeout = (float(self.catchup_timeout_s) if self.catchup_timeout_s is not None
-                           else max(60.0, 10.0 * expected_build))
+        build_timeout, catchup_timeout = phase_timeouts(
+            backlog, rate, wl.message_size, 1, build_given=self.build_timeout_s,
+            read_given=self.catchup_timeout_s)
         wl = wl.replace(producer_rate=round(rate), consumer_backlog_size_gb=0.0)
         params = base_params(wl, endpoint, rate)
         params.update(backlog_bytes=backlog)

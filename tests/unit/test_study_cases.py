@@ -205,7 +205,7 @@ def test_rabbitmq_has_nothing_to_sweep(tmp_path: Path) -> None:
 
 def test_build_gives_each_scenario_its_scaled_numbers(tmp_path: Path) -> None:
     smoke = _settings()
-    tail, s = StudyCase("c", "t", "tailread", partitions=100, producers=4, consumers=4,
+    tail, _ = StudyCase("c", "t", "tailread", partitions=100, producers=4, consumers=4,
                         rate=200_000).build(smoke, KAFKA, tmp_path)
     assert isinstance(tail, TailRead)
     assert (tail.partitions, tail.producers, tail.consumers, tail.rate) == (16, 2, 2, 1000)
