@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from pytest_brokerperf.verdict import Verdict
 
 __all__ = ["BROKER_DIED", "JUNIT_FIGURES", "Measured", "finish", "finish_failed",
-           "omb_document", "short_params"]
+           "omb_document", "ratios_text", "short_params"]
 
 #: The verdict of a run a broker death stopped: nothing in it is judged.
 BROKER_DIED = "broker-died"
@@ -74,6 +74,15 @@ class Measured:
     junit_figures: tuple[str, ...] = JUNIT_FIGURES
     extra_properties: list[tuple[str, object]] = field(default_factory=list)
     write_extra: ExtraWriter | None = None
+
+
+def ratios_text(publish_p99: float | None, e2e_p99: float | None, e2e_what: str) -> str:
+    """The progress line's ``; during/before publish p99 1.20, e2e p99 0.98`` part."""
+
+    def fmt(r: float | None) -> str:
+        return f"{r:.2f}" if r is not None else "n/a"
+
+    return f"; during/before publish p99 {fmt(publish_p99)}, {e2e_what} p99 {fmt(e2e_p99)}"
 
 
 def short_params(params: dict[str, Any], *, with_rate: bool = True) -> str:

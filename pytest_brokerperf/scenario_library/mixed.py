@@ -48,7 +48,13 @@ from pytest_brokerperf.scenario_library.base import (
     refuse_rate_schedule,
     resolve_workload,
 )
-from pytest_brokerperf.scenario_library.finish import JUNIT_FIGURES, Measured, finish, short_params
+from pytest_brokerperf.scenario_library.finish import (
+    JUNIT_FIGURES,
+    Measured,
+    finish,
+    ratios_text,
+    short_params,
+)
 from pytest_brokerperf.scenario_library.tailread import fixed_rate_window
 
 if TYPE_CHECKING:
@@ -563,10 +569,7 @@ def run_mixed(ctx: RunContext, scenario: Mixed, extra_slos: tuple[str, ...]) -> 
         + (f"{report.catchup_s:.1f} s at {report.catchup_rate_msg_s:,.0f} msg/s "
            f"({report.catchup_mib_s:.1f} MiB/s)" if report.catchup_s is not None
            else f"not at the head in {prepared.catchup_timeout_s:g} s")
-        + "; during/before publish p99 "
-        + (f"{report.publish_p99_ratio:.2f}" if report.publish_p99_ratio is not None else "n/a")
-        + ", tailing e2e p99 "
-        + (f"{report.e2e_p99_ratio:.2f}" if report.e2e_p99_ratio is not None else "n/a"))
+        + ratios_text(report.publish_p99_ratio, report.e2e_p99_ratio, "tailing e2e"))
     return finish(ctx, Measured(
         prepared=prepared, driver_name=driver.name, headline=before, verdict=verdict,
         slos=slos, seed=run.seed, plan=splan, sampler=sampler, session=session,

@@ -48,7 +48,13 @@ from pytest_brokerperf.scenario_library.base import (
     driver_file,
     resolve_workload,
 )
-from pytest_brokerperf.scenario_library.finish import JUNIT_FIGURES, Measured, finish, short_params
+from pytest_brokerperf.scenario_library.finish import (
+    JUNIT_FIGURES,
+    Measured,
+    finish,
+    ratios_text,
+    short_params,
+)
 from pytest_brokerperf.scenario_library.tailread import fixed_rate_window
 
 if TYPE_CHECKING:
@@ -465,10 +471,7 @@ def run_reassign(ctx: RunContext, scenario: Reassign,
         f"brokerperf: {broker.kind} reassign: "
         + (f"moved in {report.duration_s:.2f} s" if report.duration_s is not None
            else f"not complete in {prepared.timeout_s:g} s")
-        + "; during/before publish p99 "
-        + (f"{report.publish_p99_ratio:.2f}" if report.publish_p99_ratio is not None else "n/a")
-        + ", e2e p99 "
-        + (f"{report.e2e_p99_ratio:.2f}" if report.e2e_p99_ratio is not None else "n/a"))
+        + ratios_text(report.publish_p99_ratio, report.e2e_p99_ratio, "e2e"))
     return finish(ctx, Measured(
         prepared=prepared, driver_name=driver.name, headline=before, verdict=verdict,
         slos=slos, seed=run.seed, plan=splan, sampler=sampler, session=session,

@@ -11,21 +11,11 @@ import json
 import pytest
 
 from pytest_brokerperf.testing import skip_if_host_noise
+from pytest_brokerperf.testing.loopback import FAST_ARGS, LOOPBACK_CONFTEST
 
-CONFTEST = """
-import pytest
-from pytest_brokerperf.endpoint import BrokerEndpoint
+CONFTEST = LOOPBACK_CONFTEST
 
-@pytest.fixture(scope="session")
-def broker(broker_kind):
-    yield BrokerEndpoint(kind="loopback", bootstrap="in-process", mode="process")
-"""
-
-FAST = [
-    "--brokerperf-duration=1", "--brokerperf-warmup=0.5", "--brokerperf-period=0.5",
-    "--brokerperf-calibration=off", "-p", "no:cacheprovider", "-p", "no:randomly",
-    "--strict-markers",
-]
+FAST = list(FAST_ARGS)
 
 BODY = """
 import pytest

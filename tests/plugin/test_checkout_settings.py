@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_brokerperf.testing.loopback import LOOPBACK_CONFTEST
+
 REPO = Path(__file__).resolve().parents[2]
 WARNS = """
 import warnings
@@ -36,14 +38,7 @@ def test_warnings_are_errors_in_tests_only(pytester: pytest.Pytester) -> None:
     own.stdout.fnmatch_lines(["*UserWarning: a typo'd workload key, say*"])
 
 
-LOOPBACK_CONFTEST = """
-import pytest
-from pytest_brokerperf.endpoint import BrokerEndpoint
-
-@pytest.fixture(scope="session")
-def broker(broker_kind):
-    yield BrokerEndpoint(kind="loopback", bootstrap="in-process", mode="process")
-"""
+LOOPBACK_CONFTEST = LOOPBACK_CONFTEST
 
 OVERDRIVEN = """
 from pytest_brokerperf import TailRead

@@ -10,15 +10,9 @@ import json
 import pytest
 
 from pytest_brokerperf.testing import skip_if_host_noise
+from pytest_brokerperf.testing.loopback import LOOPBACK_CONFTEST
 
-CONFTEST = """
-import pytest
-from pytest_brokerperf.endpoint import BrokerEndpoint
-
-@pytest.fixture(scope="session")
-def broker(broker_kind):
-    yield BrokerEndpoint(kind="loopback", bootstrap="in-process", mode="process")
-"""
+CONFTEST = LOOPBACK_CONFTEST
 
 FAST = [
     "--brokerperf-duration=2", "--brokerperf-warmup=1", "--brokerperf-period=0.5",

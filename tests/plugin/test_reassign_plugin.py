@@ -8,14 +8,9 @@ back from the broker, is in tests/integration/test_reassign_kafka.py.
 
 import pytest
 
-CONFTEST = """
-import pytest
-from pytest_brokerperf.endpoint import BrokerEndpoint
+from pytest_brokerperf.testing.loopback import FAST_ARGS, LOOPBACK_CONFTEST
 
-@pytest.fixture(scope="session")
-def broker(broker_kind):
-    yield BrokerEndpoint(kind="loopback", bootstrap="in-process", mode="process")
-"""
+CONFTEST = LOOPBACK_CONFTEST
 
 BODY = """
 import pytest
@@ -30,11 +25,7 @@ def test_other():
     pass
 """
 
-FAST = [
-    "--brokerperf-duration=1", "--brokerperf-warmup=0.5", "--brokerperf-period=0.5",
-    "--brokerperf-calibration=off", "-p", "no:cacheprovider", "-p", "no:randomly",
-    "--strict-markers",
-]
+FAST = list(FAST_ARGS)
 
 
 def test_reassign_marker_is_registered(pytester: pytest.Pytester) -> None:
