@@ -32,8 +32,11 @@ broker's and broker back-pressure is never thrown away as a harness limit:
   says nothing about either;
 * ``undersampled`` — per percentile, never a whole-run status: q needs
   n ≥ 10/(1−q) samples, else it is reported n/a;
-* ``clock-uncertain`` — only when producers and consumers use different hosts' clocks
-  (never in single-host runs, which subtract CLOCK_MONOTONIC readings only).
+* ``clock-uncertain`` — a worker's stamps were not on the coordinator's clock in some
+  period of the window (another boot, or a CLOCK_MONOTONIC reading outside the
+  coordinator's bracket: another time namespace or host; engine/clock.py): end-to-end
+  latency subtracts stamps of two processes, so those figures are not the broker's.
+  Outranked only by ``host-noise``.
 """
 
 from __future__ import annotations
@@ -228,6 +231,10 @@ def assess(outcome: RunOutcome, thresholds: Thresholds | None = None,
             f"the offered {target:,.0f} msg/s (tolerance {th.rate_tolerance:.0%}): the rate "
             "was not sustained, so latencies at it are not reported as the broker's; "
             "a lower rate, or the throughput scenario, finds what it sustains")
+    clock = next((p.clock_note for p in periods if p.clock_note), None)
+    if clock:
+        flags.append(CLOCK_UNCERTAIN)
+        reasons.append(clock)
     consumer_why = _consumers_behind(outcome, th.tail_lag_s)
     if consumer_why:
         flags.append(CONSUMER_BOUND)
@@ -237,6 +244,8 @@ def assess(outcome: RunOutcome, thresholds: Thresholds | None = None,
         details["undersampled_note"] = f"only {n} e2e samples: p99.9 and above are n/a"
     if HOST_NOISE in flags:
         status = HOST_NOISE
+    elif CLOCK_UNCERTAIN in flags:
+        status = CLOCK_UNCERTAIN
     elif GENERATOR_BOUND in flags:
         status = GENERATOR_BOUND
     elif CLIENT_BOUND in flags:

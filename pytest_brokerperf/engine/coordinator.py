@@ -27,9 +27,11 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from pytest_brokerperf.engine.clock import clock_mismatch
 from pytest_brokerperf.engine.delivery import DeliveryReport, reconcile
 from pytest_brokerperf.engine.plan import PhaseRun, Rung, RunOutcome, RunPlan, SessionEnd
 from pytest_brokerperf.engine.worker import (
+    BOOT_ID,
     WorkerAssignment,
 )
 from pytest_brokerperf.engine.workers import (
@@ -296,10 +298,12 @@ class LoadSession:
                 next_check = self._check_brokers_every(next_check)
                 time.sleep(min(left, 0.05))
         self._check_brokers()
+        asked = _mono()
         snaps = broadcast(self.workers, "snapshot")
         now = _mono()
         ps = _merge_period(index, phase, self._last_tick, (now - self._last_tick) / 1e9, snaps,
                            self._prev, self.subs_per_topic, self.rate)
+        ps.clock_note = clock_mismatch(snaps, asked, now, BOOT_ID)
         ps.generator_cpu_busy, ps.host_steal_share = self._machine_cpu()
         self._last_tick = now
         for s in snaps:

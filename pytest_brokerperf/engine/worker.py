@@ -41,6 +41,19 @@ if TYPE_CHECKING:
 __all__ = ["ConsumerSpec", "ProducerSpec", "WorkerAssignment", "worker_main"]
 
 _mono = time.monotonic_ns
+
+
+def _boot_id() -> str | None:
+    """This kernel boot's id: CLOCK_MONOTONIC readings compare only within one boot (and
+    one time namespace, which the coordinator's bracket check covers)."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+BOOT_ID = _boot_id()
 MAX_BURST = 2000  # sends between two callback services
 MAX_SLEEP_S = 0.001
 
@@ -484,6 +497,8 @@ class Worker:
             "runq_delay_s": cur.runq_delay_s - prev.runq_delay_s,
             "wall_s": (cur.wall_ns - prev.wall_ns) / 1e9,
             "errors": self._drain_errors(),
+            # the clock its send and receive stamps come from, checked by the coordinator
+            "clock": {"boot_id": BOOT_ID, "mono_ns": _mono()},
         }
 
     def _drain_errors(self) -> list[str]:

@@ -82,6 +82,9 @@ class PeriodStats:
     #: steal; None when not sampled): a VM paused by its host delays every message
     host_steal_share: float | None = None
     phase: str = "measure"  # warmup | measure
+    #: why a worker's stamps were not on the coordinator's clock (engine/clock.py; None:
+    #: one clock)
+    clock_note: str | None = None
 
     @property
     def publish_rate(self) -> float:

@@ -213,3 +213,17 @@ def test_the_cpu_layout_says_when_the_split_is_not_clean() -> None:
     assert "share CPUs [1] with the broker" in two["note"]
     assert "not pinned" in cpu_layout(None, None, coordinator=[0])["note"]
     assert "broker and generator share CPUs [1]" in cpu_layout([1], [0, 1], [2])["note"]
+
+
+def test_a_real_run_is_on_one_clock_and_another_clock_is_clock_uncertain(
+        outcome: RunOutcome) -> None:
+    """The loopback run's workers reported their clocks and none differed; a period whose
+    worker stamped on another clock makes the run clock-uncertain (not judged)."""
+    assert all(p.clock_note is None for p in outcome.periods)
+    quiet = _quiet(outcome)
+    assert assess(quiet, Thresholds(**QUIET)).status == "valid"
+    why = "worker 0's CLOCK_MONOTONIC is +3,600,000.0 ms outside the coordinator's bracket"
+    skewed = [replace(p, clock_note=why) if i == 1 else p for i, p in enumerate(quiet.periods)]
+    v = assess(replace(quiet, periods=skewed), Thresholds(**QUIET))
+    assert v.status == "clock-uncertain" and not v.judgeable
+    assert why in v.reasons
