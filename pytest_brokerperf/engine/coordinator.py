@@ -17,9 +17,9 @@ session; each rung's periods and histograms are its own.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import multiprocessing as mp
-import os
 import re
 import time
 from collections.abc import Callable
@@ -45,6 +45,7 @@ from pytest_brokerperf.engine.workers import (
 )
 from pytest_brokerperf.errors import BrokerDied, MeasurementError
 from pytest_brokerperf.metrics.stats import METRICS, PeriodStats, WorkerSample
+from pytest_brokerperf.provision.cpus import allowed_cpus, pinned_coordinator
 from pytest_brokerperf.provision.process import check_watched
 
 if TYPE_CHECKING:
@@ -176,6 +177,10 @@ class LoadSession:
         #: CLOCK_MONOTONIC ns when the current rung's measured window began (None during
         #: its warm-up): what a fault's ``AT`` counts from
         self.measure_started_ns: int | None = None
+        #: the pytest process (coordinator, broker-metrics sampler) pinned to the
+        #: generator's CPUs for the session, off the broker's (provision/cpus.py)
+        self._pin = contextlib.ExitStack()
+        self.coordinator_cpus: tuple[int, ...] | None = None
 
     # -- lifecycle --------------------------------------------------------------------
     def __enter__(self) -> LoadSession:
@@ -192,6 +197,7 @@ class LoadSession:
     def open(self) -> None:
         """Create topics, spawn workers, create consumers then producers, probe readiness."""
         wl, plan = self.workload, self.plan
+        self.coordinator_cpus = self._pin.enter_context(pinned_coordinator(plan.generator_cpus))
         partitions = [wl.partitions_for_topic(i) for i in range(wl.topics)]
         self._admin = self.driver.admin()
         self._admin.create_topics(self.topics, partitions)
@@ -214,6 +220,7 @@ class LoadSession:
         workers, self.workers = self.workers, []
         for w in workers:
             w.close()
+        self._pin.close()
         admin, self._admin = self._admin, None
         if admin is None:
             return
@@ -412,6 +419,7 @@ class LoadSession:
             probe_wait_s=self.probe_wait_s, read_back=self.read_back,
             worker_errors=self.errors[errors_before:],
             driver_description=self.driver.describe(),
+            coordinator_cpus=self.coordinator_cpus,
         )
 
     # -- counters -----------------------------------------------------------------------
@@ -609,7 +617,7 @@ def default_generator_cpus(broker_cpus: Any) -> tuple[int, ...] | None:
     not pinned.
     """
     try:
-        mine = sorted(os.sched_getaffinity(0))
+        mine = sorted(allowed_cpus())
     except AttributeError:  # pragma: no cover - non-Linux
         return None
     if isinstance(broker_cpus, dict):

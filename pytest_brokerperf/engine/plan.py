@@ -71,6 +71,9 @@ class RunOutcome:
     drain_complete: bool = True
     outstanding_after_flush: int = 0
     driver_description: dict[str, Any] = field(default_factory=dict)
+    #: the CPUs the pytest process (coordinator, metrics sampler) was pinned to during
+    #: the run; None: not pinned (all its CPUs)
+    coordinator_cpus: tuple[int, ...] | None = None
 
     @property
     def measured_s(self) -> float:

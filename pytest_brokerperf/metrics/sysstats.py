@@ -389,7 +389,9 @@ def machine_info() -> dict[str, Any]:
     snap = cpu_snapshot()
     total_ticks = sum(snap.total)
     try:
-        affinity: list[int] | None = sorted(os.sched_getaffinity(0))
+        from pytest_brokerperf.provision.cpus import allowed_cpus
+
+        affinity: list[int] | None = sorted(allowed_cpus())
     except (AttributeError, OSError):
         affinity = None
     physical: int | None

@@ -28,7 +28,7 @@ from pytest_brokerperf.endpoint import BrokerEndpoint, LocalProcesses
 from pytest_brokerperf.errors import ProvisionError
 from pytest_brokerperf.faults.control import register_control, unregister_control
 from pytest_brokerperf.provision import containers
-from pytest_brokerperf.provision.cpus import CpuAffinity, default_broker_cpus
+from pytest_brokerperf.provision.cpus import CpuAffinity, allowed_cpus, default_broker_cpus
 from pytest_brokerperf.provision.ports import LOOPBACK
 
 if TYPE_CHECKING:
@@ -241,7 +241,7 @@ class ContainerNode:
             if state.get("Pid"):
                 pids.append(int(state["Pid"]))
             ids.append(str(wrapped.id))
-        available = set(os.sched_getaffinity(0))
+        available = allowed_cpus()
         info: dict[str, Any] = {
             "pids": pids,
             "container_ids": ids,

@@ -8,17 +8,83 @@ recorded with every result so a reader sees it.
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CpuAffinity", "broker_cpus", "check_cpus_allowed", "cpu_layout",
-           "default_broker_cpus"]
+__all__ = ["CpuAffinity", "allowed_cpus", "broker_cpus", "check_cpus_allowed", "cpu_layout",
+           "default_broker_cpus", "pinned_coordinator"]
+
+#: The CPUs this process was allowed when the plugin loaded, before a load session
+#: narrows the pytest process to the generator's CPUs (:func:`pinned_coordinator`).
+_ALLOWED: frozenset[int] = frozenset(os.sched_getaffinity(0))
+
+
+def allowed_cpus() -> set[int]:
+    """The CPUs brokers, generators and the coordinator are laid out on: this process's
+    affinity as it was before any pinning (re-read when the process was not pinned by
+    us, e.g. ``taskset`` around pytest, so a narrowed start is respected)."""
+    if _PINNED:
+        return set(_ALLOWED)
+    return set(os.sched_getaffinity(0))
+
+
+_PINNED: list[frozenset[int]] = []  # the stack of active coordinator pins
+
+
+@contextmanager
+def pinned_coordinator(cpus: Collection[int] | None) -> Iterator[tuple[int, ...] | None]:
+    """Pin every thread of this (pytest) process — the coordinator and the broker-metrics
+    sampler — to ``cpus`` for a load session, off the broker's CPUs; restore after.
+
+    ``sched_setaffinity`` acts per thread, so each of ``/proc/self/task`` is pinned
+    (threads created meanwhile inherit from their creator). Yields the CPUs pinned to
+    (None: not pinned: no CPUs given, or the kernel refused).
+    """
+    want = frozenset(cpus or ())
+    if not want:
+        yield None
+        return
+    before: dict[int, set[int]] = {}
+    try:
+        for tid in _threads():
+            with suppress(OSError):
+                before[tid] = set(os.sched_getaffinity(tid))
+                os.sched_setaffinity(tid, want)
+    except OSError:
+        _restore(before)
+        yield None
+        return
+    _PINNED.append(want)
+    try:
+        yield tuple(sorted(want))
+    finally:
+        _PINNED.pop()
+        _restore(before)
+        # threads started during the session inherited the pin: widen them too
+        for tid in _threads():
+            if tid not in before:
+                with suppress(OSError):
+                    os.sched_setaffinity(tid, _ALLOWED)
+
+
+def _threads() -> list[int]:
+    try:
+        return [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:
+        return [0]
+
+
+def _restore(before: Mapping[int, set[int]]) -> None:
+    for tid, mask in before.items():
+        with suppress(OSError):  # a thread that ended meanwhile
+            os.sched_setaffinity(tid, mask)
 
 
 def default_broker_cpus(available: set[int] | None = None) -> set[int] | None:
     """The last allowed CPU when there are several (the generator gets the rest), else None."""
-    cpus = set(available) if available is not None else set(os.sched_getaffinity(0))
+    cpus = set(available) if available is not None else allowed_cpus()
     if len(cpus) < 2:
         return None
     return {max(cpus)}
@@ -34,7 +100,7 @@ def broker_cpus(requested: Collection[int] | None) -> set[int] | None:
 def check_cpus_allowed(cpus: Collection[int] | None) -> None:
     """Refuse pinning to CPUs this process may not use (a broker's ``cpus=`` argument)."""
     if cpus:
-        allowed = os.sched_getaffinity(0)
+        allowed = allowed_cpus()
         if not set(cpus) <= allowed:
             from pytest_brokerperf.errors import ConfigError
 
@@ -57,7 +123,7 @@ class CpuAffinity:
     def of(cls, pinned: set[int] | None,
            nodes: Mapping[str, set[int] | None]) -> CpuAffinity:
         """The split for brokers pinned to ``pinned``; the generator keeps the other CPUs."""
-        available = set(os.sched_getaffinity(0))
+        available = allowed_cpus()
         return cls(
             broker_cpus=tuple(sorted(pinned)) if pinned else None,
             generator_cpus=tuple(sorted(available - pinned if pinned else available)),
@@ -83,7 +149,7 @@ def cpu_layout(broker: Collection[int] | None, generator: Collection[int] | None
     (default: this process's affinity). A clean split gives each its own CPUs; a machine
     with too few cores shares them, and ``note`` says which share with which.
     """
-    mine = sorted(coordinator if coordinator is not None else os.sched_getaffinity(0))
+    mine = sorted(coordinator if coordinator is not None else allowed_cpus())
     b = sorted(broker) if broker else None
     g = sorted(generator) if generator else None
     shared: list[str] = []
@@ -95,14 +161,15 @@ def cpu_layout(broker: Collection[int] | None, generator: Collection[int] | None
         shared.append("the generator workers are not pinned")
     for name, cpus in (("generator", g), ("broker", b)):
         if cpus is not None and set(mine) & set(cpus):
-            shared.append(f"the coordinator and metrics sampler (the pytest process) share "
-                          f"CPUs {sorted(set(mine) & set(cpus))} with the {name}")
+            shared.append(f"the coordinator and metrics sampler (the pytest process"
+                          + (", pinned" if coordinator is not None else ", not pinned")
+                          + f") share CPUs {sorted(set(mine) & set(cpus))} with the {name}")
     clean = not shared
     return {
         "broker_cpus": b, "generator_cpus": g, "coordinator_cpus": mine,
         "clean_split": clean,
         "note": None if clean else (
-            f"no clean CPU split on {len(os.sched_getaffinity(0))} CPUs: "
+            f"no clean CPU split on {len(allowed_cpus())} CPUs: "
             + "; ".join(shared)
             + ". Latency figures include that contention; a machine with a CPU each for "
             "the broker, the generator and the coordinator gives a clean split"),

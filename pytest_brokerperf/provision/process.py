@@ -30,6 +30,7 @@ from typing import Self
 
 from pytest_brokerperf.errors import BrokerDied
 from pytest_brokerperf.provision import watchdog
+from pytest_brokerperf.provision.cpus import allowed_cpus
 
 __all__ = [
     "ManagedProcess",
@@ -112,7 +113,7 @@ class ManagedProcess:
         if self._popen is not None:
             raise RuntimeError(f"{self.name} was already started (pid {self._popen.pid})")
         if self.cpus:
-            allowed = os.sched_getaffinity(0)
+            allowed = allowed_cpus()
             if not self.cpus <= allowed:
                 raise ValueError(
                     f"cannot pin {self.name} to CPUs {sorted(self.cpus)}: "

@@ -149,7 +149,8 @@ def finish(ctx: RunContext, m: Measured) -> ScenarioResult:
         # explanation/measurement.md, "CPU layout")
         from pytest_brokerperf.provision.cpus import cpu_layout
 
-        layout = cpu_layout(broker.broker_cpus(), headline.plan.generator_cpus)
+        layout = cpu_layout(broker.broker_cpus(), headline.plan.generator_cpus,
+                            headline.coordinator_cpus)
         if layout["note"]:
             m.verdict.details["cpu_layout"] = layout["note"]
     failures = [*m.findings, *(r.message for r in slo_results if r.failed)]
