@@ -90,6 +90,7 @@ def test_the_shipped_suite_lists_the_studies_cases(pytester):
         "test_tailread_study[kafka-d2-p100-s10-1KiB-r200k]",
         "test_throughput_study[pulsar-d2-p2000-1KiB]",
         "test_throughput_batch_sweep[kafka-d2-p100-1KiB-batch1MiB]",
+        "test_throughput_fsync_sweep[kafka-d3-p100-1KiB-batch1MiB]",
         "test_pulsar_limit[pulsar-d2-p1-512KiB-sync]",
         "test_mixed_study[pulsar-d2-p100-1KiB-r200k-backlog512GiB]",
         "test_reassign_study[kafka-d2-p1-4KiB-r10.24k-throttle100MiB]",
