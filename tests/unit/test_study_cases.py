@@ -239,3 +239,35 @@ def test_the_shipped_suite_declares_the_studies_cases() -> None:
             if isinstance(value, list) and value and isinstance(value[0], StudyCase):
                 studies.update(c.study for c in value)
     assert studies == {"streamnative", "confluent", "automq", "pulsar-limit"}
+
+
+def test_the_generator_capacity_is_the_lower_process_bound_ceiling_times_workers(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_brokerperf import calibration
+    from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
+    from pytest_brokerperf.study_cases import generator_capacity
+
+    def ceiling(rate: float, bound: str) -> calibration.Ceiling:
+        return calibration.Ceiling(target="x", driver="d", broker="b", rate_msg_s=rate,
+                                   bound=bound, failed_rate_msg_s=None, limit_reasons=[],
+                                   steps=[], message_size=1024, partitions=1,
+                                   measured_at="now", duration_s=1.0, cached=True)
+
+    found = {"harness": ceiling(300_000, "client"), "driver": ceiling(120_000, "client")}
+    monkeypatch.setattr(calibration, "cached_or_measured",
+                        lambda drv, *, target, **kw: found[target])
+    s = StudyCase("c", "t", "tailread", producers=4, consumers=4, rate=200_000).scaled("omb")
+    driver = LoopbackDriver(partitions=1)
+    got = generator_capacity(s, _settings(), (0, 1), measure=True, driver=driver,
+                             broker=("kafka", "4.3.1"))
+    assert got is not None
+    total, what = got
+    assert total == 240_000  # the driver's 120k x 2 workers (one per CPU)
+    assert "driver ceiling, kafka" in what and "x 2 process(es)" in what
+    # a broker-bound driver ceiling is a lower bound: only the harness's counts
+    found["driver"] = ceiling(50_000, "broker")
+    got = generator_capacity(s, _settings(), (0, 1), measure=True, driver=driver,
+                             broker=("kafka", "4.3.1"))
+    assert got is not None and got[0] == 600_000
+    # calibration off: nothing is claimed
+    assert generator_capacity(s, _settings(calibration="off"), (0, 1), measure=True) is None
