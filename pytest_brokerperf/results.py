@@ -249,7 +249,7 @@ def append_jsonl(path: Path, record: Any) -> None:
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     line = (json.dumps(record, sort_keys=True, allow_nan=False) + "\n").encode("utf-8")
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)  # read: the tail
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
