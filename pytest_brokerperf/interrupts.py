@@ -20,7 +20,7 @@ from types import FrameType
 
 from pytest_brokerperf.errors import RunInterrupted
 
-__all__ = ["redeliver_sigterm", "sigterm_interrupts"]
+__all__ = ["redeliver_sigterm", "signals_deferred", "sigterm_interrupts"]
 
 _received = threading.Event()
 
@@ -49,6 +49,39 @@ def sigterm_interrupts() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Hold Ctrl-C (SIGINT) and SIGTERM back while a record is written: one that arrives
+    meanwhile is noted and raised again, to the handler it would have met, as soon as
+    the block ends, so a record is never left half written by the interrupt itself.
+
+    Python runs signal handlers in the main thread whichever thread the signal reached,
+    so swapping the handlers (not the calling thread's signal mask) holds them all.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    arrived: list[int] = []
+
+    def note(signum: int, frame: FrameType | None) -> None:
+        arrived.append(signum)
+
+    held = (signal.SIGINT, signal.SIGTERM)
+    previous = {sig: signal.getsignal(sig) for sig in held}
+    if any(h is None for h in previous.values()):  # set outside Python: left alone
+        yield
+        return
+    for sig in held:
+        signal.signal(sig, note)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for signum in dict.fromkeys(arrived):
+            signal.raise_signal(signum)
 
 
 def redeliver_sigterm() -> None:

@@ -185,12 +185,15 @@ def finish(ctx: RunContext, m: Measured) -> ScenarioResult:
     stem = prepared.workload_file.stem if prepared.workload_file else prepared.scenario
     now = datetime.now()
     ctx.close_live()  # the files appended during the run are replaced below
-    if m.write_extra is not None:
-        m.write_extra(directory, lambda out: omb_document(prepared, m.driver_name, out))
-    res.write_artefacts(directory=directory, record=record, prepared=prepared,
-                        outcome=session, broker=broker, results_root=results_root,
-                        omb_result=omb_document(prepared, m.driver_name, headline),
-                        omb_filename=default_result_filename(stem, m.driver_name, now))
+    from pytest_brokerperf.interrupts import signals_deferred
+
+    with signals_deferred():  # a Ctrl-C now stops the session once the record is written
+        if m.write_extra is not None:
+            m.write_extra(directory, lambda out: omb_document(prepared, m.driver_name, out))
+        res.write_artefacts(directory=directory, record=record, prepared=prepared,
+                            outcome=session, broker=broker, results_root=results_root,
+                            omb_result=omb_document(prepared, m.driver_name, headline),
+                            omb_filename=default_result_filename(stem, m.driver_name, now))
 
     ctx.add_summary_row(SummaryRow(
         nodeid=ctx.test_id, broker=broker.kind,
@@ -243,10 +246,10 @@ def finish_interrupted(ctx: RunContext, m: Measured, exc: BaseException) -> None
     ``interrupted``; the caller re-raises ``exc`` so pytest stops as it would.
 
     A second Ctrl-C or SIGTERM while the record is written waits until it is written
-    (both are blocked meanwhile, then delivered). Best effort, as :func:`finish_failed`.
+    (both are held back meanwhile, then delivered). Best effort, as
+    :func:`finish_failed`.
     """
-    import signal
-
+    from pytest_brokerperf.interrupts import signals_deferred
     from pytest_brokerperf.verdict import Verdict
 
     what = getattr(exc, "signal_name", "SIGINT")
@@ -256,12 +259,9 @@ def finish_interrupted(ctx: RunContext, m: Measured, exc: BaseException) -> None
     m.verdict = Verdict(status=INTERRUPTED, reasons=[reason])
     m.failure = reason
     m.run_status = INTERRUPTED
-    blocked = {signal.SIGINT, signal.SIGTERM}
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
-    try:
-        finish(ctx, m)
-    except Exception as write_exc:
-        exc.add_note(f"brokerperf: the interrupted run's record could not be written: "
-                     f"{write_exc!r}")
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+    with signals_deferred():
+        try:
+            finish(ctx, m)
+        except Exception as write_exc:
+            exc.add_note(f"brokerperf: the interrupted run's record could not be written: "
+                         f"{write_exc!r}")

@@ -120,3 +120,23 @@ def test_sigterm_in_the_window_is_the_same_interrupt(tmp_path: Path) -> None:
         assert got == [signal.SIGTERM]
     finally:
         signal.signal(signal.SIGTERM, before)
+
+
+def test_ctrl_c_while_a_record_is_written_waits_for_the_record() -> None:
+    import os
+    import signal
+
+    from pytest_brokerperf.interrupts import signals_deferred
+
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    steps: list[str] = []
+    try:
+        with pytest.raises(KeyboardInterrupt), signals_deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(1000):  # room for the handler to run, were it installed
+                steps.append("")
+            steps.append("written")
+        assert steps[-1] == "written"
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, before)
