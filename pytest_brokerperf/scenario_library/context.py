@@ -84,8 +84,10 @@ class RunContext:
             self._live.append(p)
         except OSError as exc:
             self._live_failed = True
-            self.progress(f"brokerperf: periods are no longer appended to "
-                          f"{self.artefact_directory()[0]} during the run: {exc}")
+            self.progress(f"brokerperf: the run's periods are no longer appended to its "
+                          f"artefact directory ({exc}); they are written when it ends. "
+                          "Fix: free space in, or make writable, --brokerperf-results "
+                          f"({self.settings.results_dir})")
 
     def close_live(self) -> None:
         """Close the files :meth:`record_period` appends to (before they are replaced)."""
