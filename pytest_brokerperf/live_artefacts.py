@@ -36,11 +36,13 @@ class ReservedArtefacts:
     claimed: bool = False
 
     def release_if_unused(self) -> None:
-        """Remove the directory when no run used it (a skipped test): nothing is left."""
+        """Remove the directory when no run used it (a skipped test), and the session's
+        run directory when it is empty then: a session that ran nothing leaves nothing."""
         if self.claimed:
             return
         with contextlib.suppress(OSError):
             self.path.rmdir()  # only when empty
+            self.path.parent.rmdir()  # only when empty
 
 
 @dataclass
