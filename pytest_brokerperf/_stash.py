@@ -8,10 +8,11 @@ import pytest
 
 if TYPE_CHECKING:  # the summary module reads these keys: types only, no import cycle
     from pytest_brokerperf.config import Settings
+    from pytest_brokerperf.live_artefacts import ReservedArtefacts
     from pytest_brokerperf.report.session import SessionGate
     from pytest_brokerperf.summary import LadderRow, SummaryRow
 
-__all__ = ["DRY_RUN_PLANS_KEY", "GATE_KEY", "LADDER_ROWS_KEY", "SETTINGS_KEY",
+__all__ = ["ARTEFACTS_KEY", "DRY_RUN_PLANS_KEY", "GATE_KEY", "LADDER_ROWS_KEY", "SETTINGS_KEY",
            "SUMMARY_ROWS_KEY"]
 
 #: The session's resolved settings, set once in ``pytest_configure``.
@@ -30,3 +31,7 @@ LADDER_ROWS_KEY: pytest.StashKey[list[LadderRow]] = pytest.StashKey()
 
 #: ``--brokerperf-fail-on``: the budgets and the baseline's cells, loaded at session start.
 GATE_KEY: pytest.StashKey[SessionGate] = pytest.StashKey()
+
+#: A scenario test's artefact directory, reserved (made) before its fixtures start the
+#: broker; the test's first run writes into it (``item.stash``).
+ARTEFACTS_KEY: pytest.StashKey[ReservedArtefacts] = pytest.StashKey()

@@ -12,6 +12,9 @@ The hierarchy, httpx style, so callers catch at the level they need::
     ├── DriverError            a client library call failed (topic creation, ...)
     └── MeasurementError       the harness measured something impossible (a bug)
 
+    KeyboardInterrupt
+    └── RunInterrupted         Ctrl-C or SIGTERM during a run (pytest stops, as for Ctrl-C)
+
 Every message names the bad value, where it came from and how to fix it.
 """
 
@@ -27,6 +30,7 @@ __all__ = [
     "DriverError",
     "MeasurementError",
     "ProvisionError",
+    "RunInterrupted",
     "SLOSyntaxError",
     "WorkloadError",
 ]
@@ -87,3 +91,23 @@ class MeasurementError(BrokerPerfError):
 
     This is a bug in the harness or the environment, never a broker result.
     """
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C (SIGINT) or SIGTERM arrived while a run was measuring.
+
+    A ``KeyboardInterrupt``, so pytest stops the session as for Ctrl-C (fixtures torn
+    down, brokers stopped). ``partial`` is what the run measured up to then (a
+    ``RunOutcome`` whose delivery was never reconciled), so the run still leaves a
+    record marked ``interrupted``; ``signal_name`` says which signal it was.
+    """
+
+    def __init__(self, signal_name: str = "SIGINT") -> None:
+        super().__init__(f"run interrupted by {signal_name}")
+        self.signal_name = signal_name
+        self.partial: Any = None
+
+    @classmethod
+    def of(cls, exc: KeyboardInterrupt) -> RunInterrupted:
+        """``exc`` itself when it is one, else a ``RunInterrupted`` for Ctrl-C."""
+        return exc if isinstance(exc, RunInterrupted) else cls("SIGINT")

@@ -12,12 +12,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_brokerperf import brokers
-from pytest_brokerperf._stash import GATE_KEY, SETTINGS_KEY, SUMMARY_ROWS_KEY
+from pytest_brokerperf._stash import ARTEFACTS_KEY, GATE_KEY, SETTINGS_KEY, SUMMARY_ROWS_KEY
 from pytest_brokerperf.config import KNOWN_BROKERS, OPTIONS, OptionSpec, Settings
 from pytest_brokerperf.durability import LEVELS, level_id
 from pytest_brokerperf.errors import BrokerPerfError, ConfigError
@@ -417,16 +418,39 @@ def xdist_refusal(worker: str) -> str:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Fail scenario tests inside xdist workers before any fixture (or broker) starts."""
+    """Fail scenario tests inside xdist workers before any fixture (or broker) starts;
+    then make the artefact directory of a test that runs scenarios."""
     if not SCENARIO_FIXTURES.intersection(getattr(item, "fixturenames", ())):
         return
     worker = _xdist_worker(item.config)
-    if worker is None:
-        return
     settings = item.config.stash.get(SETTINGS_KEY, None)
-    if settings is not None and settings.allow_xdist:
-        return
-    pytest.fail(xdist_refusal(worker), pytrace=False)
+    if worker is not None and not (settings is not None and settings.allow_xdist):
+        pytest.fail(xdist_refusal(worker), pytrace=False)
+    if (settings is not None and not settings.dry_run
+            and "brokerperf" in getattr(item, "fixturenames", ())):
+        from pytest_brokerperf.live_artefacts import ReservedArtefacts
+        from pytest_brokerperf.results import artefact_dir
+
+        # before the broker fixture starts anything: a run killed at any point leaves
+        # what it wrote in the directory its record would name
+        path, attempt = artefact_dir(Path(settings.results_dir), settings.run_id,
+                                     item.nodeid)
+        item.stash[ARTEFACTS_KEY] = ReservedArtefacts(path, attempt)
+
+
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    """Remove a reserved artefact directory no run used (a skipped test)."""
+    reserved = item.stash.get(ARTEFACTS_KEY, None)
+    if reserved is not None:
+        reserved.release_if_unused()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """A SIGTERM a run turned into an interrupt: die of it now, the session being over."""
+    from pytest_brokerperf.interrupts import redeliver_sigterm
+
+    redeliver_sigterm()
 
 
 # --------------------------------------------------------------------------- summary

@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import fcntl
 import json
+import os
 import platform
 import re
 import shutil
@@ -30,11 +31,13 @@ if TYPE_CHECKING:
     from pytest_brokerperf.endpoint import BrokerEndpoint
     from pytest_brokerperf.engine.plan import RunOutcome
     from pytest_brokerperf.metrics.histogram import LatencyHistogram
+    from pytest_brokerperf.metrics.stats import PeriodStats
     from pytest_brokerperf.scenario_library.base import PreparedRun
     from pytest_brokerperf.verdict import Verdict
 
-__all__ = ["RECORD_SCHEMA", "TIMELINE_VIEWS", "ResultRecord", "ScenarioBlocks", "artefact_dir",
-           "build_record", "histogram_block", "timeline_block", "write_artefacts"]
+__all__ = ["PERIODS_HEADER", "RECORD_SCHEMA", "RUN_STATUSES", "TIMELINE_VIEWS", "ResultRecord",
+           "ScenarioBlocks", "append_jsonl", "artefact_dir", "build_record", "histogram_block",
+           "period_row", "timeline_block", "write_artefacts"]
 
 #: Latency views whose per-period p50/p99 the record's ``timeline`` carries.
 TIMELINE_VIEWS = ("publish_latency", "publish_delay", "publish_response", "e2e_latency",
@@ -42,6 +45,8 @@ TIMELINE_VIEWS = ("publish_latency", "publish_delay", "publish_response", "e2e_l
 #: Version of the JSONL record schema; bump on any incompatible change.
 RECORD_SCHEMA = "brokerperf.result/1"
 LOG_COPY_LIMIT = 20 * 1024 * 1024
+#: ``run_status`` values: only ``completed`` records carry figures a report may count.
+RUN_STATUSES = ("completed", "failed", "interrupted")
 
 
 class ScenarioBlocks(TypedDict, total=False):
@@ -105,7 +110,8 @@ class ResultRecord(ScenarioBlocks):
     manifest: dict[str, Any]
     noise_retries: list[dict[str, Any]]
     broker_metrics: dict[str, Any] | None
-    #: ``completed``, or ``failed`` when a broker died mid-run (figures up to then)
+    #: one of ``RUN_STATUSES``: ``failed`` (a broker died) and ``interrupted`` (Ctrl-C,
+    #: SIGTERM) hold the figures of the periods up to then
     run_status: str
     failure: str | None
 
@@ -232,46 +238,75 @@ def build_record(*, run_id: str, test_id: str, attempt: int, broker: BrokerEndpo
     }
 
 
-def _append_jsonl(path: Path, record: ResultRecord) -> None:
+def append_jsonl(path: Path, record: Any) -> None:
+    """Append ``record`` to ``path`` as one complete line, durable once this returns.
+
+    One ``write(2)`` loop on an ``O_APPEND`` descriptor under an exclusive ``flock``
+    (concurrent sessions sharing a results directory never interleave), then
+    ``fsync``. A line an earlier process left torn (killed mid-write, disk full) is
+    ended first, so this record starts a line of its own and readers skip only the torn
+    fragment.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    line = json.dumps(record, sort_keys=True, allow_nan=False) + "\n"
-    with open(path, "a", encoding="utf-8") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
+    line = (json.dumps(record, sort_keys=True, allow_nan=False) + "\n").encode("utf-8")
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)  # read: the tail
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
         try:
-            fh.write(line)
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                line = b"\n" + line  # the torn tail stays a fragment of its own
+            view = memoryview(line)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
         finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+#: ``periods.csv``'s latency views and columns (docs/reference/results.md).
+PERIOD_VIEWS = ("publish_latency", "publish_delay", "publish_response", "e2e_latency",
+                "e2e_response")
+PERIODS_HEADER = [
+    "phase", "index", "elapsed_s", "target_rate_msg_s", "publish_rate_msg_s",
+    "consume_rate_msg_s", "publish_mib_s", "consume_mib_s", "send_error_rate",
+    "backlog", "total_sent", "total_received", "queue_full", "client_queue_depth",
+    "max_worker_cpu_share", "max_worker_runq_share",
+    *[f"{v}_{c}" for v in PERIOD_VIEWS for c in ("p50_us", "p99_us", "p999_us", "max_us",
+                                                 "count")],
+]
+
+
+def period_row(p: PeriodStats) -> list[Any]:
+    """One ``periods.csv`` row (``PERIODS_HEADER``); empty cells for n/a percentiles."""
+    row: list[Any] = [
+        p.phase, p.index, round(p.elapsed_s, 4), p.target_rate,
+        round(p.publish_rate, 2), round(p.consume_rate, 2), round(p.publish_mib_s, 4),
+        round(p.consume_mib_s, 4), round(p.error_rate, 3), p.backlog, p.total_sent,
+        p.total_received, sum(x.queue_full for x in p.workers),
+        sum(x.client_queue_depth for x in p.workers),
+        round(max((x.cpu_share for x in p.workers), default=0.0), 3),
+        round(max((x.runq_share for x in p.workers), default=0.0), 3),
+    ]
+    for v in PERIOD_VIEWS:
+        h = p.histograms[v]
+        pct = h.percentiles((50.0, 99.0, 99.9))
+        row += [pct[50.0], pct[99.0], pct[99.9], h.max(), h.total_count]
+    return ["" if x is None else x for x in row]
 
 
 def _periods_csv(path: Path, outcome: RunOutcome) -> None:
-    views = ("publish_latency", "publish_delay", "publish_response", "e2e_latency",
-             "e2e_response")
-    header = [
-        "phase", "index", "elapsed_s", "target_rate_msg_s", "publish_rate_msg_s",
-        "consume_rate_msg_s", "publish_mib_s", "consume_mib_s", "send_error_rate",
-        "backlog", "total_sent", "total_received", "queue_full", "client_queue_depth",
-        "max_worker_cpu_share", "max_worker_runq_share",
-    ]
-    for v in views:
-        header += [f"{v}_p50_us", f"{v}_p99_us", f"{v}_p999_us", f"{v}_max_us", f"{v}_count"]
-    with open(path, "w", newline="", encoding="utf-8") as fh:
+    """The final ``periods.csv`` (the record's periods), replacing the one appended
+    during the run in one rename."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
-        w.writerow(header)
+        w.writerow(PERIODS_HEADER)
         for p in [*outcome.warmup, *outcome.periods]:
-            row: list[Any] = [
-                p.phase, p.index, round(p.elapsed_s, 4), p.target_rate,
-                round(p.publish_rate, 2), round(p.consume_rate, 2), round(p.publish_mib_s, 4),
-                round(p.consume_mib_s, 4), round(p.error_rate, 3), p.backlog, p.total_sent,
-                p.total_received, sum(x.queue_full for x in p.workers),
-                sum(x.client_queue_depth for x in p.workers),
-                round(max((x.cpu_share for x in p.workers), default=0.0), 3),
-                round(max((x.runq_share for x in p.workers), default=0.0), 3),
-            ]
-            for v in views:
-                h = p.histograms[v]
-                pct = h.percentiles((50.0, 99.0, 99.9))
-                row += [pct[50.0], pct[99.0], pct[99.9], h.max(), h.total_count]
-            w.writerow(["" if x is None else x for x in row])
+            w.writerow(period_row(p))
+    tmp.replace(path)
 
 
 def timeline_block(outcome: RunOutcome) -> dict[str, Any]:
@@ -355,7 +390,7 @@ def write_artefacts(*, directory: Path, record: ResultRecord, prepared: Prepared
     (directory / "manifest.json").write_text(json.dumps(record["manifest"], indent=2,
                                                         default=str))
     (directory / "record.json").write_text(json.dumps(record, indent=2, allow_nan=False))
-    _append_jsonl(results_root / "results.jsonl", record)
+    append_jsonl(results_root / "results.jsonl", record)
 
 
 def _driver_yaml(outcome: RunOutcome) -> dict[str, Any]:

@@ -111,12 +111,17 @@ class BrokerPerf:
                         pytrace=False)
         ctx = RunContext(self.request, self.broker, self.settings, self.session_info,
                          fault=self.fault, labels=dict(labels or {}), notes=list(notes or ()))
+        from pytest_brokerperf.interrupts import sigterm_interrupts
+
         try:
-            result = scenario.execute(ctx, slos)
+            with sigterm_interrupts():  # a SIGTERM leaves the record as Ctrl-C does
+                result = scenario.execute(ctx, slos)
         except BrokerUnavailable as exc:
             pytest.skip(str(exc))
         except BrokerPerfError:
             raise
+        finally:
+            ctx.close_live()
         self.results.append(result)
         if check:
             self.check(result)

@@ -43,7 +43,7 @@ from pytest_brokerperf.engine.workers import (
     cpu_snapshot,
     wait_until,
 )
-from pytest_brokerperf.errors import BrokerDied, MeasurementError
+from pytest_brokerperf.errors import BrokerDied, MeasurementError, RunInterrupted
 from pytest_brokerperf.metrics.stats import METRICS, PeriodStats, WorkerSample
 from pytest_brokerperf.provision.cpus import allowed_cpus, pinned_coordinator
 from pytest_brokerperf.provision.process import check_watched
@@ -181,6 +181,8 @@ class LoadSession:
         #: generator's CPUs for the session, off the broker's (provision/cpus.py)
         self._pin = contextlib.ExitStack()
         self.coordinator_cpus: tuple[int, ...] | None = None
+        #: wall-clock time the current rung's measured window began (its begin until then)
+        self._measure_begin = self.begin_time
 
     # -- lifecycle --------------------------------------------------------------------
     def __enter__(self) -> LoadSession:
@@ -360,14 +362,20 @@ class LoadSession:
                        measure_s=rung.measure_s)
         warmup: list[PeriodStats] = []
         periods: list[PeriodStats] = []
-        steady = False
-        measure_begin = begin
+        self._measure_begin = begin
         try:
             return self._run_rung(rung, plan, on_wait, warmup, periods, begin, errors_before)
         except BrokerDied as exc:  # what was measured until then, for the failed record
-            exc.partial = self._outcome(plan, warmup, steady, periods, begin, measure_begin,
-                                        errors_before)
+            exc.partial = self._outcome(plan, warmup, False, periods, begin,
+                                        self._measure_begin, errors_before)
             raise
+        except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM: the same, for the record
+            stop = RunInterrupted.of(exc)
+            stop.partial = self._outcome(plan, warmup, False, periods, begin,
+                                         self._measure_begin, errors_before)
+            if stop is exc:
+                raise
+            raise stop from exc
 
     def _run_rung(self, rung: Rung, plan: RunPlan, on_wait: WaitHook | None,
                   warmup: list[PeriodStats], periods: list[PeriodStats], begin: str,
@@ -384,7 +392,7 @@ class LoadSession:
                 steady = True  # a fixed warm-up (OMB) is never "capped"
         else:
             steady = True
-        measure_begin = _now_iso()
+        measure_begin = self._measure_begin = _now_iso()
         self.measure_started_ns = self._last_tick
         n_periods = max(1, math.ceil(rung.measure_s / plan.period_s - 1e-9))
         schedule, window_start = plan.rate_schedule, self._last_tick
@@ -575,10 +583,17 @@ def run_workload(
     rate = plan.rate if plan.rate_schedule is None else plan.rate_schedule.rate_at(0.0)
     with LoadSession(driver, workload, plan, payloads=payloads, on_period=on_period) as s:
         out = s.run_rung(Rung(rate, plan.warmup_max_s, plan.measure_s), on_wait)
-        if after_measure is not None:
-            after_measure()
         out.begin_time = s.begin_time
-        return s.finish().apply(out)
+        try:
+            if after_measure is not None:
+                after_measure()
+            return s.finish().apply(out)
+        except KeyboardInterrupt as exc:  # the window is whole; its drain never ended
+            stop = RunInterrupted.of(exc)
+            stop.partial = out
+            if stop is exc:
+                raise
+            raise stop from exc
 
 
 def run_rates(

@@ -74,6 +74,10 @@ class HlogWriter:
             f"{prefix}{start_offset_s:.3f},{length_s:.3f},{max_value:.3f},{hist.encode()}\n"
         )
 
+    def flush(self) -> None:
+        """Hand the lines written so far to the OS (readable while the run goes on)."""
+        self._out.flush()
+
     def close(self) -> None:
         self._out.close()
 

@@ -161,7 +161,7 @@ def cpu_layout(broker: Collection[int] | None, generator: Collection[int] | None
         shared.append("the generator workers are not pinned")
     for name, cpus in (("generator", g), ("broker", b)):
         if cpus is not None and set(mine) & set(cpus):
-            shared.append(f"the coordinator and metrics sampler (the pytest process"
+            shared.append("the coordinator and metrics sampler (the pytest process"
                           + (", pinned" if coordinator is not None else ", not pinned")
                           + f") share CPUs {sorted(set(mine) & set(cpus))} with the {name}")
     clean = not shared

@@ -29,6 +29,7 @@ __all__ = [
     "cell_key_of",
     "figures_of",
     "machine_label",
+    "record_status",
 ]
 
 #: Latency views of a record (the same names as ``pytest_brokerperf.metrics.stats``).
@@ -193,6 +194,18 @@ def _param_text(value: object) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, sort_keys=True)
+
+
+def record_status(record: Mapping[str, object]) -> str:
+    """The status a report files a record under: its verdict's, except that a run that
+    did not complete (``run_status`` ``failed`` or ``interrupted``) is never ``valid``:
+    its figures cover only the periods before the stop."""
+    verdict = record.get("verdict")
+    status = verdict.get("status") if isinstance(verdict, Mapping) else None
+    run_status = record.get("run_status")
+    if run_status not in (None, "completed") and status in (None, "valid"):
+        return str(run_status)
+    return str(status or "unknown")
 
 
 def cell_key_of(record: Mapping[str, object]) -> CellKey:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_brokerperf.report.model import CellKey, cell_key_of
+from pytest_brokerperf.report.model import CellKey, cell_key_of, record_status
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -172,22 +172,18 @@ def series_from_record(record: Mapping[str, Any], results_file: Path | None = No
         path = _periods_csv_of(record, results_file)
         if path is not None:
             columns, source = _read_periods_csv(path), str(path)
-    verdict = record.get("verdict")
     return RunSeries(
         key=key if key is not None else cell_key_of(record),
         run_id=str(record.get("run_id") or "?"), test_id=str(record.get("test_id") or "?"),
         attempt=int(record.get("attempt") or 1),
-        status=str((verdict.get("status") if isinstance(verdict, Mapping) else None)
-                   or "unknown"),
+        status=record_status(record),
         columns=columns, source=source,
         blocks={b: record[b] for b in BLOCKS if isinstance(record.get(b), Mapping)},
         faults=_faults(record.get("faults")))
 
 
 def _rank(record: Mapping[str, Any]) -> tuple[bool, str, str, int, str]:
-    verdict = record.get("verdict")
-    status = verdict.get("status") if isinstance(verdict, Mapping) else None
-    return (status == "valid", str(record.get("end_time") or ""),
+    return (record_status(record) == "valid", str(record.get("end_time") or ""),
             str(record.get("run_id") or ""), int(record.get("attempt") or 1),
             str(record.get("test_id") or ""))
 
@@ -242,7 +238,7 @@ def load_series(spark: SparkSession, dirs: Sequence[str | Path], *,
     schema = struct(
         schema=s, run_id=s, test_id=s, attempt=long_, broker=s, scenario=s,
         params=T.MapType(s, s), env=s, durability=struct(level=long_), end_time=s,
-        artefacts=s, verdict=struct(status=s),
+        artefacts=s, verdict=struct(status=s), run_status=s,
         throughput=struct(highest_sustainable_rate_msg_s=d),
         manifest=struct(machine=struct(cpu_model=s, logical_cpus=long_)),
         _corrupt_record=s, **{f: s for f in raw_fields})

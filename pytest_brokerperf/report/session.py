@@ -26,6 +26,7 @@ from pytest_brokerperf.report.model import (
     cell_key_of,
     figures_of,
     machine_label,
+    record_status,
 )
 
 if TYPE_CHECKING:
@@ -100,8 +101,7 @@ def save_session(settings: Settings) -> str | None:
 
 def cell_of_record(record: Mapping[str, Any]) -> CellStats:
     key = cell_key_of(record)
-    verdict = record.get("verdict") or {}
-    valid = verdict.get("status") == "valid"
+    valid = record_status(record) == "valid"
     figs = figures_of(record)
     return CellStats(key=key, records=1, valid=int(valid), runs=1, figures=figs,
                      run_figures={str(record.get("run_id")): figs} if valid else {},

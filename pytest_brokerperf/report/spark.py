@@ -49,6 +49,7 @@ __all__ = [
     "load_records",
     "record_schema",
     "spark_session",
+    "status_column",
 ]
 
 #: The record schema this job reads natively.
@@ -179,7 +180,7 @@ def record_schema() -> StructType:
         target_rate_msg_s=d, ack_rate_msg_s=d, consume_rate_msg_s=d, publish_mib_s=d,
         consume_mib_s=d, send_errors=long_,
         latency=struct(**{v: hist for v in VIEWS}),
-        verdict=struct(status=s, reasons=T.ArrayType(s)),
+        verdict=struct(status=s, reasons=T.ArrayType(s)), run_status=s,
         throughput=struct(mode=s, highest_sustainable_rate_msg_s=d, limit=s, outcome=s),
         ladder=struct(curve=T.ArrayType(curve_point), knee=struct(rate_msg_s=d)),
         manifest=struct(machine=struct(cpu_model=s, logical_cpus=long_)),
@@ -320,6 +321,19 @@ def load_records(spark: SparkSession, dirs: Sequence[str | Path], *,
     return LoadedRecords(meta=meta, histograms=histograms), result
 
 
+def status_column() -> Column:
+    """:func:`~pytest_brokerperf.report.model.record_status` in Spark: the verdict's
+    status, but never ``valid`` for a run that did not complete (``run_status`` failed
+    or interrupted: figures of the periods before the stop only)."""
+    from pyspark.sql import functions as F
+
+    verdict = F.col("verdict.status")
+    run_status = F.col("run_status")
+    stopped = run_status.isNotNull() & (run_status != "completed")
+    return (F.when(stopped & (verdict.isNull() | (verdict == "valid")), run_status)
+            .otherwise(F.coalesce(verdict, F.lit("unknown"))))
+
+
 def _with_cell(df: DataFrame) -> DataFrame:
     """Add the cell columns: canonical params text, durability key, fault."""
     from pyspark.sql import functions as F
@@ -341,7 +355,7 @@ def _with_cell(df: DataFrame) -> DataFrame:
             .withColumn("durability_key", durability_key)
             .withColumn("fault", F.coalesce(F.col("params")["fault"], F.lit("none")))
             .withColumn("machine", machine)
-            .withColumn("status", F.coalesce(F.col("verdict.status"), F.lit("unknown")))
+            .withColumn("status", status_column())
             .withColumn("max_sustainable_rate",
                         F.col("throughput.highest_sustainable_rate_msg_s")))
 

@@ -8,18 +8,26 @@ request or the fixture's internals.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_brokerperf._stash import DRY_RUN_PLANS_KEY, LADDER_ROWS_KEY, SUMMARY_ROWS_KEY
+from pytest_brokerperf._stash import (
+    ARTEFACTS_KEY,
+    DRY_RUN_PLANS_KEY,
+    LADDER_ROWS_KEY,
+    SUMMARY_ROWS_KEY,
+)
 
 if TYPE_CHECKING:
     from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
     from pytest_brokerperf.faults.spec import FaultSpec
+    from pytest_brokerperf.live_artefacts import LiveArtefacts
+    from pytest_brokerperf.metrics.stats import PeriodStats
     from pytest_brokerperf.safety import ScenarioPlan
     from pytest_brokerperf.scenario_library.base import PreparedRun
     from pytest_brokerperf.slo import SLO
@@ -43,10 +51,55 @@ class RunContext:
     labels: dict[str, Any] = field(default_factory=dict)
     #: notes the test adds to the record (where a study case comes from, its scaling)
     notes: list[str] = field(default_factory=list)
+    _artefacts: tuple[Path, int] | None = field(default=None, init=False, repr=False)
+    _live: LiveArtefacts | None = field(default=None, init=False, repr=False)
+    _live_failed: bool = field(default=False, init=False, repr=False)
 
     @property
     def test_id(self) -> str:
         return str(self.request.node.nodeid)
+
+    def artefact_directory(self) -> tuple[Path, int]:
+        """This run's artefact directory and attempt number, made once per run: the one
+        the plugin reserved for the test before its broker started, else a fresh one (a
+        test's second ``brokerperf.run``)."""
+        if self._artefacts is None:
+            reserved = self.request.node.stash.get(ARTEFACTS_KEY, None)
+            if reserved is not None and not reserved.claimed and reserved.path.is_dir():
+                reserved.claimed = True
+                self._artefacts = (reserved.path, reserved.attempt)
+            else:
+                from pytest_brokerperf.results import artefact_dir
+
+                self._artefacts = artefact_dir(Path(self.settings.results_dir),
+                                               self.settings.run_id, self.test_id)
+        return self._artefacts
+
+    def record_period(self, p: PeriodStats) -> None:
+        """Append a finished stats period to the artefact directory's ``periods.csv`` and
+        interval logs. A file that cannot be written is said once, never stops the run
+        (the record's writer tries again at the end)."""
+        if self._live_failed:
+            return
+        try:
+            if self._live is None:
+                from pytest_brokerperf.live_artefacts import LiveArtefacts
+
+                self._live = LiveArtefacts(self.artefact_directory()[0])
+            self._live.append(p)
+        except OSError as exc:
+            self._live_failed = True
+            self.progress(f"brokerperf: the run's periods are no longer appended to its "
+                          f"artefact directory ({exc}); they are written when it ends. "
+                          "Fix: free space in, or make writable, --brokerperf-results "
+                          f"({self.settings.results_dir})")
+
+    def close_live(self) -> None:
+        """Close the files :meth:`record_period` appends to (before they are replaced)."""
+        live, self._live = self._live, None
+        if live is not None:
+            with contextlib.suppress(OSError):
+                live.close()
 
     @property
     def verbose(self) -> bool:

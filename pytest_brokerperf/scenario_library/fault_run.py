@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_brokerperf.errors import BrokerDied, BrokerUnavailable, ConfigError
+from pytest_brokerperf.errors import BrokerDied, BrokerUnavailable, ConfigError, RunInterrupted
 
 if TYPE_CHECKING:
     from pytest_brokerperf.engine.plan import RunOutcome
@@ -67,7 +67,12 @@ def run_with_fault(ctx: RunContext, scenario: Scenario,
     from pytest_brokerperf.faults.injector import FaultInjector
     from pytest_brokerperf.faults.judge import judge_fault
     from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
-    from pytest_brokerperf.scenario_library.finish import Measured, finish, finish_failed
+    from pytest_brokerperf.scenario_library.finish import (
+        Measured,
+        finish,
+        finish_failed,
+        finish_interrupted,
+    )
     from pytest_brokerperf.scenario_library.setup import PeriodWatch, set_up_run
     from pytest_brokerperf.slo import judged_percentile
     from pytest_brokerperf.verdict import Thresholds, Verdict, assess
@@ -114,18 +119,22 @@ def run_with_fault(ctx: RunContext, scenario: Scenario,
     try:
         outcome = run_workload(driver, wl, plan, payloads=run.payloads, on_period=on_period,
                                on_wait=injector, after_measure=injector.settle)
-    except BrokerDied as exc:  # a node the fault did not ask for went away
-        injector.settle()
+    except (BrokerDied, RunInterrupted) as exc:  # a node the fault did not ask for went
+        injector.settle()                         # away, or Ctrl-C / SIGTERM
         if sampler is not None:
             sampler.stop()
             sampler = None
         if exc.partial is not None:
             judged = judge_fault(injector, exc.partial, broker.durability,
                                  control.node_count())
-            finish_failed(ctx, Measured(
+            stopped = Measured(
                 prepared=prepared, driver_name=driver.name, headline=exc.partial,
                 verdict=Verdict(status="broker-died"), slos=slos, seed=run.seed, plan=splan,
-                record_extra={"fault": judged.block, "faults": judged.block["events"]}), exc)
+                record_extra={"fault": judged.block, "faults": judged.block["events"]})
+            if isinstance(exc, BrokerDied):
+                finish_failed(ctx, stopped, exc)
+            else:
+                finish_interrupted(ctx, stopped, exc)
         raise
     finally:
         injector.settle()  # never leave a node down for the next test

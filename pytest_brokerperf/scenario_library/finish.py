@@ -27,11 +27,13 @@ if TYPE_CHECKING:
     from pytest_brokerperf.slo import SLO, SLOResult
     from pytest_brokerperf.verdict import Verdict
 
-__all__ = ["BROKER_DIED", "JUNIT_FIGURES", "Measured", "finish", "finish_failed",
-           "omb_document", "ratios_text", "short_params"]
+__all__ = ["BROKER_DIED", "INTERRUPTED", "JUNIT_FIGURES", "Measured", "finish", "finish_failed",
+           "finish_interrupted", "omb_document", "ratios_text", "short_params"]
 
 #: The verdict of a run a broker death stopped: nothing in it is judged.
 BROKER_DIED = "broker-died"
+#: The verdict (and ``run_status``) of a run Ctrl-C or SIGTERM stopped: nothing judged.
+INTERRUPTED = "interrupted"
 
 #: Figures every scenario reports as JUnit properties (``brokerperf.<figure>``).
 JUNIT_FIGURES = ("ack_rate", "publish_mib_s", "publish_response.p99", "e2e_response.p50",
@@ -71,6 +73,8 @@ class Measured:
     #: why the run stopped before its end (a broker died): the record is ``failed``, its
     #: figures are those up to then and its delivery was never reconciled
     failure: str | None = None
+    #: the record's ``run_status``; default ``failed`` with a failure, else ``completed``
+    run_status: str | None = None
     junit_figures: tuple[str, ...] = JUNIT_FIGURES
     extra_properties: list[tuple[str, object]] = field(default_factory=list)
     write_extra: ExtraWriter | None = None
@@ -158,7 +162,7 @@ def finish(ctx: RunContext, m: Measured) -> ScenarioResult:
     inconclusive += [r.message for r in slo_results if r.inconclusive]
 
     results_root = Path(settings.results_dir)
-    directory, attempt = res.artefact_dir(results_root, settings.run_id, ctx.test_id)
+    directory, attempt = ctx.artefact_directory()  # made before the broker started
     manifest = res.manifest(broker=broker, prepared=prepared, outcome=session,
                             session_info=ctx.session_info, seed=m.seed)
     manifest["plan"] = m.plan.as_dict()
@@ -173,7 +177,7 @@ def finish(ctx: RunContext, m: Measured) -> ScenarioResult:
     record["end_time"] = session.end_time
     record["noise_retries"] = m.noise_retries
     record["broker_metrics"] = None
-    record["run_status"] = "failed" if m.failure else "completed"
+    record["run_status"] = m.run_status or ("failed" if m.failure else "completed")
     record["failure"] = m.failure
     if m.failure:
         record["delivery"] = {
@@ -192,12 +196,16 @@ def finish(ctx: RunContext, m: Measured) -> ScenarioResult:
 
     stem = prepared.workload_file.stem if prepared.workload_file else prepared.scenario
     now = datetime.now()
-    if m.write_extra is not None:
-        m.write_extra(directory, lambda out: omb_document(prepared, m.driver_name, out))
-    res.write_artefacts(directory=directory, record=record, prepared=prepared,
-                        outcome=session, broker=broker, results_root=results_root,
-                        omb_result=omb_document(prepared, m.driver_name, headline),
-                        omb_filename=default_result_filename(stem, m.driver_name, now))
+    ctx.close_live()  # the files appended during the run are replaced below
+    from pytest_brokerperf.interrupts import signals_deferred
+
+    with signals_deferred():  # a Ctrl-C now stops the session once the record is written
+        if m.write_extra is not None:
+            m.write_extra(directory, lambda out: omb_document(prepared, m.driver_name, out))
+        res.write_artefacts(directory=directory, record=record, prepared=prepared,
+                            outcome=session, broker=broker, results_root=results_root,
+                            omb_result=omb_document(prepared, m.driver_name, headline),
+                            omb_filename=default_result_filename(stem, m.driver_name, now))
 
     ctx.add_summary_row(SummaryRow(
         nodeid=ctx.test_id, broker=broker.kind,
@@ -242,3 +250,30 @@ def finish_failed(ctx: RunContext, m: Measured, exc: Exception) -> None:
     except Exception as write_exc:  # the death is the story; say the record is missing
         exc.add_note(f"brokerperf: the failed run's record could not be written: "
                      f"{write_exc!r}")
+
+
+def finish_interrupted(ctx: RunContext, m: Measured, exc: BaseException) -> None:
+    """Write the record of a run Ctrl-C (SIGINT) or SIGTERM stopped: ``run_status:
+    interrupted``, the periods and figures completed until then, the verdict
+    ``interrupted``; the caller re-raises ``exc`` so pytest stops as it would.
+
+    A second Ctrl-C or SIGTERM while the record is written waits until it is written
+    (both are held back meanwhile, then delivered). Best effort, as
+    :func:`finish_failed`.
+    """
+    from pytest_brokerperf.interrupts import signals_deferred
+    from pytest_brokerperf.verdict import Verdict
+
+    what = getattr(exc, "signal_name", "SIGINT")
+    done = len(m.headline.periods)
+    reason = (f"interrupted by {what} after {done} measured period(s) "
+              f"({len(m.headline.warmup)} warm-up)")
+    m.verdict = Verdict(status=INTERRUPTED, reasons=[reason])
+    m.failure = reason
+    m.run_status = INTERRUPTED
+    with signals_deferred():
+        try:
+            finish(ctx, m)
+        except Exception as write_exc:
+            exc.add_note(f"brokerperf: the interrupted run's record could not be written: "
+                         f"{write_exc!r}")

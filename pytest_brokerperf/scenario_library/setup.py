@@ -5,8 +5,9 @@ them (the seed of the payloads, the generator's CPUs, the byte cap) reaches all 
 
 * :func:`set_up_run` — prepare the scenario, resolve its SLOs, build the payloads and the
   driver, lay out the generator's CPUs and workers, and name the topics;
-* :class:`PeriodWatch` — the per-period callback: feeds the broker-metrics sampler,
-  stops the run at the byte cap, and prints a progress line every ~5 s.
+* :class:`PeriodWatch` — the per-period callback: appends the period to the artefact
+  directory, feeds the broker-metrics sampler, stops the run at the byte cap, and prints
+  a progress line every ~5 s.
 """
 
 from __future__ import annotations
@@ -110,6 +111,7 @@ class PeriodWatch:
         from pytest_brokerperf.safety import format_bytes
         from pytest_brokerperf.summary import format_progress
 
+        self.ctx.record_period(p)  # on disk before anything below may stop the run
         if self.sampler is not None:
             self.sampler.on_period(p)
         self.acked_bytes += p.bytes_sent

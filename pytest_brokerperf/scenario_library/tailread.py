@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pytest_brokerperf.errors import BrokerDied
+from pytest_brokerperf.errors import BrokerDied, RunInterrupted
 from pytest_brokerperf.scenario_library.base import (
     PreparedRun,
     Scenario,
@@ -186,7 +186,7 @@ def run_fixed_rate(ctx: RunContext, scenario: Scenario,
     from pytest_brokerperf import safety
     from pytest_brokerperf.engine.coordinator import run_workload
     from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
-    from pytest_brokerperf.scenario_library.finish import finish_failed
+    from pytest_brokerperf.scenario_library.finish import finish_failed, finish_interrupted
     from pytest_brokerperf.scenario_library.setup import PeriodWatch, set_up_run
     from pytest_brokerperf.verdict import (
         Remeasure,
@@ -231,15 +231,19 @@ def run_fixed_rate(ctx: RunContext, scenario: Scenario,
         try:
             outcome = run_workload(driver, wl, run_plan, payloads=payloads,
                                    on_period=on_period)
-        except BrokerDied as exc:
+        except (BrokerDied, RunInterrupted) as exc:
             if sampler is not None:
                 sampler.stop()
                 sampler = None
-            if exc.partial is not None:  # the failed run's record, figures up to the death
-                finish_failed(ctx, Measured(
+            if exc.partial is not None:  # the run's record, figures up to the stop
+                stopped = Measured(
                     prepared=prepared, driver_name=driver.name, headline=exc.partial,
                     verdict=Verdict(status="broker-died"), slos=slos, seed=seed, plan=splan,
-                    noise_retries=discarded), exc)
+                    noise_retries=discarded)
+                if isinstance(exc, BrokerDied):
+                    finish_failed(ctx, stopped, exc)
+                else:
+                    finish_interrupted(ctx, stopped, exc)
             raise
         finally:
             if sampler is not None:

@@ -160,3 +160,37 @@ def test_unknown_schema_and_empty_input_are_input_errors(spark: Any, tmp_path: P
         job.find_result_files([tmp_path / "empty"])
     with pytest.raises(ReportInputError, match="does not exist"):
         job.find_result_files([tmp_path / "nope"])
+
+
+def test_failed_and_interrupted_runs_are_never_counted_as_valid_figures(
+        spark: Any, tmp_path: Path) -> None:
+    """A stopped run's record holds the figures of the periods before the stop; even
+    with a ``valid`` verdict (written by hand, or by an older writer) it is left out."""
+    from pytest_brokerperf.report.model import record_status
+    from pytest_brokerperf.report.session import cell_of_record
+
+    s = {"e2e_response": np.arange(1, 2001, dtype=np.int64)}
+    done = synthetic_record(SyntheticRun(test_id="a", ack_rate=1000.0), s)
+    done["run_status"] = "completed"
+    old = synthetic_record(SyntheticRun(test_id="b", ack_rate=1000.0), s)  # no run_status
+    stopped = []
+    for test_id, status, verdict in (("c", "interrupted", "valid"),
+                                     ("d", "failed", "valid"),
+                                     ("e", "interrupted", "interrupted")):
+        rec = synthetic_record(SyntheticRun(test_id=test_id, ack_rate=5.0, status=verdict),
+                               {"e2e_response": np.full(2000, 9_000_000, dtype=np.int64)})
+        rec["run_status"] = status
+        stopped.append(rec)
+    write_jsonl(tmp_path / "results.jsonl", [done, old, *stopped])
+    result = job.run_job(spark, [tmp_path])
+    [c] = result.cells.values()
+    assert (c.records, c.valid) == (5, 2)
+    assert sorted((r.test_id, r.status) for r in c.invalid) == [
+        ("c", "interrupted"), ("d", "failed"), ("e", "interrupted")]
+    ack = c.figures.rates["ack_rate"]
+    assert (ack.n, ack.min, ack.max) == (2, 1000.0, 1000.0)
+    assert c.figures.latency["e2e_response"].get("max") < 9_000_000
+    # the pytest gate files one record the same way
+    assert [record_status(r) for r in (done, old, *stopped)] == [
+        "valid", "valid", "interrupted", "failed", "interrupted"]
+    assert [cell_of_record(r).valid for r in (done, *stopped)] == [1, 0, 0, 0]
