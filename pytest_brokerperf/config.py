@@ -180,6 +180,8 @@ class Settings:
     #: as given; see owner_effective
     owner: str | None = _default("owner")
     allow_cluster_changes: bool = _default("allow_cluster_changes")
+    #: --brokerperf-broker-memory: each local node's memory cgroup limit in bytes
+    broker_memory: int | None = _default("broker_memory")
     prometheus: tuple[str, ...] = _default("prometheus")
     broker_metrics: bool = _default("broker_metrics")
     #: --brokerperf-ladder, msg/s ascending
@@ -367,6 +369,11 @@ class Settings:
         effective = AUTO_PROVISION if provision == "auto" else provision
         if _remote_flags_given(values, sources, provision):
             effective = "remote"
+        if values.get("broker_memory") is not None and effective == "remote":
+            raise ConfigError(
+                f"--brokerperf-broker-memory (from {sources['broker_memory']}) caps the memory "
+                "of brokers this plugin starts; a remote cluster's memory is its operators': "
+                "drop the flag, or run against a local broker")
         return cls(
             **values,
             provision_effective=effective,

@@ -43,6 +43,8 @@ class LocalProcesses:
     ready_at: float = 0.0  # time.time() when the readiness wait passed
     startup_s: float = 0.0  # from start() to ready, including port retries
     workdir: str | None = None
+    #: each node's memory cgroup limit (--brokerperf-broker-memory); None: no limit set
+    memory_limit_bytes: int | None = None
 
     def as_info(self) -> dict[str, Any]:
         """The ``endpoint.info`` keys of this record (lists, JSON-ready)."""
@@ -58,6 +60,7 @@ class LocalProcesses:
             "ready_at": self.ready_at,
             "startup_s": self.startup_s,
             "workdir": self.workdir,
+            "memory_limit_bytes": self.memory_limit_bytes,
         }
 
 

@@ -480,6 +480,14 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
         "run did not create) on a remote cluster",
     ),
     OptionSpec(
+        name="broker_memory", field="broker_memory", flag="--brokerperf-broker-memory",
+        kind="bytes", default=None, metavar="SIZE", what="broker memory limit",
+        example="1536MiB", default_text="none: brokers use what the host has",
+        help="cap each local broker node's memory, page cache included (a memory cgroup "
+        "around the process; the container's limit in container mode), so a backlog larger "
+        "than the cap is read from disk: a cold catch-up (units MiB, GiB)",
+    ),
+    OptionSpec(
         name="prometheus", field="prometheus", flag="--brokerperf-prometheus", kind="urls",
         default=(), metavar="URL[,URL]", what="Prometheus URLs",
         example="http://broker1:7071/metrics", default_text="none",

@@ -34,6 +34,27 @@ def _results_dir_problem(path: Path) -> str | None:
     return None
 
 
+def _memory_cap_problems(settings: Settings, limit: int) -> list[str]:
+    """A node memory limit below what a selected broker needs, or no cgroup to put it in."""
+    from pytest_brokerperf import brokers
+    from pytest_brokerperf.errors import ConfigError
+    from pytest_brokerperf.provision.cgroups import check_memory_limit, memory_cap_problem
+
+    where = f" (from {settings.sources.get('broker_memory', 'default')})"
+    problems = []
+    for kind in settings.brokers:
+        broker = brokers.get(kind)
+        try:
+            check_memory_limit(limit, broker.memory_floor(), kind)
+        except ConfigError as exc:
+            problems.append(f"{exc}{where}")
+    if settings.provision_effective == "process":
+        problem = memory_cap_problem()
+        if problem:
+            problems.append(f"{problem}{where}")
+    return problems
+
+
 def preflight_problems(settings: Settings) -> list[str]:
     """Every problem found in the run's input, each naming the flag, file and fix."""
 
@@ -60,6 +81,8 @@ def preflight_problems(settings: Settings) -> list[str]:
             except (BrokerPerfError, OSError) as exc:
                 problems.append(f"--brokerperf-driver={settings.driver} (as the {kind} "
                                 f"driver file): {exc}")
+    if settings.broker_memory is not None and not settings.dry_run:
+        problems.extend(_memory_cap_problems(settings, settings.broker_memory))
     if settings.slo is not None:
         from pytest_brokerperf import slo
 

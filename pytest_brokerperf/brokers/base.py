@@ -117,10 +117,19 @@ class BrokerType:
     remote_flags: ClassVar[RemoteFlags | None] = None
     #: node counts container mode offers (empty: no container mode)
     container_nodes: ClassVar[tuple[int, ...]] = ()
+    #: the modes in which --brokerperf-broker-memory caps this broker's memory
+    memory_cap_modes: ClassVar[tuple[str, ...]] = ()
 
     def container_images(self, settings: Settings) -> tuple[str, ...]:
         """Images container mode tries in order without ``--brokerperf-image``."""
         return ()
+
+    def memory_floor(self) -> int:
+        """The least memory in bytes one local node needs beside page cache (a
+        --brokerperf-broker-memory below it is refused before anything starts)."""
+        from pytest_brokerperf.provision.cgroups import MIN_NODE_MEMORY
+
+        return MIN_NODE_MEMORY
 
     # -- flags ---------------------------------------------------------------------------
     def complete_remote(self, values: dict[str, Any]) -> None:
@@ -156,6 +165,11 @@ class BrokerType:
         ``durability`` (1-4) matters where it is broker-wide (see
         :attr:`broker_wide_durability`); per-topic levels are applied by the driver.
         """
+        if settings.broker_memory is not None and mode not in self.memory_cap_modes:
+            raise BrokerUnavailable(
+                f"--brokerperf-broker-memory (from {settings.sources.get('broker_memory')}) "
+                f"cannot cap {self.name} in {mode} mode in this version (it can in: "
+                f"{', '.join(self.memory_cap_modes) or 'no mode'}); drop the flag for {self.name}")
         if mode == "process":
             managed = self.start_process(settings, workdir, durability)
         elif mode == "container":

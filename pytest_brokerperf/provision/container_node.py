@@ -125,6 +125,9 @@ class ContainerNode:
         self._serving_endpoint: BrokerEndpoint | None = None
         #: ``time.time()`` of the latest node restart: readiness reads the log after it
         self.log_since: float | None = None
+        #: each container's memory limit in bytes from --brokerperf-broker-memory (None:
+        #: the plan's own, heap plus headroom); page cache counts against it
+        self.memory_limit: int | None = None
 
     # -- what a broker package provides ---------------------------------------------------
 
@@ -197,7 +200,9 @@ class ContainerNode:
         memory: str | None = None
         for node, plan in enumerate(plans, start=1):
             kwargs: dict[str, Any] = {"labels": labels}
-            if plan.memory_mb:
+            if self.memory_limit is not None:  # no swap either: a cold read stays one
+                memory = kwargs["mem_limit"] = kwargs["memswap_limit"] = str(self.memory_limit)
+            elif plan.memory_mb:
                 memory = kwargs["mem_limit"] = f"{plan.memory_mb}m"
             if cpus:
                 kwargs["cpuset_cpus"] = ",".join(map(str, sorted(cpus)))

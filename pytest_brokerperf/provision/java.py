@@ -19,16 +19,22 @@ from typing import Any
 from pytest_brokerperf.errors import BrokerUnavailable, ConfigError
 
 __all__ = [
+    "JVM_NON_HEAP",
     "JavaRuntime",
     "check_jvm_size",
     "find_java",
     "gc_log_flag",
     "java_version",
     "java_version_output",
+    "jvm_size_bytes",
     "remove_gc_logs",
     "render_console_log4j2",
     "render_properties",
 ]
+
+#: what a broker JVM needs beside its heap (metaspace, code cache, thread stacks, GC
+#: structures, NIO buffers): a memory limit must leave at least this above -Xmx
+JVM_NON_HEAP = 384 * 1024**2
 
 _JVM_SIZE = re.compile(r"^[1-9][0-9]*[kKmMgG]?$")
 
@@ -37,6 +43,14 @@ def check_jvm_size(size: str, what: str = "heap") -> None:
     """Refuse a memory size the JVM would not take (``-Xmx``, ``-XX:MaxDirectMemorySize``)."""
     if not _JVM_SIZE.match(size):
         raise ConfigError(f"bad {what} size {size!r}: use a JVM size such as 512m or 1g")
+
+
+def jvm_size_bytes(size: str) -> int:
+    """Bytes of a JVM size (``512m``, ``1g``, ``1048576``)."""
+    check_jvm_size(size)
+    unit = size[-1].lower()
+    number = int(size[:-1]) if unit.isalpha() else int(size)
+    return number * {"k": 1024, "m": 1024**2, "g": 1024**3}.get(unit, 1)
 
 
 def gc_log_flag(gc_log: Path) -> str:

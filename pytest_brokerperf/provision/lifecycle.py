@@ -22,6 +22,7 @@ for every broker:
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import signal
@@ -37,6 +38,12 @@ from pytest_brokerperf.endpoint import BrokerEndpoint, LocalProcesses
 from pytest_brokerperf.errors import ProvisionError
 from pytest_brokerperf.faults.control import register_control, unregister_control
 from pytest_brokerperf.provision import watchdog
+from pytest_brokerperf.provision.cgroups import (
+    MIN_NODE_MEMORY,
+    MemoryCgroup,
+    check_memory_limit,
+    find_memory_hierarchy,
+)
 from pytest_brokerperf.provision.cpus import CpuAffinity, broker_cpus, check_cpus_allowed
 from pytest_brokerperf.provision.ports import LOOPBACK, port_open
 from pytest_brokerperf.provision.process import (
@@ -134,8 +141,12 @@ class ProcessCluster(Generic[N]):
     log_tail_lines: ClassVar[int] = 40
 
     def __init__(self, *, nodes: int, workdir: Path | None, cpus: set[int] | None,
-                 start_timeout: float, stop_timeout: float, keep_logs: bool = True) -> None:
+                 start_timeout: float, stop_timeout: float, keep_logs: bool = True,
+                 memory_limit: int | None = None) -> None:
         self.nodes = nodes
+        #: each node's memory cgroup limit in bytes (:mod:`.cgroups`); None: no limit
+        self.memory_limit = memory_limit
+        self._cgroups: list[MemoryCgroup] = []
         self.workdir_arg = Path(workdir) if workdir is not None else None
         self.cpus = set(cpus) if cpus is not None else None
         self.start_timeout = start_timeout
@@ -158,6 +169,14 @@ class ProcessCluster(Generic[N]):
     def _validate(self) -> None:
         """Refuse bad arguments (ConfigError) before anything starts."""
         check_cpus_allowed(self.cpus)
+        if self.memory_limit is not None:
+            check_memory_limit(self.memory_limit, self.memory_floor(), self.describe())
+            find_memory_hierarchy()
+
+    def memory_floor(self) -> int:
+        """The least memory one node needs beside page cache (heap and the rest of its
+        VM): a smaller ``memory_limit`` is refused before anything starts."""
+        return MIN_NODE_MEMORY
 
     def _prepare(self) -> None:
         """Find binaries and check versions before the work directory is touched."""
@@ -385,10 +404,21 @@ class ProcessCluster(Generic[N]):
         if not self._launched_at:
             self._launched_at = time.time()
         node.proc = ManagedProcess(argv, log_file=node.log_file, name=name, env=env, cwd=cwd,
-                                   cpus=self.broker_cpus())
+                                   cpus=self.broker_cpus(), cgroup=self._node_cgroup(node))
         node.proc.watched = True  # its death during a run fails the run (check_watched)
         node.proc.start()
         return node.proc
+
+    def _node_cgroup(self, node: N) -> MemoryCgroup | None:
+        """A fresh memory cgroup for ``node`` when a limit is set (removed at teardown)."""
+        if self.memory_limit is None:
+            return None
+        group = MemoryCgroup.create(
+            find_memory_hierarchy(), f"brokerperf-{self.kind}-{os.getpid()}-{node.name}",
+            self.memory_limit)
+        register_cleanup_path(group.path)  # the session dies first: kill_all and the watchdog
+        self._cgroups.append(group)
+        return group
 
     def _failure_text(self, headline: str) -> str:
         """``headline`` and the last lines of every node's logs."""
@@ -446,6 +476,7 @@ class ProcessCluster(Generic[N]):
             ready_at=time.time(),
             startup_s=round(time.monotonic() - began, 3),
             workdir=str(self._workdir) if self._workdir is not None else None,
+            memory_limit_bytes=self.memory_limit,
         )
 
     def _teardown(self, timeout: float | None = None) -> None:
@@ -455,4 +486,8 @@ class ProcessCluster(Generic[N]):
             shutil.rmtree(path, ignore_errors=True)
             discard_cleanup_path(path)
         self._scratch = []
+        for group in self._cgroups:
+            if group.remove():
+                discard_cleanup_path(group.path)
+        self._cgroups = []
         self._nodes = []

@@ -30,6 +30,7 @@ from typing import Self
 
 from pytest_brokerperf.errors import BrokerDied
 from pytest_brokerperf.provision import watchdog
+from pytest_brokerperf.provision.cgroups import MemoryCgroup, join_argv
 from pytest_brokerperf.provision.cpus import allowed_cpus
 
 __all__ = [
@@ -79,6 +80,7 @@ class ManagedProcess:
         cwd: Path | None = None,
         cpus: Collection[int] | None = None,
         append_log: bool = False,
+        cgroup: MemoryCgroup | None = None,
     ) -> None:
         if not argv:
             raise ValueError("ManagedProcess needs a non-empty argv")
@@ -89,6 +91,8 @@ class ManagedProcess:
         self.cwd = cwd
         self.cpus: frozenset[int] | None = frozenset(cpus) if cpus else None
         self.append_log = append_log
+        #: the memory cgroup the process joins before ``exec`` (:mod:`.cgroups`)
+        self.cgroup = cgroup
         self.started_at: float | None = None  # time.time() at launch
         self._started_mono: float | None = None
         self._popen: subprocess.Popen[bytes] | None = None
@@ -101,12 +105,15 @@ class ManagedProcess:
     # -- lifecycle -----------------------------------------------------------------
 
     def _launch_argv(self) -> list[str]:
+        argv = list(self.argv)
+        if self.cgroup is not None:
+            argv = join_argv(self.cgroup.procs_file, argv)
         if not self.cpus:
-            return list(self.argv)
+            return argv
         taskset = shutil.which("taskset")
         if taskset:
-            return [taskset, "-c", _cpu_list(self.cpus), *self.argv]
-        return [sys.executable, "-c", _PIN_SHIM, _cpu_list(self.cpus), *self.argv]
+            return [taskset, "-c", _cpu_list(self.cpus), *argv]
+        return [sys.executable, "-c", _PIN_SHIM, _cpu_list(self.cpus), *argv]
 
     def start(self) -> Self:
         """Launch the command; returns self so calls can be chained."""
@@ -185,9 +192,10 @@ class ManagedProcess:
 
     def relaunched(self) -> ManagedProcess:
         """A new, not yet started process with this one's command, environment, CPUs and
-        log file (appended to), for starting a stopped node again."""
+        log file (appended to) and memory cgroup, for starting a stopped node again."""
         return ManagedProcess(self.argv, log_file=self.log_file, name=self.name, env=self.env,
-                              cwd=self.cwd, cpus=self.cpus, append_log=True)
+                              cwd=self.cwd, cpus=self.cpus, append_log=True,
+                              cgroup=self.cgroup)
 
     def terminate(self) -> None:
         """Send SIGTERM to the process group without waiting (stop many in parallel)."""
@@ -300,9 +308,21 @@ def check_watched(log_lines: int = 30) -> None:
         status = (f"killed by signal {signal.Signals(-rc).name}" if rc is not None and rc < 0
                   else f"exit status {rc}")
         parts.append(f"broker process {p.name} (pid {p.pid}) exited during the run "
-                     f"({status}) after {p.uptime_s():.1f} s; last lines of {p.log_file}:\n"
-                     f"{p.log_tail(log_lines)}")
+                     f"({status}) after {p.uptime_s():.1f} s{_oom_note(p)}; last lines of "
+                     f"{p.log_file}:\n{p.log_tail(log_lines)}")
     raise BrokerDied("\n".join(parts))
+
+
+def _oom_note(proc: ManagedProcess) -> str:
+    """Why a capped broker died, when its memory cgroup says the OOM killer ended it."""
+    group = proc.cgroup
+    kills = group.oom_kills() if group is not None else None
+    if group is None or not kills:
+        return ""
+    return (f": the kernel's OOM killer ended it ({kills} kill(s) in {group.path}) at the "
+            f"memory limit of {group.limit_bytes / 1024**2:,.0f} MiB "
+            "(--brokerperf-broker-memory); raise the limit above the broker's heap plus "
+            "what its JVM or VM needs beside it")
 
 
 def running_processes() -> list[ManagedProcess]:

@@ -147,16 +147,19 @@ def broker_disk_reads(endpoint: BrokerEndpoint) -> int | None:
     return total
 
 
-def memory_available() -> int | None:
-    """``MemAvailable`` of this host in bytes (the page cache a local broker can get)."""
+def memory_available(broker_limit: int | None = None) -> int | None:
+    """The page cache a local broker can get: ``MemAvailable`` of this host in bytes, or
+    the broker node's memory limit (--brokerperf-broker-memory) when that is lower."""
+    host = None
     try:
         with open("/proc/meminfo", encoding="ascii") as fh:
             for line in fh:
                 if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
+                    host = int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
-        return None
-    return None
+        host = None
+    known = [v for v in (host, broker_limit) if v is not None]
+    return min(known) if known else None
 
 
 @dataclass
@@ -484,7 +487,8 @@ def run_catchup(ctx: RunContext, scenario: CatchUp,
         before_p99=before_p99, consumer_pause=how, at_start=at_start, at_end=at_end,
         end_totals=end_totals,
         disk_read_bytes=None if reads0 is None or reads1 is None else reads1 - reads0,
-        memory_available_bytes=memory_available())
+        memory_available_bytes=memory_available(
+            broker.processes_record().memory_limit_bytes))
     if report.cache is not None and report.cache.state == "hot":
         verdict.flags.append(HOT_CACHE)
         verdict.details["hot_cache"] = report.cache.reason()

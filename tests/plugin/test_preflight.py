@@ -81,3 +81,23 @@ def test_good_input_runs(pytester: pytest.Pytester) -> None:
                   "--brokerperf-inconclusive=warn")
     assert (pytester.path / "broker-started").exists()
     assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
+
+
+def test_a_broker_memory_cap_below_the_heap_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    result = _run(pytester, "--brokerperf-broker-memory=512MiB", "--broker=kafka",
+                  f"--brokerperf-results={pytester.path / 'res'}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--brokerperf-broker-memory=512MiB is below the 1,408 MiB "
+                                 "one node of kafka needs*give at least 1,408MiB*"
+                                 "(from --brokerperf-broker-memory)*"])
+    assert not (pytester.path / "broker-started").exists()
+
+
+def test_a_broker_memory_cap_on_a_remote_cluster_is_a_usage_error(
+        pytester: pytest.Pytester) -> None:
+    result = _run(pytester, "--brokerperf-broker-memory=2GiB", "--broker=kafka",
+                  "--kafka-bootstrap=127.0.0.1:1", f"--brokerperf-results={pytester.path / 'r'}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--brokerperf-broker-memory (from --brokerperf-broker-memory) "
+                                 "caps the memory of brokers this plugin starts*drop the flag*"])
+    assert not (pytester.path / "broker-started").exists()

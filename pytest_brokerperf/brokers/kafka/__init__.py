@@ -152,11 +152,17 @@ class KafkaBroker(KafkaProtocolBroker):
     name: ClassVar[str] = "kafka"
     no_durability: ClassVar[str | None] = None
     container_nodes: ClassVar[tuple[int, ...]] = (1, 3)
+    memory_cap_modes: ClassVar[tuple[str, ...]] = ("process", "container")
 
     def container_images(self, settings: Settings) -> tuple[str, ...]:
         from pytest_brokerperf.brokers.kafka.container import default_images
 
         return default_images(settings.kafka_version)
+
+    def memory_floor(self) -> int:
+        from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster
+
+        return KafkaProcessCluster().memory_floor()
 
     def start_process(self, settings: Settings, workdir: Path,
                       durability: int | None) -> ManagedBroker:
@@ -165,7 +171,7 @@ class KafkaBroker(KafkaProtocolBroker):
         cluster = KafkaProcessCluster(
             nodes=settings.nodes, version=settings.kafka_version,
             kafka_home=settings.kafka_home, workdir=workdir,
-            metrics_agent=settings.broker_metrics,
+            metrics_agent=settings.broker_metrics, memory_limit=settings.broker_memory,
         )
         return ManagedBroker(cluster.start(), cluster)
 
@@ -181,6 +187,7 @@ class KafkaBroker(KafkaProtocolBroker):
         cluster = KafkaContainerCluster(
             version=settings.kafka_version, workdir=workdir, run_id=settings.run_id,
             nodes=settings.nodes, image=settings.image_for("kafka"))
+        cluster.memory_limit = settings.broker_memory
         return ManagedBroker(cluster.start(), cluster)
 
     def apply_level(self, cfg: KafkaDriverConfig, level: int) -> KafkaDriverConfig:

@@ -42,6 +42,7 @@ from pytest_brokerperf.provision.container_node import (
     ContainerPlan,
     wait_for_log,
 )
+from pytest_brokerperf.provision.java import jvm_size_bytes
 from pytest_brokerperf.provision.ports import LOOPBACK, free_ports
 
 if TYPE_CHECKING:
@@ -176,12 +177,6 @@ def default_images(version: str) -> tuple[str, ...]:
     return (f"brokerperf/kafka:{version}", f"apache/kafka:{version}")
 
 
-def _heap_mb(heap: str) -> int:
-    unit = heap[-1].lower()
-    number = int(heap[:-1]) if unit.isalpha() else int(heap)
-    return {"k": number // 1024, "m": number, "g": number * 1024}.get(unit, number // 2**20)
-
-
 # -- the cluster ----------------------------------------------------------------------------
 
 
@@ -240,7 +235,7 @@ class KafkaContainerCluster(ContainerNode):
             plans.append(ContainerPlan(
                 alias=node.alias, env=env, ports={node.host_port: node.host_port},
                 volumes={str(logs.resolve()): (LOG_DIR, "rw")},
-                memory_mb=_heap_mb(self.heap) + MEMORY_HEADROOM_MB))
+                memory_mb=jvm_size_bytes(self.heap) // 2**20 + MEMORY_HEADROOM_MB))
         return plans
 
     def start(self) -> BrokerEndpoint:

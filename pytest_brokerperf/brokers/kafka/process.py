@@ -39,8 +39,10 @@ from pytest_brokerperf.brokers.kafka.node_config import (
 from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.errors import BrokerPerfError, ConfigError
 from pytest_brokerperf.provision.java import (
+    JVM_NON_HEAP,
     JavaRuntime,
     check_jvm_size,
+    jvm_size_bytes,
     remove_gc_logs,
     render_properties,
 )
@@ -120,13 +122,15 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
         java: str | None = None,
         listener_protocols: dict[str, str] | None = None,
         metrics_agent: bool = False,
+        memory_limit: int | None = None,
     ) -> None:
         if not isinstance(nodes, int) or nodes < 1:
             raise ConfigError(f"nodes must be a positive integer, got {nodes!r}")
         if quorum not in ("static", "dynamic"):
             raise ConfigError(f"quorum must be 'static' or 'dynamic', got {quorum!r}")
         super().__init__(nodes=nodes, workdir=workdir, cpus=cpus, start_timeout=start_timeout,
-                         stop_timeout=stop_timeout, keep_logs=keep_logs)
+                         stop_timeout=stop_timeout, keep_logs=keep_logs,
+                         memory_limit=memory_limit)
         self.version = version
         self.heap = heap
         self.broker_overrides: dict[str, str] = dict(broker_overrides or {})
@@ -159,6 +163,10 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
         self.extra_listeners[name] = advertised_port
         self._validate()
         return self
+
+    def memory_floor(self) -> int:
+        """The heap plus what a Kafka JVM needs beside it (metaspace, threads, buffers)."""
+        return jvm_size_bytes(self.heap) + JVM_NON_HEAP
 
     def with_heap(self, heap: str) -> Self:
         """Set -Xms/-Xmx of every broker JVM (e.g. ``"512m"`` for 3 nodes on a small box)."""

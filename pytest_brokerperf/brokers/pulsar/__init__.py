@@ -39,6 +39,7 @@ class PulsarBroker(BrokerType):
     broker_wide_durability: ClassVar[bool] = True  # the bookie journal
     no_durability: ClassVar[str | None] = None
     container_nodes: ClassVar[tuple[int, ...]] = (1, 3)  # three: bookies in one JVM
+    memory_cap_modes: ClassVar[tuple[str, ...]] = ("process", "container")
     remote_flags: ClassVar[RemoteFlags | None] = RemoteFlags(
         address=("pulsar_url", "pulsar_admin_url"),
         needs="pass --pulsar-url=pulsar://HOST:6650 (and --pulsar-admin-url if the admin API "
@@ -106,13 +107,19 @@ class PulsarBroker(BrokerType):
                 cfg, check_level(endpoint.durability, "the endpoint's durability level"))
         return PulsarDriver(endpoint, cfg)
 
+    def memory_floor(self) -> int:
+        from pytest_brokerperf.brokers.pulsar.process import PulsarStandalone
+
+        return PulsarStandalone().memory_floor()
+
     def start_process(self, settings: Settings, workdir: Path,
                       durability: int | None) -> ManagedBroker:
         from pytest_brokerperf.brokers.pulsar.process import PulsarStandalone
 
         # journal fsync is bookie-wide: one standalone serves one durability level
         standalone = PulsarStandalone(nodes=settings.nodes, version=settings.pulsar_version,
-                                      workdir=workdir, durability=durability)
+                                      workdir=workdir, durability=durability,
+                                      memory_limit=settings.broker_memory)
         return ManagedBroker(standalone.start(), standalone)
 
     def container_images(self, settings: Settings) -> tuple[str, ...]:
@@ -130,6 +137,7 @@ class PulsarBroker(BrokerType):
                                       workdir=workdir,
                                       run_id=settings.run_id, durability=durability,
                                       image=settings.image_for("pulsar"))
+        node.memory_limit = settings.broker_memory
         return ManagedBroker(node.start(), node)
 
     def reach_remote(self, settings: Settings, *, timeout_s: float) -> ManagedBroker:

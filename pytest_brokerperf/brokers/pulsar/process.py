@@ -40,9 +40,11 @@ from typing import Any, ClassVar
 from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.errors import ConfigError
 from pytest_brokerperf.provision.java import (
+    JVM_NON_HEAP,
     JavaRuntime,
     check_jvm_size,
     gc_log_flag,
+    jvm_size_bytes,
     remove_gc_logs,
     render_console_log4j2,
     render_properties,
@@ -293,12 +295,14 @@ class PulsarStandalone(ProcessCluster[LocalNode]):
         stop_timeout: float = DEFAULT_STOP_TIMEOUT_S,
         keep_logs: bool = True,
         java: str | None = None,
+        memory_limit: int | None = None,
     ) -> None:
         if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
             raise ConfigError(f"nodes (bookies) must be a positive integer, got {nodes!r}")
         journal_settings(durability)  # validates the level
         super().__init__(nodes=nodes, workdir=workdir, cpus=cpus, start_timeout=start_timeout,
-                         stop_timeout=stop_timeout, keep_logs=keep_logs)
+                         stop_timeout=stop_timeout, keep_logs=keep_logs,
+                         memory_limit=memory_limit)
         self.version = version
         self.heap = heap
         self.direct_memory = direct_memory
@@ -321,6 +325,11 @@ class PulsarStandalone(ProcessCluster[LocalNode]):
             if not _OVERRIDE_KEY.match(key):
                 raise ConfigError(f"bad standalone.conf key {key!r} in overrides")
         super()._validate()
+
+    def memory_floor(self) -> int:
+        """The heap, the JVM's non-heap and what the in-process bookies' RocksDB and
+        Netty pools take before any page cache."""
+        return jvm_size_bytes(self.heap) + JVM_NON_HEAP + 256 * 1024**2
 
     def describe(self) -> str:
         return f"Pulsar standalone ({self.nodes} bookie(s))"

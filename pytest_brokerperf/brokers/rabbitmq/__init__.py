@@ -57,6 +57,7 @@ class RabbitMQBroker(BrokerType):
     protocol: ClassVar[str] = "amqp"
     no_durability: ClassVar[str | None] = None
     container_nodes: ClassVar[tuple[int, ...]] = (1, 3)
+    memory_cap_modes: ClassVar[tuple[str, ...]] = ("process", "container")
     remote_flags: ClassVar[RemoteFlags | None] = RemoteFlags(
         address=("rabbitmq_url",),
         needs="pass --rabbitmq-url=amqp://USER:PASSWORD@HOST:5672/VHOST[,amqp://...]",
@@ -86,7 +87,8 @@ class RabbitMQBroker(BrokerType):
                       durability: int | None) -> ManagedBroker:
         from pytest_brokerperf.brokers.rabbitmq.process import RabbitMQProcessCluster
 
-        cluster = RabbitMQProcessCluster(nodes=settings.nodes, workdir=workdir)
+        cluster = RabbitMQProcessCluster(nodes=settings.nodes, workdir=workdir,
+                                         memory_limit=settings.broker_memory)
         return ManagedBroker(cluster.start(), cluster)
 
     def container_images(self, settings: Settings) -> tuple[str, ...]:
@@ -102,6 +104,7 @@ class RabbitMQBroker(BrokerType):
         cluster = RabbitMQContainerCluster(workdir=workdir, run_id=settings.run_id,
                                            nodes=settings.nodes,
                                            image=settings.image_for("rabbitmq"))
+        cluster.memory_limit = settings.broker_memory
         return ManagedBroker(cluster.start(), cluster)
 
     def reach_remote(self, settings: Settings, *, timeout_s: float) -> ManagedBroker:

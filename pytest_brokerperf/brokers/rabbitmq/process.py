@@ -223,11 +223,13 @@ class RabbitMQProcessCluster(ProcessCluster[_Node]):
         stop_timeout: float = DEFAULT_STOP_TIMEOUT_S,
         keep_logs: bool = True,
         bin_dir: Path = RABBITMQ_BIN_DIR,
+        memory_limit: int | None = None,
     ) -> None:
         if not isinstance(nodes, int) or isinstance(nodes, bool) or nodes < 1:
             raise ConfigError(f"nodes must be a positive integer, got {nodes!r}")
         super().__init__(nodes=nodes, workdir=workdir, cpus=cpus, start_timeout=start_timeout,
-                         stop_timeout=stop_timeout, keep_logs=keep_logs)
+                         stop_timeout=stop_timeout, keep_logs=keep_logs,
+                         memory_limit=memory_limit)
         self.conf_overrides = dict(conf_overrides or {})
         self.bin_dir = Path(bin_dir)
         self._epmd: ManagedProcess | None = None

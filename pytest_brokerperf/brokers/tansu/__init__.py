@@ -23,6 +23,7 @@ class TansuBroker(KafkaProtocolBroker):
 
     name: ClassVar[str] = "tansu"
     no_durability: ClassVar[str | None] = "durability level {level} on Tansu: " + IN_MEMORY_NOTE
+    memory_cap_modes: ClassVar[tuple[str, ...]] = ("process",)
 
     def start_process(self, settings: Settings, workdir: Path,
                       durability: int | None) -> ManagedBroker:
@@ -30,7 +31,8 @@ class TansuBroker(KafkaProtocolBroker):
 
         if durability is not None:
             raise self.unavailable_level(durability)
-        tansu = TansuProcess(nodes=settings.nodes, workdir=workdir)
+        tansu = TansuProcess(nodes=settings.nodes, workdir=workdir,
+                             memory_limit=settings.broker_memory)
         return ManagedBroker(tansu.start(), tansu)
 
     def no_level_label(self) -> str | None:

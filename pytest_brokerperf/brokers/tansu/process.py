@@ -64,13 +64,14 @@ class TansuProcess(ProcessCluster[LocalNode]):
     def __init__(self, nodes: int = 1, workdir: Path | None = None,
                  cpus: set[int] | None = None, *,
                  start_timeout: float = DEFAULT_START_TIMEOUT_S,
-                 stop_timeout: float = DEFAULT_STOP_TIMEOUT_S) -> None:
+                 stop_timeout: float = DEFAULT_STOP_TIMEOUT_S,
+                 memory_limit: int | None = None) -> None:
         if nodes != 1:
             raise BrokerUnavailable(
                 f"Tansu is a single stateless broker; a {nodes}-node cluster is not "
                 "available (use --brokerperf-nodes=1)")
         super().__init__(nodes=nodes, workdir=workdir, cpus=cpus, start_timeout=start_timeout,
-                         stop_timeout=stop_timeout)
+                         stop_timeout=stop_timeout, memory_limit=memory_limit)
         self._binary = ""
         self._build = ""
         self._version = "unknown"
