@@ -28,6 +28,19 @@ def test_catchup_consumer_only(brokerperf):
 # --------------------------------------------------------------------------- the studies
 KIB, MIB, GIB = 1024, 1024**2, 1024**3
 
+
+@pytest.mark.catchup
+@pytest.mark.broker("kafka", "pulsar")
+def test_catchup_cold_read(brokerperf):
+    """A 1 GiB backlog of 4 KiB messages: more than the page cache one broker node has
+    under ``--brokerperf-broker-memory=1536MiB`` (or in a container, whose default limit
+    is its heap plus 1 GiB), so the drain reads from disk (``catchup.cache.state: cold``);
+    as a process on a host with free memory the same drain is hot (flag ``hot-cache``).
+    Run it both ways to see the pair: docs/how-to/cold-catchup.md."""
+    brokerperf.run(CatchUp(partitions=16, message_size=4 * KIB, rate=20_000,
+                           backlog_bytes=GIB, build_timeout_s=180, drain_timeout_s=300))
+
+
 CATCHUP_CASES = [
     # StreamNative: 200k msg/s of 1 KiB on 100 partitions; 512 GB backlog, then drained
     StudyCase("streamnative", "catch-up read", "catchup", partitions=100, rate=200_000,

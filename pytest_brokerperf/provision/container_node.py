@@ -198,12 +198,15 @@ class ContainerNode:
 
         track_containers(self.run_id)
         memory: str | None = None
+        memory_bytes: int | None = None
         for node, plan in enumerate(plans, start=1):
             kwargs: dict[str, Any] = {"labels": labels}
             if self.memory_limit is not None:  # no swap either: a cold read stays one
                 memory = kwargs["mem_limit"] = kwargs["memswap_limit"] = str(self.memory_limit)
+                memory_bytes = self.memory_limit
             elif plan.memory_mb:
                 memory = kwargs["mem_limit"] = f"{plan.memory_mb}m"
+                memory_bytes = plan.memory_mb * 1024 * 1024
             if cpus:
                 kwargs["cpuset_cpus"] = ",".join(map(str, sorted(cpus)))
             if plan.hostname:
@@ -260,6 +263,7 @@ class ContainerNode:
             "orphans_removed": removed,
             "labels": labels,
             "memory_limit": memory,
+            "memory_limit_bytes": memory_bytes,
             "cpu_affinity": {
                 "broker_cpus": sorted(cpus) if cpus else None,
                 "generator_cpus": sorted(available - cpus) if cpus else sorted(available),
@@ -298,7 +302,8 @@ class ContainerNode:
             started_at=float(info.get("started_at") or 0.0),
             ready_at=float(info.get("ready_at") or 0.0),
             startup_s=float(info.get("startup_s") or 0.0),
-            workdir=info.get("workdir"))
+            workdir=info.get("workdir"),
+            memory_limit_bytes=info.get("memory_limit_bytes"))
 
     def host_pids(self, command: str) -> list[int]:
         """Host pids of the containers' processes named ``command`` (e.g. the node's

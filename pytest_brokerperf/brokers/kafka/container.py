@@ -60,8 +60,10 @@ CONTROLLER_PORT = 9093
 LOG_DIR = "/var/log/kafka"  # bind-mounted from the host's workdir/logs
 DATA_DIR = "/var/lib/kafka/data"
 DEFAULT_START_TIMEOUT_S = 120.0
-#: What the container may use beyond the heap (metaspace, direct buffers, page cache is
-#: the host's): a limit that stops a runaway JVM without constraining a healthy one.
+#: What the container may use beyond the heap (metaspace, direct buffers and page cache:
+#: the kernel charges the pages a container writes to its memory cgroup): a limit that
+#: stops a runaway JVM. A catch-up backlog larger than about this much is read from disk
+#: (the record's ``catchup.cache`` says so); --brokerperf-broker-memory sets another.
 MEMORY_HEADROOM_MB = 1024
 
 #: ``KAFKA_*`` variables the image's launcher reads itself: never server properties
