@@ -56,12 +56,13 @@ def _drain(bootstrap: str, topic: str) -> int:
                             "auto.offset.reset": "earliest", "enable.auto.commit": False,
                             "fetch.max.bytes": 50 * MIB})
     consumer.subscribe([topic])
-    got = 0
+    got = count = 0
     deadline = time.monotonic() + 180
     try:
-        while got < COUNT and time.monotonic() < deadline:
+        while count < COUNT and time.monotonic() < deadline:
             for msg in consumer.consume(1000, 1.0):
                 if msg.error() is None:
+                    count += 1
                     got += len(msg.value() or b"")
     finally:
         consumer.close()
@@ -69,20 +70,22 @@ def _drain(bootstrap: str, topic: str) -> int:
     return got
 
 
-def _served_from_cache(endpoint: BrokerEndpoint, topic: str) -> float:
+def _disk_share(endpoint: BrokerEndpoint, topic: str) -> float:
+    """The broker's storage reads over the read, as a share of the bytes read (above 1
+    with the kernel's readahead)."""
     _fill(endpoint.bootstrap, topic)
     time.sleep(2)  # let the log flush settle
     before = broker_disk_reads(endpoint)
     consumed = _drain(endpoint.bootstrap, topic)
     after = broker_disk_reads(endpoint)
     assert before is not None and after is not None
-    return 1.0 - (after - before) / consumed
+    return (after - before) / consumed
 
 
 @pytest.mark.skipif(_PROBLEM is not None, reason=f"no memory cgroup here: {_PROBLEM}")
 def test_a_memory_cap_turns_a_hot_catch_up_read_cold(tmp_path: Path) -> None:
     with KafkaProcessCluster(heap="256m", workdir=tmp_path / "hot") as hot:
-        hot_share = _served_from_cache(hot.endpoint, "hot")
+        hot_disk = _disk_share(hot.endpoint, "hot")
     capped = KafkaProcessCluster(heap="256m", workdir=tmp_path / "cold", memory_limit=CAP)
     with capped:
         endpoint = capped.endpoint
@@ -93,12 +96,12 @@ def test_a_memory_cap_turns_a_hot_catch_up_read_cold(tmp_path: Path) -> None:
         assert (group.path / group.hierarchy.limit_file).read_text().strip() == str(CAP)
         for pid in endpoint.processes_record().pids:
             assert str(pid) in group.procs_file.read_text().split()
-        cold_share = _served_from_cache(endpoint, "cold")
+        cold_disk = _disk_share(endpoint, "cold")
         usage = group.usage_bytes()
         assert usage is not None and usage <= CAP
         assert not group.oom_kills()
-    print(f"served from page cache: without a cap {hot_share:.0%}, "
-          f"with a {CAP // MIB} MiB cap {cold_share:.0%}")
-    assert hot_share >= 0.9
-    assert cold_share <= 0.5
+    print(f"broker storage reads per byte read back: without a cap {hot_disk:.0%}, "
+          f"with a {CAP // MIB} MiB cap {cold_disk:.0%}")
+    assert hot_disk <= 0.1  # hot: the host's page cache served it
+    assert cold_disk >= 0.5  # cold: most of it came from disk
     assert not group.path.exists()
