@@ -52,7 +52,7 @@ def test_v2_memory_hierarchy_needs_the_memory_controller(tmp_path: Path) -> None
 
 
 def test_no_cgroups_is_refused_naming_the_flag(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="cannot read .*--brokerperf-broker-memory"):
+    with pytest.raises(ConfigError, match=r"cannot read .*--brokerperf-broker-memory"):
         find_memory_hierarchy(tmp_path, tmp_path / "missing")
 
 
@@ -73,7 +73,7 @@ def test_v2_create_delegates_the_memory_controller_and_writes_memory_max(
 
 
 def test_v2_without_delegation_is_refused_with_the_fix(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="cannot enable the memory controller.*Delegate=yes"):
+    with pytest.raises(ConfigError, match=r"cannot enable the memory controller.*Delegate=yes"):
         MemoryCgroup.create(MemoryHierarchy(2, tmp_path / "absent"), "node-1", 512 * MIB)
 
 
