@@ -8,7 +8,10 @@ Hot-path contract: ``ProducerClient.send`` is called once per message and must n
 block; acknowledgements come back through the ``on_ack(value, latency_ns)`` callback
 given at creation, run from ``service()`` on the sending thread. ``latency_ns`` is the
 client library's own send→ack time when it measures one (librdkafka does), else None
-and the engine stamps the ack time itself.
+and the engine stamps the ack time itself. A driver that knows when the message really
+left for the broker (pika: the burst's socket write on its IO thread) passes that as
+``sent_ns`` with ``latency_ns`` counted from it: the hand-off to the client's IO thread
+is then publish delay (client side), not publish latency (billed to the broker).
 """
 
 from __future__ import annotations
@@ -30,7 +33,14 @@ __all__ = [
     "consumer_pause",
 ]
 
-AckCallback = Callable[[bytes, "int | None"], None]
+
+
+class AckCallback(Protocol):
+    """``on_ack(value, latency_ns, sent_ns=None)``: see the module docstring."""
+
+    def __call__(self, value: bytes, latency_ns: int | None,
+                 sent_ns: int | None = None) -> None: ...
+
 ErrorCallback = Callable[[bytes, str], None]
 
 

@@ -204,11 +204,13 @@ class Worker:
                             loc["publish_response"].append)
         ledger_ack = self.ack_ledger.ack
 
-        def on_ack(value: bytes, latency_ns: int | None) -> None:
+        def on_ack(value: bytes, latency_ns: int | None, sent_ns: int | None = None) -> None:
             _, _, kind, pid, seq, intended, sent = unpack(value)
             if kind == probe:
                 c.probe_acked += 1
                 return
+            if sent_ns is not None:  # when it really left (the driver's IO thread wrote it)
+                sent = sent_ns
             ack = mono() if latency_ns is None else sent + latency_ns
             lat((ack - sent) // 1000)
             delay((sent - intended) // 1000)

@@ -13,6 +13,8 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
+from hdrh.histogram import HdrHistogram
+
 from pytest_brokerperf.brokers.driver import AckCallback, ErrorCallback, QueueFull
 from pytest_brokerperf.brokers.rabbitmq.connection import CONNECT_TIMEOUT_S, _mono
 from pytest_brokerperf.errors import DriverError
@@ -21,6 +23,13 @@ _CLIENT_STATS: list[str] = []  # per process; one JSON document per closed produ
 
 
 __all__ = ["RECONNECT_WINDOW_S", "ConfirmTracker"]
+
+
+def _percentiles(h: HdrHistogram) -> dict[str, float | int]:
+    """Count, p50, p99, p99.9 and max of a microsecond histogram (client statistics)."""
+    return {"count": h.get_total_count(), "p50": h.get_value_at_percentile(50),
+            "p99": h.get_value_at_percentile(99), "p99_9": h.get_value_at_percentile(99.9),
+            "max": h.get_max_value()}
 
 #: How long a client whose node went away (a fault, a restart) tries the cluster's
 #: nodes in turn before it gives up; pika itself never reconnects.
@@ -135,8 +144,8 @@ class _RabbitProducer:
         # pacer -> IO thread
         self._out: deque[tuple[bytes, str, int]] = deque()
         self._wake_pending = False
-        # IO thread -> pacer: (value, latency_ns, error or None)
-        self._done: deque[tuple[bytes, int, str | None]] = deque()
+        # IO thread -> pacer: (value, wire send ns, latency_ns from it, error or None)
+        self._done: deque[tuple[bytes, int, int, str | None]] = deque()
         self._in_flight = 0  # pacer-owned: sent and not yet reported back
         self._tracker = ConfirmTracker()  # IO-thread-owned
         self._blocked = False
@@ -167,6 +176,9 @@ class _RabbitProducer:
             "confirm_mode": "async",
         }
         self._blocked_since = 0.0
+        #: send() -> the burst's write to the socket, per message (IO thread): the
+        #: hand-off that publish latency no longer bills to the broker
+        self._handoff = HdrHistogram(1, 60_000_000, 2)
         self._thread = threading.Thread(target=self._run, name=f"pika-io-{name}", daemon=True)
         self._thread.start()
         if not self._ready.wait(CONNECT_TIMEOUT_S + 5):
@@ -195,7 +207,7 @@ class _RabbitProducer:
         self._rr = self._rr + 1 if self._rr + 1 < self._nkeys else 0
         self._in_flight += 1
         if self._failed is not None:
-            self._done.append((value, 0, self._failed))
+            self._done.append((value, 0, 0, self._failed))
             return
         self._out.append((value, rk, _mono()))
         if not self._wake_pending and not self._reconnecting:
@@ -218,10 +230,10 @@ class _RabbitProducer:
         n = 0
         pop = done.popleft
         while done:
-            value, latency, error = pop()
+            value, sent, latency, error = pop()
             n += 1
             if error is None:
-                ack(value, latency)
+                ack(value, latency, sent)
             else:
                 err(value, error)
         self._in_flight -= n
@@ -244,6 +256,7 @@ class _RabbitProducer:
         self.service()
         stats = dict(self.stats)
         stats["unconfirmed_at_close"] = self._in_flight
+        stats["send_handoff_us"] = _percentiles(self._handoff)
         if len(_CLIENT_STATS) < 10_000:
             _CLIENT_STATS.append(json.dumps({"rabbitmq_producer": stats}))
 
@@ -251,7 +264,7 @@ class _RabbitProducer:
         reason = self._failed or "connection closed"
         while self._out:
             value, _, _ = self._out.popleft()
-            self._done.append((value, 0, reason))
+            self._done.append((value, 0, 0, reason))
 
     def _request_stop(self) -> None:
         self._closing = True
@@ -347,7 +360,7 @@ class _RabbitProducer:
             self.stats["unconfirmed_at_connection_loss"] += len(unconfirmed)
             self.stats["errors"] += len(unconfirmed)
             for value, _ in unconfirmed:
-                self._done.append((value, 0, f"connection lost before the confirm: {reason}"))
+                self._done.append((value, 0, 0, f"connection lost before the confirm: {reason}"))
             self._tracker = ConfirmTracker()  # a new channel numbers from 1
             conn.ioloop.stop()
             return
@@ -368,7 +381,7 @@ class _RabbitProducer:
         done = self._done
         lost = self._tracker.settle_all()
         for value, _ in lost:
-            done.append((value, 0, reason))
+            done.append((value, 0, 0, reason))
         self.stats["errors"] += len(lost) + len(self._out)
         self._fail_queued()
 
@@ -397,15 +410,26 @@ class _RabbitProducer:
         chunks: list[bytes] = []
         if emit is not None:
             conn._adapter_emit_data = chunks.append
+        burst: list[tuple[bytes, int]] = []
         try:
             while out:
-                value, rk, sent = out.popleft()
-                add(value, sent)
+                value, rk, queued = out.popleft()
+                if emit is None:  # each frame goes out inside publish: stamp before it
+                    add(value, _mono())
+                else:
+                    burst.append((value, queued))
                 publish(exchange, rk, value, props)
                 n += 1
         finally:
             if emit is not None:
                 del conn._adapter_emit_data
+                # the send time is the burst's write, not the queue append: the hand-off
+                # to this thread is the client's, not the broker's (recorded apart)
+                wire = _mono()
+                record = self._handoff.record_value
+                for value, queued in burst:
+                    add(value, wire)
+                    record(max(1, (wire - queued) // 1000))
                 if chunks:
                     emit(b"".join(chunks))
         st = self.stats
@@ -425,11 +449,11 @@ class _RabbitProducer:
         if method.NAME == "Basic.Ack":
             st["acked"] += len(items)
             for value, sent in items:
-                done.append((value, now - sent, None))
+                done.append((value, sent, now - sent, None))
         else:
             st["nacked"] += len(items)
             for value, _ in items:
-                done.append((value, 0, "nacked by the broker (basic.nack)"))
+                done.append((value, 0, 0, "nacked by the broker (basic.nack)"))
 
     def _on_blocked(self, conn: Any, frame: Any) -> None:
         self._blocked = True
