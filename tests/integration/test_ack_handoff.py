@@ -97,7 +97,7 @@ def test_rabbitmq_send_is_stamped_at_the_wire_and_the_handoff_is_bounded(
     assert len(published) == COUNT and len(confirmed) == COUNT
     to_wire, before, after, ack_bias = [], [], [], []
     for k, (_, header_sent, wire_sent, ack) in enumerate(got):
-        w_pub, w_ack = published[k], confirmed[k + 1]
+        w_pub, w_ack = published[k + 1], confirmed[k + 1]
         assert wire_sent <= w_pub and w_ack <= ack  # nothing stamped before the wire
         to_wire.append(w_pub - wire_sent)
         ack_bias.append(ack - w_ack)
@@ -105,7 +105,7 @@ def test_rabbitmq_send_is_stamped_at_the_wire_and_the_handoff_is_bounded(
         after.append((ack - wire_sent) - (w_ack - w_pub))
     handoff = stats[0]["send_handoff_us"]
     assert handoff["count"] == COUNT
-    print(f"\nRabbitMQ {RATE} msg/s x {COUNT}: (p50 / p99 / max, ms)"
+    print(f"\nRabbitMQ {RATE} msg/s x {COUNT}: (p50 / p99 / max, µs)"
           f"\n  publish-latency bias, send stamped at send():     {_quantiles(before)}"
           f"\n  publish-latency bias, send stamped at the write:  {_quantiles(after)}"
           f"\n  of which write -> wire (proxy recv):              {_quantiles(to_wire)}"
