@@ -1,12 +1,13 @@
-"""How much of a RabbitMQ publish latency is the client's own hand-off, measured on the wire.
+"""How much of a publish latency is the client's own hand-off, measured on the wire.
 
 A proxy in its own process (:mod:`pytest_brokerperf.testing.wirestamp`) stamps when each
-``Basic.Publish`` and its confirm cross the wire. The driver's producer, run as the
-engine runs it, reports per message the header's send time (the engine's ``send()``
-call), the send time it passes to the engine (the burst's socket write on pika's IO
-thread) and the ack latency. Functional truths are asserted (every message matched, no
-stamp before the wire, the hand-off recorded in the client statistics); the figures are
-printed for docs/explanation/measurement.md.
+publish and its confirm cross the wire (RabbitMQ: ``Basic.Publish``/``Basic.Ack``;
+Pulsar: ``SEND``/``SEND_RECEIPT``, the broker advertising the proxy as a listener). The
+driver's producer, run as the engine runs it, reports per message the header's send time
+(the engine's ``send()`` call), the send time it passes to the engine where it knows a
+later one (pika: the burst's socket write) and the ack latency. Functional truths are
+asserted (every message matched, no stamp before the wire, the hand-off recorded in the
+client statistics); the figures are printed for docs/explanation/measurement.md.
 """
 
 from __future__ import annotations
@@ -16,14 +17,20 @@ import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pytest_brokerperf.brokers import create_driver
+from pytest_brokerperf.brokers.driver import Driver, ProducerClient
 from pytest_brokerperf.brokers.kafka.config import shipped_driver
+from pytest_brokerperf.brokers.pulsar.config import PulsarDriverConfig
+from pytest_brokerperf.brokers.pulsar.process import PulsarStandalone
 from pytest_brokerperf.brokers.rabbitmq.process import RabbitMQProcessCluster, rabbitmq_available
 from pytest_brokerperf.engine import header
-from pytest_brokerperf.testing.wirestamp import WireStampProxy
+from pytest_brokerperf.errors import BrokerUnavailable
+from pytest_brokerperf.provision.maven import resolve_pulsar
+from pytest_brokerperf.testing.wirestamp import WireStampProxy, WireStamps
 
 pytestmark = pytest.mark.integration
 
@@ -33,14 +40,14 @@ COUNT = 3000
 
 @pytest.fixture(scope="module", autouse=True)
 def _kafka_available(_broker_session_lock: None) -> None:
-    """RabbitMQ, not Kafka: hold the broker lock, skip without the package."""
-    reason = rabbitmq_available()
-    if reason is not None:
-        pytest.skip(reason)
+    """RabbitMQ and Pulsar, not Kafka: hold the broker lock only."""
 
 
 @pytest.fixture(scope="module")
 def rmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RabbitMQProcessCluster]:
+    reason = rabbitmq_available()
+    if reason is not None:
+        pytest.skip(reason)
     cluster = RabbitMQProcessCluster(nodes=1, workdir=tmp_path_factory.mktemp("rmq"))
     cluster.start()
     try:
@@ -54,25 +61,26 @@ def _quantiles(values: list[int]) -> tuple[float, float, float]:
     return (s[len(s) // 2] / 1000, s[int(len(s) * 0.99)] / 1000, s[-1] / 1000)
 
 
-def test_rabbitmq_send_is_stamped_at_the_wire_and_the_handoff_is_bounded(
-        rmq: RabbitMQProcessCluster, tmp_path: Path) -> None:
-    port = int(rmq.endpoint.bootstrap.rsplit(":", 1)[1])
-    proxy = WireStampProxy(("127.0.0.1", port)).start()
+#: per message in send order: header send, the driver's send time, ack (ns)
+Stamped = list[tuple[int, int, int]]
+
+
+def _publish(driver: Driver, topic: str) -> Stamped:
+    """COUNT messages at RATE through the driver's producer, serviced as the engine does."""
+    admin = driver.admin()
+    admin.create_topics([topic], [1])
+    got: dict[int, tuple[int, int, int]] = {}
+    errors: list[str] = []
+
+    def on_ack(value: bytes, latency_ns: int | None, sent_ns: int | None = None) -> None:
+        _, _, _, _, seq, _, sent = header.unpack(value)
+        assert latency_ns is not None
+        start = sent if sent_ns is None else sent_ns
+        got[seq] = (sent, start, start + latency_ns)
+
     try:
-        endpoint = replace(rmq.endpoint, bootstrap=f"amqp://127.0.0.1:{proxy.port}")
-        driver = create_driver(endpoint, shipped_driver("rabbitmq-omb"))
-        admin = driver.admin()
-        admin.create_topics(["it-handoff-000"], [1])
-        got: list[tuple[int, int, int, int]] = []  # seq, header send, wire send, ack
-
-        def on_ack(value: bytes, latency_ns: int | None, sent_ns: int | None = None) -> None:
-            _, _, _, _, seq, _, sent = header.unpack(value)
-            assert latency_ns is not None and sent_ns is not None
-            got.append((seq, sent, sent_ns, sent_ns + latency_ns))
-
-        errors: list[str] = []
-        producer = driver.producer("it-handoff-000", "it-handoff-p0", on_ack,
-                                   lambda v, why: errors.append(why))
+        producer: ProducerClient = driver.producer(topic, f"{topic}-p0", on_ack,
+                                                   lambda v, why: errors.append(why))
         start = time.monotonic_ns()
         for seq in range(COUNT):
             due = start + seq * 1_000_000_000 // RATE
@@ -84,30 +92,78 @@ def test_rabbitmq_send_is_stamped_at_the_wire_and_the_handoff_is_bounded(
             producer.send(head + b"x" * 992, None)
         assert producer.flush(30) == 0
         producer.close()
-        stats = [json.loads(s)["rabbitmq_producer"] for s in driver.client_stats()]
-        admin.delete_topics(["it-handoff-000"])
-        admin.close()
+        admin.delete_topics([topic])
     finally:
-        wires = proxy.stop()
+        admin.close()
     assert errors == []
-    assert [g[0] for g in got] == list(range(COUNT))
+    assert sorted(got) == list(range(COUNT))
+    return [got[seq] for seq in range(COUNT)]
+
+
+def _bias(name: str, stamped: Stamped, wires: list[WireStamps], first: int) -> dict[str, Any]:
+    """Match message k with the wire's k-th publish (AMQP tags from 1, Pulsar sequence ids
+    from 0) and its confirm; print and return the bias figures."""
     wire = next(w for w in wires if any(w.published.values()))
-    channel, published = next((c, p) for c, p in wire.published.items() if p)
-    confirmed = wire.confirmed[channel]
+    stream = next(s for s, p in wire.published.items() if p)
+    published, confirmed = wire.published[stream], wire.confirmed[stream]
     assert len(published) == COUNT and len(confirmed) == COUNT
     to_wire, before, after, ack_bias = [], [], [], []
-    for k, (_, header_sent, wire_sent, ack) in enumerate(got):
-        w_pub, w_ack = published[k + 1], confirmed[k + 1]
-        assert wire_sent <= w_pub and w_ack <= ack  # nothing stamped before the wire
-        to_wire.append(w_pub - wire_sent)
+    for k, (header_sent, sent, ack) in enumerate(stamped):
+        w_pub, w_ack = published[k + first], confirmed[k + first]
+        assert sent <= w_pub and w_ack <= ack  # nothing stamped before the wire
+        to_wire.append(w_pub - sent)
         ack_bias.append(ack - w_ack)
-        before.append((ack - header_sent) - (w_ack - w_pub))  # the old send stamp
-        after.append((ack - wire_sent) - (w_ack - w_pub))
+        before.append((ack - header_sent) - (w_ack - w_pub))  # send stamped at send()
+        after.append((ack - sent) - (w_ack - w_pub))
+    figures = {"send() stamp": _quantiles(before), "driver's send stamp": _quantiles(after),
+               "send stamp -> wire": _quantiles(to_wire),
+               "wire confirm -> ack stamp": _quantiles(ack_bias)}
+    print(f"\n{name} {RATE} msg/s x {COUNT}, publish-latency bias (client - wire), "
+          "p50 / p99 / max in µs:")
+    for label, q in figures.items():
+        print(f"  {label:28s} {q}")
+    return figures
+
+
+def test_rabbitmq_send_is_stamped_at_the_wire_and_the_handoff_is_bounded(
+        rmq: RabbitMQProcessCluster) -> None:
+    port = int(rmq.endpoint.bootstrap.rsplit(":", 1)[1])
+    proxy = WireStampProxy(("127.0.0.1", port), "amqp").start()
+    try:
+        endpoint = replace(rmq.endpoint, bootstrap=f"amqp://127.0.0.1:{proxy.port}")
+        driver = create_driver(endpoint, shipped_driver("rabbitmq-omb"))
+        stamped = _publish(driver, "it-handoff-000")
+        stats = [json.loads(s)["rabbitmq_producer"] for s in driver.client_stats()]
+    finally:
+        wires = proxy.stop()
+    assert all(sent > header_sent for header_sent, sent, _ in stamped)  # the write, later
+    _bias("RabbitMQ", stamped, wires, first=1)
     handoff = stats[0]["send_handoff_us"]
     assert handoff["count"] == COUNT
-    print(f"\nRabbitMQ {RATE} msg/s x {COUNT}: (p50 / p99 / max, µs)"
-          f"\n  publish-latency bias, send stamped at send():     {_quantiles(before)}"
-          f"\n  publish-latency bias, send stamped at the write:  {_quantiles(after)}"
-          f"\n  of which write -> wire (proxy recv):              {_quantiles(to_wire)}"
-          f"\n  of which wire confirm -> ack stamp:               {_quantiles(ack_bias)}"
-          f"\n  client statistics send_handoff_us: {handoff}")
+    print(f"  client statistics send_handoff_us: {handoff}")
+
+
+def test_pulsar_ack_stamp_is_bounded_against_the_wire(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    try:
+        resolve_pulsar()
+    except BrokerUnavailable as e:
+        pytest.skip(str(e))
+    proxy = WireStampProxy(("127.0.0.1", 1), "pulsar")  # its port is advertised below
+    standalone = PulsarStandalone(workdir=tmp_path / "pulsar",
+                                  extra_listeners={"wire": proxy.port})
+    endpoint = standalone.start()
+    try:
+        proxy.target = ("127.0.0.1", int(endpoint.bootstrap.rsplit(":", 1)[1]))
+        proxy.start()
+        kwargs = PulsarDriverConfig.client_kwargs
+        monkeypatch.setattr(PulsarDriverConfig, "client_kwargs",
+                            lambda self, url: {**kwargs(self, url), "listener_name": "wire"})
+        driver = create_driver(endpoint, shipped_driver("pulsar"))
+        try:
+            stamped = _publish(driver, "persistent://public/default/it-handoff-000")
+        finally:
+            wires = proxy.stop()
+    finally:
+        standalone.stop()
+    _bias("Pulsar (batching)", stamped, wires, first=0)

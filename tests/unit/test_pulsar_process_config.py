@@ -200,3 +200,13 @@ def test_resolve_and_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     assert maven.pulsar_version_of(lib) == maven.PULSAR_DEFAULT_VERSION
     assert maven.main(["pulsar", "--version", "3.0.0"]) == 1
     assert "not supported" in capsys.readouterr().err
+
+
+def test_extra_listeners_replace_the_advertised_address(tmp_path: Path) -> None:
+    cfg = standalone_config(PORTS, extra_listeners={"proxy": 7001})
+    assert "advertisedAddress" not in cfg  # Pulsar refuses both together
+    assert cfg["advertisedListeners"] == (
+        f"internal:pulsar://127.0.0.1:{PORTS.broker_port},proxy:pulsar://127.0.0.1:7001")
+    assert cfg["internalListenerName"] == "internal"
+    args = standalone_args(tmp_path / "s.conf", tmp_path / "data", 1, advertised_address=False)
+    assert "--advertised-address" not in args

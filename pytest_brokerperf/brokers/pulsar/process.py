@@ -164,8 +164,15 @@ def standalone_config(
     bookies: int = 1,
     durability: int | None = None,
     overrides: Mapping[str, str] | None = None,
+    extra_listeners: Mapping[str, int] | None = None,
 ) -> dict[str, str]:
-    """The ``standalone.conf`` keys (broker and bookie read the same file), overrides last."""
+    """The ``standalone.conf`` keys (broker and bookie read the same file), overrides last.
+
+    ``extra_listeners`` (name → port) advertises more addresses of this broker (PIP-61
+    ``advertisedListeners``; the first, ``internal``, is its own port): a client that
+    names one (``listener_name``) is sent there by topic lookups, e.g. to a proxy in
+    front of the broker. Pulsar refuses ``advertisedAddress`` beside them.
+    """
     e, qw, qa = _default_quorum(bookies)
     cfg: dict[str, str] = {
         "clusterName": CLUSTER_NAME,
@@ -204,6 +211,12 @@ def standalone_config(
         "bookkeeperUseV2WireProtocol": "true",
     }
     cfg.update(journal_settings(durability))
+    if extra_listeners:
+        del cfg["advertisedAddress"]
+        cfg["advertisedListeners"] = ",".join(
+            [f"internal:pulsar://{LOOPBACK}:{ports.broker_port}"]
+            + [f"{name}:pulsar://{LOOPBACK}:{port}" for name, port in extra_listeners.items()])
+        cfg["internalListenerName"] = "internal"
     for k, v in (overrides or {}).items():
         cfg[str(k)] = str(v)
     return cfg
@@ -238,13 +251,15 @@ def pulsar_jvm_flags(heap: str, direct_memory: str, gc_log: Path, log_config: Pa
     ]
 
 
-def standalone_args(config_file: Path, data_dir: Path, bookies: int) -> list[str]:
-    """``PulsarStandaloneStarter`` arguments: no functions worker, no stream storage."""
+def standalone_args(config_file: Path, data_dir: Path, bookies: int, *,
+                    advertised_address: bool = True) -> list[str]:
+    """``PulsarStandaloneStarter`` arguments: no functions worker, no stream storage
+    (no ``--advertised-address`` when the config advertises listeners instead)."""
     args = [
         "--config", str(config_file),
         "--no-functions-worker",
         "--no-stream-storage",
-        "--advertised-address", LOOPBACK,
+        *(["--advertised-address", LOOPBACK] if advertised_address else []),
         "--metadata-dir", str(data_dir / "metadata"),
         "--bookkeeper-dir", str(data_dir / "bookkeeper"),
         "--wipe-data",
@@ -296,6 +311,7 @@ class PulsarStandalone(ProcessCluster[LocalNode]):
         keep_logs: bool = True,
         java: str | None = None,
         memory_limit: int | None = None,
+        extra_listeners: dict[str, int] | None = None,
     ) -> None:
         if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
             raise ConfigError(f"nodes (bookies) must be a positive integer, got {nodes!r}")
@@ -308,6 +324,8 @@ class PulsarStandalone(ProcessCluster[LocalNode]):
         self.direct_memory = direct_memory
         self.durability = durability
         self.overrides: dict[str, str] = {str(k): str(v) for k, v in (overrides or {}).items()}
+        #: more advertised listeners, name -> port (see :func:`standalone_config`)
+        self.extra_listeners: dict[str, int] = dict(extra_listeners or {})
         self.java = java
         self._ports: PulsarPorts | None = None
         self._flags: list[str] = []
@@ -352,8 +370,8 @@ class PulsarStandalone(ProcessCluster[LocalNode]):
         broker_port, web_port = free_ports(2)
         self._ports = PulsarPorts(broker_port=broker_port, web_port=web_port)
         self._config = standalone_config(
-            self._ports, bookies=self.nodes, durability=self.durability, overrides=self.overrides
-        )
+            self._ports, bookies=self.nodes, durability=self.durability, overrides=self.overrides,
+            extra_listeners=self.extra_listeners)
         config_file = workdir / "config" / "standalone.conf"
         config_file.write_text(
             render_properties(
@@ -370,7 +388,8 @@ class PulsarStandalone(ProcessCluster[LocalNode]):
         self._flags = pulsar_jvm_flags(self.heap, self.direct_memory, gc_log, log_config)
         self._argv = [
             self._java.path, *self._flags, "-cp", f"{self._lib}/*", MAIN_CLASS,
-            *standalone_args(config_file, data, self.nodes),
+            *standalone_args(config_file, data, self.nodes,
+                             advertised_address=not self.extra_listeners),
         ]
         node = LocalNode(name="standalone", label="Pulsar standalone",
                          log_file=logs / "pulsar.log", data_dir=data, gc_log=gc_log,
