@@ -240,6 +240,8 @@ def _child(ctrl: Connection, listen: socket.socket, target: tuple[str, int],
     acceptor.join(2)
     for s in conns:
         with contextlib.suppress(OSError):
+            s.shutdown(socket.SHUT_RDWR)  # wakes the pump blocked in recv
+        with contextlib.suppress(OSError):
             s.close()
     for t in threads:
         t.join(2)
@@ -274,11 +276,13 @@ class WireStampProxy:
         if not parent.poll(10) or parent.recv() != "ready":
             self._proc.kill()
             raise RuntimeError("the wire-stamp proxy did not start within 10 s")
+        self._listen.close()  # the proxy's process holds its own copy
         return self
 
     def stop(self) -> list[WireStamps]:
         """Stop forwarding; every connection's stamps, in accept order."""
         if self._ctrl is None:
+            self._listen.close()
             return []
         self._ctrl.send("stop")
         got = self._ctrl.recv() if self._ctrl.poll(15) else []

@@ -290,6 +290,8 @@ class _RabbitProducer:
                 self._conn.add_on_connection_blocked_callback(self._on_blocked)
                 self._conn.add_on_connection_unblocked_callback(self._on_unblocked)
                 self._conn.ioloop.start()
+                with contextlib.suppress(Exception):  # its poller and wake-up socket pair
+                    self._conn.ioloop.close()
                 # the loop stopped: a stop was asked, the first connection failed, or a
                 # connection that was up went away (then the next node is tried)
                 if self._closing or self._failed is not None or not self._reconnecting:
