@@ -20,6 +20,7 @@ from pytest_brokerperf.provision.maven import cache_root, resolve_kafka
 from pytest_brokerperf.verdict import Verdict, assess
 
 if TYPE_CHECKING:
+    from pytest_brokerperf.brokers.rabbitmq.process import RabbitMQProcessCluster
     from pytest_brokerperf.engine.plan import RunOutcome
 
 
@@ -163,3 +164,22 @@ def _valid_or_noise(rec: dict[str, Any]) -> tuple[str, str]:
 def valid_or_noise() -> Callable[[dict[str, Any]], tuple[str, str]]:
     """``valid_or_noise(record)`` → (status, SLO column): valid, or honestly host-noise."""
     return _valid_or_noise
+
+
+@pytest.fixture(scope="module")
+def rmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RabbitMQProcessCluster]:
+    """One local RabbitMQ node for a module's tests (skips where RabbitMQ is missing)."""
+    from pytest_brokerperf.brokers.rabbitmq.process import (
+        RabbitMQProcessCluster,
+        rabbitmq_available,
+    )
+
+    reason = rabbitmq_available()
+    if reason is not None:
+        pytest.skip(reason)
+    cluster = RabbitMQProcessCluster(nodes=1, workdir=tmp_path_factory.mktemp("rmq"))
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

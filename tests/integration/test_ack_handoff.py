@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ from pytest_brokerperf.brokers.driver import Driver, ProducerClient
 from pytest_brokerperf.brokers.kafka.config import shipped_driver
 from pytest_brokerperf.brokers.pulsar.config import PulsarDriverConfig
 from pytest_brokerperf.brokers.pulsar.process import PulsarStandalone
-from pytest_brokerperf.brokers.rabbitmq.process import RabbitMQProcessCluster, rabbitmq_available
+from pytest_brokerperf.brokers.rabbitmq.process import RabbitMQProcessCluster
 from pytest_brokerperf.engine import header
 from pytest_brokerperf.errors import BrokerUnavailable
 from pytest_brokerperf.provision.maven import resolve_pulsar
@@ -41,19 +40,6 @@ COUNT = 3000
 @pytest.fixture(scope="module", autouse=True)
 def _kafka_available(_broker_session_lock: None) -> None:
     """RabbitMQ and Pulsar, not Kafka: hold the broker lock only."""
-
-
-@pytest.fixture(scope="module")
-def rmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RabbitMQProcessCluster]:
-    reason = rabbitmq_available()
-    if reason is not None:
-        pytest.skip(reason)
-    cluster = RabbitMQProcessCluster(nodes=1, workdir=tmp_path_factory.mktemp("rmq"))
-    cluster.start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
 
 
 def _quantiles(values: list[int]) -> tuple[float, float, float]:

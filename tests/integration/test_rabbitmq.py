@@ -10,7 +10,7 @@ run's queues; nothing is left on the broker after a run; stopping leaves no proc
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -38,16 +38,6 @@ def _kafka_available(_broker_session_lock: None) -> None:
     reason = rabbitmq_available()
     if reason is not None:
         pytest.skip(reason)
-
-
-@pytest.fixture(scope="module")
-def rmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RabbitMQProcessCluster]:
-    cluster = RabbitMQProcessCluster(nodes=1, workdir=tmp_path_factory.mktemp("rmq"))
-    cluster.start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
 
 
 def _queues(rmq: RabbitMQProcessCluster) -> list[dict[str, object]]:
