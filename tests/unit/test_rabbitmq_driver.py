@@ -193,9 +193,10 @@ def _wait(pred: Any, timeout: float = 5.0) -> None:
 
 def test_async_confirms_with_multiple_acks_and_nacks(fake_pika: Any) -> None:
     acks: list[tuple[bytes, int | None]] = []
+    sent: list[int | None] = []
     errors: list[tuple[bytes, str]] = []
     d = _driver(message_persistence=True)
-    p = d.producer("t", "p0", lambda v, lat: acks.append((v, lat)),
+    p = d.producer("t", "p0", lambda v, lat, at=None: (acks.append((v, lat)), sent.append(at)),
                    lambda v, why: errors.append((v, why)))
     conn = fake_pika.instances[0]
     ch = conn.ch
@@ -216,6 +217,7 @@ def test_async_confirms_with_multiple_acks_and_nacks(fake_pika: Any) -> None:
     p.service()
     assert [v for v, _ in acks] == [f"m{i}".encode() for i in (0, 1, 2, 3, 4, 6, 5)]
     assert all(lat is not None and lat > 0 for _, lat in acks)  # measured to the confirm
+    assert all(at is not None and at > 0 for at in sent)  # from when it was written
     assert [v for v, _ in errors] == [b"m7", b"m8", b"m9"]
     assert all("nack" in why for _, why in errors)
     assert p.queue_depth() == 0
@@ -227,7 +229,7 @@ def test_async_confirms_with_multiple_acks_and_nacks(fake_pika: Any) -> None:
 
 def test_send_never_blocks_and_a_full_window_is_queue_full(fake_pika: Any) -> None:
     d = _driver(max_pending_confirms=50)
-    p = d.producer("t", "p0", lambda v, lat: None, lambda v, why: None)
+    p = d.producer("t", "p0", lambda v, lat, at=None: None, lambda v, why: None)
     conn = fake_pika.instances[0]
     conn.ioloop.paused.set()  # the IO loop is stuck (e.g. a slow broker)
     t0 = time.perf_counter()
@@ -250,7 +252,7 @@ def test_send_never_blocks_and_a_full_window_is_queue_full(fake_pika: Any) -> No
 
 def test_connection_blocked_is_back_pressure(fake_pika: Any) -> None:
     d = _driver()
-    p = d.producer("t", "p0", lambda v, lat: None, lambda v, why: None)
+    p = d.producer("t", "p0", lambda v, lat, at=None: None, lambda v, why: None)
     conn = fake_pika.instances[0]
     frame = Method(0, Connection.Blocked(reason="low on memory"))
     conn.run(lambda: conn.blocked_cb(conn, frame))
@@ -274,7 +276,8 @@ def test_lost_connection_fails_the_unconfirmed_and_the_producer_reconnects(
     errors: list[str] = []
     acks: list[bytes] = []
     d = _driver()
-    p = d.producer("t", "p0", lambda v, lat: acks.append(v), lambda v, why: errors.append(why))
+    p = d.producer("t", "p0", lambda v, lat, at=None: acks.append(v),
+                   lambda v, why: errors.append(why))
     conn = fake_pika.instances[0]
     for _ in range(3):
         p.send(b"x", None)
