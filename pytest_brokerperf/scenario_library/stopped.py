@@ -102,27 +102,32 @@ def record_if_stopped(ctx: RunContext, log: PhaseLog,
     )
     from pytest_brokerperf.verdict import Verdict
 
-    def stopped(partial: RunOutcome | None) -> Measured | None:
+    def stopped(exc: BrokerDied | RunInterrupted) -> Measured | None:
         if sampler is not None:
             sampler.stop()  # its thread ends with the run; stopping twice is harmless
-        got = log.outcomes(partial, headline)
+        got = log.outcomes(exc.partial, headline)
         if got is None:
             return None
         head, session = got
-        m = measured(headline=head, session=session, verdict=Verdict(status=INTERRUPTED))
+        try:
+            m = measured(headline=head, session=session, verdict=Verdict(status=INTERRUPTED))
+        except Exception as build_exc:  # the stop is the story: say the record is missing
+            exc.add_note(f"brokerperf: the stopped run's record could not be made: "
+                         f"{build_exc!r}")
+            return None
         m.sampler = sampler
         return m
 
     try:
         yield
     except BrokerDied as exc:
-        m = stopped(exc.partial)
+        m = stopped(exc)
         if m is not None:
             finish_failed(ctx, m, exc, phase=log.now)
         raise
     except KeyboardInterrupt as exc:
         stop = RunInterrupted.of(exc)
-        m = stopped(stop.partial)
+        m = stopped(stop)
         if m is not None:
             finish_interrupted(ctx, m, stop, phase=log.now)
         if stop is exc:
