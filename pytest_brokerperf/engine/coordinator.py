@@ -483,6 +483,9 @@ class LoadSession:
         as broker-side readings between phases, is in no period); its start totals are
         read, then its clock starts, then ``begin()`` runs (resuming paused consumers:
         their counters cannot move before it).
+
+        Stopped by a broker death or an interrupt, the exception's ``partial`` holds the
+        phase's periods completed until then (as :meth:`run_rung`'s does).
         """
         self._baseline()  # between phases (broker-side readings) is in no period
         start = self.totals()
@@ -500,10 +503,19 @@ class LoadSession:
             return _mono() >= deadline
 
         periods: list[PeriodStats] = []
-        while True:
-            periods.append(self.tick(len(periods), phase, stop=stop, check_s=check_s))
-            if reached or _mono() >= deadline:
-                break
+        begin_iso, errors_before = _now_iso(), len(self.errors)
+        try:
+            while True:
+                periods.append(self.tick(len(periods), phase, stop=stop, check_s=check_s))
+                if reached or _mono() >= deadline:
+                    break
+        except (BrokerDied, KeyboardInterrupt) as exc:  # the phase's periods until then
+            stop_exc = exc if isinstance(exc, BrokerDied) else RunInterrupted.of(exc)
+            stop_exc.partial = self._outcome(self.plan, [], False, periods, begin_iso,
+                                             begin_iso, errors_before)
+            if stop_exc is exc:
+                raise
+            raise stop_exc from exc
         if reached:
             end, t_end = reached[0]
         else:

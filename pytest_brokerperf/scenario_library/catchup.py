@@ -18,6 +18,7 @@ never mixed into the end-to-end latency of the tail-read window.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -383,6 +384,11 @@ def run_catchup(ctx: RunContext, scenario: CatchUp,
     from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
     from pytest_brokerperf.safety import format_bytes
     from pytest_brokerperf.scenario_library.setup import PeriodWatch, set_up_run
+    from pytest_brokerperf.scenario_library.stopped import (
+        SESSION_END,
+        PhaseLog,
+        record_if_stopped,
+    )
     from pytest_brokerperf.verdict import (
         HOT_CACHE,
         Remeasure,
@@ -428,14 +434,25 @@ def run_catchup(ctx: RunContext, scenario: CatchUp,
     thresholds = Thresholds(steal_share=settings.max_steal / 100)
     again = Remeasure(settings.noise_retries)
     discarded: list[dict[str, Any]] = []
+    row_params = (f"{short_params(prepared.params)} "
+                  f"backlog={format_bytes(prepared.backlog_bytes).replace(' ', '')}")
+    junit = (*JUNIT_FIGURES, "build_s", "drain_s", "catchup_rate_msg_s", "catchup_mib_s",
+             "catchup_age.p99", "drain_publish_response.p99")
+    log = PhaseLog()
+
+    until_stop = partial(Measured, prepared=prepared, driver_name=driver.name, slos=slos,
+                         seed=run.seed, plan=splan, noise_retries=discarded,
+                         summary_params=row_params, junit_figures=junit)
     if sampler is not None:
         sampler.start()
     try:
-        with LoadSession(driver, wl, plan, payloads=payloads, on_period=on_period) as s:
+        with record_if_stopped(ctx, log, until_stop, sampler=sampler), \
+                LoadSession(driver, wl, plan, payloads=payloads, on_period=on_period) as s:
             spec = settings.profile_spec
             rung = Rung(prepared.rate, prepared.warmup_s, prepared.measure_s,
                         warmup_until_steady=spec.warmup_until_steady)
-            before = s.run_rung(rung)
+            log.enter("the tail-read window before the backlog")
+            before = log.rung_done(s.run_rung(rung))
             while True:
                 # the tail-read window before the backlog, measured again as tail-read does
                 first = assess(before, thresholds)
@@ -445,11 +462,12 @@ def run_catchup(ctx: RunContext, scenario: CatchUp,
                 discarded.append(noise_note(len(discarded) + 1, first))
                 ctx.progress(f"brokerperf: {broker.kind} catchup: the window before the "
                              f"backlog is {why}")
-                before = s.run_rung(rung)
+                before = log.rung_done(s.run_rung(rung))
+            log.enter("the backlog build")
             s.pause_consumers(True)
-            build = s.run_until(
+            build = log.phase_done(s.run_until(
                 "build", lambda t: s.backlog(t) * size >= prepared.backlog_bytes,
-                prepared.build_timeout_s)
+                prepared.build_timeout_s))
             if not build.done:
                 have = s.backlog(build.end_totals) * size
                 raise MeasurementError(
@@ -460,18 +478,20 @@ def run_catchup(ctx: RunContext, scenario: CatchUp,
             ctx.progress(f"brokerperf: {broker.kind} catchup: backlog "
                          f"{format_bytes(s.backlog(build.end_totals) * size)} built in "
                          f"{build.elapsed_s:.1f} s; draining")
+            log.enter("the drain")
             at_start = s.broker_backlog()
             reads0 = broker_disk_reads(broker)
             if not prepared.producers_during_drain:
                 s.stop_producers()
-            drain = s.run_until(
+            drain = log.phase_done(s.run_until(
                 "drain", lambda t: s.backlog(t) <= prepared.drain_threshold,
-                prepared.drain_timeout_s, begin=lambda: s.pause_consumers(False))
+                prepared.drain_timeout_s, begin=lambda: s.pause_consumers(False)))
             reads1 = broker_disk_reads(broker)
             # one exact reading at the drain's end: consumers paused (offsets committed)
             end_totals = s.pause_consumers(True)
             at_end = s.broker_backlog()
             s.pause_consumers(False)
+            log.enter(SESSION_END)
             end = s.finish()
     finally:
         if sampler is not None:
@@ -510,8 +530,5 @@ def run_catchup(ctx: RunContext, scenario: CatchUp,
         slos=slos, seed=run.seed, plan=splan, sampler=sampler, session=session,
         noise_retries=discarded,
         extra_figures=extra, record_extra={"catchup": report.as_dict()},
-        summary_params=(f"{short_params(prepared.params)} "
-                        f"backlog={format_bytes(prepared.backlog_bytes).replace(' ', '')}"),
-        junit_figures=(*JUNIT_FIGURES, "build_s", "drain_s", "catchup_rate_msg_s", "catchup_mib_s",
-                       "catchup_age.p99", "drain_publish_response.p99"),
+        summary_params=row_params, junit_figures=junit,
     ))

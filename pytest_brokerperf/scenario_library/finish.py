@@ -233,16 +233,29 @@ def finish(ctx: RunContext, m: Measured) -> ScenarioResult:
                           artefacts=directory, failures=failures, inconclusive=inconclusive)
 
 
-def finish_failed(ctx: RunContext, m: Measured, exc: Exception) -> None:
+def _periods_done(m: Measured) -> tuple[int, int]:
+    """(measured, warm-up) stats periods of ``m``'s session: every phase's periods but
+    the warm-ups (a run of several phases keeps them in its periods, labelled)."""
+    session = m.session or m.headline
+    warm = len(session.warmup) + sum(p.phase == "warmup" for p in session.periods)
+    return len(session.periods) + len(session.warmup) - warm, warm
+
+
+def finish_failed(ctx: RunContext, m: Measured, exc: Exception, *,
+                  phase: str | None = None) -> None:
     """Write the record of a run that a broker death stopped: ``run_status: failed``,
-    the figures up to the death, the verdict ``broker-died`` with the reason; the caller
-    re-raises ``exc`` (the test errors with the broker's name, status and log tail).
+    the figures up to the death, the verdict ``broker-died`` with the reason (and the
+    ``phase`` it stopped in, for a run of several); the caller re-raises ``exc`` (the
+    test errors with the broker's name, status and log tail).
 
     Best effort: a failure to write is added to the exception's notes, never hides it.
     """
     from pytest_brokerperf.verdict import Verdict
 
     first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if phase is not None:
+        first_line += (f"; the run stopped during {phase} after {_periods_done(m)[0]} "
+                       "measured period(s)")
     m.verdict = Verdict(status=BROKER_DIED, reasons=[first_line])
     m.failure = str(exc)
     try:
@@ -252,10 +265,12 @@ def finish_failed(ctx: RunContext, m: Measured, exc: Exception) -> None:
                      f"{write_exc!r}")
 
 
-def finish_interrupted(ctx: RunContext, m: Measured, exc: BaseException) -> None:
+def finish_interrupted(ctx: RunContext, m: Measured, exc: BaseException, *,
+                       phase: str | None = None) -> None:
     """Write the record of a run Ctrl-C (SIGINT) or SIGTERM stopped: ``run_status:
     interrupted``, the periods and figures completed until then, the verdict
-    ``interrupted``; the caller re-raises ``exc`` so pytest stops as it would.
+    ``interrupted`` (its reason names the ``phase`` it stopped in, for a run of
+    several); the caller re-raises ``exc`` so pytest stops as it would.
 
     A second Ctrl-C or SIGTERM while the record is written waits until it is written
     (both are held back meanwhile, then delivered). Best effort, as
@@ -265,9 +280,9 @@ def finish_interrupted(ctx: RunContext, m: Measured, exc: BaseException) -> None
     from pytest_brokerperf.verdict import Verdict
 
     what = getattr(exc, "signal_name", "SIGINT")
-    done = len(m.headline.periods)
-    reason = (f"interrupted by {what} after {done} measured period(s) "
-              f"({len(m.headline.warmup)} warm-up)")
+    done, warm = _periods_done(m)
+    during = f" during {phase}" if phase is not None else ""
+    reason = f"interrupted by {what}{during} after {done} measured period(s) ({warm} warm-up)"
     m.verdict = Verdict(status=INTERRUPTED, reasons=[reason])
     m.failure = reason
     m.run_status = INTERRUPTED

@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from dataclasses import asdict, dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -480,6 +481,11 @@ def run_mixed(ctx: RunContext, scenario: Mixed, extra_slos: tuple[str, ...]) -> 
     from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
     from pytest_brokerperf.safety import format_bytes
     from pytest_brokerperf.scenario_library.setup import PeriodWatch, set_up_run
+    from pytest_brokerperf.scenario_library.stopped import (
+        SESSION_END,
+        PhaseLog,
+        record_if_stopped,
+    )
     from pytest_brokerperf.verdict import Thresholds, assess
 
     settings, broker = ctx.settings, ctx.broker
@@ -511,22 +517,35 @@ def run_mixed(ctx: RunContext, scenario: Mixed, extra_slos: tuple[str, ...]) -> 
     thresholds = Thresholds(steal_share=settings.max_steal / 100)
     reader: CatchUpReader | None = None
     position: list[BrokerBacklog] | None = None
+    row_params = (f"{short_params(prepared.params)} "
+                  f"backlog={format_bytes(prepared.backlog_bytes).replace(' ', '')}")
+    junit = (*JUNIT_FIGURES, "mixed.catchup_s", "mixed.catchup_rate_msg_s",
+             "mixed.publish_p99_ratio", "mixed.e2e_p99_ratio")
+    log = PhaseLog()
+    until_stop = partial(Measured, prepared=prepared, driver_name=driver.name, slos=slos,
+                         seed=run.seed, plan=splan, summary_params=row_params,
+                         junit_figures=junit)
     if sampler is not None:
         sampler.start()
     try:
-        with LoadSession(driver, wl, plan, payloads=payloads, on_period=on_period) as s:
+        with record_if_stopped(ctx, log, until_stop, sampler=sampler), \
+                LoadSession(driver, wl, plan, payloads=payloads, on_period=on_period) as s:
             spec = settings.profile_spec
-            before = s.run_rung(Rung(prepared.rate, prepared.warmup_s, prepared.measure_s,
-                                     warmup_until_steady=spec.warmup_until_steady))
-            build = s.run_until(
+            log.enter("the tail-read window before the backlog")
+            before = log.rung_done(s.run_rung(Rung(
+                prepared.rate, prepared.warmup_s, prepared.measure_s,
+                warmup_until_steady=spec.warmup_until_steady)))
+            log.enter("the backlog build")
+            build = log.phase_done(s.run_until(
                 "build", lambda t: t.get("acked", 0) * size >= prepared.backlog_bytes,
-                prepared.build_timeout_s)
+                prepared.build_timeout_s))
             if not build.done:
                 raise MeasurementError(
                     f"backlog not built within {prepared.build_timeout_s:g} s: "
                     f"{format_bytes(build.end_totals.get('acked', 0) * size)} of "
                     f"{format_bytes(prepared.backlog_bytes)} at {prepared.rate:g} msg/s; "
                     "raise Mixed(build_timeout_s=...) or the rate, or lower backlog_bytes")
+            log.enter("the catch-up")
             sub = f"{s.prefix}-catchup"
             reader = CatchUpReader(reader_driver, s.topics, sub, s.prefix)
             reader.spawn()  # between phases: in no period
@@ -534,11 +553,11 @@ def run_mixed(ctx: RunContext, scenario: Mixed, extra_slos: tuple[str, ...]) -> 
             ctx.progress(f"brokerperf: {broker.kind} mixed: "
                          f"{format_bytes(build.end_totals.get('acked', 0) * size)} retained; "
                          f"subscription {sub} starts from the earliest position")
-            catchup = s.run_until(
+            catchup = log.phase_done(s.run_until(
                 "catchup",
                 lambda t: r.failed() or t.get("acked", 0) - r.received()[0]
                 <= prepared.caught_up_lag,
-                prepared.catchup_timeout_s, begin=r.start)
+                prepared.catchup_timeout_s, begin=r.start))
             consumed = reader.stop()
             reader = None
             admin = driver.admin()
@@ -549,6 +568,7 @@ def run_mixed(ctx: RunContext, scenario: Mixed, extra_slos: tuple[str, ...]) -> 
                     admin.delete_groups([sub])
             finally:
                 admin.close()
+            log.enter(SESSION_END)
             end = s.finish()
     finally:
         if reader is not None:
@@ -574,8 +594,5 @@ def run_mixed(ctx: RunContext, scenario: Mixed, extra_slos: tuple[str, ...]) -> 
         prepared=prepared, driver_name=driver.name, headline=before, verdict=verdict,
         slos=slos, seed=run.seed, plan=splan, sampler=sampler, session=session,
         extra_figures=extra, record_extra={"mixed": report.as_dict()},
-        summary_params=(f"{short_params(prepared.params)} "
-                        f"backlog={format_bytes(prepared.backlog_bytes).replace(' ', '')}"),
-        junit_figures=(*JUNIT_FIGURES, "mixed.catchup_s", "mixed.catchup_rate_msg_s",
-                       "mixed.publish_p99_ratio", "mixed.e2e_p99_ratio"),
+        summary_params=row_params, junit_figures=junit,
     ))

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -363,6 +364,11 @@ def run_reassign(ctx: RunContext, scenario: Reassign,
     from pytest_brokerperf.errors import MeasurementError
     from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
     from pytest_brokerperf.scenario_library.setup import PeriodWatch, set_up_run
+    from pytest_brokerperf.scenario_library.stopped import (
+        SESSION_END,
+        PhaseLog,
+        record_if_stopped,
+    )
     from pytest_brokerperf.verdict import Thresholds, assess
 
     settings, broker = ctx.settings, ctx.broker
@@ -397,13 +403,25 @@ def run_reassign(ctx: RunContext, scenario: Reassign,
     thresholds = Thresholds(steal_share=settings.max_steal / 100)
     mover: Mover | None = None
     info: dict[str, Any] = {}
+    row_params = (f"{short_params(prepared.params)}"
+                  + (f" throttle={prepared.throttle_bytes_s}" if throttle else ""))
+    junit = (*JUNIT_FIGURES, "reassign.duration_s", "reassign.publish_p99_ratio",
+             "reassign.e2e_p99_ratio")
+    log = PhaseLog()
+    until_stop = partial(Measured, prepared=prepared, driver_name=driver.name, slos=slos,
+                         seed=run.seed, plan=splan, summary_params=row_params,
+                         junit_figures=junit)
     if sampler is not None:
         sampler.start()
     try:
-        with LoadSession(driver, wl, plan, payloads=payloads, on_period=on_period) as s:
+        with record_if_stopped(ctx, log, until_stop, sampler=sampler), \
+                LoadSession(driver, wl, plan, payloads=payloads, on_period=on_period) as s:
             spec = settings.profile_spec
-            before = s.run_rung(Rung(prepared.rate, prepared.warmup_s, prepared.measure_s,
-                                     warmup_until_steady=spec.warmup_until_steady))
+            log.enter("the window before the move")
+            before = log.rung_done(s.run_rung(Rung(
+                prepared.rate, prepared.warmup_s, prepared.measure_s,
+                warmup_until_steady=spec.warmup_until_steady)))
+            log.enter("the partition move")
             topic = s.topics[0]
             mover = Mover(base_driver, topic, 0, [], prepared.timeout_s)
             first = mover.read()
@@ -437,8 +455,8 @@ def run_reassign(ctx: RunContext, scenario: Reassign,
             m = mover
             with throttled(mover.admin, topic, 0, source, target, prepared.throttle_bytes_s,
                            info):
-                move = s.run_until("reassign", lambda t: m.done.is_set(),
-                                   prepared.timeout_s, begin=m.start)
+                move = log.phase_done(s.run_until("reassign", lambda t: m.done.is_set(),
+                                                  prepared.timeout_s, begin=m.start))
                 mover.stop()
                 info["cancelled"] = mover.duration_s is None and mover.cancel()
             if mover.error is not None:
@@ -449,7 +467,9 @@ def run_reassign(ctx: RunContext, scenario: Reassign,
                         duration_s=mover.duration_s, polls=len(mover.states),
                         requested_at=mover.requested_at,
                         final=mover.states[-1] if mover.states else None)
-            after = s.run_until("after", lambda t: False, prepared.after_s)
+            log.enter("the window after the move")
+            after = log.phase_done(s.run_until("after", lambda t: False, prepared.after_s))
+            log.enter(SESSION_END)
             end = s.finish()
     finally:
         if mover is not None:
@@ -476,8 +496,5 @@ def run_reassign(ctx: RunContext, scenario: Reassign,
         prepared=prepared, driver_name=driver.name, headline=before, verdict=verdict,
         slos=slos, seed=run.seed, plan=splan, sampler=sampler, session=session,
         extra_figures=extra, record_extra={"reassignment": report.as_dict()},
-        summary_params=(f"{short_params(prepared.params)}"
-                        + (f" throttle={prepared.throttle_bytes_s}" if throttle else "")),
-        junit_figures=(*JUNIT_FIGURES, "reassign.duration_s", "reassign.publish_p99_ratio",
-                       "reassign.e2e_p99_ratio"),
+        summary_params=row_params, junit_figures=junit,
     ))

@@ -272,6 +272,11 @@ def _run_ladder(ctx: RunContext, driver: Driver, prepared: ThroughputPrepared, p
                 refuse_above: float | None) -> ThroughputResult:
     from pytest_brokerperf.engine.coordinator import run_rates
     from pytest_brokerperf.engine.plan import Rung
+    from pytest_brokerperf.scenario_library.stopped import (
+        SESSION_END,
+        PhaseLog,
+        record_if_stopped,
+    )
 
     broker = ctx.broker
     wl = prepared.workload
@@ -292,8 +297,16 @@ def _run_ladder(ctx: RunContext, driver: Driver, prepared: ThroughputPrepared, p
     discarded: list[dict[str, Any]] = []
     retries_left = {r: ctx.settings.noise_retries for r in rates}
     settle_left = dict.fromkeys(rates, 1)  # an unsteady rung is measured again once
+    log = PhaseLog()
 
     def next_rung(done: list[RunOutcome]) -> Rung | None:
+        rung = _next_rung()
+        log.enter(SESSION_END if rung is None else
+                  f"rung {rates.index(rung.rate) + 1}/{len(rates)} at "
+                  f"{lad.format_rate(rung.rate)} msg/s")
+        return rung
+
+    def _next_rung() -> Rung | None:
         last = results[-1] if results else None
         # (a failed rung limited by the host has the verdict host-noise too)
         budget = None
@@ -344,10 +357,30 @@ def _run_ladder(ctx: RunContext, driver: Driver, prepared: ThroughputPrepared, p
                    producing_workers=producing, harness_ceiling=harness_ceiling,
                    client_ceiling=client_ceiling)
         results.append(rr)
+        log.rung_done(out)
         ctx.progress(progress_rung(broker.kind, rr, len(rates)))
 
-    rungs, end = run_rates(driver, wl, plan, next_rung, payloads=payloads, on_period=on_period,
-                           on_rung=on_rung)
+    row_params = f"ladder {lad.format_rate(rates[0])}..{lad.format_rate(rates[-1])}"
+
+    def until_stop(*, headline: RunOutcome, session: RunOutcome,
+                   verdict: Verdict) -> Measured:
+        # the completed rungs, judged; the one it stopped in is in the periods only
+        ladder = ladres.summarize(rates, list(results), policy, workers=plan.workers,
+                                  ceilings=ceilings_doc)
+        extra, blocks = _ladder_blocks(ladder, discarded, ceilings_doc, stopped=log.now)
+        return _measured(ctx, driver, prepared, headline, session, verdict, slos, seed,
+                         splan, sampler, extra=extra, record_extra=blocks,
+                         noise_retries=discarded, ladder=ladder, rung_outcomes=log.rungs,
+                         calibration=ceilings_doc, row_params=row_params)
+
+    def top_rung(rungs: list[RunOutcome]) -> RunOutcome:
+        top = ladres.summarize(rates, list(results), policy).top_rung
+        by_rate = {o.plan.rate: o for o in rungs}
+        return by_rate.get(top.target_rate, rungs[0]) if top is not None else rungs[0]
+
+    with record_if_stopped(ctx, log, until_stop, sampler=sampler, headline=top_rung):
+        rungs, end = run_rates(driver, wl, plan, next_rung, payloads=payloads,
+                               on_period=on_period, on_rung=on_rung)
     if sampler is not None:
         with contextlib.suppress(Exception):
             sampler.stop()
@@ -355,31 +388,47 @@ def _run_ladder(ctx: RunContext, driver: Driver, prepared: ThroughputPrepared, p
     ladder = ladres.summarize(rates, results, policy, workers=plan.workers, ceilings=ceilings_doc)
     if discarded:
         prepared.notes.append(discarded_windows_note(discarded))
-    top = ladder.top_rung
-    by_rate = {o.plan.rate: o for o in rungs}
-    headline = by_rate[top.target_rate] if top is not None else rungs[0]
+    headline = top_rung(rungs)
     verdict = ladder_verdict(ladder)
     ctx.progress(f"brokerperf: {broker.kind} throughput: {ladder.summary()}"
                  + (f"; knee {ladder.knee.rate_msg_s:,.0f} msg/s"
                     if ladder.knee and ladder.knee.rate_msg_s else ""))
-    extra = {
+    extra, blocks = _ladder_blocks(ladder, discarded, ceilings_doc)
+    return _finish(ctx, _measured(ctx, driver, prepared, headline,
+                                  _session_outcome(rungs, headline, end), verdict, slos, seed,
+                                  splan, sampler, extra=extra, record_extra=blocks,
+                                  noise_retries=discarded, ladder=ladder, rung_outcomes=rungs,
+                                  calibration=ceilings_doc, row_params=row_params),
+                   ladder=ladder, rung_outcomes=rungs, calibration=ceilings_doc)
+
+
+def _ladder_blocks(ladder: ladres.LadderResult, discarded: list[dict[str, Any]],
+                   ceilings_doc: dict[str, Any], *, stopped: str | None = None,
+                   ) -> tuple[dict[str, float | None], ScenarioBlocks]:
+    """The ladder's SLO-checkable figures and record blocks; a ladder ``stopped`` part-way
+    (a broker death, Ctrl-C) has the outcome ``stopped`` and says in which phase."""
+    extra: dict[str, float | None] = {
         "max_sustainable_rate": ladder.highest_sustainable_rate,
         "knee_rate": ladder.knee.rate_msg_s if ladder.knee else None,
     }
-    throughput_doc = {
+    summary = ladder.summary()
+    throughput_doc: dict[str, Any] = {
         "mode": "ladder", "label": "ladder",
         "highest_sustainable_rate_msg_s": ladder.highest_sustainable_rate,
         "limit": ladder.limit, "outcome": ladder.outcome,
-        "limit_rate_msg_s": ladder.limit_rate, "summary": ladder.summary(),
+        "limit_rate_msg_s": ladder.limit_rate, "summary": summary,
     }
-    ladder_doc = {**ladder.as_dict(), "noise_retries": discarded}
-    return _finish(ctx, driver, prepared, headline, _session_outcome(rungs, headline, end),
-                   verdict, slos, seed, splan, sampler, extra=extra,
-                   record_extra={"ladder": ladder_doc, "throughput": throughput_doc,
-                                 "calibration": ceilings_doc, "rate_discovery": None},
-                   noise_retries=discarded,
-                   ladder=ladder, rung_outcomes=rungs, calibration=ceilings_doc,
-                   row_params=f"ladder {lad.format_rate(rates[0])}..{lad.format_rate(rates[-1])}")
+    ladder_doc = {**ladder.as_dict(), "noise_retries": discarded, "stopped_during": stopped}
+    if stopped is not None:
+        done = len([r for r in ladder.rungs if r.measured])
+        summary = (f"stopped during {stopped} after {done} completed rung(s); highest "
+                   "sustainable so far "
+                   + (f"{ladder.highest_sustainable_rate:,.0f} msg/s"
+                      if ladder.highest_sustainable_rate is not None else "none"))
+        for doc in (throughput_doc, ladder_doc):
+            doc.update(outcome="stopped", summary=summary)
+    return extra, {"ladder": ladder_doc, "throughput": throughput_doc,
+                   "calibration": ceilings_doc, "rate_discovery": None}
 
 
 def _run_discovery(ctx: RunContext, driver: Driver, prepared: ThroughputPrepared,
@@ -398,6 +447,11 @@ def _run_discovery(ctx: RunContext, driver: Driver, prepared: ThroughputPrepared
         RateController,
         RateControllerLimits,
     )
+    from pytest_brokerperf.scenario_library.stopped import (
+        SESSION_END,
+        PhaseLog,
+        record_if_stopped,
+    )
 
     limits = RateControllerLimits.from_env()
     loop = DiscoveryLoop(RateController(limits), INITIAL_RATE, CONTROL_PERIOD_S)
@@ -406,10 +460,47 @@ def _run_discovery(ctx: RunContext, driver: Driver, prepared: ThroughputPrepared
         f"control every {CONTROL_PERIOD_S:g}s, warm-up={prepared.warmup_s:g}s "
         f"measure={prepared.measure_s:g}s workers={plan.workers} limits {asdict(limits)}")
     wl = prepared.workload
-    with LoadSession(driver, wl, plan, payloads=payloads, on_period=on_period) as session:
-        out = session.run_rung(Rung(INITIAL_RATE, prepared.warmup_s, prepared.measure_s,
-                                    warmup_until_steady=False, label=LABEL),
-                               on_wait=loop.poll)
+
+    def blocks(out: RunOutcome, stopped: str | None = None
+               ) -> tuple[dict[str, float | None], ScenarioBlocks, dict[str, Any]]:
+        measured_rate = out.ack_rate
+        doc = {
+            "label": LABEL, "control_period_s": CONTROL_PERIOD_S,
+            "initial_rate_msg_s": INITIAL_RATE, "limits": asdict(limits),
+            "steps": loop.steps, "final_rate_msg_s": loop.rate,
+            "measured_ack_rate_msg_s": measured_rate,
+            "measured_publish_rate_msg_s": [p.publish_rate for p in out.periods],
+            "note": "OMB's RateController (PR #329) reproduced: the figure is the measured "
+                    "window's acknowledged rate while the controller keeps adjusting; it is "
+                    "not a ladder result",
+        }
+        summary = f"{LABEL}: {measured_rate:,.0f} msg/s acknowledged in the measured window"
+        throughput_doc = {
+            "mode": LABEL, "label": LABEL, "highest_sustainable_rate_msg_s": measured_rate,
+            "limit": None, "outcome": LABEL if stopped is None else "stopped",
+            "limit_rate_msg_s": None,
+            "summary": summary if stopped is None else f"stopped during {stopped}; {summary}",
+        }
+        return ({"max_sustainable_rate": measured_rate, "knee_rate": None},
+                {"ladder": None, "throughput": throughput_doc, "calibration": ceilings_doc,
+                 "rate_discovery": doc}, doc)
+
+    def until_stop(*, headline: RunOutcome, session: RunOutcome,
+                   verdict: Verdict) -> Measured:
+        extra, record_extra, _ = blocks(headline, stopped=log.now)
+        return _measured(ctx, driver, prepared, headline, session, verdict, slos, seed, splan,
+                         None, extra=extra, record_extra=record_extra,
+                         rung_outcomes=[headline], calibration=ceilings_doc, row_params=LABEL,
+                         steps_csv=loop.steps)
+
+    log = PhaseLog()
+    with record_if_stopped(ctx, log, until_stop), \
+            LoadSession(driver, wl, plan, payloads=payloads, on_period=on_period) as session:
+        log.enter("the rate-discovery window")
+        out = log.rung_done(session.run_rung(
+            Rung(INITIAL_RATE, prepared.warmup_s, prepared.measure_s,
+                 warmup_until_steady=False, label=LABEL), on_wait=loop.poll))
+        log.enter(SESSION_END)
         end = session.finish()
         end.apply(out)
         out.begin_time = end.begin_time
@@ -417,47 +508,32 @@ def _run_discovery(ctx: RunContext, driver: Driver, prepared: ThroughputPrepared
     verdict.details["target_rate"] = None
     verdict.details["note"] = ("omb-rate-discovery: the target changes every 3 s, so the "
                                "measured window mixes rates")
+    extra, record_extra, doc = blocks(out)
     measured_rate = out.ack_rate
-    doc = {
-        "label": LABEL, "control_period_s": CONTROL_PERIOD_S,
-        "initial_rate_msg_s": INITIAL_RATE, "limits": asdict(limits),
-        "steps": loop.steps, "final_rate_msg_s": loop.rate,
-        "measured_ack_rate_msg_s": measured_rate,
-        "measured_publish_rate_msg_s": [p.publish_rate for p in out.periods],
-        "note": "OMB's RateController (PR #329) reproduced: the figure is the measured "
-                "window's acknowledged rate while the controller keeps adjusting; it is not "
-                "a ladder result",
-    }
     ctx.progress(f"brokerperf: {ctx.broker.kind} throughput {LABEL}: measured "
                  f"{measured_rate:,.0f} msg/s acknowledged, controller at {loop.rate:,.0f} "
                  f"msg/s after {len(loop.steps)} steps")
-    throughput_doc = {
-        "mode": LABEL, "label": LABEL, "highest_sustainable_rate_msg_s": measured_rate,
-        "limit": None, "outcome": LABEL, "limit_rate_msg_s": None,
-        "summary": f"{LABEL}: {measured_rate:,.0f} msg/s acknowledged in the measured window",
-    }
     prepared.rate = measured_rate
-    return _finish(ctx, driver, prepared, out, out, verdict, slos, seed, splan, None,
-                   extra={"max_sustainable_rate": measured_rate, "knee_rate": None},
-                   record_extra={"ladder": None, "throughput": throughput_doc,
-                                 "calibration": ceilings_doc, "rate_discovery": doc},
-                   discovery=doc, rung_outcomes=[out], calibration=ceilings_doc,
-                   row_params=LABEL, steps_csv=loop.steps)
+    return _finish(ctx, _measured(ctx, driver, prepared, out, out, verdict, slos, seed, splan,
+                                  None, extra=extra, record_extra=record_extra,
+                                  rung_outcomes=[out], calibration=ceilings_doc,
+                                  row_params=LABEL, steps_csv=loop.steps),
+                   discovery=doc, rung_outcomes=[out], calibration=ceilings_doc)
 
 
-def _finish(ctx: RunContext, driver: Driver, prepared: ThroughputPrepared,
-            headline: RunOutcome, session_outcome: RunOutcome, verdict: Verdict,
-            slos: list[SLO], seed: int, splan: ScenarioPlan, sampler: Any, *,
-            extra: dict[str, float | None], record_extra: ScenarioBlocks,
-            noise_retries: list[dict[str, Any]] | None = None,
-            ladder: ladres.LadderResult | None = None, discovery: dict[str, Any] | None = None,
-            rung_outcomes: list[RunOutcome] | None = None,
-            calibration: dict[str, Any] | None = None, row_params: str = "",
-            steps_csv: list[dict[str, Any]] | None = None) -> ThroughputResult:
-    """The throughput's own artefacts and ladder row around the scenarios' common
-    :func:`~pytest_brokerperf.scenario_library.finish.finish`."""
+def _measured(ctx: RunContext, driver: Driver, prepared: ThroughputPrepared,
+              headline: RunOutcome, session_outcome: RunOutcome, verdict: Verdict,
+              slos: list[SLO], seed: int, splan: ScenarioPlan, sampler: Any, *,
+              extra: dict[str, float | None], record_extra: ScenarioBlocks,
+              noise_retries: list[dict[str, Any]] | None = None,
+              ladder: ladres.LadderResult | None = None,
+              rung_outcomes: list[RunOutcome] | None = None,
+              calibration: dict[str, Any] | None = None, row_params: str = "",
+              steps_csv: list[dict[str, Any]] | None = None) -> Measured:
+    """What the throughput run hands the scenarios' common
+    :func:`~pytest_brokerperf.scenario_library.finish.finish`: its figures, blocks and
+    own artefacts (``ladder.csv``, ``rungs/``, ``calibration.json``)."""
     from pytest_brokerperf.omb_result import default_result_filename
-    from pytest_brokerperf.summary import LadderRow
 
     stem = prepared.workload_file.stem if prepared.workload_file else prepared.scenario
     now = datetime.now()
@@ -488,7 +564,7 @@ def _finish(ctx: RunContext, driver: Driver, prepared: ThroughputPrepared,
     if ladder is not None:
         extra_props += [("brokerperf.limit", ladder.limit),
                         ("brokerperf.ladder_outcome", ladder.outcome)]
-    base = finish(ctx, Measured(
+    return Measured(
         prepared=prepared, driver_name=driver.name, headline=headline, verdict=verdict,
         slos=slos, seed=seed, plan=splan, sampler=sampler, session=session_outcome,
         extra_figures=extra,
@@ -499,7 +575,20 @@ def _finish(ctx: RunContext, driver: Driver, prepared: ThroughputPrepared,
                           else f"{prepared.scenario}[{prepared.mode}]"),
         summary_params=f"{short_params(prepared.params, with_rate=False)} {row_params}",
         junit_figures=("max_sustainable_rate", "knee_rate", *JUNIT_FIGURES),
-        extra_properties=extra_props, write_extra=write_extra))
+        extra_properties=extra_props, write_extra=write_extra)
+
+
+def _finish(ctx: RunContext, m: Measured, *, ladder: ladres.LadderResult | None = None,
+            discovery: dict[str, Any] | None = None,
+            rung_outcomes: list[RunOutcome] | None = None,
+            calibration: dict[str, Any] | None = None) -> ThroughputResult:
+    """The record (:func:`~pytest_brokerperf.scenario_library.finish.finish`) and the
+    ladder row of a throughput run that ran to its end."""
+    from pytest_brokerperf.summary import LadderRow
+
+    base = finish(ctx, m)
+    verdict, extra, headline, prepared = m.verdict, m.extra_figures, m.headline, m.prepared
+    assert isinstance(prepared, ThroughputPrepared)
     if ladder is not None:
         top = ladder.top_rung
         cpu_top = (max(top.signals.worker_cpu.values(), default=0.0)

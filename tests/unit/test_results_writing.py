@@ -140,3 +140,38 @@ def test_ctrl_c_while_a_record_is_written_waits_for_the_record() -> None:
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     finally:
         signal.signal(signal.SIGINT, before)
+
+
+def test_ctrl_c_in_a_later_phase_keeps_its_periods_and_every_phase_before() -> None:
+    from pytest_brokerperf.engine.coordinator import LoadSession
+    from pytest_brokerperf.engine.plan import Rung
+    from pytest_brokerperf.scenario_library.stopped import PhaseLog
+
+    wl = _workload()
+    plan = RunPlan(rate=200, period_s=0.25, warmup_max_s=0.0, measure_s=0.5, workers=1,
+                   topic_prefix="phases", probe_timeout_s=20)
+
+    def on_period(p: Any) -> None:
+        if p.phase == "drain" and p.index == 1:
+            raise KeyboardInterrupt  # as Python's SIGINT handler raises it
+
+    log = PhaseLog()
+    with LoadSession(LoopbackDriver(partitions=1), wl, plan,
+                     payloads=wl.payloads(None, seed=1), on_period=on_period) as s:
+        window = log.rung_done(s.run_rung(Rung(200, 0.0, 0.5)))
+        log.phase_done(s.run_until("build", lambda t: t.get("acked", 0) > 0, 10))
+        log.enter("the drain")
+        with pytest.raises(RunInterrupted) as info:
+            s.run_until("drain", lambda t: False, 30)  # never done: stopped by the interrupt
+    partial = info.value.partial
+    assert [(p.phase, p.index) for p in partial.periods] == [("drain", 0)]
+    outcomes = log.outcomes(partial)
+    assert outcomes is not None
+    headline, session = outcomes
+    assert headline is window  # the figures stay the completed window's
+    phases = [p.phase for p in session.periods]
+    assert phases[:2] == ["measure", "measure"] and phases[-1] == "drain"
+    assert "build" in phases and session.warmup == []
+    assert log.now == "the drain"
+    # stopped before anything was measured: no record to write
+    assert PhaseLog().outcomes(None) is None
