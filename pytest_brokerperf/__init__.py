@@ -24,6 +24,7 @@ _EXPORTS = {
     "CatchUp": "pytest_brokerperf.scenario_library.catchup",
     "Mixed": "pytest_brokerperf.scenario_library.mixed",
     "Reassign": "pytest_brokerperf.scenario_library.reassign",
+    "Soak": "pytest_brokerperf.scenario_library.soak",
     "Throughput": "pytest_brokerperf.scenario_library.throughput",
     "Workload": "pytest_brokerperf.workload",
     "StudyCase": "pytest_brokerperf.study_cases",

@@ -38,6 +38,9 @@ MARKERS = (
     "from the earliest position catching up while producers and the tail go on)",
     "reassign: partition reassignment scenario (a loaded single-replica partition moved "
     "with its data to another broker while the load goes on; Kafka-protocol brokers)",
+    "soak: soak scenario (a tail read held at a moderate rate, 10 minutes by default, "
+    "failing when a worker's or local broker's memory, open files or threads grow "
+    "without bound)",
     "broker(*names): run this test only for these brokers "
     f"(known: {', '.join(KNOWN_BROKERS)}); a test none of whose brokers is selected "
     "by --broker is deselected",

@@ -62,6 +62,7 @@ class ScenarioBlocks(TypedDict, total=False):
     fault: dict[str, Any] | None  # a fault run: docs/reference/faults.md
     faults: list[dict[str, Any]]  # the fault's events, for the report's fault timeline
     reassignment: dict[str, Any] | None
+    soak: dict[str, Any] | None  # the soak's resource trends: docs/reference/soak.md
     gates: list[dict[str, Any]]  # --brokerperf-fail-on: this record judged vs a baseline
     timeline: dict[str, Any]  # per-period series (written with the artefacts)
 
@@ -266,6 +267,25 @@ def append_jsonl(path: Path, record: Any) -> None:
         os.close(fd)
 
 
+#: What the workers and the local broker processes hold at each period's end (sums over
+#: processes; docs/reference/results.md): (column, side, ProcessResources field).
+RESOURCE_FIELDS = (
+    ("worker_rss_mib", "worker", "rss_bytes"), ("worker_open_fds", "worker", "open_fds"),
+    ("worker_threads", "worker", "threads"), ("broker_rss_mib", "broker", "rss_bytes"),
+    ("broker_open_fds", "broker", "open_fds"), ("broker_threads", "broker", "threads"),
+)
+RESOURCE_COLUMNS = tuple(c for c, _, _ in RESOURCE_FIELDS)
+
+
+def resource_cells(p: PeriodStats) -> list[float | int | None]:
+    """The ``RESOURCE_COLUMNS`` of one period (RSS in MiB)."""
+    cells: list[float | int | None] = []
+    for _, side, key in RESOURCE_FIELDS:
+        v = p.held(side, key)
+        cells.append(round(v / 1048576, 2) if v is not None and key == "rss_bytes" else v)
+    return cells
+
+
 #: ``periods.csv``'s latency views and columns (docs/reference/results.md).
 PERIOD_VIEWS = ("publish_latency", "publish_delay", "publish_response", "e2e_latency",
                 "e2e_response")
@@ -273,7 +293,7 @@ PERIODS_HEADER = [
     "phase", "index", "elapsed_s", "target_rate_msg_s", "publish_rate_msg_s",
     "consume_rate_msg_s", "publish_mib_s", "consume_mib_s", "send_error_rate",
     "backlog", "total_sent", "total_received", "queue_full", "client_queue_depth",
-    "max_worker_cpu_share", "max_worker_runq_share",
+    "max_worker_cpu_share", "max_worker_runq_share", *RESOURCE_COLUMNS,
     *[f"{v}_{c}" for v in PERIOD_VIEWS for c in ("p50_us", "p99_us", "p999_us", "max_us",
                                                  "count")],
 ]
@@ -289,6 +309,7 @@ def period_row(p: PeriodStats) -> list[Any]:
         sum(x.client_queue_depth for x in p.workers),
         round(max((x.cpu_share for x in p.workers), default=0.0), 3),
         round(max((x.runq_share for x in p.workers), default=0.0), 3),
+        *resource_cells(p),
     ]
     for v in PERIOD_VIEWS:
         h = p.histograms[v]
@@ -324,6 +345,7 @@ def timeline_block(outcome: RunOutcome) -> dict[str, Any]:
         "publish_rate_msg_s": [], "consume_rate_msg_s": [], "backlog": []}
     for v in TIMELINE_VIEWS:
         cols.update({f"{v}_p50_us": [], f"{v}_p99_us": [], f"{v}_count": []})
+    cols.update({c: [] for c in RESOURCE_COLUMNS})
     for p in periods:
         cols["phase"].append(p.phase)
         cols["t_s"].append(round((p.start_ns - t0) / 1e9 + p.elapsed_s, 3))
@@ -338,6 +360,8 @@ def timeline_block(outcome: RunOutcome) -> dict[str, Any]:
             cols[f"{v}_p50_us"].append(pct.get(50.0))
             cols[f"{v}_p99_us"].append(pct.get(99.0))
             cols[f"{v}_count"].append(h.total_count if h is not None else 0)
+        for c, cell in zip(RESOURCE_COLUMNS, resource_cells(p), strict=True):
+            cols[c].append(cell)
     return {"periods": len(periods), **cols}
 
 

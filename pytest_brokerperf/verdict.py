@@ -36,7 +36,11 @@ broker's and broker back-pressure is never thrown away as a harness limit:
   period of the window (another boot, or a CLOCK_MONOTONIC reading outside the
   coordinator's bracket: another time namespace or host; engine/clock.py): end-to-end
   latency subtracts stamps of two processes, so those figures are not the broker's.
-  Outranked only by ``host-noise``.
+  Outranked only by ``host-noise``;
+* ``resource-growth`` — a flag, never a status: over a soak's measured window a worker
+  or a local broker process's RSS, open files or threads grew without levelling off
+  (resource_growth.py, docs/reference/soak.md). The figures stay true; the test fails
+  with the process, resource, start → end and slope per minute.
 """
 
 from __future__ import annotations
@@ -53,8 +57,9 @@ if TYPE_CHECKING:
     from pytest_brokerperf.engine.plan import RunOutcome
     from pytest_brokerperf.metrics.stats import PeriodStats
 
-__all__ = ["CONSUMER_BOUND", "RATE_NOT_SUSTAINED", "Remeasure", "Thresholds", "Verdict", "assess",
-           "discarded_windows_note", "host_noise_reason", "noise_note", "window_steal_share"]
+__all__ = ["CONSUMER_BOUND", "RATE_NOT_SUSTAINED", "RESOURCE_GROWTH", "Remeasure", "Thresholds",
+           "Verdict", "assess", "discarded_windows_note", "host_noise_reason", "noise_note",
+           "window_steal_share"]
 
 VALID = "valid"
 GENERATOR_BOUND = "generator-bound"
@@ -67,6 +72,8 @@ UNSTEADY = "unsteady"
 HOST_NOISE = "host-noise"
 RATE_NOT_SUSTAINED = "rate-not-sustained"
 CONSUMER_BOUND = "consumer-bound"
+#: a flag beside the status: a soak saw a process's resources grow without bound
+RESOURCE_GROWTH = "resource-growth"
 
 #: Statuses whose figures SLOs and gates may judge.
 JUDGEABLE = frozenset({VALID, BACKPRESSURE})

@@ -45,6 +45,7 @@ from pytest_brokerperf.engine.workers import (
 )
 from pytest_brokerperf.errors import BrokerDied, MeasurementError, RunInterrupted
 from pytest_brokerperf.metrics.stats import METRICS, PeriodStats, WorkerSample
+from pytest_brokerperf.metrics.sysstats import ProcessResources
 from pytest_brokerperf.provision.cpus import allowed_cpus, pinned_coordinator
 from pytest_brokerperf.provision.process import check_watched
 
@@ -99,6 +100,7 @@ def _merge_period(index: int, phase: str, start_ns: int, elapsed_s: float,
                 worker=s["worker"], cpu_s=s["cpu_s"], runq_delay_s=s["runq_delay_s"],
                 elapsed_s=s["wall_s"], queue_full=t["queue_full"] - p.get("queue_full", 0),
                 client_queue_depth=t["queue_depth"],
+                resources=ProcessResources(**s["resources"]) if "resources" in s else None,
             )
         )
         prev[s["worker"]] = {k: v for k, v in t.items() if isinstance(v, int)}

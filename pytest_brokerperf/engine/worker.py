@@ -476,7 +476,7 @@ class Worker:
     def snapshot(self) -> dict[str, Any]:
         """Lifetime counters, this period's latency buffers and resource use."""
         from pytest_brokerperf.metrics.histogram import LatencyHistogram
-        from pytest_brokerperf.metrics.sysstats import ProcessSampler
+        from pytest_brokerperf.metrics.sysstats import ProcessSampler, process_resources
 
         if self._last_sample is None:
             self._sampler = ProcessSampler()
@@ -498,6 +498,8 @@ class Worker:
             "cpu_s": cur.cpu_s - prev.cpu_s,
             "runq_delay_s": cur.runq_delay_s - prev.runq_delay_s,
             "wall_s": (cur.wall_ns - prev.wall_ns) / 1e9,
+            # RSS, open files and threads of this process: a soak's leak check
+            "resources": process_resources().as_dict(),
             "errors": self._drain_errors(),
             # the clock its send and receive stamps come from, checked by the coordinator
             "clock": {"boot_id": BOOT_ID, "mono_ns": _mono()},

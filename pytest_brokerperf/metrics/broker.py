@@ -31,7 +31,6 @@ from __future__ import annotations
 import contextlib
 import csv
 import math
-import os
 import queue
 import re
 import threading
@@ -44,9 +43,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
+from pytest_brokerperf.metrics.sysstats import ProcessResources
+
 if TYPE_CHECKING:
     from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.metrics.stats import PeriodStats
 
 __all__ = [
     "COLUMNS",
@@ -62,8 +64,9 @@ __all__ = [
 ]
 
 _MIB = 1024.0 * 1024.0
-_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _PROC = Path("/proc")
+#: what each local broker process holds at a period's end (``BrokerPeriod.resources``)
+RESOURCE_KEYS = ("rss_bytes", "open_fds", "threads")
 
 # ------------------------------------------------------------------ Prometheus text format
 
@@ -123,16 +126,20 @@ def process_figures(series: Series) -> dict[str, float]:
 
 
 def proc_figures(pid: int) -> dict[str, float]:
-    """CPU seconds, run-queue seconds, RSS and storage I/O bytes of process ``pid``."""
-    from pytest_brokerperf.metrics.sysstats import ProcessSampler
+    """CPU seconds, run-queue seconds, RSS, open files, threads and storage I/O bytes of
+    process ``pid``."""
+    from pytest_brokerperf.metrics.sysstats import ProcessSampler, process_resources
 
     sampler = ProcessSampler(pid)
     fig: dict[str, float] = {"cpu_seconds": sampler.cpu_seconds()}
     runq, ok = sampler.runq_seconds()
     if ok:
         fig["runq_seconds"] = runq
-    with contextlib.suppress(OSError, ValueError, IndexError):
-        fig["rss_bytes"] = float(int((_PROC / str(pid) / "statm").read_text().split()[1]) * _PAGE)
+    held = process_resources(pid)
+    for key in RESOURCE_KEYS:
+        value = getattr(held, key)
+        if value is not None:
+            fig[key] = float(value)
     with contextlib.suppress(OSError, ValueError):  # needs the same uid (or ptrace rights)
         for line in (_PROC / str(pid) / "io").read_text().splitlines():
             key, _, value = line.partition(":")
@@ -148,6 +155,8 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("broker_cpu_cores", "sum", "CPU used by the broker processes, in cores"),
     ("broker_runq_share", "sum", "time broker threads waited on a run queue / wall time"),
     ("broker_rss_mib", "sum", "resident memory at the period's end"),
+    ("broker_open_fds", "sum", "open file descriptors at the period's end (/proc)"),
+    ("broker_threads", "sum", "threads at the period's end (/proc)"),
     ("disk_read_mib_s", "sum", "storage reads of the broker processes"),
     ("disk_write_mib_s", "sum", "storage writes of the broker processes"),
     ("bytes_in_mib_s", "sum", "BytesInPerSec: produced bytes the brokers accepted"),
@@ -200,6 +209,8 @@ def period_figures(base: Mapping[str, float], end: Mapping[str, float],
     out["broker_runq_share"] = per_s("runq_seconds")
     rss = end.get("rss_bytes", end.get("process_rss_bytes"))
     out["broker_rss_mib"] = None if rss is None else rss / _MIB
+    out["broker_open_fds"] = end.get("open_fds")
+    out["broker_threads"] = end.get("threads")
     out["disk_read_mib_s"] = per_s("read_bytes", _MIB)
     out["disk_write_mib_s"] = per_s("write_bytes", _MIB)
     out["bytes_in_mib_s"] = per_s("bytes_in_count", _MIB)
@@ -286,6 +297,8 @@ class BrokerPeriod:
     lag_ms: float  # end sample taken this long after the client period ended
     base_offset_ms: float  # start sample taken this far from the client period's start
     figures: dict[str, float | None] = field(default_factory=dict)
+    #: per local broker process (``/proc``), what it holds at the period's end
+    resources: dict[str, ProcessResources] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -439,7 +452,32 @@ class BrokerMetricsSampler:
             phase=phase, index=index, start_ns=start_ns, end_ns=end_ns,
             sampled_s=elapsed, lag_ms=(end.t_ns - end_ns) / 1e6,
             base_offset_ms=(base.t_ns - start_ns) / 1e6, figures=combine(per_node),
+            resources=self._held(end),
         ))
+
+    def _held(self, sample: _Sample) -> dict[str, ProcessResources]:
+        """Each local broker process's RSS, open files and threads in ``sample``, keyed
+        ``node <n> (pid <pid>)``."""
+        out: dict[str, ProcessResources] = {}
+        for src in self.sources:
+            if src.kind != "proc":
+                continue
+            fig = sample.nodes.get(src.node, {})
+            if not any(k in fig for k in RESOURCE_KEYS):
+                continue  # the process could not be read at this boundary
+            values = {k: int(fig[k]) if k in fig else None for k in RESOURCE_KEYS}
+            out[f"node {src.node} (pid {src.target})"] = ProcessResources(**values)
+        return out
+
+    def attach_resources(self, periods: Iterable[PeriodStats]) -> None:
+        """Copy each row's per-process resources onto the client period it belongs to
+        (same start), so ``periods.csv`` and the record carry them. Call after
+        :meth:`stop`; calling it again changes nothing."""
+        by_start = {r.start_ns: r.resources for r in self.rows}
+        for p in periods:
+            held = by_start.get(p.start_ns)
+            if held is not None:
+                p.broker_resources = dict(held)
 
     # -- results ------------------------------------------------------------------------
     def write_csv(self, path: Path) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pytest_brokerperf.metrics.histogram import LatencyHistogram
+from pytest_brokerperf.metrics.sysstats import ProcessResources
 
 __all__ = ["METRICS", "PeriodStats", "WorkerSample"]
 
@@ -41,6 +42,8 @@ class WorkerSample:
     elapsed_s: float
     queue_full: int = 0  # client-side "local queue full" events (back-pressure)
     client_queue_depth: int = 0  # messages waiting in client libraries at period end
+    #: what the worker process holds at the period's end (None: not reported)
+    resources: ProcessResources | None = None
 
     @property
     def cpu_share(self) -> float:
@@ -85,6 +88,19 @@ class PeriodStats:
     #: why a worker's stamps were not on the coordinator's clock (engine/clock.py; None:
     #: one clock)
     clock_note: str | None = None
+    #: each local broker process's RSS, open files and threads at the period's end, keyed
+    #: ``node <n> (pid <pid>)``; filled from the broker-metrics sampler after the run
+    #: (:meth:`~pytest_brokerperf.metrics.broker.BrokerMetricsSampler.attach_resources`)
+    broker_resources: dict[str, ProcessResources] = field(default_factory=dict)
+
+    def held(self, side: str, key: str) -> int | None:
+        """``key`` (``rss_bytes``, ``open_fds``, ``threads``) summed over the workers
+        (``side="worker"``) or the local broker processes (``"broker"``) at the period's
+        end; None when none reported it."""
+        held = (self.broker_resources.values() if side == "broker"
+                else (w.resources for w in self.workers if w.resources is not None))
+        values = [v for r in held if (v := getattr(r, key)) is not None]
+        return sum(values) if values else None
 
     @property
     def publish_rate(self) -> float:

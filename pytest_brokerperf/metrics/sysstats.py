@@ -34,6 +34,7 @@ __all__ = [
     "CpuSnapshot",
     "ProcDelta",
     "ProcSample",
+    "ProcessResources",
     "ProcessSampler",
     "SystemCpuDelta",
     "clock_info",
@@ -42,10 +43,12 @@ __all__ = [
     "fsync_probe",
     "machine_info",
     "mount_of",
+    "process_resources",
     "system_cpu_delta",
 ]
 
 _CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _PROC = Path("/proc")
 _SYS = Path("/sys")
 
@@ -136,6 +139,37 @@ class ProcessSampler:
         cpu = self.cpu_seconds()
         runq, ok = self.runq_seconds()
         return ProcSample(cpu, runq, wall, ok)
+
+
+@dataclass(frozen=True)
+class ProcessResources:
+    """What a process holds at one instant: the figures a soak watches for growth that
+    never levels off (a leak). ``None`` where ``/proc`` did not say (another uid's
+    ``fd`` directory, a process gone)."""
+
+    rss_bytes: int | None = None  # resident set (/proc/<pid>/statm, field 2 x page size)
+    open_fds: int | None = None  # entries in /proc/<pid>/fd
+    threads: int | None = None  # "Threads:" of /proc/<pid>/status
+
+    def as_dict(self) -> dict[str, int | None]:
+        return {"rss_bytes": self.rss_bytes, "open_fds": self.open_fds,
+                "threads": self.threads}
+
+
+def process_resources(pid: int | None = None) -> ProcessResources:
+    """RSS, open file descriptors and threads of ``pid`` (this process by default)."""
+    base = _PROC / ("self" if pid is None else str(int(pid)))
+    rss = fds = threads = None
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        rss = int((base / "statm").read_text().split()[1]) * _PAGE
+    with contextlib.suppress(OSError):  # another uid's fd directory needs ptrace rights
+        fds = len(os.listdir(base / "fd"))
+    with contextlib.suppress(OSError, ValueError):
+        for line in (base / "status").read_text().splitlines():
+            if line.startswith("Threads:"):
+                threads = int(line.split()[1])
+                break
+    return ProcessResources(rss, fds, threads)
 
 
 def delta(prev: ProcSample, cur: ProcSample) -> ProcDelta:

@@ -17,6 +17,7 @@ from pytest_brokerperf.scenario_library.base import PreparedRun, Scenario, Scena
 from pytest_brokerperf.scenario_library.catchup import CatchUp
 from pytest_brokerperf.scenario_library.mixed import Mixed
 from pytest_brokerperf.scenario_library.reassign import Reassign
+from pytest_brokerperf.scenario_library.soak import Soak
 from pytest_brokerperf.scenario_library.tailread import TOPOLOGY_CHECK_RATE, TailRead
 from pytest_brokerperf.scenario_library.throughput import Throughput
 from pytest_brokerperf.scenario_library.throughput_run import (
@@ -36,6 +37,7 @@ __all__ = [
     "Reassign",
     "Scenario",
     "ScenarioResult",
+    "Soak",
     "TailRead",
     "Throughput",
     "ThroughputPrepared",

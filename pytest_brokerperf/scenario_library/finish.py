@@ -120,7 +120,8 @@ def omb_document(prepared: PreparedRun, driver_name: str, out: RunOutcome) -> di
 def _slo_text(slo_results: list[SLOResult], failures: list[str],
               inconclusive: list[str]) -> str:
     if failures:
-        return "FAIL: " + ", ".join(r.slo.metric for r in slo_results if r.failed)
+        failed = [r.slo.metric for r in slo_results if r.failed]
+        return "FAIL: " + (", ".join(failed) if failed else "finding")
     if inconclusive:
         return "inconclusive"
     return "pass" if slo_results else "-"
@@ -139,6 +140,8 @@ def finish(ctx: RunContext, m: Measured) -> ScenarioResult:
     prepared.params.update(ctx.labels)
     prepared.notes.extend(n for n in ctx.notes if n not in prepared.notes)
     headline, session = m.headline, m.session or m.headline
+    if m.sampler is not None:  # the brokers' RSS, open files and threads per period
+        m.sampler.attach_resources([*session.warmup, *session.periods])
     figures = compute_figures(headline)
     figures.update(m.extra_figures)
     slo_results = (slo.evaluate(m.slos, figures, context={"broker": broker.kind,

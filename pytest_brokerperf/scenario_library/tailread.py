@@ -7,6 +7,7 @@ steady, measured again when the host's steal time spoiled the window.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -175,13 +176,15 @@ def fixed_rate_window(settings: Settings, endpoint: BrokerEndpoint, wl: Workload
     return rate, period, warmup, measure
 
 
-def run_fixed_rate(ctx: RunContext, scenario: Scenario,
-                   extra_slos: tuple[str, ...]) -> ScenarioResult:
+def run_fixed_rate(ctx: RunContext, scenario: Scenario, extra_slos: tuple[str, ...], *,
+                   judge: Callable[[Measured], None] | None = None) -> ScenarioResult:
     """Prepare ``scenario``, guard it, run one fixed-rate window, judge it and record it.
 
     A window the host spoiled is measured again up to ``--brokerperf-noise-retries``
     times, an unsteady one (still catching up a stall) once; the discarded windows stay
-    in the record's ``noise_retries``.
+    in the record's ``noise_retries``. ``judge`` adds the scenario's own findings, flags
+    and record blocks to the measured window before it is recorded (the soak's growth
+    rule).
     """
     from pytest_brokerperf import safety
     from pytest_brokerperf.engine.coordinator import run_workload
@@ -257,6 +260,9 @@ def run_fixed_rate(ctx: RunContext, scenario: Scenario,
                      f"{attempt_no} is {why}")
     if discarded:
         prepared.notes.append(discarded_windows_note(discarded))
-    return finish(ctx, Measured(
+    measured = Measured(
         prepared=prepared, driver_name=driver.name, headline=outcome, verdict=verdict,
-        slos=slos, seed=seed, plan=splan, sampler=sampler, noise_retries=discarded))
+        slos=slos, seed=seed, plan=splan, sampler=sampler, noise_retries=discarded)
+    if judge is not None:
+        judge(measured)
+    return finish(ctx, measured)

@@ -1,0 +1,116 @@
+"""The soak's growth rule on synthetic series: what grows without bound is flagged, a
+steady or noisy-flat figure, a one-off step and a ramp that levels off are not."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from pytest_brokerperf.metrics.stats import PeriodStats, WorkerSample
+from pytest_brokerperf.metrics.sysstats import ProcessResources, process_resources
+from pytest_brokerperf.resource_growth import (
+    GrowthLimits,
+    growth_findings,
+    judge_series,
+    process_series,
+    trends,
+)
+
+MIB = 1048576
+LIMITS = GrowthLimits()
+
+
+def series(values: list[float], period_s: float = 10.0) -> list[tuple[float, float]]:
+    return [((i + 1) * period_s, v) for i, v in enumerate(values)]
+
+
+def judge(values: list[float], resource: str = "rss_bytes"):
+    t = judge_series("broker node 1 (pid 7)", resource, series(values), LIMITS)
+    assert t is not None
+    return t
+
+
+def test_steady_is_not_growth() -> None:
+    t = judge([500 * MIB] * 60)
+    assert not t.grows and t.slope_per_min == 0
+
+
+def test_noisy_flat_is_not_growth() -> None:
+    rng = random.Random(13)
+    t = judge([500 * MIB + rng.uniform(-30, 30) * MIB for _ in range(60)])
+    assert not t.grows, t.why
+
+
+def test_linear_leak_is_growth_with_start_end_and_slope() -> None:
+    # 500 MiB growing 20 MiB a minute (10-s periods) for ten minutes, with noise
+    rng = random.Random(5)
+    values = [500 * MIB + i * 20 * MIB / 6 + rng.uniform(-4, 4) * MIB for i in range(60)]
+    t = judge(values)
+    assert t.grows, t.why
+    assert t.slope_per_min / MIB == pytest.approx(20, rel=0.1)
+    (line,) = growth_findings([t])
+    assert line.startswith("resource-growth: broker node 1 (pid 7) rss_bytes ")
+    assert "MiB/min" in line and "→" in line
+
+
+def test_one_off_step_is_not_growth() -> None:
+    for at in (2, 30, 40):  # early, in the middle, later
+        t = judge([300 * MIB] * at + [500 * MIB] * (60 - at))
+        assert not t.grows, (at, t.why)
+
+
+def test_ramp_that_levels_off_is_not_growth() -> None:
+    # a JVM touching its heap: rises over the first half, flat after
+    values = [300 * MIB + min(i, 25) * 8 * MIB for i in range(60)]
+    t = judge(values)
+    assert not t.grows and "levelled off" in t.why
+
+
+def test_growth_below_the_floors_is_not_flagged() -> None:
+    # +1 fd a minute for ten minutes: 10 descriptors, below the 64-fd floor
+    assert not judge([100 + i / 6 for i in range(60)], "open_fds").grows
+    # +100 MiB on a 2 GiB process: over the floor, under 20 % of the start
+    assert not judge([2048 * MIB + i * 100 * MIB / 60 for i in range(60)]).grows
+
+
+def test_thread_and_fd_leaks_are_flagged() -> None:
+    assert judge([50 + i for i in range(60)], "threads").grows
+    assert judge([200 + 3 * i for i in range(60)], "open_fds").grows
+
+
+def test_too_few_periods_are_not_judged() -> None:
+    assert judge_series("worker 1", "threads", series([1, 100, 200]), LIMITS) is None
+
+
+@pytest.mark.parametrize("bad", [{"relative": -0.1}, {"step_share": 0}, {"min_periods": 2}])
+def test_limits_refuse_bad_values_by_name(bad: dict[str, float]) -> None:
+    with pytest.raises(ValueError, match=next(iter(bad))):
+        GrowthLimits(**bad)  # type: ignore[arg-type]
+
+
+def _period(i: int, worker_fds: int, broker_threads: int) -> PeriodStats:
+    p = PeriodStats(index=i, start_ns=i * 10**9, elapsed_s=1.0)
+    p.workers.append(WorkerSample(worker=1, cpu_s=0.1, runq_delay_s=0.0, elapsed_s=1.0,
+                                  resources=ProcessResources(100 * MIB, worker_fds, 4)))
+    p.broker_resources = {"node 1 (pid 9)": ProcessResources(None, None, broker_threads)}
+    return p
+
+
+def test_process_series_reads_workers_and_brokers_per_period() -> None:
+    periods = [_period(i, 10, 60 + 2 * i) for i in range(10)]
+    s = process_series(periods)
+    assert s[("worker 1", "open_fds")] == [(i + 1.0, 10.0) for i in range(10)]
+    assert ("broker node 1 (pid 9)", "rss_bytes") not in s  # not read: no series
+    judged = {(t.process, t.resource): t for t in trends(s, LIMITS)}
+    assert judged[("broker node 1 (pid 9)", "threads")].grows
+    assert not judged[("worker 1", "open_fds")].grows
+    assert periods[3].held("worker", "open_fds") == 10
+    assert periods[3].held("broker", "rss_bytes") is None
+
+
+def test_process_resources_reads_this_process() -> None:
+    r = process_resources()
+    assert r.rss_bytes is not None and r.rss_bytes > MIB
+    assert r.open_fds is not None and r.open_fds >= 3
+    assert r.threads is not None and r.threads >= 1
