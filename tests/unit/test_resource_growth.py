@@ -1,12 +1,16 @@
-"""The soak's growth rule on synthetic series: what grows without bound is flagged, a
-steady or noisy-flat figure, a one-off step and a ramp that levels off are not."""
+"""The soak's growth rule on synthetic series (what grows without bound is flagged; a
+steady or noisy-flat figure, a one-off step and a ramp that levels off are not) and the
+soak's window and rate per profile."""
 
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 
+from pytest_brokerperf.config import Settings
+from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.metrics.stats import PeriodStats, WorkerSample
 from pytest_brokerperf.metrics.sysstats import ProcessResources, process_resources
 from pytest_brokerperf.resource_growth import (
@@ -16,6 +20,7 @@ from pytest_brokerperf.resource_growth import (
     process_series,
     trends,
 )
+from pytest_brokerperf.scenario_library.soak import SOAK_RATE, SOAK_SMOKE_S, SOAK_WINDOW_S, Soak
 
 MIB = 1048576
 LIMITS = GrowthLimits()
@@ -114,3 +119,32 @@ def test_process_resources_reads_this_process() -> None:
     assert r.rss_bytes is not None and r.rss_bytes > MIB
     assert r.open_fds is not None and r.open_fds >= 3
     assert r.threads is not None and r.threads >= 1
+
+
+# --------------------------------------------------------------------------- Soak.prepare
+
+EP = BrokerEndpoint(kind="kafka", bootstrap="localhost:9092", mode="process")
+
+
+def _settings(**cli: Any) -> Settings:
+    return Settings.resolve({f"brokerperf_{k}": v for k, v in cli.items()}, {}, {},
+                            run_id="20260101-120000-abcdef")
+
+
+@pytest.mark.parametrize(("cli", "soak", "measure_s", "rate"), [
+    ({"profile": "smoke"}, {}, SOAK_SMOKE_S, SOAK_RATE),
+    ({"profile": "standard"}, {}, SOAK_WINDOW_S, SOAK_RATE),
+    ({"profile": "omb"}, {}, SOAK_WINDOW_S, SOAK_RATE),
+    ({"profile": "smoke"}, {"duration_s": 40, "rate": 300}, 40, 300),
+    ({"profile": "standard", "duration": "45", "rate": "200"}, {"duration_s": 40}, 45, 200),
+])
+def test_soak_window_and_rate(cli: dict[str, str], soak: dict[str, Any], measure_s: float,
+                              rate: float) -> None:
+    p = Soak(**soak).prepare(_settings(**cli), EP)
+    assert (p.scenario, p.measure_s, p.rate) == ("soak", measure_s, rate)
+    assert any(n.startswith("soak: ") for n in p.notes)
+
+
+def test_soak_refuses_a_window_of_zero_by_name() -> None:
+    with pytest.raises(ValueError, match=r"Soak\(duration_s=0\)"):
+        Soak(duration_s=0).prepare(_settings(profile="smoke"), EP)
