@@ -10,8 +10,8 @@ resource, over the measured periods (after warm-up):
   absolute floor (RSS 64 MiB, 64 descriptors, 16 threads) and a share (20 %) of the
   starting value: smaller drifts are noise or bookkeeping;
 * the second half's mean exceeds the first half's, and the second half alone still
-  rises at a rate that, over the window, clears the absolute floor: the growth goes on
-  to the end instead of levelling off;
+  rises at a rate that, over the window, clears both thresholds: the growth goes on to
+  the end instead of levelling off;
 * no single period's rise makes up half or more of the whole rise: that is a one-off
   step (a buffer pool allocated, a segment opened), not growth.
 """
@@ -125,15 +125,16 @@ def judge_series(process: str, resource: str, points: Sequence[tuple[float, floa
     projected = k * window_s
     floor = limits.floor(resource)
     start = values[0]
+    share = limits.relative * abs(start)
     m1, m2 = sum(first) / len(first), sum(second) / len(second)
     if k <= 0 or projected <= floor:
         why = f"projected rise within the floor {floor:g}"
-    elif projected <= limits.relative * abs(start):
+    elif projected <= share:
         why = f"projected rise within {limits.relative:.0%} of the start"
     elif m2 <= m1:
         why = "second half's mean not above the first's"
-    elif late * window_s <= floor:
-        why = "levelled off: the second half's slope is within the floor"
+    elif late * window_s <= max(floor, share):
+        why = "levelled off: the second half's slope projects a rise within the floors"
     elif rise > 0 and largest_step >= limits.step_share * rise:
         why = f"a one-off step ({largest_step:g} of a {rise:g} rise in one period)"
     else:
