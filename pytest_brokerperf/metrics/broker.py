@@ -9,8 +9,8 @@ stats period and right after the coordinator closes that period:
   ``--brokerperf-prometheus`` for a remote cluster — request-queue time, produce and
   consumer-fetch total time, ISR shrinks/expands, under-replicated partitions, bytes
   in/out, GC time, and process CPU/RSS when ``/proc`` is out of reach;
-* ``/proc/<pid>`` of every local broker JVM: CPU, run-queue delay (schedstat), RSS and
-  storage I/O.
+* ``/proc/<pid>`` of every local broker JVM: CPU, run-queue delay (schedstat), RSS, open
+  files, threads and storage I/O (per process, for the soak's growth rule).
 
 Alignment: the coordinator's ``on_period`` callback hands over each period's start and
 end (``CLOCK_MONOTONIC``, the sampler's clock too); the sampler scrapes at once (the lag is
