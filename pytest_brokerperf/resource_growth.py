@@ -13,12 +13,15 @@ resource, over the measured periods (after warm-up):
   rises at a rate that, over the window, clears both thresholds: the growth goes on to
   the end instead of levelling off;
 * no single period's rise makes up half or more of the whole rise: that is a one-off
-  step (a buffer pool allocated, a segment opened), not growth.
+  step (a buffer pool allocated, a segment opened), not growth;
+* for a JVM whose heap was not pre-touched (``-XX:+AlwaysPreTouch``), an RSS rise no
+  larger than ``-Xmx`` is the heap's pages touched for the first time: bounded by the
+  heap, not a leak (a native leak smaller than that goes unseen; pre-touch to see it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
@@ -108,9 +111,11 @@ class ResourceTrend:
 
 
 def judge_series(process: str, resource: str, points: Sequence[tuple[float, float]],
-                 limits: GrowthLimits) -> ResourceTrend | None:
+                 limits: GrowthLimits, *, first_touch: float = 0.0) -> ResourceTrend | None:
     """The trend of ``points`` ((seconds, value), in time order); None when there are
-    fewer than ``limits.min_periods`` points."""
+    fewer than ``limits.min_periods`` points. ``first_touch``: how far RSS may rise by a
+    JVM touching its heap for the first time (its ``-Xmx`` without
+    ``-XX:+AlwaysPreTouch``): a rise within it is bounded by the heap, not a leak."""
     n = len(points)
     if n < limits.min_periods:
         return None
@@ -137,6 +142,9 @@ def judge_series(process: str, resource: str, points: Sequence[tuple[float, floa
         why = "levelled off: the second half's slope projects a rise within the floors"
     elif rise > 0 and largest_step >= limits.step_share * rise:
         why = f"a one-off step ({largest_step:g} of a {rise:g} rise in one period)"
+    elif resource == "rss_bytes" and rise <= first_touch:
+        why = (f"within the JVM heap's first touch: a {rise / _MIB:,.0f} MiB rise, -Xmx "
+               f"{first_touch / _MIB:,.0f} MiB not pre-touched (-XX:+AlwaysPreTouch)")
     else:
         why = "grows"
     return ResourceTrend(
@@ -167,12 +175,14 @@ def process_series(periods: Sequence[PeriodStats]) -> dict[tuple[str, str],
     return out
 
 
-def trends(series: dict[tuple[str, str], list[tuple[float, float]]],
-           limits: GrowthLimits) -> list[ResourceTrend]:
-    """Every judged trend of ``series`` (see :func:`process_series`)."""
+def trends(series: dict[tuple[str, str], list[tuple[float, float]]], limits: GrowthLimits,
+           first_touch: Mapping[str, float] | None = None) -> list[ResourceTrend]:
+    """Every judged trend of ``series`` (see :func:`process_series`); ``first_touch`` per
+    process as in :func:`judge_series`."""
     out = []
     for (process, resource), points in series.items():
-        t = judge_series(process, resource, points, limits)
+        t = judge_series(process, resource, points, limits,
+                         first_touch=(first_touch or {}).get(process, 0.0))
         if t is not None:
             out.append(t)
     return out

@@ -469,6 +469,11 @@ class BrokerMetricsSampler:
             out[f"node {src.node} (pid {src.target})"] = ProcessResources(**values)
         return out
 
+    def process_pids(self) -> dict[str, int]:
+        """The local broker processes by their ``resources`` key."""
+        return {f"node {s.node} (pid {s.target})": int(s.target) for s in self.sources
+                if s.kind == "proc"}
+
     def attach_resources(self, periods: Iterable[PeriodStats]) -> None:
         """Copy each row's per-process resources onto the client period it belongs to
         (same start), so ``periods.csv`` and the record carry them. Call after

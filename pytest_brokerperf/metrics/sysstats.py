@@ -41,6 +41,7 @@ __all__ = [
     "cpu_snapshot",
     "delta",
     "fsync_probe",
+    "jvm_heap_first_touch",
     "machine_info",
     "mount_of",
     "process_resources",
@@ -170,6 +171,31 @@ def process_resources(pid: int | None = None) -> ProcessResources:
                 threads = int(line.split()[1])
                 break
     return ProcessResources(rss, fds, threads)
+
+
+_SIZE_RE = re.compile(r"^-Xmx(\d+)([kKmMgGtT]?)$")
+_SCALE = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+
+
+def jvm_heap_first_touch(pid: int) -> int | None:
+    """How far a JVM's RSS may rise only by touching its heap for the first time: its
+    ``-Xmx`` in bytes, unless ``-XX:+AlwaysPreTouch`` touched the heap at start (then 0).
+    None when ``pid`` is not a JVM with ``-Xmx`` (or is gone)."""
+    try:
+        args = (_PROC / str(int(pid)) / "cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    heap: int | None = None
+    pretouch = False
+    for raw in args:
+        arg = raw.decode("utf-8", "replace")
+        if (m := _SIZE_RE.match(arg)) is not None:
+            heap = int(m[1]) * _SCALE[m[2].lower()]  # the last -Xmx wins, as in the JVM
+        elif arg in ("-XX:+AlwaysPreTouch", "-XX:-AlwaysPreTouch"):
+            pretouch = arg == "-XX:+AlwaysPreTouch"
+    if heap is None:
+        return None
+    return 0 if pretouch else heap
 
 
 def delta(prev: ProcSample, cur: ProcSample) -> ProcDelta:

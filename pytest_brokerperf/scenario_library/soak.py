@@ -93,9 +93,16 @@ class Soak(TailRead):
 
     def judge(self, m: Measured) -> None:
         """Add the growth rule's trends to the record and a finding per growing one."""
+        from pytest_brokerperf.metrics.sysstats import jvm_heap_first_touch
+
+        first_touch: dict[str, float] = {}
         if m.sampler is not None:
             m.sampler.attach_resources(m.headline.periods)
-        judged = trends(process_series(m.headline.periods), self.limits)
+            for label, pid in m.sampler.process_pids().items():
+                heap = jvm_heap_first_touch(pid)
+                if heap is not None:
+                    first_touch[f"broker {label}"] = float(heap)
+        judged = trends(process_series(m.headline.periods), self.limits, first_touch)
         growing = growth_findings(judged)
         m.findings.extend(growing)
         if growing:
@@ -106,6 +113,7 @@ class Soak(TailRead):
                 "rss_floor_bytes", "fds_floor", "threads_floor", "relative", "step_share",
                 "min_periods")},
             "measured_periods": len(m.headline.periods),
+            "jvm_heap_first_touch_bytes": first_touch,
             "processes": sorted({t.process for t in judged}),
             "growing": len(growing),
             "trends": [t.as_dict() for t in judged],
