@@ -4,8 +4,9 @@ period, read from /proc of its pid, reach the record and are judged.
 The whole scenario runs through the plugin (30 one-second periods at 500 msg/s). Checked
 are functional truths, not figures: every measured period carries the broker process's
 resources (a JVM holds well over 64 MiB, dozens of threads and open files), the trends
-name the cluster's real pid, the worker's are there too, and the test's outcome agrees
-with the verdict: a growing trend fails it with ``resource-growth``, none passes it.
+name the cluster's real pid and its heap (``-Xmx`` from its command line), the worker's
+are there too, and the test's outcome agrees with the verdict: a growing trend fails it
+with ``resource-growth``, none passes it.
 """
 
 from __future__ import annotations
@@ -75,6 +76,8 @@ def test_sk(brokerperf):
     judged = {(t["process"], t["resource"]) for t in soak["trends"]}
     assert {(broker, r) for r in ("rss_bytes", "open_fds", "threads")} <= judged
     assert any(p.startswith("worker ") for p, _ in judged)
+    # the JVM's heap, read from its command line: -Xmx1g, not pre-touched
+    assert soak["jvm_heap_first_touch_bytes"] == {broker: 1024**3}
     metrics = rec["broker_metrics"]["measured"]
     assert metrics["broker_threads"]["max"] >= 20  # broker-metrics.csv has them too
     growing = [t for t in soak["trends"] if t["grows"]]
