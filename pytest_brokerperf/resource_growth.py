@@ -132,8 +132,9 @@ def judge_series(process: str, resource: str, points: Sequence[tuple[float, floa
     start = values[0]
     share = limits.relative * abs(start)
     m1, m2 = sum(first) / len(first), sum(second) / len(second)
+    floor_text = f"{floor / _MIB:g} MiB" if resource == "rss_bytes" else f"{floor:g}"
     if k <= 0 or projected <= floor:
-        why = f"projected rise within the floor {floor:g}"
+        why = f"projected rise within the floor {floor_text}"
     elif projected <= share:
         why = f"projected rise within {limits.relative:.0%} of the start"
     elif m2 <= m1:
