@@ -42,8 +42,11 @@ def test_huge(brokerperf, case):
     brokerperf.run_case(case)
 """
 
+# the records and notes are checked, not the verdict: a busy host (run-queue noise) makes
+# the run INCONCLUSIVE, which must not fail these tests
 FAST = ["--brokerperf-duration=1", "--brokerperf-warmup=0.5", "--brokerperf-period=0.5",
-        "--brokerperf-calibration=off", "-p", "no:cacheprovider", "-p", "no:randomly",
+        "--brokerperf-calibration=off", "--brokerperf-inconclusive=warn",
+        "--brokerperf-max-steal=100", "-p", "no:cacheprovider", "-p", "no:randomly",
         "--strict-markers", "-rs", "-s"]
 
 
