@@ -158,12 +158,11 @@ def _operations(backing: str, state: str) -> Any:
             self._check()
             full = self._full(path)
             with self._mutex:
+                # the kernel also sends create for an existing file (O_CREAT on a cold
+                # cache); an O_TRUNC reaches us as a truncate of its own
                 existed = os.path.exists(full)
                 fh = os.open(full, os.O_RDWR | os.O_CREAT, mode)
-                if existed:
-                    self._undo.before_truncate(path, fh, 0)
-                    os.ftruncate(fh, 0)
-                else:
+                if not existed:
                     self._undo.created(path)
                 self.paths[fh] = path
             return fh
