@@ -97,6 +97,16 @@ def judge_fault(injector: FaultInjector, outcome: RunOutcome, level: int | None,
         "loss_allowed": allowed,
         "error": injector.error,
     }
+    if spec.action == "power-cut":
+        cut = injector.cut_report or {}
+        block["power_cut"] = {
+            "bytes_dropped": cut.get("bytes_dropped"),
+            "files_removed": len(cut.get("removed", [])),
+            "files_rolled_back": len(cut.get("restored", [])),
+            "removed": list(cut.get("removed", []))[:50],
+            "rolled_back": list(cut.get("restored", []))[:50],
+        }
+    block["lost_ranges"] = [r for s in delivery.subscriptions for r in s.lost_ranges][:100]
     inconclusive = None
     if injector.error is not None:
         inconclusive = f"fault {spec.text()} did not run as asked: {injector.error}"
