@@ -120,6 +120,9 @@ class DeliveryReport:
     acknowledged: int
     subscriptions: list[SubscriptionDelivery] = field(default_factory=list)
     duplicate_acks: int = 0
+    #: producer id -> bitmap of its acknowledged sequences (bit n = sequence n); kept for
+    #: a read-back after a power cut, never written to the record
+    acked_bits: dict[int, int] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def lost(self) -> int:
@@ -213,7 +216,8 @@ def reconcile(
                 store[sub_name] = store.get(sub_name, 0) + n
     subs = sorted({s for ss in subscriptions_of_producer.values() for s in ss})
     report = DeliveryReport(
-        acknowledged=sum(v.bit_count() for v in acked.values()), duplicate_acks=duplicate_acks
+        acknowledged=sum(v.bit_count() for v in acked.values()), duplicate_acks=duplicate_acks,
+        acked_bits=acked,
     )
     for sub in subs:
         n_acked = n_recv = n_lost = n_unacked = 0

@@ -20,6 +20,7 @@ from pytest_brokerperf.errors import ProvisionError
 if TYPE_CHECKING:
     from pytest_brokerperf.engine.coordinator import LoadSession
     from pytest_brokerperf.faults.control import NodeControl
+    from pytest_brokerperf.faults.readback import ReadBack
     from pytest_brokerperf.faults.spec import FaultSpec
 
 __all__ = ["FaultEvent", "FaultInjector", "LeaderLookup"]
@@ -70,6 +71,8 @@ class FaultInjector:
     error: str | None = None
     #: power-cut: what the cut dropped (files removed, files rolled back, bytes)
     cut_report: dict[str, Any] | None = None
+    #: power-cut: the topics read back after the restart against what was acknowledged
+    read_back: ReadBack | None = None
     _thread: threading.Thread | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 

@@ -43,7 +43,7 @@ def powercut_problem() -> str | None:
                 "pip install 'pytest-brokerperf[faults]'")
     try:
         import fuse  # noqa: F401  (fusepy loads libfuse2 on import)
-    except (OSError, EnvironmentError) as exc:
+    except OSError as exc:
         return (f"fusepy cannot load libfuse ({exc}). Fix: apt-get install fuse libfuse2")
     if not os.path.exists("/dev/fuse"):
         return ("the power-cut filesystem needs /dev/fuse, which this machine lacks. Fix: "

@@ -40,7 +40,7 @@ POLL_S = 0.02
 def _operations(backing: str, state: str) -> Any:
     from fuse import FuseOSError, Operations  # the faults extra; only this process needs it
 
-    class PowerCutFS(Operations):  # type: ignore[misc]
+    class PowerCutFS(Operations):
         """Passthrough to ``backing`` with an undo log of everything not yet fsynced."""
 
         def __init__(self) -> None:

@@ -38,6 +38,7 @@ from pytest_brokerperf.brokers.kafka.node_config import (
 )
 from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.errors import BrokerPerfError, ConfigError
+from pytest_brokerperf.faults.powercut import PowerCutMount
 from pytest_brokerperf.provision.java import (
     JVM_NON_HEAP,
     JavaRuntime,
@@ -59,7 +60,6 @@ from pytest_brokerperf.provision.maven import (
     resolve_kafka,
 )
 from pytest_brokerperf.provision.ports import LOOPBACK, free_ports
-from pytest_brokerperf.faults.powercut import PowerCutMount
 from pytest_brokerperf.provision.process import ManagedProcess, stop_all
 
 __all__ = ["KAFKA_DEFAULT_VERSION", "KafkaProcessCluster"]
@@ -373,6 +373,7 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
         backing = self.fresh_dir(workdir / "powercut")
         for node in nodes:
             i = node.ports.node_id
+            assert node.data_dir is not None  # _layout gives every node one
             self._powercut[i] = PowerCutMount(
                 backing=backing / f"node-{i}" / "data", mount=node.data_dir,
                 state=backing / f"node-{i}" / "state").start()
