@@ -12,6 +12,7 @@ from pytest_brokerperf.config import Settings
 from pytest_brokerperf.engine.delivery import reconcile, seq_ranges
 from pytest_brokerperf.faults.injector import FaultEvent, FaultInjector
 from pytest_brokerperf.faults.judge import judge_fault
+from pytest_brokerperf.faults.readback import compare
 from pytest_brokerperf.faults.spec import FaultSpec, fault_ids, parse_fault
 from tests.unit.test_faults import _outcome, _Session
 from tests.unit.test_lifecycle import ToyCluster
@@ -111,3 +112,45 @@ def test_reconcile_names_the_lost_sequence_numbers() -> None:
     unsettled = reconcile([acked], [{"bitmaps": {("s", 0): got}, "duplicates": {},
                                      "reordered": {}}], {0: ["s"]}, settled=False)
     assert unsettled.subscriptions[0].lost_ranges == []  # unconfirmed, not lost
+
+
+def test_the_read_back_names_what_was_acknowledged_and_is_gone() -> None:
+    acked = {0: 0b1111111111, 1: 0b11}
+    present = {0: 0b1110000011, 1: 0b11}  # producer 0 lost 2..6
+    rb = compare(acked, present, read=7)
+    assert (rb.acknowledged, rb.missing, rb.read) == (12, 5, 7)
+    assert rb.missing_ranges == [{"producer": 0, "first": 2, "last": 6}]
+    assert compare(acked, acked, read=12).missing == 0
+
+
+def _cut_injector(outcome: Any, missing: int) -> FaultInjector:
+    inj = FaultInjector(parse_fault("power-cut@3s:2s", "x"), control=None)  # type: ignore[arg-type]
+    inj.node = 1
+    inj.cut_report = {"removed": [], "restored": [], "bytes_dropped": 10}
+    t0 = outcome.periods[0].start_ns
+    inj.events = [FaultEvent("power-cut", 1, t0 + int(3.2e9), 42),
+                  FaultEvent("serving", 1, t0 + int(6e9), 43)]
+    acked = {0: (1 << 600) - 1}
+    inj.read_back = compare(acked, {0: acked[0] >> missing}, read=600 - missing)
+    return inj
+
+
+def test_a_power_cut_loss_is_what_the_read_back_misses_not_what_consumers_missed() -> None:
+    outcome = _outcome(lost=0)  # the consumers had everything before the cut
+    judged = judge_fault(_cut_injector(outcome, 40), outcome, level=4, nodes=1)
+    assert judged.block["lost"] == 40 and judged.block["verdict"] == "loss-allowed"
+    assert judged.block["lost_ranges"] == [{"producer": 0, "first": 560, "last": 599}]
+    assert judged.block["power_cut"]["read_back"]["missing"] == 40
+    assert judged.finding is None
+
+
+def test_level_3_on_one_node_promises_a_power_cut_loses_nothing() -> None:
+    outcome = _outcome(lost=0)
+    judged = judge_fault(_cut_injector(outcome, 40), outcome, level=3, nodes=1)
+    assert judged.finding is not None and "gone from the broker" in judged.finding
+    assert "sequences 560-599" in judged.finding
+    assert judged.block["verdict"] == "loss-forbidden"
+    clean = judge_fault(_cut_injector(outcome, 0), outcome, level=3, nodes=1)
+    assert clean.finding is None and clean.block["verdict"] == "no-loss"
+    # on three nodes level 3 replicates asynchronously: a cut leader may take messages
+    assert judge_fault(_cut_injector(outcome, 40), outcome, level=3, nodes=3).finding is None
