@@ -72,3 +72,25 @@ def test_a_second_cut_starts_from_the_state_after_the_first(mounted: PowerCutMou
     mounted.cut()
     assert f.read_bytes() == b"one"
     assert len(mounted.cuts) == 2
+
+
+def test_a_filesystem_whose_server_was_killed_is_unmounted_and_removed(tmp_path: Path) -> None:
+    """What the watchdog does after a session died of SIGKILL: the FUSE server is
+    SIGKILLed too, and the removal of the scratch directory unmounts what it left."""
+    import signal
+
+    from pytest_brokerperf.provision.watchdog import remove_tree
+
+    problem = powercut_problem()
+    if problem is not None:
+        pytest.skip(problem)
+    scratch = tmp_path / "scratch"
+    m = PowerCutMount(scratch / "backing", scratch / "mnt", scratch / "state").start()
+    (m.mount / "f").write_bytes(b"x")
+    assert m._proc is not None
+    m._proc.signal(signal.SIGKILL)
+    m._proc.wait(10)
+    remove_tree(str(scratch))
+    assert not os.path.ismount(scratch / "mnt")
+    assert not scratch.exists()
+    m.stop()  # nothing left to stop: no error

@@ -154,3 +154,16 @@ def test_level_3_on_one_node_promises_a_power_cut_loses_nothing() -> None:
     assert clean.finding is None and clean.block["verdict"] == "no-loss"
     # on three nodes level 3 replicates asynchronously: a cut leader may take messages
     assert judge_fault(_cut_injector(outcome, 40), outcome, level=3, nodes=3).finding is None
+
+
+def test_the_watchdog_finds_fuse_mounts_below_a_path_deepest_first() -> None:
+    from pytest_brokerperf.provision.watchdog import fuse_mounts_under
+
+    mounts = ("/dev/sda1 / ext4 rw 0 0\n"
+              "powercut /tmp/w/data/node-1 fuse rw 0 0\n"
+              "sshfs /tmp/w/data/node-1/sub fuse.sshfs rw 0 0\n"
+              "powercut /tmp/wx fuse rw 0 0\n"
+              "tmpfs /tmp/w/tmp tmpfs rw 0 0\n")
+    assert fuse_mounts_under("/tmp/w", mounts) == ["/tmp/w/data/node-1/sub",
+                                                   "/tmp/w/data/node-1"]
+    assert fuse_mounts_under("/elsewhere", mounts) == []
