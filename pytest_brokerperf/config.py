@@ -184,6 +184,8 @@ class Settings:
     broker_memory: int | None = _default("broker_memory")
     prometheus: tuple[str, ...] = _default("prometheus")
     broker_metrics: bool = _default("broker_metrics")
+    #: --brokerperf-powercut-fs as given; see powercut_effective
+    powercut_fs: bool = _default("powercut_fs")
     #: --brokerperf-ladder, msg/s ascending
     ladder: tuple[float, ...] | None = _default("ladder")
     rate_discovery: bool = _default("rate_discovery")
@@ -247,6 +249,13 @@ class Settings:
         if self.max_rate is not None:
             return self.max_rate
         return REMOTE_MAX_RATE if self.remote else None
+
+    @property
+    def powercut_effective(self) -> bool:
+        """Local nodes on the power-cut filesystem: the flag, or a power-cut fault asked
+        for with --brokerperf-fault (a marker alone needs the flag: the session's broker
+        starts before any test's marker is read)."""
+        return self.powercut_fs or any(f.action == "power-cut" for f in self.faults)
 
     @property
     def owner_effective(self) -> str:

@@ -231,8 +231,9 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
         default_text="none",
         help="faults to inject in the tail-read scenario's measured window, one test each, "
         "comma-separated: ACTION@AT[:DURATION][/TARGET] with ACTION kill-broker, "
-        "pause-broker or restart-broker, e.g. kill-broker@5s:10s, pause-broker@5s:3s/node-2 "
-        "(local brokers only; test ids get -kill, -pause, -restart)",
+        "pause-broker, restart-broker or power-cut, e.g. kill-broker@5s:10s, "
+        "pause-broker@5s:3s/node-2, power-cut@5s (local brokers only; test ids get -kill, "
+        "-pause, -restart, -powercut)",
     ),
     OptionSpec(
         name="results", field="results_dir", flag="--brokerperf-results", kind="dir",
@@ -499,6 +500,15 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
         example="false",
         help="sample broker-side metrics every stats period (a JMX exporter agent on local "
         "Kafka, /proc of local broker processes, --brokerperf-prometheus URLs)",
+    ),
+    OptionSpec(
+        name="powercut_fs", field="powercut_fs", flag="--brokerperf-powercut-fs",
+        kind="bool", default=False, metavar=None, what="power-cut filesystem switch",
+        example="true",
+        help="put each local Kafka node's data directory on a FUSE filesystem that can forget "
+        "what the node never fsynced, so a power-cut fault loses what a real one would "
+        "(needs the faults extra and libfuse2; on by itself when --brokerperf-fault asks "
+        "for power-cut)",
     ),
     # -- the throughput scenario (docs/explanation/throughput.md) ------------------------
     OptionSpec(

@@ -586,6 +586,7 @@ def run_workload(
     on_period: Callable[[PeriodStats], None] | None = None,
     on_wait: WaitHook | None = None,
     after_measure: Callable[[], None] | None = None,
+    after_drain: Callable[[LoadSession, SessionEnd], None] | None = None,
 ) -> RunOutcome:
     """Run ``workload`` against ``driver``'s broker at ``plan.rate`` and return what was
     measured (one rung: warm-up until steady, capped, then the measured window). With
@@ -593,7 +594,8 @@ def run_workload(
     window follows the schedule; the outcome's ``plan.rate`` is then the mean offered.
 
     ``on_wait`` is called between periods (a fault injector); ``after_measure`` once the
-    measured window ended, before the drain (the fault's node back first)."""
+    measured window ended, before the drain (the fault's node back first); ``after_drain``
+    once delivery is reconciled, while the topics still exist (a power cut's read-back)."""
     rate = plan.rate if plan.rate_schedule is None else plan.rate_schedule.rate_at(0.0)
     with LoadSession(driver, workload, plan, payloads=payloads, on_period=on_period) as s:
         out = s.run_rung(Rung(rate, plan.warmup_max_s, plan.measure_s), on_wait)
@@ -601,7 +603,10 @@ def run_workload(
         try:
             if after_measure is not None:
                 after_measure()
-            return s.finish().apply(out)
+            end = s.finish()
+            if after_drain is not None:
+                after_drain(s, end)
+            return end.apply(out)
         except KeyboardInterrupt as exc:  # the window is whole; its drain never ended
             stop = RunInterrupted.of(exc)
             stop.partial = out

@@ -110,6 +110,9 @@ class SubscriptionDelivery:
     unconfirmed: int
     reordered: int
     unacked_received: int  # received although never acknowledged (send timed out, etc.)
+    #: which acknowledged messages were lost: runs of sequence numbers per producer,
+    #: ``{"producer": id, "first": seq, "last": seq}``, at most LOST_RANGES_KEPT of them
+    lost_ranges: list[dict[str, int]] = field(default_factory=list)
 
 
 @dataclass
@@ -117,6 +120,9 @@ class DeliveryReport:
     acknowledged: int
     subscriptions: list[SubscriptionDelivery] = field(default_factory=list)
     duplicate_acks: int = 0
+    #: producer id -> bitmap of its acknowledged sequences (bit n = sequence n); kept for
+    #: a read-back after a power cut, never written to the record
+    acked_bits: dict[int, int] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def lost(self) -> int:
@@ -150,6 +156,26 @@ class DeliveryReport:
             "subscriptions": [vars(s) for s in self.subscriptions],
             "fault_covered": "none (no fault injected): broker and harness agree on delivery",
         }
+
+
+#: Runs of lost sequence numbers kept per subscription (the count stays exact beyond).
+LOST_RANGES_KEPT = 100
+
+
+def seq_ranges(bits: int, limit: int = LOST_RANGES_KEPT) -> list[tuple[int, int]]:
+    """The runs of set bits of ``bits`` as (first, last) sequence numbers, lowest first,
+    at most ``limit`` of them."""
+    out: list[tuple[int, int]] = []
+    pos = 0
+    while bits and len(out) < limit:
+        skip = (bits & -bits).bit_length() - 1  # trailing zeros
+        bits >>= skip
+        pos += skip
+        run = (~bits & (bits + 1)).bit_length() - 1  # trailing ones
+        out.append((pos, pos + run - 1))
+        bits >>= run
+        pos += run
+    return out
 
 
 def reconcile(
@@ -190,10 +216,12 @@ def reconcile(
                 store[sub_name] = store.get(sub_name, 0) + n
     subs = sorted({s for ss in subscriptions_of_producer.values() for s in ss})
     report = DeliveryReport(
-        acknowledged=sum(v.bit_count() for v in acked.values()), duplicate_acks=duplicate_acks
+        acknowledged=sum(v.bit_count() for v in acked.values()), duplicate_acks=duplicate_acks,
+        acked_bits=acked,
     )
     for sub in subs:
         n_acked = n_recv = n_lost = n_unacked = 0
+        ranges: list[dict[str, int]] = []
         for pid, sub_list in subscriptions_of_producer.items():
             if sub not in sub_list:
                 continue
@@ -201,7 +229,10 @@ def reconcile(
             r = received.get((sub, pid), 0)
             n_acked += a.bit_count()
             n_recv += r.bit_count()
-            n_lost += (a & ~r).bit_count()
+            missing = a & ~r
+            n_lost += missing.bit_count()
+            ranges += [{"producer": pid, "first": lo, "last": hi}
+                       for lo, hi in seq_ranges(missing, LOST_RANGES_KEPT - len(ranges))]
             n_unacked += (r & ~a).bit_count()
         report.subscriptions.append(
             SubscriptionDelivery(
@@ -213,6 +244,7 @@ def reconcile(
                 duplicates=dups.get(sub, 0),
                 reordered=reord.get(sub, 0),
                 unacked_received=n_unacked,
+                lost_ranges=ranges if settled else [],
             )
         )
     return report

@@ -1,11 +1,13 @@
-"""Faults as a scenario dimension: a broker node killed, paused or restarted in the
-middle of the measured window (``--brokerperf-fault``, ``@pytest.mark.fault``).
+"""Faults as a scenario dimension: a broker node killed, paused, restarted or its power
+cut in the middle of the measured window (``--brokerperf-fault``, ``@pytest.mark.fault``).
 
 ``spec`` parses what the user asked for; ``control`` is what a provisioner that started
 the nodes lets a run do to them; ``injector`` carries the fault out while the load
 runs; ``judge`` turns the periods around it into the record's ``fault`` block and says
 whether the messages lost are allowed at the run's durability level
-(docs/reference/faults.md).
+(docs/reference/faults.md). A power cut also needs ``undo_log`` (what it takes
+away), ``powercut_fs`` (the FUSE filesystem that takes it), ``powercut`` (its mount)
+and ``readback`` (what the broker still holds afterwards).
 """
 
 from pytest_brokerperf.faults.spec import FAULT_ACTIONS, FaultSpec, parse_fault, parse_faults

@@ -20,6 +20,7 @@ from pytest_brokerperf.errors import ProvisionError
 if TYPE_CHECKING:
     from pytest_brokerperf.engine.coordinator import LoadSession
     from pytest_brokerperf.faults.control import NodeControl
+    from pytest_brokerperf.faults.readback import ReadBack
     from pytest_brokerperf.faults.spec import FaultSpec
 
 __all__ = ["FaultEvent", "FaultInjector", "LeaderLookup"]
@@ -68,6 +69,10 @@ class FaultInjector:
     node: int | None = None
     target_note: str = ""
     error: str | None = None
+    #: power-cut: what the cut dropped (files removed, files rolled back, bytes)
+    cut_report: dict[str, Any] | None = None
+    #: power-cut: the topics read back after the restart against what was acknowledged
+    read_back: ReadBack | None = None
     _thread: threading.Thread | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -118,6 +123,10 @@ class FaultInjector:
                 self._event("kill-broker", c.kill_node(node))
                 time.sleep(spec.duration_s or 0.0)
                 self._start(node)
+            elif spec.action == "power-cut":
+                self._power_cut(node)
+                time.sleep(spec.duration_s or 0.0)
+                self._start(node)
             elif spec.action == "pause-broker":
                 self._event("pause-broker", c.pause_node(node))
                 time.sleep(spec.duration_s or 0.0)
@@ -131,6 +140,20 @@ class FaultInjector:
                 self._start(node)
         except Exception as exc:  # reported in the record and the verdict, never swallowed
             self.error = f"{type(exc).__name__}: {exc}"[:2000]
+
+    def _power_cut(self, node: int) -> None:
+        cut = getattr(self.control, "power_cut_node", None)
+        if cut is None:
+            raise ProvisionError(
+                f"power-cut: node {node} of this cluster cannot lose unsynced writes (only "
+                "local Kafka process nodes run on the power-cut filesystem). Fix: "
+                "--brokerperf-provision=process with a Kafka broker, or kill-broker")
+        report: dict[str, Any] = cut(node)
+        self.cut_report = {k: v for k, v in report.items() if k != "pid"}
+        self._event("power-cut", report.get("pid"),
+                    f"dropped {report.get('bytes_dropped', 0)} unsynced byte(s): "
+                    f"{len(report.get('removed', []))} file(s) never fsynced removed, "
+                    f"{len(report.get('restored', []))} rolled back to their last fsync")
 
     def _start(self, node: int) -> None:
         self._event("start-broker")

@@ -35,6 +35,25 @@ class FaultVerdict:
     inconclusive: str | None = None  # the fault did not happen as asked
 
 
+def _power_cut_loss(injector: FaultInjector, level: int | None, nodes: int, lost: int,
+                    promised: bool, allowed: str) -> tuple[int, bool, str, str]:
+    """A power cut's loss is what the broker no longer holds after the restart (the
+    read-back), not what no consumer received: a tail read's consumers had every message
+    before the cut erased it. On one node, level 3 (its one replica fsyncs before the
+    acknowledgement) promises survival too; levels 2 and 4 fsync nothing."""
+    rb = injector.read_back
+    if rb is not None and rb.error is None:
+        lost = max(lost, rb.missing)
+    if level == 3 and nodes == 1:
+        promised = True
+        allowed = ("no: level 3 on a single node fsyncs every message on its one replica "
+                   "before acknowledging it, so a power cut of that node loses none")
+    elif level == 4:
+        allowed = ("yes: level 4 fsyncs nothing before acknowledging; a power cut loses "
+                   "what the page cache held")
+    return lost, promised, allowed, "gone from the broker (read back after the restart)"
+
+
 def judge_fault(injector: FaultInjector, outcome: RunOutcome, level: int | None,
                 nodes: int) -> FaultVerdict:
     """Fold the injector's events and the periods around them into the verdict."""
@@ -97,6 +116,25 @@ def judge_fault(injector: FaultInjector, outcome: RunOutcome, level: int | None,
         "loss_allowed": allowed,
         "error": injector.error,
     }
+    finding_what = "lost"
+    if spec.action == "power-cut":
+        lost, promised, allowed, finding_what = _power_cut_loss(injector, level, nodes,
+                                                                lost, promised, allowed)
+        block["lost"] = lost
+        block["loss_allowed"] = allowed
+        cut = injector.cut_report or {}
+        block["power_cut"] = {
+            "bytes_dropped": cut.get("bytes_dropped"),
+            "files_removed": len(cut.get("removed", [])),
+            "files_rolled_back": len(cut.get("restored", [])),
+            "removed": list(cut.get("removed", []))[:50],
+            "rolled_back": list(cut.get("restored", []))[:50],
+            "read_back": (injector.read_back.as_dict() if injector.read_back is not None
+                          else None),
+        }
+    block["lost_ranges"] = [r for s in delivery.subscriptions for r in s.lost_ranges][:100]
+    if injector.read_back is not None and spec.action == "power-cut":
+        block["lost_ranges"] = injector.read_back.missing_ranges
     inconclusive = None
     if injector.error is not None:
         inconclusive = f"fault {spec.text()} did not run as asked: {injector.error}"
@@ -105,9 +143,13 @@ def judge_fault(injector: FaultInjector, outcome: RunOutcome, level: int | None,
                         f"before {spec.at_s:g} s")
     finding = None
     if promised and lost > 0:
-        finding = (f"{lost} acknowledged message(s) lost after {spec.text()} (node "
+        finding = (f"{lost} acknowledged message(s) {finding_what} after {spec.text()} (node "
                    f"{injector.node} of {nodes}) at durability level {level}, which promises "
                    "no loss of acknowledged messages after a single node failure")
+        if injector.read_back is not None and injector.read_back.missing_ranges:
+            first = injector.read_back.missing_ranges[0]
+            finding += (f"; first missing: producer {first['producer']} sequences "
+                        f"{first['first']}-{first['last']}")
     block["verdict"] = ("inconclusive" if inconclusive else "loss-forbidden" if finding
                         else "loss-allowed" if lost else "no-loss")
     return FaultVerdict(block=block, finding=finding, inconclusive=inconclusive)

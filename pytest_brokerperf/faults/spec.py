@@ -8,6 +8,9 @@ Grammar (one fault per test; a comma-separated option gives one test per fault):
     kill-broker@10s:30s        ... restarted 30 s later
     pause-broker@10s:5s        SIGSTOP at 10 s, SIGCONT 5 s later (default 5 s)
     restart-broker@10s/node-2  SIGTERM (graceful stop), started again at once
+    power-cut@10s              SIGKILL the node and drop every write it never fsynced
+                               (its data directory is on the power-cut filesystem,
+                               --brokerperf-powercut-fs); restarted 10 s later
 
 ``AT`` counts from the start of the measured window (after the warm-up); ``TARGET`` is
 ``leader`` (the node leading the run's first topic or queue, the default) or
@@ -30,6 +33,7 @@ FAULT_ACTIONS: dict[str, tuple[str, float | None]] = {
     "kill-broker": ("kill", 10.0),
     "pause-broker": ("pause", 5.0),
     "restart-broker": ("restart", None),
+    "power-cut": ("powercut", 10.0),
 }
 
 _SPEC = re.compile(
@@ -37,7 +41,8 @@ _SPEC = re.compile(
     r"(?::(?P<dur>[0-9.]+)(?P<dur_unit>s|ms)?)?"
     r"(?:/(?P<target>[A-Za-z0-9_-]+))?$")
 _TARGET = re.compile(r"^(leader|node-[1-9][0-9]*)$")
-_EXAMPLES = "kill-broker@10s, pause-broker@10s:5s, restart-broker@10s/node-2"
+_EXAMPLES = ("kill-broker@10s, pause-broker@10s:5s, restart-broker@10s/node-2, "
+             "power-cut@10s:5s")
 
 
 @dataclass(frozen=True)
@@ -51,7 +56,7 @@ class FaultSpec:
 
     @property
     def short(self) -> str:
-        """The test-id part: ``kill``, ``pause``, ``restart``."""
+        """The test-id part: ``kill``, ``pause``, ``restart``, ``powercut``."""
         return FAULT_ACTIONS[self.action][0]
 
     @property

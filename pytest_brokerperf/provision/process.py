@@ -369,7 +369,7 @@ def kill_all(grace: float = 3.0) -> None:
     for p in procs:
         p.stop(timeout=0.0)
     for path in paths:
-        shutil.rmtree(path, ignore_errors=True)
+        watchdog.remove_tree(str(path))  # unmounts a power-cut filesystem below it first
         watchdog.untrack_path(path)
 
 

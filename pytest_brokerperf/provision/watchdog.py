@@ -351,6 +351,35 @@ def track_ports(label: str, ports: list[int]) -> None:
 # -- killing what an owner left ---------------------------------------------------------
 
 
+def fuse_mounts_under(path: str, mounts_text: str | None = None) -> list[str]:
+    """FUSE mount points at or below ``path`` (from /proc/mounts), deepest first."""
+    if mounts_text is None:
+        try:
+            mounts_text = Path("/proc/mounts").read_text(encoding="utf-8")
+        except OSError:
+            return []
+    root = os.path.abspath(path).rstrip("/")
+    found = []
+    for line in mounts_text.splitlines():
+        parts = line.split()
+        if len(parts) < 3 or not parts[2].startswith("fuse"):
+            continue
+        point = parts[1].replace("\\040", " ")
+        if point == root or point.startswith(root + "/"):
+            found.append(point)
+    return sorted(found, key=len, reverse=True)
+
+
+def remove_tree(path: str) -> None:
+    """``rmtree`` after a lazy unmount of the FUSE mounts below it (the power-cut
+    filesystem): a mount whose server was killed would stop the removal."""
+    for point in fuse_mounts_under(path):
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            subprocess.run(["fusermount", "-u", "-z", point], capture_output=True,
+                           timeout=10, check=False)
+    shutil.rmtree(path, ignore_errors=True)
+
+
 def reap_owner(token: str, groups: Mapping[int, int | None], pids: Mapping[int, int | None],
                *, grace: float = 0.0) -> list[int]:
     """Stop every process of a dead owner: tagged ones, registered groups and pids.
@@ -419,7 +448,7 @@ def _watch(token: str, state_file: Path) -> int:
             break
         time.sleep(0.2)
     for p in paths:
-        shutil.rmtree(p, ignore_errors=True)
+        remove_tree(p)
     owner_pid = int(token.split(".", 1)[0])
     for run_id in container_runs:  # container mode's session: its labelled containers
         remove_containers(run_id, owner_pid)
@@ -497,7 +526,7 @@ def cleanup_local(*, dry_run: bool = False, directory: Path | None = None,
                 proc_start_time(p) is not None and proc_tag(p) == token for p in hit):
             time.sleep(0.1)
         for d in dirs:
-            shutil.rmtree(d, ignore_errors=True)
+            remove_tree(d)
             rep.removed.append(d)
         if f is not None:
             with contextlib.suppress(OSError):

@@ -18,7 +18,12 @@ import pytest
 from pytest_brokerperf.errors import BrokerDied, BrokerUnavailable, ConfigError, RunInterrupted
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.engine.plan import RunOutcome
+    from collections.abc import Callable
+
+    from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.engine.coordinator import LoadSession
+    from pytest_brokerperf.engine.plan import RunOutcome, SessionEnd
+    from pytest_brokerperf.faults.injector import FaultInjector
     from pytest_brokerperf.scenario_library.base import Scenario, ScenarioResult
     from pytest_brokerperf.scenario_library.context import RunContext
 
@@ -118,7 +123,8 @@ def run_with_fault(ctx: RunContext, scenario: Scenario,
         sampler.start()
     try:
         outcome = run_workload(driver, wl, plan, payloads=run.payloads, on_period=on_period,
-                               on_wait=injector, after_measure=injector.settle)
+                               on_wait=injector, after_measure=injector.settle,
+                               after_drain=_read_back_hook(fault.action, broker, injector))
     except (BrokerDied, RunInterrupted) as exc:  # a node the fault did not ask for went
         injector.settle()                         # away, or Ctrl-C / SIGTERM
         if sampler is not None:
@@ -162,6 +168,29 @@ def run_with_fault(ctx: RunContext, scenario: Scenario,
         record_extra={"fault": judged.block, "faults": judged.block["events"]},
         findings=[judged.finding] if judged.finding else [],
         summary_scenario=f"{prepared.scenario}+{fault.short}"))
+
+
+def _read_back_hook(action: str, broker: BrokerEndpoint, injector: FaultInjector
+                    ) -> Callable[[LoadSession, SessionEnd], None] | None:
+    """After a power cut on Kafka: read the topics back and keep what is missing on
+    the injector (the judge reports it); None for other faults and brokers."""
+    if action != "power-cut" or broker.kind != "kafka":
+        return None
+
+    def read_back(session: LoadSession, end: SessionEnd) -> None:
+        from pytest_brokerperf.faults.readback import ReadBack, compare, read_back_kafka
+
+        acked = end.delivery.acked_bits
+        try:
+            present, read, complete = read_back_kafka(broker.bootstrap, session.topics)
+        except Exception as exc:  # reported in the record, never swallowed
+            injector.read_back = ReadBack(
+                read=0, acknowledged=end.delivery.acknowledged, missing=0, complete=False,
+                error=f"{type(exc).__name__}: {exc}"[:500])
+            return
+        injector.read_back = compare(acked, present, read, complete)
+
+    return read_back
 
 
 def _progress_line(kind: str, block: dict[str, Any]) -> str:

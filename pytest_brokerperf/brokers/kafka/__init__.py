@@ -172,6 +172,7 @@ class KafkaBroker(KafkaProtocolBroker):
             nodes=settings.nodes, version=settings.kafka_version,
             kafka_home=settings.kafka_home, workdir=workdir,
             metrics_agent=settings.broker_metrics, memory_limit=settings.broker_memory,
+            powercut_fs=settings.powercut_effective,
         )
         return ManagedBroker(cluster.start(), cluster)
 

@@ -38,6 +38,7 @@ from pytest_brokerperf.brokers.kafka.node_config import (
 )
 from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.errors import BrokerPerfError, ConfigError
+from pytest_brokerperf.faults.powercut import PowerCutMount
 from pytest_brokerperf.provision.java import (
     JVM_NON_HEAP,
     JavaRuntime,
@@ -59,7 +60,7 @@ from pytest_brokerperf.provision.maven import (
     resolve_kafka,
 )
 from pytest_brokerperf.provision.ports import LOOPBACK, free_ports
-from pytest_brokerperf.provision.process import ManagedProcess
+from pytest_brokerperf.provision.process import ManagedProcess, stop_all
 
 __all__ = ["KAFKA_DEFAULT_VERSION", "KafkaProcessCluster"]
 
@@ -123,6 +124,7 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
         listener_protocols: dict[str, str] | None = None,
         metrics_agent: bool = False,
         memory_limit: int | None = None,
+        powercut_fs: bool = False,
     ) -> None:
         if not isinstance(nodes, int) or nodes < 1:
             raise ConfigError(f"nodes must be a positive integer, got {nodes!r}")
@@ -137,6 +139,10 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
         self.extra_listeners: dict[str, int] = dict(extra_listeners or {})
         self.listener_protocols: dict[str, str] = dict(listener_protocols or {})
         self.metrics_agent = metrics_agent
+        #: every node's data directory on a filesystem that forgets unsynced writes on
+        #: command (:meth:`power_cut_node`; docs/reference/faults.md, ``power-cut``)
+        self.powercut_fs = powercut_fs
+        self._powercut: dict[int, PowerCutMount] = {}
         self._agent_jar: Path | None = None
         self._agent_error: str | None = None
         self._metrics_ports: list[int] = []
@@ -325,6 +331,8 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
         self.fresh_dir(workdir / "data")
         nodes = self._layout(workdir, version)
         self._nodes = nodes
+        if self.powercut_fs:
+            self._mount_powercut(workdir, nodes)
         classpath = f"{self._lib}/*"
         cluster_id = generate_cluster_id()
         self._cluster_id = cluster_id
@@ -358,6 +366,39 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
             argv = [java, *node.flags, "-cp", classpath, "kafka.Kafka", str(node.config_file)]
             self._spawn(node, argv, name=f"kafka-{node.ports.node_id}")
         self._wait_ready(deadline)
+
+    def _mount_powercut(self, workdir: Path, nodes: list[_Node]) -> None:
+        """Each node's data directory through the power-cut filesystem (backing data in
+        ``powercut/``, removed on stop like the data)."""
+        backing = self.fresh_dir(workdir / "powercut")
+        for node in nodes:
+            i = node.ports.node_id
+            assert node.data_dir is not None  # _layout gives every node one
+            self._powercut[i] = PowerCutMount(
+                backing=backing / f"node-{i}" / "data", mount=node.data_dir,
+                state=backing / f"node-{i}" / "state").start()
+
+    def power_cut_node(self, index: int) -> dict[str, Any]:
+        """Cut node ``index``'s power: SIGKILL it, then drop every write it never
+        fsynced; start it again with :meth:`start_node`. What the cut took away (files
+        removed, files restored, bytes dropped) plus the killed pid."""
+        mount = self._powercut.get(index)
+        if mount is None:
+            raise ConfigError(
+                f"Kafka node {index} has no power-cut filesystem: the cluster was started "
+                "without powercut_fs. Fix: --brokerperf-powercut-fs (or "
+                "KafkaProcessCluster(powercut_fs=True))")
+        pid = self.kill_node(index)
+        return {"pid": pid, **mount.cut()}
+
+    def _teardown(self, timeout: float | None = None) -> None:
+        """Stop the nodes, unmount their power-cut filesystems, then drop the data."""
+        if self._powercut:
+            stop_all(self.processes, self.stop_timeout if timeout is None else timeout)
+            for mount in self._powercut.values():
+                mount.stop()
+            self._powercut = {}
+        super()._teardown(timeout)
 
     def _wait_ready(self, deadline: float) -> None:
         """TCP connect to every node, then Admin describe_cluster/list_topics shows all N."""
