@@ -7,7 +7,11 @@ from typing import Any
 
 import pytest
 
-__all__ = ["skip_if_host_noise"]
+__all__ = ["PLAIN_SCENARIOS", "skip_if_host_noise"]
+
+#: ``-k`` for the shipped suite's plain scenarios: without the studies' cases, their
+#: sweeps, the Pulsar limit test and the 1 GiB cold-read case (each a run of its own)
+PLAIN_SCENARIOS = "not study and not sweep and not limit and not cold_read"
 
 
 def skip_if_host_noise(records: Iterable[dict[str, Any]]) -> None:

@@ -12,6 +12,7 @@ import pytest
 
 from pytest_brokerperf.errors import ProvisionError
 from pytest_brokerperf.provision import containers
+from pytest_brokerperf.testing import PLAIN_SCENARIOS
 
 __all__ = ["engine_mark", "image_or_skip", "leftovers", "tailread_through_pytest"]
 
@@ -57,7 +58,7 @@ def tailread_through_pytest(pytester: pytest.Pytester, broker: str, *extra: str,
     results = pytester.path / "res"
     pytester.makeini("[pytest]\n")
     run = pytester.runpytest_subprocess(
-        str(REPO / "scenarios"), "-m", "tailread", f"--broker={broker}",
+        str(REPO / "scenarios"), "-m", "tailread", "-k", PLAIN_SCENARIOS, f"--broker={broker}",
         "--brokerperf-provision=container", f"--brokerperf-results={results}",
         f"--brokerperf-duration={duration}", f"--brokerperf-warmup={warmup}",
         "-p", "no:cacheprovider", "--rootdir", str(pytester.path), *extra, timeout=900)

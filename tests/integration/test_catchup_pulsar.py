@@ -15,6 +15,7 @@ import pytest
 
 from pytest_brokerperf.errors import BrokerUnavailable
 from pytest_brokerperf.provision.maven import resolve_pulsar
+from pytest_brokerperf.testing import PLAIN_SCENARIOS
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -30,7 +31,7 @@ def test_catchup_on_pulsar_through_pytest(pytester: pytest.Pytester) -> None:
     results = pytester.path / "res"
     pytester.makeini("[pytest]\n")
     run = pytester.runpytest_subprocess(
-        str(repo / "scenarios"), "-m", "catchup", "-k", "not consumer_only",
+        str(repo / "scenarios"), "-m", "catchup", "-k", f"not consumer_only and {PLAIN_SCENARIOS}",
         "--broker=pulsar", f"--brokerperf-results={results}", "--brokerperf-duration=3",
         "--brokerperf-warmup=5", "--brokerperf-inconclusive=warn", "-p", "no:cacheprovider",
         "-W", "default::pytest_brokerperf.warnings.BrokerPerfWarning", "-s",

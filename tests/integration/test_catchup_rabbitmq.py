@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from pytest_brokerperf.brokers.rabbitmq.process import rabbitmq_available
-from pytest_brokerperf.testing import skip_if_host_noise
+from pytest_brokerperf.testing import PLAIN_SCENARIOS, skip_if_host_noise
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -30,7 +30,7 @@ def test_catchup_on_rabbitmq_through_pytest(pytester: pytest.Pytester) -> None:
     results = pytester.path / "res"
     pytester.makeini("[pytest]\n")
     run = pytester.runpytest_subprocess(
-        str(repo / "scenarios"), "-m", "catchup", "-k", "not consumer_only",
+        str(repo / "scenarios"), "-m", "catchup", "-k", f"not consumer_only and {PLAIN_SCENARIOS}",
         "--broker=rabbitmq", f"--brokerperf-results={results}", "--brokerperf-duration=3",
         "--brokerperf-warmup=5", "--brokerperf-inconclusive=warn", "-p", "no:cacheprovider",
         "-W", "default::pytest_brokerperf.warnings.BrokerPerfWarning", "-s",

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from pytest_brokerperf.brokers.kafka.container import default_images
+from pytest_brokerperf.testing import PLAIN_SCENARIOS
 from pytest_brokerperf.testing.containers import engine_mark, image_or_skip, leftovers
 from pytest_brokerperf.versions import KAFKA_DEFAULT_VERSION
 
@@ -27,7 +28,8 @@ def test_pause_and_restart_a_kafka_container_mid_window(pytester: pytest.Pyteste
     results = pytester.path / "res"
     pytester.makeini("[pytest]\n")
     run = pytester.runpytest_subprocess(
-        str(REPO / "scenarios" / "test_tailread.py"), "-m", "tailread", "--broker=kafka",
+        str(REPO / "scenarios" / "test_tailread.py"), "-m", "tailread", "-k", PLAIN_SCENARIOS,
+        "--broker=kafka",
         "--brokerperf-provision=container", f"--brokerperf-results={results}",
         "--brokerperf-fault=pause-broker@3s:2s,restart-broker@3s",
         "--brokerperf-duration=10", "--brokerperf-warmup=15", "-p", "no:cacheprovider",

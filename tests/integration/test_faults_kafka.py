@@ -15,6 +15,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from pytest_brokerperf.testing import PLAIN_SCENARIOS
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -23,7 +25,8 @@ def test_kill_the_leader_of_a_three_node_cluster_at_level_1_loses_nothing(
     results = pytester.path / "res"
     pytester.makeini("[pytest]\n")
     run = pytester.runpytest_subprocess(
-        str(REPO / "scenarios" / "test_tailread.py"), "-m", "tailread", "--broker=kafka",
+        str(REPO / "scenarios" / "test_tailread.py"), "-m", "tailread", "-k", PLAIN_SCENARIOS,
+        "--broker=kafka",
         "--brokerperf-nodes=3", "--brokerperf-durability=1",
         "--brokerperf-fault=kill-broker@4s:3s", f"--brokerperf-results={results}",
         "--brokerperf-duration=14", "--brokerperf-warmup=30", "-p", "no:cacheprovider",

@@ -16,6 +16,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from pytest_brokerperf.testing import PLAIN_SCENARIOS
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -25,7 +27,8 @@ def test_kill_each_node_at_level_1_clients_fail_over_and_nothing_is_lost(
     pytester.makeini("[pytest]\n")
     faults = ",".join(f"kill-broker@3s:2s/node-{n}" for n in (1, 2, 3))
     run = pytester.runpytest_subprocess(
-        str(REPO / "scenarios" / "test_tailread.py"), "-m", "tailread", "--broker=rabbitmq",
+        str(REPO / "scenarios" / "test_tailread.py"), "-m", "tailread", "-k", PLAIN_SCENARIOS,
+        "--broker=rabbitmq",
         "--brokerperf-nodes=3", "--brokerperf-durability=1", f"--brokerperf-fault={faults}",
         f"--brokerperf-results={results}", "--brokerperf-duration=10",
         "--brokerperf-warmup=30", "-p", "no:cacheprovider", "--brokerperf-inconclusive=warn",

@@ -22,6 +22,7 @@ from pytest_brokerperf.brokers.kafka.remote import load_client_config, remote_ka
 from pytest_brokerperf.cli import main as brokerperf_main
 from pytest_brokerperf.config import Settings
 from pytest_brokerperf.errors import ClusterUnreachable
+from pytest_brokerperf.testing import PLAIN_SCENARIOS
 from pytest_brokerperf.warmup import warm_broker
 
 PASSWORD = f"pw-{secrets.token_hex(12)}"
@@ -83,7 +84,8 @@ def sasl_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslKafka]:
 
 
 def _remote_args(kafka: SaslKafka, results: Path, *extra: str) -> list[str]:
-    return [str(REPO / "scenarios" / "test_tailread.py"), "-m", "tailread", "--broker=kafka",
+    return [str(REPO / "scenarios" / "test_tailread.py"), "-m", "tailread", "-k", PLAIN_SCENARIOS,
+            "--broker=kafka",
             f"--kafka-bootstrap={kafka.bootstrap}", f"--kafka-config={kafka.config}",
             f"--brokerperf-results={results}", "--brokerperf-owner=ci-remote",
             "-p", "no:cacheprovider", "-p", "no:randomly", "-rs", *extra]

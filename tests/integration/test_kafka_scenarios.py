@@ -26,6 +26,7 @@ from pytest_brokerperf.engine.coordinator import default_generator_cpus, run_wor
 from pytest_brokerperf.engine.plan import RunPlan
 from pytest_brokerperf.errors import ConfigError
 from pytest_brokerperf.omb_result import read_omb_result
+from pytest_brokerperf.testing import PLAIN_SCENARIOS
 from pytest_brokerperf.workload import Workload
 
 
@@ -100,7 +101,7 @@ def test_tailread_scenario_end_to_end_through_pytest(
     junit = pytester.path / "junit.xml"
     pytester.makeini("[pytest]\n")
     run = pytester.runpytest_subprocess(
-        str(repo / "scenarios"), "-m", "tailread", "--broker=kafka",
+        str(repo / "scenarios"), "-m", "tailread", "-k", PLAIN_SCENARIOS, "--broker=kafka",
         f"--brokerperf-results={results}", f"--junitxml={junit}",
         "--brokerperf-duration=6", "--brokerperf-warmup=5", "-p", "no:cacheprovider",
         "--rootdir", str(pytester.path), timeout=600,

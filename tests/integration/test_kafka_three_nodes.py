@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_brokerperf.testing import PLAIN_SCENARIOS
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -34,7 +36,8 @@ slos:
 """)
     run = pytester.runpytest_subprocess(
         f"--brokerperf-slo={slo}",
-        str(REPO / "scenarios" / "test_tailread.py"), "-m", "tailread", "--broker=kafka",
+        str(REPO / "scenarios" / "test_tailread.py"), "-m", "tailread", "-k", PLAIN_SCENARIOS,
+        "--broker=kafka",
         "--brokerperf-nodes=3", f"--brokerperf-results={results}", f"--junitxml={junit}",
         # 100 msg/s (the topology-check rate) x 12 s: enough samples for p99
         # the scenario's warm-up ends once steady, capped at 30 s: three JVMs sharing a

@@ -24,6 +24,7 @@ import pytest
 from pytest_brokerperf.brokers.rabbitmq.process import rabbitmq_available
 from pytest_brokerperf.provision import watchdog
 from pytest_brokerperf.provision.ports import LOOPBACK, port_open
+from pytest_brokerperf.testing import PLAIN_SCENARIOS
 
 pytestmark = pytest.mark.integration
 
@@ -142,6 +143,7 @@ def test_kill_9_of_the_kafka_jvm_stops_the_run_naming_it(tmp_path: Path) -> None
     known = {p.name for p in watchdog.state_dir().glob("*.json")}
     run = subprocess.Popen(
         [sys.executable, "-m", "pytest", str(repo / "scenarios"), "-m", "tailread",
+         "-k", PLAIN_SCENARIOS,
          "--broker=kafka", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
          f"--brokerperf-results={tmp_path / 'res'}"],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)

@@ -13,6 +13,7 @@ import pytest
 from pytest_brokerperf.errors import BrokerUnavailable
 from pytest_brokerperf.omb_result import read_omb_result
 from pytest_brokerperf.provision.maven import resolve_pulsar
+from pytest_brokerperf.testing import PLAIN_SCENARIOS
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -33,7 +34,8 @@ def test_tailread_and_throughput_end_to_end_through_pytest(
     junit = pytester.path / "junit.xml"
     pytester.makeini("[pytest]\n")
     run = pytester.runpytest_subprocess(
-        str(repo / "scenarios"), "-m", "tailread or throughput", "--broker=pulsar",
+        str(repo / "scenarios"), "-m", "tailread or throughput", "-k", PLAIN_SCENARIOS,
+        "--broker=pulsar",
         f"--brokerperf-results={results}", f"--junitxml={junit}",
         "--brokerperf-duration=6", "--brokerperf-warmup=5", "-p", "no:cacheprovider",
         # a short ladder whose top may be the Python client's limit here: INCONCLUSIVE

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from pytest_brokerperf.report.render import _ms, _num
+from pytest_brokerperf.testing import PLAIN_SCENARIOS
 from pytest_brokerperf.testing.chromium import (
     check_page,
     external_urls,
@@ -41,7 +42,7 @@ def test_tailread_on_kafka_to_html_report_in_chromium(pytester: pytest.Pytester)
     results = pytester.path / "res"
     pytester.makeini("[pytest]\n")
     run = pytester.runpytest_subprocess(
-        str(repo / "scenarios"), "-m", "tailread", "--broker=kafka",
+        str(repo / "scenarios"), "-m", "tailread", "-k", PLAIN_SCENARIOS, "--broker=kafka",
         f"--brokerperf-results={results}", "--brokerperf-warmup=5",
         "--brokerperf-duration=8", "--brokerperf-rate=2000", "--brokerperf-calibration=off",
         "--brokerperf-inconclusive=warn", "-p", "no:cacheprovider",

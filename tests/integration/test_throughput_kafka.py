@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from pytest_brokerperf.provision.maven import cache_root
-from pytest_brokerperf.testing import skip_if_host_noise
+from pytest_brokerperf.testing import PLAIN_SCENARIOS, skip_if_host_noise
 
 #: The real cache (Kafka jars, calibration): pytester points HOME at a temporary directory.
 CACHE = cache_root()
@@ -28,7 +28,8 @@ def test_smoke_ladder_on_kafka_brackets_a_limit(pytester: pytest.Pytester,
     results = pytester.path / "res"
     pytester.makeini("[pytest]\n")
     run = pytester.runpytest_subprocess(
-        str(REPO / "scenarios" / "test_throughput.py"), "-m", "throughput", "--broker=kafka",
+        str(REPO / "scenarios" / "test_throughput.py"), "-m", "throughput", "-k", PLAIN_SCENARIOS,
+        "--broker=kafka",
         f"--brokerperf-results={results}", "--brokerperf-profile=smoke",
         "--brokerperf-calibration=refresh",  # never a ceiling cached by an earlier run
         "--brokerperf-inconclusive=warn", "-W",
