@@ -313,10 +313,17 @@ def test_a_ladder_interrupted_in_its_calibration_leaves_a_record_with_nothing_me
     assert json.loads(Path(rec["artefacts"], "record.json").read_text()) == rec
 
 
-SET_UP = HOOKS + """
+#: a small tail-read, the test every body below ends with
+TAILREAD = """
 import pytest
 from pytest_brokerperf import TailRead
 
+@pytest.mark.tailread
+def test_tr(brokerperf):
+    brokerperf.run(TailRead(message_size=256, partitions=2, rate=500))
+"""
+
+SET_UP = HOOKS + """
 _open = LoadSession.open
 
 def open_then_sigterm(self):
@@ -324,11 +331,7 @@ def open_then_sigterm(self):
     os.kill(os.getpid(), signal.SIGTERM)
 
 LoadSession.open = open_then_sigterm
-
-@pytest.mark.tailread
-def test_tr(brokerperf):
-    brokerperf.run(TailRead(message_size=256, partitions=2, rate=500))
-"""
+""" + TAILREAD
 
 
 def test_a_run_stopped_in_its_set_up_leaves_a_record_with_nothing_measured(
@@ -344,27 +347,10 @@ def test_a_run_stopped_in_its_set_up_leaves_a_record_with_nothing_measured(
     assert rec["delivery"]["reconciled"] is False
 
 
-GROUP_CTRL_C = """
-import os
-import signal
-import pytest
-from pytest_brokerperf import TailRead
-from pytest_brokerperf.engine.coordinator import LoadSession
-
-_tick = LoadSession.tick
-
-def tick(self, index, phase, *args, **kwargs):
-    ps = _tick(self, index, phase, *args, **kwargs)
-    if phase == "measure" and index == 0:
-        os.killpg(os.getpgrp(), signal.SIGINT)  # Ctrl-C in a terminal: the whole group
-    return ps
-
-LoadSession.tick = tick
-
-@pytest.mark.tailread
-def test_tr(brokerperf):
-    brokerperf.run(TailRead(message_size=256, partitions=2, rate=500))
-"""
+#: Ctrl-C in a terminal: SIGINT to the whole process group, workers included
+GROUP_CTRL_C = HOOKS + """
+stop_at("measure", 0, lambda: os.killpg(os.getpgrp(), signal.SIGINT))
+""" + TAILREAD
 
 
 def test_ctrl_c_to_the_process_group_prints_no_worker_traceback(
