@@ -73,7 +73,7 @@ STORE_MEMORY_MB = 512
 DEFAULT_START_TIMEOUT_S = 120.0
 #: the standing credentials of the session's throwaway store (loopback-published only)
 ACCESS_KEY = "brokerperf"
-SECRET_KEY = "brokerperf-secret"  # noqa: S105 (a throwaway local store's, not a secret)
+SECRET_KEY = "brokerperf-secret"
 
 
 def default_images(version: str = AUTOMQ_DEFAULT_VERSION) -> tuple[str, ...]:

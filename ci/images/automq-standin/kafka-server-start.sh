@@ -48,7 +48,7 @@ s3() {  # s3 METHOD REGION URL [BODY]: the HTTP status of a signed request
   local args=(-sS -o /tmp/s3-answer -w '%{http_code}' --max-time 5 -X "$method"
               --aws-sigv4 "aws:amz:$region:s3" --user "$KAFKA_S3_ACCESS_KEY:$KAFKA_S3_SECRET_KEY")
   [ $# -ge 4 ] && args+=(-H "Content-Type: application/octet-stream" --data-binary "$4")
-  curl "${args[@]}" "$url" 2>/tmp/s3-error || echo "000"
+  curl "${args[@]}" "$url" 2>/tmp/s3-error || true  # -w prints 000 when nothing answered
 }
 ops_target=""
 for key in s3.data.buckets s3.ops.buckets s3.wal.path; do
@@ -61,7 +61,8 @@ for key in s3.data.buckets s3.ops.buckets s3.wal.path; do
     fi
     status=000
     for _ in $(seq 1 20); do  # the store's name may take a moment to resolve
-      status=$(s3 HEAD "$region" "$endpoint/$bucket")
+      # ListObjectsV2 of one key: an error answer says why (HEAD would carry no body)
+      status=$(s3 GET "$region" "$endpoint/$bucket?list-type=2&max-keys=1")
       [ "$status" = 000 ] || break
       sleep 0.5
     done
