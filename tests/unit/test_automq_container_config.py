@@ -178,3 +178,13 @@ def test_durability_levels_are_refused_in_container_mode_as_in_remote_mode() -> 
     cfg = KafkaDriverConfig.from_yaml(shipped_driver("automq"))
     with pytest.raises(Exception, match="durability levels are not mapped for automq"):
         broker.apply_level(cfg, 2)
+
+
+def test_the_image_flag_names_the_object_store_as_minio() -> None:
+    from pytest_brokerperf.config import Settings
+
+    settings = Settings.resolve({"brokerperf_image": "automq=a/b:1,minio=my/store:2"}, {}, {})
+    assert settings.image_for("automq") == "a/b:1"
+    assert settings.image_for("minio") == "my/store:2"
+    with pytest.raises(ConfigError, match=r"unknown broker 'mini'.*minio for AutoMQ's"):
+        Settings.resolve({"brokerperf_image": "mini=my/store:2"}, {}, {})
