@@ -221,7 +221,16 @@ class AutoMQContainer(ContainerNode):
         """The object store, its buckets, then AutoMQ (which reads them at start-up)."""
         node, store = created
         store.start()
-        self.store.wait_live(deadline)
+
+        def running() -> None:
+            wrapped = store.get_wrapped_container()
+            wrapped.reload()
+            if wrapped.status in ("exited", "dead"):
+                code = (wrapped.attrs.get("State") or {}).get("ExitCode")
+                raise ProvisionError(f"the object store's container exited with code {code} "
+                                     "before its S3 API answered")
+
+        self.store.wait_live(deadline, running)
         for bucket in BUCKETS:
             self.store.create_bucket(bucket)
         node.start()

@@ -16,6 +16,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pytest_brokerperf.errors import ProvisionError
@@ -78,10 +79,13 @@ class S3Endpoint:
         except urllib.error.HTTPError as exc:
             return exc.code, exc.read()
 
-    def wait_live(self, deadline: float) -> None:
-        """Until ``GET /minio/health/live`` answers 200 (MinIO's liveness probe)."""
+    def wait_live(self, deadline: float, check: Callable[[], None] | None = None) -> None:
+        """Until ``GET /minio/health/live`` answers 200 (MinIO's liveness probe);
+        ``check`` raises when waiting longer is pointless (the store's container exited)."""
         seen = "no answer"
         while time.monotonic() < deadline:
+            if check is not None:
+                check()
             try:
                 with urllib.request.urlopen(self.url + "/minio/health/live",
                                             timeout=2) as resp:
