@@ -20,7 +20,12 @@ import pytest
 
 from pytest_brokerperf.brokers.automq_container import AutoMQContainer
 from pytest_brokerperf.provision import containers
-from pytest_brokerperf.testing.containers import engine_mark, image_or_skip, leftovers
+from pytest_brokerperf.testing.containers import (
+    engine_mark,
+    image_or_skip,
+    leftovers,
+    tailread_through_pytest,
+)
 
 STANDIN = "brokerperf/automq-standin:latest"
 STORE_STANDIN = "brokerperf/s3-standin:latest"
@@ -63,11 +68,9 @@ def test_one_node_and_its_store_serve_host_and_network_clients(tmp_path: Path) -
                              "auto.offset.reset": "earliest"})
         consumer.subscribe([topic])
         got: list[bytes] = []
-        for _ in range(60):
-            msg = consumer.poll(1.0)
-            if msg is not None and msg.error() is None:
-                got.append(msg.value())
-            if len(got) == 100:
+        for _ in range(30):  # bounded: 30 one-second batches at most
+            got += [m.value() for m in consumer.consume(100, timeout=1.0) if m.error() is None]
+            if len(got) >= 100:
                 break
         consumer.close()
         assert got == [f"m{i}".encode() for i in range(100)]
@@ -107,6 +110,19 @@ def test_a_store_without_the_nodes_credentials_fails_start_up_with_both_logs(
     assert "SignatureDoesNotMatch" in text
     assert "automq-minio" in text and "s3-standin: S3 API on" in text  # the store's log
     assert leftovers("it-automq-badkey") == []
+
+
+def test_tailread_through_pytest_records_both_images(pytester: pytest.Pytester) -> None:
+    """The plugin's path: --brokerperf-image names both stand-ins; the record says the
+    store is part of the deployment and that stand-ins ran."""
+    _, rec = tailread_through_pytest(
+        pytester, "automq", f"--brokerperf-image=automq={STANDIN},minio={STORE_STANDIN}",
+        duration=3, warmup=2)
+    info = rec["manifest"]["broker"]["info"]
+    assert info["image"]["ref"] == STANDIN and info["stand_in"] is True
+    assert info["object_store"]["image"]["ref"] == STORE_STANDIN
+    assert info["object_store"]["part_of_deployment"] is True
+    assert rec["delivery"]["acknowledged"] > 0
 
 
 def test_the_official_images_where_they_are_on_the_engine(tmp_path: Path) -> None:
