@@ -67,7 +67,7 @@ def test_one_node_and_its_store_serve_host_and_network_clients(tmp_path: Path) -
         consumer = Consumer({"bootstrap.servers": ep.bootstrap, "group.id": topic,
                              "auto.offset.reset": "earliest"})
         consumer.subscribe([topic])
-        got: list[bytes] = []
+        got: list[bytes | None] = []
         for _ in range(30):  # bounded: 30 one-second batches at most
             got += [m.value() for m in consumer.consume(100, timeout=1.0) if m.error() is None]
             if len(got) >= 100:
