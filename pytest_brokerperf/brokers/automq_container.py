@@ -31,7 +31,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.errors import ConfigError, ProvisionError
@@ -41,6 +41,8 @@ from pytest_brokerperf.provision.s3 import S3Endpoint
 
 if TYPE_CHECKING:
     from testcontainers.core.container import DockerContainer
+
+    from pytest_brokerperf.provision.containers import ImageInfo
 
 __all__ = [
     "AUTOMQ_DEFAULT_VERSION",
@@ -163,7 +165,7 @@ class AutoMQContainer(ContainerNode):
         self.requested_store_image = store_image
         self._host_port: int | None = None
         self._store_port: int | None = None
-        self._store_image: Any = None
+        self._store_image: ImageInfo | None = None
         self._endpoint: BrokerEndpoint | None = None
 
     @property
@@ -267,6 +269,8 @@ class AutoMQContainer(ContainerNode):
         plans, info = self.launch()
         labels = info.pop("image_labels")
         store = self._store_image
+        if store is None:  # plans() resolves it, and launch() ran plans()
+            raise RuntimeError("the object store's image was not resolved")
         stand_in = _is_stand_in(labels) or _is_stand_in(dict(store.labels))
         node_pids = self.host_pids("java")
         if node_pids:  # the JVM, not the store, is what /proc sampling should read
