@@ -11,6 +11,7 @@ its page cache only. One cut serves both topics (docs/reference/faults.md).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import confluent_kafka as ck
@@ -59,22 +60,27 @@ def _produce(bootstrap: str, topic: str, n: int) -> list[int]:
 
 def _consume(bootstrap: str, topic: str) -> set[int]:
     """Every sequence number the topic's one partition holds, from the earliest offset
-    (an assigned consumer: no group, whose offsets the cut may have taken too)."""
+    (an assigned consumer: no group, whose offsets the cut may have taken too). The end
+    of the partition is the leader's high watermark, which after the restart catches up
+    with its log only as the followers fetch: read on until 5 s pass with nothing new."""
     c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{topic}",
                      "enable.auto.commit": False, "enable.partition.eof": True,
                      "log_level": 0})
     c.assign([ck.TopicPartition(topic, 0, ck.OFFSET_BEGINNING)])
     seen: set[int] = set()
+    ended, last_new = False, time.monotonic()
     try:
         for _ in range(240):  # bounded: 240 polls of at most 0.5 s
+            if ended and time.monotonic() - last_new > 5.0:
+                break
             msg = c.poll(0.5)
             if msg is None:
                 continue
             if msg.error():
-                if msg.error().code() == ck.KafkaError._PARTITION_EOF:
-                    break
+                ended = ended or msg.error().code() == ck.KafkaError._PARTITION_EOF
                 continue
             seen.add(int(msg.value()))
+            last_new = time.monotonic()
     finally:
         c.close()
     return seen
