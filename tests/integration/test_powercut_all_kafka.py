@@ -69,8 +69,9 @@ def _consume(bootstrap: str, topic: str) -> set[int]:
     c.assign([ck.TopicPartition(topic, 0, ck.OFFSET_BEGINNING)])
     seen: set[int] = set()
     ended, last_new = False, time.monotonic()
+    deadline = last_new + 60.0  # bounded in time (a poll returns one message)
     try:
-        for _ in range(240):  # bounded: 240 polls of at most 0.5 s
+        while time.monotonic() < deadline:
             if ended and time.monotonic() - last_new > 5.0:
                 break
             msg = c.poll(0.5)
