@@ -236,8 +236,9 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
         help="faults to inject in the tail-read scenario's measured window, one test each, "
         "comma-separated: ACTION@AT[:DURATION][/TARGET] with ACTION kill-broker, "
         "pause-broker, restart-broker or power-cut, e.g. kill-broker@5s:10s, "
-        "pause-broker@5s:3s/node-2, power-cut@5s (local brokers only; test ids get -kill, "
-        "-pause, -restart, -powercut)",
+        "pause-broker@5s:3s/node-2, power-cut@5s, power-cut@5s:2s/all (every node at "
+        "once; local brokers only; test ids get -kill, -pause, -restart, -powercut, "
+        "-powercut-all)",
     ),
     OptionSpec(
         name="results", field="results_dir", flag="--brokerperf-results", kind="dir",

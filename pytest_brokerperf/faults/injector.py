@@ -38,7 +38,8 @@ LeaderLookup = Callable[["LoadSession"], "int | None"]
 @dataclass
 class FaultEvent:
     """One step of a fault: ``kill-broker``, ``pause-broker``, ``resume-broker``,
-    ``stop-broker``, ``start-broker`` (asked) and ``serving`` (the node answers again)."""
+    ``stop-broker``, ``power-cut``, ``start-broker`` (asked) and ``serving`` (the node
+    answers again)."""
 
     action: str
     node: int
@@ -89,10 +90,13 @@ class FaultInjector:
     def started(self) -> bool:
         return self._thread is not None
 
-    def _event(self, action: str, pid: int | None = None, detail: str = "") -> None:
-        assert self.node is not None
+    def _event(self, action: str, pid: int | None = None, detail: str = "",
+               node: int | None = None, t_ns: int | None = None) -> None:
+        node = node if node is not None else self.node
+        assert node is not None
         with self._lock:
-            self.events.append(FaultEvent(action, self.node, time.monotonic_ns(), pid, detail))
+            self.events.append(FaultEvent(action, node, t_ns or time.monotonic_ns(), pid,
+                                          detail))
 
     def _target(self, session: LoadSession) -> int:
         index = self.spec.node_index
@@ -115,6 +119,12 @@ class FaultInjector:
     def _run(self, session: LoadSession) -> None:
         c, spec = self.control, self.spec
         try:
+            if spec.whole_cluster:
+                self.target_note = f"all {c.node_count()} node(s) at once (as asked)"
+                self._power_cut_all()
+                time.sleep(spec.duration_s or 0.0)
+                self._start_all()
+                return
             self.node = node = self._target(session)
             if node > c.node_count():
                 raise ProvisionError(f"the cluster has {c.node_count()} node(s); there is no "
@@ -155,6 +165,40 @@ class FaultInjector:
                     f"{len(report.get('removed', []))} file(s) never fsynced removed, "
                     f"{len(report.get('restored', []))} rolled back to their last fsync")
 
+    def _power_cut_all(self) -> None:
+        cut = getattr(self.control, "power_cut_all", None)
+        if cut is None:
+            raise ProvisionError(
+                "power-cut/all: this cluster cannot cut every node's power at once (only "
+                "local Kafka process nodes run on the power-cut filesystem). Fix: "
+                "--brokerperf-provision=process with a Kafka broker")
+        struck = time.monotonic_ns()
+        report: dict[str, Any] = cut()
+        self.cut_report = {k: v for k, v in report.items() if k not in ("pids", "nodes")}
+        per_node: dict[int, dict[str, Any]] = report.get("nodes") or {}
+        self.cut_report["per_node"] = {
+            str(i): {"bytes_dropped": r.get("bytes_dropped", 0),
+                     "files_removed": len(r.get("removed", [])),
+                     "files_rolled_back": len(r.get("restored", []))}
+            for i, r in per_node.items()}
+        for i, r in sorted(per_node.items()):  # one kill, stamped when it struck
+            self._event("power-cut", r.get("pid"),
+                        f"dropped {r.get('bytes_dropped', 0)} unsynced byte(s): "
+                        f"{len(r.get('removed', []))} file(s) never fsynced removed, "
+                        f"{len(r.get('restored', []))} rolled back to their last fsync",
+                        node=i, t_ns=struck)
+
+    def _start_all(self) -> None:
+        start = getattr(self.control, "start_all", None)
+        if start is None:  # power_cut_all without start_all: a control that lies
+            raise ProvisionError("power-cut/all: this cluster cannot start every node at once")
+        count = self.control.node_count()
+        for i in range(1, count + 1):
+            self._event("start-broker", node=i)
+        pids: list[int] = start(START_TIMEOUT_S)
+        for i, pid in enumerate(pids, 1):
+            self._event("serving", pid, node=i)
+
     def _start(self, node: int) -> None:
         self._event("start-broker")
         pid = self.control.start_node(node, START_TIMEOUT_S)
@@ -167,7 +211,8 @@ class FaultInjector:
             return
         self._thread.join(timeout)
         if self._thread.is_alive():
-            self.error = self.error or (f"the fault on node {self.node} had not finished "
+            where = self.target_note if self.spec.whole_cluster else f"node {self.node}"
+            self.error = self.error or (f"the fault on {where} had not finished "
                                         f"{timeout:.0f} s after the measured window")
 
     def first_ns(self) -> int | None:

@@ -5,6 +5,9 @@ Durability levels 1 and 2 (docs/reference/durability.md) promise that no acknowl
 message is lost when a single node fails: acknowledgements wait for a majority of
 replicas. Levels 3 and 4 acknowledge from one replica and promise nothing after a
 failure; with no level the driver file's settings decide and nothing is promised.
+A power cut of the whole cluster (``power-cut@AT/all``) takes every replica's page cache
+at once: only level 1 (each in-sync replica fsyncs every message before the
+acknowledgement) still promises no loss there.
 """
 
 from __future__ import annotations
@@ -16,10 +19,13 @@ if TYPE_CHECKING:
     from pytest_brokerperf.engine.plan import RunOutcome
     from pytest_brokerperf.faults.injector import FaultInjector
 
-__all__ = ["LOSS_PROMISED_LEVELS", "FaultVerdict", "judge_fault"]
+__all__ = ["LOSS_PROMISED_LEVELS", "WHOLE_CLUSTER_PROMISED_LEVELS", "FaultVerdict",
+           "judge_fault"]
 
 #: Levels whose acknowledged messages survive a single node failure.
 LOSS_PROMISED_LEVELS = (1, 2)
+#: Levels whose acknowledged messages survive a power cut of every node at once.
+WHOLE_CLUSTER_PROMISED_LEVELS = (1,)
 #: A period after the fault whose acknowledged rate is below this share of its target
 #: counts as unavailable.
 UNAVAILABLE_SHARE = 0.5
@@ -35,15 +41,39 @@ class FaultVerdict:
     inconclusive: str | None = None  # the fault did not happen as asked
 
 
+def _whole_cluster_allowed(level: int | None) -> tuple[bool, str]:
+    """What a level promises when every node's power is cut at the same instant."""
+    if level is None:
+        return False, "not judged: no durability level (the driver file's settings decide)"
+    if level in WHOLE_CLUSTER_PROMISED_LEVELS:
+        return True, ("no: level 1 acknowledges once every in-sync replica has the message "
+                      "(acks=all) and each replica fsyncs every append before it counts "
+                      "(flush.messages=1), so a power cut of the whole cluster loses none")
+    if level == 2:
+        return False, ("yes: level 2 replicates before acknowledging but no replica fsyncs; "
+                       "a power cut of every node at once takes every copy in the page cache")
+    if level == 3:
+        return False, ("yes: level 3 acknowledges from the leader alone; after a whole-"
+                       "cluster restart a replica that never had the message may lead, and "
+                       "the others truncate to it")
+    return False, ("yes: level 4 fsyncs nothing and acknowledges from the leader alone; a "
+                   "power cut of every node loses what the page caches held")
+
+
 def _power_cut_loss(injector: FaultInjector, level: int | None, nodes: int, lost: int,
                     promised: bool, allowed: str) -> tuple[int, bool, str, str]:
     """A power cut's loss is what the broker no longer holds after the restart (the
     read-back), not what no consumer received: a tail read's consumers had every message
     before the cut erased it. On one node, level 3 (its one replica fsyncs before the
-    acknowledgement) promises survival too; levels 2 and 4 fsync nothing."""
+    acknowledgement) promises survival too; levels 2 and 4 fsync nothing. A cut of a
+    whole cluster of several nodes: only level 1 promises survival."""
     rb = injector.read_back
     if rb is not None and rb.error is None:
         lost = max(lost, rb.missing)
+    what = "gone from the broker (read back after the restart)"
+    if injector.spec.whole_cluster and nodes > 1:
+        promised, allowed = _whole_cluster_allowed(level)
+        return lost, promised, allowed, what
     if level == 3 and nodes == 1:
         promised = True
         allowed = ("no: level 3 on a single node fsyncs every message on its one replica "
@@ -51,7 +81,7 @@ def _power_cut_loss(injector: FaultInjector, level: int | None, nodes: int, lost
     elif level == 4:
         allowed = ("yes: level 4 fsyncs nothing before acknowledging; a power cut loses "
                    "what the page cache held")
-    return lost, promised, allowed, "gone from the broker (read back after the restart)"
+    return lost, promised, allowed, what
 
 
 def judge_fault(injector: FaultInjector, outcome: RunOutcome, level: int | None,
@@ -132,6 +162,8 @@ def judge_fault(injector: FaultInjector, outcome: RunOutcome, level: int | None,
             "read_back": (injector.read_back.as_dict() if injector.read_back is not None
                           else None),
         }
+        if spec.whole_cluster:
+            block["power_cut"]["per_node"] = cut.get("per_node", {})
     block["lost_ranges"] = [r for s in delivery.subscriptions for r in s.lost_ranges][:100]
     if injector.read_back is not None and spec.action == "power-cut":
         block["lost_ranges"] = injector.read_back.missing_ranges
@@ -143,9 +175,12 @@ def judge_fault(injector: FaultInjector, outcome: RunOutcome, level: int | None,
                         f"before {spec.at_s:g} s")
     finding = None
     if promised and lost > 0:
-        finding = (f"{lost} acknowledged message(s) {finding_what} after {spec.text()} (node "
-                   f"{injector.node} of {nodes}) at durability level {level}, which promises "
-                   "no loss of acknowledged messages after a single node failure")
+        where, failure = f"node {injector.node} of {nodes}", "a single node failure"
+        if spec.whole_cluster:
+            where, failure = f"all {nodes} node(s) at once", "a power cut of the whole cluster"
+        finding = (f"{lost} acknowledged message(s) {finding_what} after {spec.text()} "
+                   f"({where}) at durability level {level}, which promises no loss of "
+                   f"acknowledged messages after {failure}")
         if injector.read_back is not None and injector.read_back.missing_ranges:
             first = injector.read_back.missing_ranges[0]
             finding += (f"; first missing: producer {first['producer']} sequences "

@@ -22,6 +22,11 @@ __all__ = ["ReadBack", "compare", "read_back_kafka"]
 
 #: Bound on the read-back (a smoke run's topics hold tens of thousands of messages).
 READ_BACK_TIMEOUT_S = 60.0
+#: After every partition reported its end, how long the read goes on without a new
+#: message before it stops: a restarted leader serves up to its high watermark, which
+#: catches up with its log only once the followers fetch again (end-of-partition is
+#: relative to it), so the first end seen may not be the log's.
+SETTLE_S = 3.0
 
 
 @dataclass
@@ -77,7 +82,9 @@ def read_back_kafka(bootstrap: str, topics: Sequence[str],
         consumer.assign(parts)
         open_parts = {(tp.topic, tp.partition) for tp in parts}
         deadline = time.monotonic() + timeout_s
-        while open_parts and time.monotonic() < deadline:
+        last_new = time.monotonic()
+        while time.monotonic() < deadline and (
+                open_parts or time.monotonic() - last_new < SETTLE_S):
             msg = consumer.poll(0.5)
             if msg is None:
                 continue
@@ -86,6 +93,7 @@ def read_back_kafka(bootstrap: str, topics: Sequence[str],
                 if err.code() == ck.KafkaError._PARTITION_EOF:
                     open_parts.discard((msg.topic(), msg.partition()))
                 continue
+            last_new = time.monotonic()
             value = msg.value()
             if value is None or len(value) < HEADER_SIZE:
                 continue

@@ -1,4 +1,5 @@
-"""What a fault is: an action on one broker node at a time into the measured window.
+"""What a fault is: an action on one broker node (or, for a power cut, every node at
+once) into the measured window.
 
 Grammar (one fault per test; a comma-separated option gives one test per fault)::
 
@@ -11,11 +12,13 @@ Grammar (one fault per test; a comma-separated option gives one test per fault):
     power-cut@10s              SIGKILL the node and drop every write it never fsynced
                                (its data directory is on the power-cut filesystem,
                                --brokerperf-powercut-fs); restarted 10 s later
+    power-cut@10s:5s/all       every node's power cut at the same instant (a whole
+                               cluster losing its page caches); all restarted 5 s later
 
 ``AT`` counts from the start of the measured window (after the warm-up); ``TARGET`` is
-``leader`` (the node leading the run's first topic or queue, the default) or
-``node-N``. A killed node is always started again, so the session's broker is whole
-for the next test.
+``leader`` (the node leading the run's first topic or queue, the default), ``node-N``,
+or ``all`` (power-cut only). A killed node is always started again, so the session's
+broker is whole for the next test.
 """
 
 from __future__ import annotations
@@ -25,8 +28,8 @@ from dataclasses import dataclass
 
 from pytest_brokerperf.errors import ConfigError
 
-__all__ = ["FAULT_ACTIONS", "FaultSpec", "fault_ids", "fault_problem", "parse_fault",
-           "parse_faults"]
+__all__ = ["ALL_NODES", "FAULT_ACTIONS", "WHOLE_CLUSTER_ACTIONS", "FaultSpec", "fault_ids",
+           "fault_problem", "parse_fault", "parse_faults"]
 
 #: action -> (short id used in test ids, default duration in s or None)
 FAULT_ACTIONS: dict[str, tuple[str, float | None]] = {
@@ -40,9 +43,12 @@ _SPEC = re.compile(
     r"^(?P<action>[a-z-]+)@(?P<at>[0-9.]+)(?P<at_unit>s|ms)?"
     r"(?::(?P<dur>[0-9.]+)(?P<dur_unit>s|ms)?)?"
     r"(?:/(?P<target>[A-Za-z0-9_-]+))?$")
-_TARGET = re.compile(r"^(leader|node-[1-9][0-9]*)$")
+_TARGET = re.compile(r"^(leader|all|node-[1-9][0-9]*)$")
+#: The target that strikes every node at once, and the actions that take it.
+ALL_NODES = "all"
+WHOLE_CLUSTER_ACTIONS = ("power-cut",)
 _EXAMPLES = ("kill-broker@10s, pause-broker@10s:5s, restart-broker@10s/node-2, "
-             "power-cut@10s:5s")
+             "power-cut@10s:5s, power-cut@10s:5s/all")
 
 
 @dataclass(frozen=True)
@@ -55,13 +61,20 @@ class FaultSpec:
     target: str = "leader"
 
     @property
+    def whole_cluster(self) -> bool:
+        """Whether the fault strikes every node at the same instant (``/all``)."""
+        return self.target == ALL_NODES
+
+    @property
     def short(self) -> str:
-        """The test-id part: ``kill``, ``pause``, ``restart``, ``powercut``."""
-        return FAULT_ACTIONS[self.action][0]
+        """The test-id part: ``kill``, ``pause``, ``restart``, ``powercut``;
+        ``powercut-all`` for a whole-cluster power cut."""
+        short = FAULT_ACTIONS[self.action][0]
+        return f"{short}-all" if self.whole_cluster else short
 
     @property
     def node_index(self) -> int | None:
-        """N of a ``node-N`` target (1-based); None for ``leader``."""
+        """N of a ``node-N`` target (1-based); None for ``leader`` and ``all``."""
         return int(self.target.split("-", 1)[1]) if self.target.startswith("node-") else None
 
     def text(self) -> str:
@@ -102,8 +115,12 @@ def fault_problem(text: str) -> FaultSpec | str:
         return f"fault {raw!r}: the duration must be > 0 s"
     target = m["target"] or "leader"
     if not _TARGET.match(target):
-        return (f"fault {raw!r}: target {target!r} is neither 'leader' nor node-N "
-                "(1-based). Fix: e.g. /leader or /node-2")
+        return (f"fault {raw!r}: target {target!r} is not 'leader', 'all' or node-N "
+                "(1-based). Fix: e.g. /leader, /node-2 or (power-cut only) /all")
+    if target == ALL_NODES and action not in WHOLE_CLUSTER_ACTIONS:
+        return (f"fault {raw!r}: only {', '.join(WHOLE_CLUSTER_ACTIONS)} strikes every node "
+                f"at once (/all); {action} strikes one node. Fix: /leader or /node-N, or "
+                f"power-cut@{m['at']}{m['at_unit'] or 's'}/all")
     default = FAULT_ACTIONS[action][1]
     return FaultSpec(action=action, at_s=at, duration_s=dur if dur is not None else default,
                      target=target)
@@ -123,8 +140,9 @@ def parse_faults(text: str, source: str) -> tuple[FaultSpec, ...]:
 
 
 def fault_ids(specs: tuple[FaultSpec, ...]) -> list[str]:
-    """Test ids: ``kill``, ``pause``, ``restart``; ``kill-10s`` and so on when two faults
-    of one action would share an id."""
+    """Test ids: ``kill``, ``pause``, ``restart``, ``powercut``, ``powercut-all``;
+    ``kill-10s-leader`` and so on when two faults would share an id."""
     shorts = [s.short for s in specs]
-    return [s.short if shorts.count(s.short) == 1 else f"{s.short}-{s.at_s:g}s-{s.target}"
+    return [s.short if shorts.count(s.short) == 1
+            else f"{s.short}-{s.at_s:g}s" + ("" if s.whole_cluster else f"-{s.target}")
             for s in specs]

@@ -372,6 +372,54 @@ class ProcessCluster(Generic[N]):
                     f"started again: {seen}"))
             time.sleep(0.2)
 
+    def kill_nodes(self, indices: Sequence[int]) -> list[int]:
+        """SIGKILL every listed node's process group at the same instant (all signals sent
+        before any is waited for: no node outlives another by a reap); their pids."""
+        procs = [self._node_proc(i) for i in indices]
+        for proc in procs:
+            proc.watched = False  # exits the run asked for, not broker deaths
+        for proc in procs:
+            proc.signal(signal.SIGKILL)
+        for proc in procs:
+            proc.wait(10.0)
+        return [proc.pid for proc in procs]
+
+    def start_nodes(self, indices: Sequence[int], timeout: float) -> list[int]:
+        """Start every listed stopped node at once, then wait until each serves (a
+        cluster whose nodes need a quorum of each other cannot start one at a time);
+        their new pids. ProvisionError naming the node that did not come back."""
+        nodes = [self._node_at(i) for i in indices]
+        olds = [self._node_proc(i) for i in indices]
+        for node, old in zip(nodes, olds, strict=True):
+            if old.alive():
+                raise ProvisionError(f"{node.label} still runs (pid {old.pid}): stop it first")
+        for node, old in zip(nodes, olds, strict=True):
+            node.proc = old.relaunched()
+            node.proc.start()
+        deadline = time.monotonic() + timeout
+        pids = []
+        for node in nodes:
+            proc, probe = node.proc, self._node_probe(node)
+            assert proc is not None
+            while True:
+                if not proc.alive():
+                    raise ProvisionError(self._failure_text(
+                        f"{node.title or node.label} exited with code {proc.returncode} "
+                        "while the cluster started again"))
+                seen = probe(max(0.0, deadline - time.monotonic()))
+                if seen is None:
+                    break
+                if time.monotonic() >= deadline:
+                    raise ProvisionError(self._failure_text(
+                        f"{node.title or node.label} not serving {timeout:.0f} s after the "
+                        f"cluster was started again: {seen}"))
+                time.sleep(0.2)
+            pids.append(proc.pid)
+        for node in nodes:
+            assert node.proc is not None
+            node.proc.watched = True  # serving again: a death now fails the run
+        return pids
+
     def _node_probe(self, node: N) -> Probe:
         """What "serving again" means for one restarted node; default: its process runs."""
         return lambda remaining: None

@@ -100,7 +100,10 @@ def run_with_fault(ctx: RunContext, scenario: Scenario,
     prepared.notes.append(
         f"fault {fault}: the shipped latency bounds do not apply (the window holds the "
         "outage); acknowledged messages lost are judged by the durability level")
-    if control.node_count() == 1:
+    if fault.whole_cluster:
+        prepared.notes.append(f"fault {fault}: every node of the {broker.kind} cluster "
+                              f"({control.node_count()}) loses its power at the same instant")
+    elif control.node_count() == 1:
         prepared.notes.append(f"fault {fault}: a single-node {broker.kind}: the fault takes "
                               "the whole broker down")
     run = set_up_run(ctx, scenario, extra_slos, prepared=prepared)

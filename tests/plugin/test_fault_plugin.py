@@ -168,7 +168,8 @@ def test_tail(brokerperf):
 """)
     result = pytester.runpytest_subprocess(*FAST, "--collect-only")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*@pytest.mark.fault*target 'node-0' is neither*"])
+    result.stderr.fnmatch_lines(
+        ["*@pytest.mark.fault*target 'node-0' is not 'leader', 'all' or node-N*"])
     flag = pytester.runpytest_subprocess(*FAST, "--brokerperf-fault=kill@5s")
     assert flag.ret == pytest.ExitCode.USAGE_ERROR
     flag.stderr.fnmatch_lines(["*invalid faults 'kill@5s'*unknown fault action 'kill'*"])
@@ -206,3 +207,40 @@ def test_a_broker_that_dies_mid_run_still_leaves_a_failed_record(
     assert phases and len(phases) < 2 + 12  # the periods up to the death, not the window
     assert Path(rec["artefacts"], "periods.csv").exists()
     assert rec["slo"] == []  # nothing judged
+
+
+#: the sleepers, able to cut every node's power at once (a kill plus a canned report)
+CUTTABLE_CONFTEST = CONFTEST.replace('''    def _make_endpoint(self, began):''', '''\
+    def power_cut_all(self):
+        pids = self.kill_nodes([1, 2])
+        nodes = {i: {"pid": pid, "removed": ["/t-0/0.log"], "restored": [],
+                     "bytes_dropped": 10} for i, pid in zip((1, 2), pids)}
+        return {"pids": pids, "nodes": nodes, "bytes_dropped": 20,
+                "removed": ["node-1/t-0/0.log", "node-2/t-0/0.log"], "restored": []}
+
+    def start_all(self, timeout):
+        return self.start_nodes([1, 2], timeout)
+
+    def _make_endpoint(self, began):''')
+
+
+def test_a_whole_cluster_power_cut_strikes_every_node_and_gets_its_own_id(
+        pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(CUTTABLE_CONFTEST)
+    pytester.makepyfile(test_scn=BODY)
+    res = pytester.path / "res"
+    result = pytester.runpytest_subprocess(
+        *FAST, f"--brokerperf-results={res}", "-m", "tailread", "-s", "-v",
+        "--brokerperf-fault=power-cut@1s:0.3s/all")
+    result.assert_outcomes(passed=1, deselected=1)
+    result.stdout.fnmatch_lines(["*fault power-cut@1s:0.3s/all on all 2 node(s) at once*",
+                                 "*test_tail?kafka-powercut-all? PASSED*"])
+    (record,) = _records(res)
+    block = record["fault"]
+    assert block["node"] is None and block["error"] is None and block["verdict"] == "no-loss"
+    assert [(e["action"], e["target"]) for e in block["events"]] == [
+        ("power-cut", "node 1"), ("power-cut", "node 2"), ("start-broker", "node 1"),
+        ("start-broker", "node 2"), ("serving", "node 1"), ("serving", "node 2")]
+    assert block["power_cut"]["bytes_dropped"] == 20
+    assert block["power_cut"]["per_node"]["2"]["files_removed"] == 1
+    assert any("loses its power at the same instant" in n for n in record["notes"])

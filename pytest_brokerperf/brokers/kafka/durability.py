@@ -85,8 +85,9 @@ def level_settings(level: int, nodes: int, replication_factor: int | None) -> di
     return {
         "scope": "per topic (topic configs) and producer (acks)",
         "settings": kafka_settings(level, rf),
-        "why": ("acks=all: the leader answers once min.insync.replicas in-sync replicas "
-                "have the append" if lv.replication == "sync"
+        "why": ("acks=all: the leader answers once every in-sync replica has the append "
+                "(and refuses writes when fewer than min.insync.replicas are in sync)"
+                if lv.replication == "sync"
                 else "acks=1: the leader answers alone")
         + (", each replica fsyncing every append first (flush.messages=1, flush.ms=0)"
            if lv.local == "fsync"

@@ -391,6 +391,42 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
         pid = self.kill_node(index)
         return {"pid": pid, **mount.cut()}
 
+    def power_cut_all(self) -> dict[str, Any]:
+        """Cut every node's power at the same instant: SIGKILL all their process groups
+        at once, then drop every write any of them never fsynced (each node's filesystem
+        rolled back and remounted); start them again with :meth:`start_all`. Per node
+        (``nodes``: index -> its cut's report and killed pid) and summed over the
+        cluster (``bytes_dropped``; ``removed`` and ``restored`` paths prefixed with
+        ``node-N``)."""
+        indices = list(range(1, len(self._nodes) + 1))
+        missing = [i for i in indices if i not in self._powercut]
+        if missing:
+            raise ConfigError(
+                f"Kafka node(s) {missing} have no power-cut filesystem: the cluster was "
+                "started without powercut_fs. Fix: --brokerperf-powercut-fs (or "
+                "KafkaProcessCluster(powercut_fs=True))")
+        pids = self.kill_nodes(indices)  # every process dead before any rollback
+        per_node: dict[int, dict[str, Any]] = {}
+        for i, pid in zip(indices, pids, strict=True):
+            per_node[i] = {"pid": pid, **self._powercut[i].cut()}
+        return {
+            "pids": pids,
+            "nodes": per_node,
+            "bytes_dropped": sum(int(r.get("bytes_dropped") or 0) for r in per_node.values()),
+            "removed": [f"node-{i}{p}" for i, r in per_node.items()
+                        for p in r.get("removed", [])],
+            "restored": [f"node-{i}{p}" for i, r in per_node.items()
+                         for p in r.get("restored", [])],
+        }
+
+    def start_all(self, timeout: float) -> list[int]:
+        """Start every (killed) node at once and wait until the cluster serves: each
+        client port open, then every node in the Admin API's view (the KRaft quorum
+        needs a majority of the nodes up before any broker serves); the new pids."""
+        pids = self.start_nodes(list(range(1, len(self._nodes) + 1)), timeout)
+        self._wait_ready(time.monotonic() + timeout)
+        return pids
+
     def _teardown(self, timeout: float | None = None) -> None:
         """Stop the nodes, unmount their power-cut filesystems, then drop the data."""
         if self._powercut:
