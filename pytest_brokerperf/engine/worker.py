@@ -23,6 +23,8 @@ from array import array
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from pytest_brokerperf.brokers.driver import QueueFull
 from pytest_brokerperf.engine import header
 from pytest_brokerperf.engine.delivery import AckLedger, ReceiveLedger
@@ -56,6 +58,19 @@ def _boot_id() -> str | None:
 BOOT_ID = _boot_id()
 MAX_BURST = 2000  # sends between two callback services
 MAX_SLEEP_S = 0.001
+#: messages packed under one send stamp on a driver's batch path: their stamp precedes
+#: the hand-off by at most one chunk's packing (about 256 x 0.2 µs)
+SEND_CHUNK = 256
+_HDR = header.numpy_dtype()
+#: received batches at least this long are accounted as arrays (below, numpy's per-call
+#: overhead costs more than the per-message loop)
+VECTOR_MIN = 16
+
+
+def _headers(values: list[bytes]) -> Any:
+    """The headers of ``values`` (each at least 32 bytes) as one numpy record array."""
+    size = header.HEADER_SIZE
+    return np.frombuffer(b"".join([v[:size] for v in values]), dtype=_HDR)
 
 
 @dataclass(frozen=True)
@@ -196,7 +211,9 @@ class Worker:
     # -- producers --------------------------------------------------------------------
     def _ack_callback(self) -> AckCallback:
         """The producers' ack callback, with everything it touches bound once: it runs
-        once per acknowledged message, on the client's delivery thread."""
+        once per acknowledged message, on the client's delivery thread. Its ``many``
+        attribute takes a whole batch acknowledged at one moment (a driver's batch
+        path, see :func:`~pytest_brokerperf.brokers.driver.batch_ack`)."""
         unpack, probe, mono = header.unpack, header.KIND_PROBE, _mono
         c = self.pub_counters
         loc = self._pub_local
@@ -219,6 +236,32 @@ class Worker:
             c.acked_bytes += len(value)
             ledger_ack(pid, seq)
 
+        ledger_many = self.ack_ledger.ack_many
+        bufs = (loc["publish_latency"], loc["publish_delay"], loc["publish_response"])
+
+        def on_acks(values: list[bytes], ack_ns: int) -> None:
+            """``on_ack(v, ack_ns - sent)`` for every v, computed as arrays."""
+            if not values:
+                return
+            h = _headers(values)
+            data = h["kind"] != probe
+            n = int(data.sum())
+            if n < len(h):
+                c.probe_acked += len(h) - n
+                if not n:
+                    return
+                h = h[data]
+                c.acked_bytes += sum(len(v) for v, d in zip(values, data.tolist()) if d)
+            else:
+                c.acked_bytes += sum(map(len, values))
+            sent, intended = h["sent"], h["intended"]
+            for buf, view in zip(bufs, ((ack_ns - sent) // 1000, (sent - intended) // 1000,
+                                        (ack_ns - intended) // 1000), strict=True):
+                buf.frombytes(view.astype(np.int64).tobytes())
+            c.acked += n
+            ledger_many(h["pid"].astype(np.int64), h["seq"])
+
+        on_ack.many = on_acks  # type: ignore[attr-defined]
         return on_ack
 
     def _on_error(self, value: bytes, reason: str) -> None:
@@ -275,6 +318,8 @@ class Worker:
         c = self.pub_counters
         loc = self._pub_local
         rnd = random.Random(self.a.seed + 7)
+        # the driver's batch path: one send_many per producer and chunk of due messages
+        batched = all(callable(getattr(p.client, "send_many", None)) for p in producers)
         rr = 0
         while not self.stop_event.is_set():
             if self.probe_request.is_set():
@@ -293,6 +338,12 @@ class Worker:
                 if due > MAX_BURST:
                     due = MAX_BURST
                 c.attempted += due
+                if batched and due:
+                    intendeds = sched.take_many(due)
+                    for j in range(min(nprod, due)):  # message i goes to producer rr + i
+                        self._send_batch(producers[(rr + j) % nprod], intendeds[j::nprod], rnd)
+                    rr = (rr + due) % nprod
+                    due = 0
                 for intended in sched.take_many(due):
                     p = producers[rr]
                     rr = rr + 1 if rr + 1 < nprod else 0
@@ -322,6 +373,43 @@ class Worker:
             if wait > 0:
                 time.sleep(wait if wait < MAX_SLEEP_S else MAX_SLEEP_S)
         self.pub_buffers.flush(loc)
+
+    def _send_batch(self, p: _ProducerState, intendeds: list[int], rnd: random.Random) -> None:
+        """Hand ``intendeds`` (due slots, in order) to ``p`` in chunks of SEND_CHUNK, one
+        ``send_many`` each; every message still carries its own sequence, intended time
+        and a send stamp taken just before its chunk is packed. What the client refuses
+        (queue full) is stamped and handed again after a service, as one by one."""
+        pack = header.pack
+        magic, version, kind, pid = header.MAGIC, header.VERSION, header.KIND_DATA, p.pid
+        tails, ntails = self.tails, len(self.tails)
+        tail = tails[0]
+        keys, no_key = self.keys, self.a.key_distributor == "NO_KEY"
+        send_many = p.client.send_many  # type: ignore[attr-defined]
+        c = self.pub_counters
+        todo = len(intendeds)
+        all_keys = None if no_key else [keys.next() for _ in intendeds]
+        start = 0
+        while start < todo:
+            chunk = intendeds[start:start + SEND_CHUNK]
+            seq0 = p.seq
+            sent = _mono()
+            if ntails == 1:
+                values = [pack(magic, version, kind, pid, seq, intended, sent) + tail
+                          for seq, intended in zip(range(seq0, seq0 + len(chunk)), chunk)]
+            else:
+                values = [pack(magic, version, kind, pid, seq, intended, sent)
+                          + tails[rnd.randrange(ntails)]
+                          for seq, intended in zip(range(seq0, seq0 + len(chunk)), chunk)]
+            key_list = None if all_keys is None else all_keys[start:start + len(chunk)]
+            taken = send_many(values, key_list)
+            p.seq = seq0 + taken
+            start += taken
+            if taken < len(chunk):
+                c.queue_full += 1
+                p.client.service()
+                if self.stop_event.is_set() or self.producers_stop.is_set():
+                    return
+                time.sleep(0.0002)
 
     def stop_producers(self, flush_timeout_s: float) -> dict[str, Any]:
         """Stop sending new messages and wait (bounded) for outstanding acks."""
@@ -378,7 +466,8 @@ class Worker:
         magic_ok, probe = header.MAGIC, header.KIND_PROBE
         sub = spec.subscription
         loc: dict[str, array] = {"e2e_latency": array("q"), "e2e_response": array("q")}
-        e2e_l_append, e2e_r_append = loc["e2e_latency"].append, loc["e2e_response"].append
+        e2e_l, e2e_r = loc["e2e_latency"], loc["e2e_response"]
+        e2e_l_append, e2e_r_append = e2e_l.append, e2e_r.append
         receive = ledger.receive
         pause_wanted, paused_state = self.consumers_pause, self.consumers_paused_state
         paused = False
@@ -393,6 +482,14 @@ class Worker:
                 if not batch:
                     continue
                 now = _mono()
+                if len(batch) >= VECTOR_MIN:
+                    received, redelivered, nbytes = self._consume_batch(
+                        batch, now, sub, c, ledger, e2e_l, e2e_r)
+                    c.redelivered += redelivered
+                    c.received += received
+                    c.received_bytes += nbytes
+                    bufs.flush(loc)
+                    continue
                 received = nbytes = 0
                 for value, partition in batch:
                     if len(value) < 32:
@@ -422,6 +519,47 @@ class Worker:
         finally:
             bufs.flush(loc)
             client.close()
+
+    @staticmethod
+    def _consume_batch(batch: list[tuple[bytes, int]], now: int, sub: str, c: _Counters,
+                       ledger: ReceiveLedger, e2e_l: array, e2e_r: array
+                       ) -> tuple[int, int, int]:
+        """The per-message receive accounting of ``_consume`` for a whole batch as arrays
+        (same counts, same views); (new messages, redeliveries, bytes)."""
+        values = [v for v, _ in batch]
+        lens = list(map(len, values))
+        if min(lens) < header.HEADER_SIZE:  # foreign messages too short for a header
+            keep = [k for k, n in enumerate(lens) if n >= header.HEADER_SIZE]
+            c.foreign += len(batch) - len(keep)
+            if not keep:
+                return 0, 0, 0
+            batch = [batch[k] for k in keep]
+            values = [values[k] for k in keep]
+            lens = [lens[k] for k in keep]
+        h = _headers(values)
+        ours = h["magic"] == header.MAGIC
+        probes = ours & (h["kind"] == header.KIND_PROBE)
+        data = ours & ~probes
+        n_data = int(data.sum())
+        parts = np.fromiter((p for _, p in batch), dtype=np.int64, count=len(batch))
+        if n_data < len(h):
+            c.foreign += int(len(h) - ours.sum())
+            n_probes = int(probes.sum())
+            if n_probes:
+                c.probes[sub] = c.probes.get(sub, 0) + n_probes
+            if not n_data:
+                return 0, 0, 0
+            h, parts = h[data], parts[data]
+            nbytes = sum(n for n, d in zip(lens, data.tolist(), strict=True) if d)
+        else:
+            nbytes = sum(lens)
+        sent = h["sent"]
+        e2e = now - sent
+        c.negative_e2e += int((e2e <= 0).sum())
+        e2e_l.frombytes((e2e // 1000).astype(np.int64).tobytes())
+        e2e_r.frombytes(((now - h["intended"]) // 1000).astype(np.int64).tobytes())
+        new = ledger.receive_many(sub, h["pid"].astype(np.int64), h["seq"], parts)
+        return new, n_data - new, nbytes
 
     def pause_consumers(self, pause: bool, timeout_s: float = 30.0) -> dict[str, Any]:
         """Pause (or resume) every consumer and wait (bounded) until each has applied it;
