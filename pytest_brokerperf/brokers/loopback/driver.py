@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from itertools import cycle, islice, repeat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -68,8 +69,9 @@ class _Producer:
         if len(values) > room:
             values = values[:room]
         n, parts = self.n, self.partitions
-        items = ([(v, 0) for v in values] if parts == 1
-                 else [(v, (n + i) % parts) for i, v in enumerate(values)])
+        # (value, partition) pairs built by zip in C: partition n % parts, as send() does
+        items = list(zip(values, repeat(0) if parts == 1 else
+                         islice(cycle(range(parts)), n % parts, None)))
         self.n = n + len(values)
         for q in self.queues:
             q.extend(items)
@@ -122,14 +124,9 @@ class _Consumer:
             self.event.wait(min(timeout_s, 0.001))
             if not q:
                 return []
-        out = []
         popleft = q.popleft
-        try:
-            for _ in range(max_messages):
-                out.append(popleft())
-        except IndexError:
-            pass
-        return out
+        # only this consumer takes from q, so len(q) can only grow meanwhile
+        return [popleft() for _ in range(min(max_messages, len(q)))]
 
     def close(self) -> None:
         pass
