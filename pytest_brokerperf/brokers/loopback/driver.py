@@ -5,7 +5,9 @@ worker process and are acknowledged at the next ``service()``. Nothing is persis
 sent over a network, so a run on this driver measures exactly what pytest-brokerperf
 adds per message (pacing, header, recording, delivery accounting): its latency floor
 and its per-process ceiling. It is never a stand-in for a broker in broker tests.
-Every producer and consumer of a topic must live in one worker (``workers=1``).
+Every producer and consumer of a topic must live in one worker: the driver says so
+(``TOPIC_IN_ONE_WORKER``) and the engine then gives each worker whole topics, so a run
+with ``workers=N`` and N or more topics measures N processes side by side.
 """
 
 from __future__ import annotations
@@ -160,6 +162,8 @@ class LoopbackDriver:
     #: a paused consumer stops reading; its subscription's queue keeps filling
     CONSUMER_PAUSE_MISSING: ClassVar[str] = ""
     CONSUMER_PAUSE: ClassVar[str | None] = "stops reading; the subscription's queue keeps filling"
+    #: a topic's messages never leave its worker process: keep its clients together
+    TOPIC_IN_ONE_WORKER: ClassVar[bool] = True
 
     def admin(self) -> _Admin:
         return _Admin()
