@@ -45,7 +45,7 @@ def _set_bits(bitmap: bytearray, seqs: Any) -> Any:
     idx = seqs >> 3
     mask = (np.uint8(1) << (seqs & 7).astype(np.uint8))
     new = (view[idx] & mask) == 0
-    if len(seqs) > 1:
+    if len(seqs) > 1 and not (seqs[1:] > seqs[:-1]).all():  # rising: no repeats
         _, first = np.unique(seqs, return_index=True)
         if len(first) < len(seqs):  # a sequence twice in this batch: only its first is new
             once = np.zeros(len(seqs), dtype=bool)
@@ -54,6 +54,17 @@ def _set_bits(bitmap: bytearray, seqs: Any) -> Any:
     np.bitwise_or.at(view, idx[new], mask[new])
     del view  # the bytearray may grow again later: no export may outlive this call
     return new
+
+
+def _distinct(values: Any) -> list[int]:
+    """The distinct values of an int array, as Python ints (one, without a sort, in the
+    common case of a batch from one producer or partition)."""
+    if not len(values):
+        return []
+    first = int(values[0])
+    if int(values.min()) == first == int(values.max()):
+        return [first]
+    return [int(v) for v in np.unique(values).tolist()]
 
 
 def _set_bit(bitmap: bytearray, seq: int) -> bool:
@@ -89,7 +100,7 @@ class AckLedger:
 
     def ack_many(self, producers: Any, seqs: Any) -> None:
         """:meth:`ack` for a batch (int arrays of equal length, in acknowledgement order)."""
-        for pid in np.unique(producers).tolist():
+        for pid in _distinct(producers):
             sel = producers == pid
             mine = seqs if sel.all() else seqs[sel]
             bm = self.bitmaps.get(pid)
@@ -139,7 +150,7 @@ class ReceiveLedger:
         how many of them were new to this ledger. Duplicates and reordering are counted
         exactly as one :meth:`receive` call per message would count them."""
         new_total = 0
-        for pid in np.unique(producers).tolist():
+        for pid in _distinct(producers):
             sel = producers == pid
             whole = bool(sel.all())
             mine = seqs if whole else seqs[sel]
@@ -155,7 +166,7 @@ class ReceiveLedger:
                                                  + len(mine) - n_new)
                 mine, parts = mine[new], parts[new]
             new_total += n_new
-            for part in np.unique(parts).tolist():
+            for part in _distinct(parts):
                 on = parts == part
                 s = mine if on.all() else mine[on]
                 okey = (subscription, pid, part)
