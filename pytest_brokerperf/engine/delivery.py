@@ -45,13 +45,20 @@ def _set_bits(bitmap: bytearray, seqs: Any) -> Any:
     idx = seqs >> 3
     mask = (np.uint8(1) << (seqs & 7).astype(np.uint8))
     new = (view[idx] & mask) == 0
-    if len(seqs) > 1 and not (seqs[1:] > seqs[:-1]).all():  # rising: no repeats
+    if len(seqs) > 1 and not (seqs[1:] > seqs[:-1]).all():
         _, first = np.unique(seqs, return_index=True)
         if len(first) < len(seqs):  # a sequence twice in this batch: only its first is new
             once = np.zeros(len(seqs), dtype=bool)
             once[first] = True
             new &= once
-    np.bitwise_or.at(view, idx[new], mask[new])
+        np.bitwise_or.at(view, idx[new], mask[new])
+    else:
+        # rising: each byte's bits are neighbours; OR them per byte, then one store per
+        # distinct byte (a fancy ``|=`` with repeated indexes would keep only one bit)
+        idx, mask = idx[new], mask[new]
+        if len(idx):
+            starts = np.flatnonzero(np.concatenate(([True], idx[1:] != idx[:-1])))
+            view[idx[starts]] |= np.bitwise_or.reduceat(mask, starts)
     del view  # the bytearray may grow again later: no export may outlive this call
     return new
 

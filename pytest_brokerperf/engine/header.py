@@ -13,7 +13,8 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-__all__ = ["HEADER", "HEADER_SIZE", "KIND_DATA", "KIND_PROBE", "MAGIC", "VERSION", "numpy_dtype", "pack", "unpack"]
+__all__ = ["HEADER", "HEADER_SIZE", "KIND_DATA", "KIND_PROBE", "MAGIC", "VERSION", "numpy_dtype",
+           "pack", "unpack"]
 
 MAGIC = 0xB7EF
 VERSION = 1

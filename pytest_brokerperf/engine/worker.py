@@ -418,14 +418,14 @@ class Worker:
         while start < todo:
             chunk = intendeds[start:start + SEND_CHUNK]
             seq0 = p.seq
+            slots = zip(range(seq0, seq0 + len(chunk)), chunk, strict=True)
             sent = _mono()
             if ntails == 1:
                 values = [pack(magic, version, kind, pid, seq, intended, sent) + tail
-                          for seq, intended in zip(range(seq0, seq0 + len(chunk)), chunk)]
+                          for seq, intended in slots]
             else:
                 values = [pack(magic, version, kind, pid, seq, intended, sent)
-                          + tails[rnd.randrange(ntails)]
-                          for seq, intended in zip(range(seq0, seq0 + len(chunk)), chunk)]
+                          + tails[rnd.randrange(ntails)] for seq, intended in slots]
             key_list = None if all_keys is None else all_keys[start:start + len(chunk)]
             taken = send_many(values, key_list)
             p.seq = seq0 + taken
@@ -552,7 +552,7 @@ class Worker:
                        ) -> tuple[int, int, int]:
         """The per-message receive accounting of ``_consume`` for a whole batch as arrays
         (same counts, same views); (new messages, redeliveries, bytes)."""
-        values, partitions = zip(*batch)
+        values, partitions = zip(*batch, strict=True)
         lens = list(map(len, values))
         if min(lens) < header.HEADER_SIZE:  # foreign messages too short for a header
             keep = [k for k, n in enumerate(lens) if n >= header.HEADER_SIZE]

@@ -15,9 +15,9 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from itertools import cycle, islice, repeat
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import cycle, islice, repeat
 from typing import Any, ClassVar
 
 from pytest_brokerperf.brokers.driver import AckCallback, ErrorCallback, QueueFull, batch_ack
@@ -73,7 +73,7 @@ class _Producer:
         n, parts = self.n, self.partitions
         # (value, partition) pairs built by zip in C: partition n % parts, as send() does
         items = list(zip(values, repeat(0) if parts == 1 else
-                         islice(cycle(range(parts)), n % parts, None)))
+                         islice(cycle(range(parts)), n % parts, None), strict=False))
         self.n = n + len(values)
         for q in self.queues:
             q.extend(items)
