@@ -61,8 +61,8 @@ BOOT_ID = _boot_id()
 MAX_BURST = 2000  # sends between two callback services
 MAX_SLEEP_S = 0.001
 #: messages packed under one send stamp on a driver's batch path: their stamp precedes
-#: the hand-off by at most one chunk's packing (about 256 x 0.2 µs)
-SEND_CHUNK = 256
+#: the hand-off by at most one chunk's packing (about 128 x 0.2 µs)
+SEND_CHUNK = 128
 _HDR = header.numpy_dtype()
 #: received batches at least this long are accounted as arrays (below, numpy's per-call
 #: overhead costs more than the per-message loop)
