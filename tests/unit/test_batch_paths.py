@@ -91,11 +91,11 @@ def _value(kind: int, pid: int, seq: int, intended: int, sent: int, size: int = 
                        sent) + b"t" * (size - header.HEADER_SIZE)
 
 
-@pytest.mark.parametrize("sizes", ["equal", "mixed"])
+@pytest.mark.parametrize("sizes", ["equal", "mixed", "large"])
 def test_a_batch_ack_records_what_one_ack_per_message_records(sizes: str) -> None:
     values = [_value(header.KIND_PROBE if i == 3 else header.KIND_DATA, i % 2, i // 2,
                      i * MS, i * MS + 250_000 * (i % 5),
-                     size=64 if sizes == "equal" else 40 + 8 * (i % 4))
+                     size={"equal": 64, "large": 1024}.get(sizes, 40 + 8 * (i % 4)))
               for i in range(40)]
     ack_ns = 90 * MS
     one, many = _worker_with_pub_buffers(), _worker_with_pub_buffers()
