@@ -7,7 +7,10 @@ Inside, one *pacer* thread owns every producer (open-loop schedule, sends every 
 message, services callbacks, then sleeps at most 1 ms — never a busy spin holding
 the GIL) and one thread per consumer receives. Latency values go into plain
 ``array('q')`` buffers and are recorded into HdrHistograms in batches at each stats
-snapshot, off the per-message path.
+snapshot, off the per-message path. A driver with a batch path (``send_many``,
+``on_ack.many``: the loopback driver) gets each producer's due messages in one call and
+acknowledges them at one moment; acknowledged and received batches are then accounted
+as numpy arrays, with the same counts as message by message.
 """
 
 from __future__ import annotations
