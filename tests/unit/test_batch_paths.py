@@ -256,3 +256,42 @@ def test_the_pacer_sends_due_messages_in_batches() -> None:
     ref = Schedule(10_000.0, start)
     assert intended == [ref.take() for _ in range(len(intended))]
     assert all(s[6] >= s[5] or s[5] > header_now for s in sent)
+
+
+def test_loopback_topics_stay_whole_in_one_worker() -> None:
+    from pytest_brokerperf.engine.plan import RunPlan
+    from pytest_brokerperf.engine.workers import assign_topics
+    from pytest_brokerperf.workload import Workload
+
+    wl = Workload(name="w", topics=4, partitions_per_topic=1, message_size=64,
+                  subscriptions_per_topic=2, producers_per_topic=2,
+                  consumer_per_subscription=1, producer_rate=100,
+                  test_duration_minutes=1, warmup_duration_minutes=0)
+    topics = [f"t{i}" for i in range(4)]
+    subs = {t: [f"{t}-s0", f"{t}-s1"] for t in topics}
+    plan = RunPlan(rate=100, period_s=1, warmup_max_s=1, measure_s=1, workers=2)
+    out = assign_topics(wl, plan, LoopbackDriver(), topics, subs, [b"x" * 64], "bp")
+    assert len(out) == 2
+    for a in out:
+        mine = {p.topic for p in a.producers}
+        assert mine == {c.topic for c in a.consumers} and len(mine) == 2
+    assert sorted(t for a in out for t in {p.topic for p in a.producers}) == topics
+
+
+def test_two_loopback_workers_deliver_everything() -> None:
+    from pytest_brokerperf.engine.coordinator import run_workload
+    from pytest_brokerperf.engine.plan import RunPlan
+    from pytest_brokerperf.workload import Workload
+
+    wl = Workload(name="w2", topics=2, partitions_per_topic=2, message_size=256,
+                  subscriptions_per_topic=1, producers_per_topic=1,
+                  consumer_per_subscription=1, producer_rate=4000,
+                  test_duration_minutes=1, warmup_duration_minutes=0)
+    plan = RunPlan(rate=4000, period_s=0.5, warmup_max_s=1.0, warmup_min_periods=1,
+                   measure_s=1.0, workers=2, topic_prefix="loop-two", probe_timeout_s=20)
+    out = run_workload(LoopbackDriver(partitions=2), wl, plan,
+                       payloads=wl.payloads(None, seed=5))
+    assert {w.worker for p in out.periods for w in p.workers} == {0, 1}
+    assert out.delivery.acknowledged > 0 and out.delivery.lost == 0
+    assert out.delivery.received == out.delivery.acknowledged
+    assert out.delivery.duplicates == 0 and out.delivery.reordered == 0
