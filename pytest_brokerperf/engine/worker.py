@@ -70,6 +70,7 @@ _HDR = header.numpy_dtype()
 #: received batches at least this long are accounted as arrays (below, numpy's per-call
 #: overhead costs more than the per-message loop)
 VECTOR_MIN = 16
+#: messages up to this size have their headers read by joining them whole (see _headers)
 WHOLE_JOIN_MAX = 128
 
 
