@@ -6,7 +6,8 @@
 # seconds. Nothing is pulled from an image registry: the base image is a Debian root
 # filesystem made with debootstrap and imported with `docker import`, and the broker
 # jars come from the pytest-brokerperf cache (ci/setup.sh fills it).
-#   BROKERPERF_IMAGES="kafka rabbitmq pulsar"  which broker images to build (default: all)
+#   BROKERPERF_IMAGES="kafka rabbitmq pulsar"  which broker images to build (default: all,
+#   the stand-ins redpanda-standin, s3-standin and automq-standin included)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -164,12 +165,60 @@ build_redpanda_standin() {
   log "built $tag"
 }
 
-for image in ${BROKERPERF_IMAGES:-kafka rabbitmq pulsar redpanda-standin}; do
+# Test stand-ins for AutoMQ's deployment (no AutoMQ or MinIO image can be obtained here):
+# an S3 subset behind `minio server /data` on the Debian base, and Kafka behind AutoMQ's
+# `kafka-server-start.sh --override ...` that checks its buckets first.
+build_s3_standin() {
+  local tag hash current ctx
+  tag="brokerperf/s3-standin:latest"
+  hash=$( { cat ci/images/s3-standin/Dockerfile ci/images/s3-standin/minio; echo "$base_id"; } \
+          | sha256sum | cut -c1-16)
+  current=$(docker image inspect --format '{{index .Config.Labels "org.brokerperf.content-hash"}}' \
+            "$tag" 2>/dev/null || true)
+  if [ "$current" = "$hash" ]; then
+    log "$tag is up to date (content hash $hash)"
+    return
+  fi
+  ctx=$(mktemp -d /tmp/brokerperf-s3-standin.XXXXXX)
+  cp ci/images/s3-standin/Dockerfile ci/images/s3-standin/minio "$ctx/"
+  docker build --network host -q --build-arg "BASE=$BASE" \
+    --build-arg "CONTENT_HASH=$hash" -t "$tag" "$ctx" >/dev/null
+  rm -rf "$ctx"
+  log "built $tag"
+}
+
+build_automq_standin() {
+  local kafka_tag tag hash current ctx files
+  kafka_tag="brokerperf/kafka:$("$PY" -c 'from pytest_brokerperf.versions import KAFKA_DEFAULT_VERSION as v; print(v)')"
+  docker image inspect "$kafka_tag" >/dev/null 2>&1 || build_kafka
+  tag="brokerperf/automq-standin:latest"
+  files=(ci/images/automq-standin/Dockerfile ci/images/automq-standin/kafka-server-start.sh
+         ci/images/automq-standin/server.properties)
+  hash=$( { cat "${files[@]}"; docker image inspect --format '{{.Id}}' "$kafka_tag"; } \
+          | sha256sum | cut -c1-16)
+  current=$(docker image inspect --format '{{index .Config.Labels "org.brokerperf.content-hash"}}' \
+            "$tag" 2>/dev/null || true)
+  if [ "$current" = "$hash" ]; then
+    log "$tag is up to date (content hash $hash)"
+    return
+  fi
+  ctx=$(mktemp -d /tmp/brokerperf-automq-standin.XXXXXX)
+  cp "${files[@]}" "$ctx/"
+  docker build --network host -q --build-arg "KAFKA_IMAGE=$kafka_tag" \
+    --build-arg "CONTENT_HASH=$hash" -t "$tag" "$ctx" >/dev/null
+  rm -rf "$ctx"
+  log "built $tag"
+}
+
+KNOWN_IMAGES="kafka rabbitmq pulsar redpanda-standin s3-standin automq-standin"
+for image in ${BROKERPERF_IMAGES:-$KNOWN_IMAGES}; do
   case "$image" in
     kafka) build_kafka ;;
     rabbitmq) build_rabbitmq ;;
     pulsar) build_pulsar ;;
     redpanda-standin) build_redpanda_standin ;;
-    *) log "no local image recipe for $image (known: kafka, rabbitmq, pulsar, redpanda-standin)" >&2; exit 2 ;;
+    s3-standin) build_s3_standin ;;
+    automq-standin) build_automq_standin ;;
+    *) log "no local image recipe for $image (known: ${KNOWN_IMAGES// /, })" >&2; exit 2 ;;
   esac
 done

@@ -10,16 +10,17 @@ test. Definitions (also in ``docs/explanation/throughput.md``):
   messages at the end); publish delay p99 stays within ``publish_delay_budget_us``
   (10 ms); and no send failed.
 * **Limiting resource** of a rung that is not sustainable, from independent signals:
-  ``generator`` (a worker waited on a run queue ≥ 20 % of the time without using 90 %
-  of a core while the generator's CPUs were ≥ 90 % busy — another process took its
-  CPU —, or the offered rate per worker process
+  ``generator`` (the offered rate per worker process
   exceeds the harness's own calibrated ceiling, or a worker used ≥ 90 % of a core /
   missed its schedule without client push-back while the harness alone could not do
   that rate either), ``client-library`` (the same saturation at a
   per-process rate the harness alone sustains — the client library's cost saturated the
   process — or a rate above the driver's calibrated client-bound ceiling), and
   ``host-noise`` (checked first: the hypervisor took ≥ 5 % of the machine's CPU time
-  during the rung — steal time —, so nothing in it is the broker's or the harness's),
+  during the rung — steal time —, so nothing in it is the broker's or the harness's;
+  or a worker waited on a run queue ≥ 20 % of the time without using 90 % of a core
+  while the generator's CPUs were ≥ 90 % busy or other processes used ≥ 20 % of them
+  — another process took its CPU),
   ``unsteady`` (checked next: the rung acknowledged more than target + tolerance, which
   an open-loop schedule only does while catching up on a stall from before its window),
   ``broker-backpressure`` (the generator had CPU to spare while the client queue filled
@@ -39,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pytest_brokerperf.trend import grows, slope
-from pytest_brokerperf.verdict import host_noise_reason, window_steal_share
+from pytest_brokerperf.verdict import host_noise_reason, other_cpu_share, window_steal_share
 
 if TYPE_CHECKING:
     from pytest_brokerperf.engine.plan import RunOutcome
@@ -133,6 +134,7 @@ class LadderPolicy:
     publish_delay_budget_us: float = 10_000.0
     cpu_share: float = 0.90  # of one core
     runq_share: float = 0.20  # of wall time
+    other_cpu_share: float = 0.20  # of the generator's CPUs, used by other processes
     knee_factor: float = 2.0
     #: optional latency bound per rung: a rung whose ``latency_bound_metric`` (a
     #: ``view.pQ`` of the rung's views) exceeds it is not sustainable, and the knee is
@@ -165,6 +167,8 @@ class RungSignals:
     worker_runq: dict[int, float] = field(default_factory=dict)  # share of wall time
     producing_workers: int = 1
     generator_cpu_busy: float | None = None  # the generator CPUs' busy share, all processes
+    #: share of the generator's CPUs used by processes other than its workers
+    other_cpu_share: float | None = None
     host_steal_share: float | None = None  # hypervisor steal over the rung (/proc/stat)
     #: the rung's latency percentiles, ``{"publish_response.p99": µs}`` (None: undersampled)
     latency_us: dict[str, float | None] = field(default_factory=dict)
@@ -215,6 +219,9 @@ class RungSignals:
             worker_runq={k: sum(v) / max(wall[k], 1e-9) for k, v in runq.items()},
             producing_workers=producing_workers,
             generator_cpu_busy=sum(busy) / len(busy) if busy else None,
+            other_cpu_share=other_cpu_share(
+                periods, {k: sum(v) / max(wall[k], 1e-9) for k, v in cpu.items()},
+                outcome.plan.generator_cpus),
             host_steal_share=window_steal_share(periods),
             latency_us={f"{view}.p{q:g}": outcome.cumulative[view].percentile(q)
                         for view in RUNG_VIEWS if view in outcome.cumulative
@@ -304,12 +311,17 @@ def attribute_limit(sig: RungSignals, failures: Sequence[str],
         ]
     # Run-queue wait alone also counts a worker's own threads queueing behind each other
     # (librdkafka runs several); starvation needs the generator's CPUs to be full too.
-    busy = sig.generator_cpu_busy
+    busy, other = sig.generator_cpu_busy, sig.other_cpu_share
     cpus_full = busy is None or busy >= pol.cpu_share
-    if starved and not hot and cpus_full:
+    others_took = other is not None and other >= pol.other_cpu_share
+    if starved and not hot and (cpus_full or others_took):
         # another process held the generator's CPU: the machine's noise, like steal time
-        # (measured again under --brokerperf-noise-retries), never the broker's limit
+        # (measured again under --brokerperf-noise-retries), never the broker's limit.
+        # Full CPUs on average, or other processes using a fifth of them: a burst of
+        # other work (a build, a JVM starting) delays the pacer while it lasts.
         full = "" if busy is None else f", its CPUs {busy:.0%} busy"
+        if others_took:
+            full += f" ({other:.0%} by other processes)"
         return HOST, [
             "worker process CPU-starved: waited on a run queue "
             + ", ".join(f"{v:.0%} (worker {k})" for k, v in sorted(starved.items()))

@@ -125,6 +125,7 @@ class RungResult:
                                                                    ).items()},
             "producing_workers": s.producing_workers if s else None,
             "generator_cpu_busy": s.generator_cpu_busy if s else None,
+            "other_cpu_share": s.other_cpu_share if s else None,
             "host_steal_share": s.host_steal_share if s else None,
             "latency_us": self.latency_us,
             "failures": self.failures,

@@ -27,6 +27,7 @@ from pytest_brokerperf.options import (
     _TRUE,
     _VERSION_RE,
     KNOWN_BROKERS,
+    SERVICE_IMAGES,
     OptionSpec,
 )
 
@@ -367,10 +368,12 @@ def _parse_images(spec: OptionSpec, raw: object, src: _Source) -> tuple[tuple[st
         if not sep or not ref:
             raise _invalid(spec, raw, src, f"{item!r} is not KIND=IMAGE (e.g. "
                            "kafka=apache/kafka:4.3.1)")
-        if kind not in KNOWN_BROKERS:
+        if kind not in KNOWN_BROKERS + SERVICE_IMAGES:
+            names = KNOWN_BROKERS + SERVICE_IMAGES
             raise _invalid(spec, raw, src,
-                           f"unknown broker {kind!r}{_did_you_mean(kind, KNOWN_BROKERS)}; "
-                           f"known brokers are {', '.join(KNOWN_BROKERS)}")
+                           f"unknown broker {kind!r}{_did_you_mean(kind, names)}; "
+                           f"known brokers are {', '.join(KNOWN_BROKERS)} (and "
+                           f"{', '.join(SERVICE_IMAGES)} for AutoMQ's object store)")
         if not _IMAGE_REF_RE.match(ref):
             raise _invalid(spec, raw, src, f"{ref!r} is not an image reference "
                            "(repository[:tag] or repository@sha256:digest, lower case)")

@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 
 
 KNOWN_BROKERS: Final = ("kafka", "pulsar", "rabbitmq", "tansu", "redpanda", "automq")
+#: --brokerperf-image names that are no broker: services container mode runs beside one
+#: (``minio``: AutoMQ's object store)
+SERVICE_IMAGES: Final = ("minio",)
 PROVISION_MODES: Final = ("auto", "process", "container", "remote")
 PROFILE_NAMES: Final = ("smoke", "standard", "omb")
 INCONCLUSIVE_MODES: Final = ("fail", "warn")
@@ -202,7 +205,8 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
         default_text="brokerperf/<kind>:<version> (built by ci/docker.sh), else the "
         "official image of that version",
         help="the container image per broker kind for --brokerperf-provision=container, "
-        "comma-separated KIND=REF pairs (never pulled: the image must be on the engine)",
+        "comma-separated KIND=REF pairs (never pulled: the image must be on the engine); "
+        "minio=REF names AutoMQ's object store",
     ),
     OptionSpec(
         name="nodes", field="nodes", flag="--brokerperf-nodes", kind="int", default=1,

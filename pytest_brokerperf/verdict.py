@@ -144,7 +144,7 @@ def assess(outcome: RunOutcome, thresholds: Thresholds | None = None,
     late = delay_p is not None and delay_p > th.publish_delay_p99_us
     full_periods = sum(1 for p in periods if any(w.queue_full for w in p.workers))
     sustained_full = full_periods >= min(th.backpressure_periods, max(1, len(periods)))
-    other = _other_cpu_share(periods, cpu_share, outcome.plan.generator_cpus)
+    other = other_cpu_share(periods, cpu_share, outcome.plan.generator_cpus)
     busy_samples = [p.generator_cpu_busy for p in periods if p.generator_cpu_busy is not None]
     busy = sum(busy_samples) / len(busy_samples) if busy_samples else None
     details: dict[str, Any] = {
@@ -167,9 +167,10 @@ def assess(outcome: RunOutcome, thresholds: Thresholds | None = None,
         flags.append(HOST_NOISE)
         reasons.append(host_noise_reason(steal, th.steal_share, "measured window"))
     elif (starved and not [k for k, v in cpu_share.items() if v >= th.cpu_share]
-          and busy is not None and busy >= th.cpu_share and other is not None
-          and other >= th.other_cpu_share):
-        # the generator's CPUs were full, and not with its workers: the ladder's rule
+          and other is not None and other >= th.other_cpu_share):
+        # other processes took a fifth or more of the generator's CPUs while its workers
+        # waited to run: the ladder's rule. The CPUs need not be full on average — a
+        # burst of other work (a build, a JVM starting) delays the pacer while it lasts.
         flags.append(HOST_NOISE)
         reasons.append(
             f"other processes used {other:.0%} of the generator's CPUs while its workers "
@@ -270,7 +271,7 @@ def assess(outcome: RunOutcome, thresholds: Thresholds | None = None,
     return Verdict(status=status, reasons=reasons, flags=flags, details=details)
 
 
-def _other_cpu_share(periods: Sequence[PeriodStats], worker_cpu: dict[int, float],
+def other_cpu_share(periods: Sequence[PeriodStats], worker_cpu: dict[int, float],
                      generator_cpus: tuple[int, ...] | None) -> float | None:
     """Share of the generator's CPUs that processes other than its workers used."""
     busy = [p.generator_cpu_busy for p in periods if p.generator_cpu_busy is not None]

@@ -124,6 +124,11 @@ class BrokerType:
         """Images container mode tries in order without ``--brokerperf-image``."""
         return ()
 
+    def companion_images(self, settings: Settings) -> dict[str, tuple[str, ...]]:
+        """Images of the services container mode runs beside the broker (AutoMQ's object
+        store), by their ``--brokerperf-image`` name; empty when there are none."""
+        return {}
+
     def memory_floor(self) -> int:
         """The least memory in bytes one local node needs beside page cache (a
         --brokerperf-broker-memory below it is refused before anything starts)."""

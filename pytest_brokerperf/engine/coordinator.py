@@ -188,8 +188,18 @@ class LoadSession:
 
     # -- lifecycle --------------------------------------------------------------------
     def __enter__(self) -> LoadSession:
+        begin = _now_iso()
         try:
             self.open()
+        except (BrokerDied, KeyboardInterrupt) as exc:
+            # stopped in the set-up: nothing measured, but the record still says so
+            stop = exc if isinstance(exc, BrokerDied) else RunInterrupted.of(exc)
+            if stop.partial is None:
+                stop.partial = self._outcome(self.plan, [], False, [], begin, begin, 0)
+            self.close()
+            if stop is exc:
+                raise
+            raise stop from exc
         except BaseException:
             self.close()
             raise

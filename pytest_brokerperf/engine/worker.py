@@ -20,6 +20,7 @@ import functools
 import itertools
 import os
 import random
+import signal
 import threading
 import time
 import traceback
@@ -697,7 +698,12 @@ class Worker:
 
 
 def worker_main(conn: Connection, assignment: WorkerAssignment) -> None:
-    """Entry point of a worker process: answer the coordinator's commands until ``close``."""
+    """Entry point of a worker process: answer the coordinator's commands until ``close``.
+
+    Ctrl-C reaches the whole process group; the coordinator handles it and closes its
+    workers (the session's watchdog kills them should it die), so a worker ignores
+    SIGINT rather than print a traceback from the middle of a pipe read."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if assignment.cpus:
         with contextlib.suppress(OSError):
             os.sched_setaffinity(0, assignment.cpus)

@@ -64,13 +64,16 @@ def decide_auto(settings: Settings) -> tuple[str, str]:
                        f"in container mode, not {settings.nodes}" if broker.container_nodes
                        else "has no container mode")
             return "process", f"provision auto -> process: {kind} {offered}"
-        wanted = settings.image_for(kind)
-        candidates = (wanted,) if wanted else broker.container_images(settings)
-        if not any(image_on_engine(ref, address=engine.address) for ref in candidates):
-            return "process", (
-                f"provision auto -> process: a Docker engine answers at {engine.address}, "
-                f"but none of {', '.join(candidates)} is on it (bash ci/docker.sh builds "
-                "the local images)")
+        needed = {kind: broker.container_images(settings),
+                  **broker.companion_images(settings)}
+        for name, defaults in needed.items():
+            wanted = settings.image_for(name)
+            candidates = (wanted,) if wanted else defaults
+            if not any(image_on_engine(ref, address=engine.address) for ref in candidates):
+                return "process", (
+                    f"provision auto -> process: a Docker engine answers at "
+                    f"{engine.address}, but none of {', '.join(candidates)} is on it "
+                    "(bash ci/docker.sh builds the local images)")
     return "container", (f"provision auto -> container: a Docker engine answers at "
                          f"{engine.address} with an image for "
                          f"{', '.join(settings.brokers)}")

@@ -54,6 +54,9 @@ class ContainerPlan:
     hostname: str | None = None
     #: the container's command (None: the image's own)
     command: list[str] | None = None
+    #: an image reference already resolved for this container (None: the node's image;
+    #: a service the node needs beside it, such as AutoMQ's object store, has its own)
+    image: str | None = None
 
 
 def configure_reaper(client: Any) -> str:
@@ -148,6 +151,13 @@ class ContainerNode:
         """Return once clients on the host can use the node; raise ProvisionError if not."""
         raise NotImplementedError
 
+    def start_containers(self, created: list[DockerContainer], plans: list[ContainerPlan],
+                         deadline: float) -> None:
+        """Start the containers in plan order (a deployment whose node needs a service
+        prepared first, such as AutoMQ's buckets, starts them in its own order)."""
+        for container in created:
+            container.start()
+
     def wait_cluster_ready(self, started: list[DockerContainer], plans: list[ContainerPlan],
                            deadline: float) -> None:
         """Every node ready (a cluster adds its own check after the nodes' own)."""
@@ -211,7 +221,7 @@ class ContainerNode:
                 kwargs["cpuset_cpus"] = ",".join(map(str, sorted(cpus)))
             if plan.hostname:
                 kwargs["hostname"] = plan.hostname
-            container = (DockerContainer(image.ref).with_name(self.name_of(node))
+            container = (DockerContainer(plan.image or image.ref).with_name(self.name_of(node))
                          .with_envs(**plan.env).with_network(network)
                          .with_network_aliases(plan.alias).with_kwargs(**kwargs))
             if plan.command is not None:
@@ -224,8 +234,7 @@ class ContainerNode:
             self._containers.append(container)
         launched = time.time()
         try:
-            for container in self._containers:
-                container.start()
+            self.start_containers(list(self._containers), plans, began + self.start_timeout)
             self.wait_cluster_ready(list(self._containers), plans, began + self.start_timeout)
         except BaseException as exc:
             names = ", ".join(self.name_of(i) for i in range(1, len(plans) + 1))

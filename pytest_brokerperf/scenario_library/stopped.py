@@ -23,16 +23,18 @@ from typing import TYPE_CHECKING
 from pytest_brokerperf.errors import BrokerDied, RunInterrupted
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.engine.plan import PhaseRun, RunOutcome
+    from pytest_brokerperf.engine.plan import PhaseRun, RunOutcome, RunPlan
     from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
     from pytest_brokerperf.metrics.stats import PeriodStats
     from pytest_brokerperf.scenario_library.context import RunContext
     from pytest_brokerperf.scenario_library.finish import Measured
 
-__all__ = ["PhaseLog", "record_if_stopped"]
+__all__ = ["CALIBRATION", "PhaseLog", "nothing_measured", "record_if_stopped"]
 
 #: What the reason calls the phase before the first period (topics, clients, probe).
 SET_UP = "the set-up (topics, clients, readiness probe)"
+#: What it calls a throughput run's calibration (before its first rung).
+CALIBRATION = "the calibration (before the first rung)"
 #: What it calls the session's end (producers stopped, consumers catching up).
 SESSION_END = "the session's end (producers stopped, consumers catching up)"
 
@@ -82,11 +84,29 @@ class PhaseLog:
         return head, session
 
 
+def nothing_measured(plan: RunPlan) -> RunOutcome:
+    """The outcome of a run stopped before its first period: no periods, no figures."""
+    from datetime import UTC, datetime
+
+    from pytest_brokerperf.engine.delivery import DeliveryReport
+    from pytest_brokerperf.engine.plan import RunOutcome
+    from pytest_brokerperf.metrics.histogram import LatencyHistogram
+    from pytest_brokerperf.metrics.stats import METRICS
+
+    now = datetime.now(UTC).isoformat(timespec="milliseconds")
+    return RunOutcome(
+        plan=plan, topics=[], subscriptions=[], warmup=[], warmup_steady=False, periods=[],
+        cumulative={m: LatencyHistogram.for_metric(m) for m in METRICS},
+        delivery=DeliveryReport(acknowledged=0), totals={}, begin_time=now, end_time=now,
+        measure_begin_time=now, probe_wait_s=0.0)
+
+
 @contextmanager
 def record_if_stopped(ctx: RunContext, log: PhaseLog,
                       measured: Callable[..., Measured], *,
                       sampler: BrokerMetricsSampler | None = None,
                       headline: Callable[[list[RunOutcome]], RunOutcome] | None = None,
+                      before_measuring: RunPlan | None = None,
                       ) -> Iterator[None]:
     """Inside, a ``BrokerDied`` or an interrupt (Ctrl-C, SIGTERM) writes the run's record
     before it propagates: ``measured(headline=, session=, verdict=)`` is the scenario's
@@ -94,7 +114,11 @@ def record_if_stopped(ctx: RunContext, log: PhaseLog,
     until then (``functools.partial(Measured, prepared=..., ...)`` will do; the verdict
     is a placeholder the record's writer replaces); ``sampler`` is stopped first (its
     readings go into the record). A plain ``KeyboardInterrupt`` propagates as
-    ``RunInterrupted``."""
+    ``RunInterrupted``.
+
+    ``before_measuring`` (the run's plan) wraps a step before the run's first period,
+    such as the throughput run's calibration: whatever the step itself measured is not
+    the run's, so the record has no periods and no figures, only the stop and where."""
     from pytest_brokerperf.scenario_library.finish import (
         INTERRUPTED,
         finish_failed,
@@ -105,7 +129,11 @@ def record_if_stopped(ctx: RunContext, log: PhaseLog,
     def stopped(exc: BrokerDied | RunInterrupted) -> Measured | None:
         if sampler is not None:
             sampler.stop()  # its thread ends with the run; stopping twice is harmless
-        got = log.outcomes(exc.partial, headline)
+        if before_measuring is not None:
+            empty = nothing_measured(before_measuring)
+            got: tuple[RunOutcome, RunOutcome] | None = (empty, empty)
+        else:
+            got = log.outcomes(exc.partial, headline)
         if got is None:
             return None
         head, session = got

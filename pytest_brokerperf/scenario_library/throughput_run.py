@@ -194,7 +194,22 @@ def run_throughput(ctx: RunContext, scenario: Scenario,
     splan = safety.build_plan(settings, broker, prepared, driver, guard_plan, test_id=test_id)
     ctx.guard(splan)  # prints, refuses over a cap, stops here in a dry run
 
-    calib = _calibrate(ctx, driver, prepared, cpus, prefix)
+    from pytest_brokerperf.results import ScenarioBlocks
+    from pytest_brokerperf.scenario_library.stopped import (
+        CALIBRATION,
+        PhaseLog,
+        record_if_stopped,
+    )
+
+    def calibration_stopped(*, headline: RunOutcome, session: RunOutcome,
+                            verdict: Verdict) -> Measured:
+        return _measured(ctx, driver, prepared, headline, session, verdict, slos, seed,
+                         splan, None, extra={}, record_extra=ScenarioBlocks(),
+                         row_params="calibration")
+
+    with record_if_stopped(ctx, PhaseLog(now=CALIBRATION), calibration_stopped,
+                           before_measuring=guard_plan):
+        calib = _calibrate(ctx, driver, prepared, cpus, prefix)
     harness: Ceiling | None = calib["harness"]
     drv_c: Ceiling | None = calib["driver"]
     harness_ceiling = harness.rate_msg_s if harness is not None and harness.bound == "client" \

@@ -278,3 +278,92 @@ def test_a_broker_dying_in_a_catchup_build_leaves_a_failed_record_naming_the_pha
     phases = rec["timeline"]["phase"]
     assert "measure" in phases and phases[-1] == "build"  # the window, the build's start
     _well_formed(rec, _csv_phases(rec))
+
+
+CALIBRATION = HOOKS + """
+import pytest
+from pytest_brokerperf import Throughput
+from pytest_brokerperf.scenario_library import throughput_run
+
+_calibrate = throughput_run._calibrate
+
+def calibrate(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while the ceilings are measured
+    return _calibrate(*args, **kwargs)
+
+throughput_run._calibrate = calibrate
+
+@pytest.mark.throughput
+def test_ladder(brokerperf):
+    brokerperf.run(Throughput(message_size=256, partitions=2))
+"""
+
+
+def test_a_ladder_interrupted_in_its_calibration_leaves_a_record_with_nothing_measured(
+        pytester: pytest.Pytester) -> None:
+    result = _run(pytester, CALIBRATION, "-m", "throughput", "--brokerperf-ladder=200,400")
+    assert result.ret == pytest.ExitCode.INTERRUPTED, result.stdout.str()
+    [rec] = _records(pytester.path)
+    assert rec["run_status"] == "interrupted"
+    assert rec["verdict"]["reasons"] == [
+        "interrupted by SIGINT during the calibration (before the first rung) after 0 "
+        "measured period(s) (0 warm-up)"]
+    assert rec["timeline"]["periods"] == 0 and rec["ack_rate_msg_s"] == 0
+    assert rec["slo"] == [] and rec["delivery"]["reconciled"] is False
+    assert json.loads(Path(rec["artefacts"], "record.json").read_text()) == rec
+
+
+#: a small tail-read, the test every body below ends with
+TAILREAD = """
+import pytest
+from pytest_brokerperf import TailRead
+
+@pytest.mark.tailread
+def test_tr(brokerperf):
+    brokerperf.run(TailRead(message_size=256, partitions=2, rate=500))
+"""
+
+SET_UP = HOOKS + """
+_open = LoadSession.open
+
+def open_then_sigterm(self):
+    _open(self)  # topics and clients exist, the readiness probe answered
+    os.kill(os.getpid(), signal.SIGTERM)
+
+LoadSession.open = open_then_sigterm
+""" + TAILREAD
+
+
+def test_a_run_stopped_in_its_set_up_leaves_a_record_with_nothing_measured(
+        pytester: pytest.Pytester) -> None:
+    result = _run(pytester, SET_UP, "-m", "tailread")
+    assert result.ret == -signal.SIGTERM, result.stdout.str()
+    [rec] = _records(pytester.path)
+    assert rec["scenario"] == "tailread"
+    assert rec["run_status"] == "interrupted"
+    assert rec["verdict"]["reasons"] == [
+        "interrupted by SIGTERM after 0 measured period(s) (0 warm-up)"]
+    assert rec["timeline"]["periods"] == 0
+    assert rec["delivery"]["reconciled"] is False
+
+
+#: Ctrl-C in a terminal: SIGINT to the whole process group, workers included
+GROUP_CTRL_C = HOOKS + """
+stop_at("measure", 0, lambda: os.killpg(os.getpgrp(), signal.SIGINT))
+""" + TAILREAD
+
+
+def test_ctrl_c_to_the_process_group_prints_no_worker_traceback(
+        pytester: pytest.Pytester) -> None:
+    # the child pytest leads a process group of its own (its workers join it), so the
+    # group's SIGINT reaches neither this pytest nor anything else
+    pytester.makeconftest(CONFTEST + "\nimport os\nos.setpgrp()\n")
+    pytester.makepyfile(test_scn=GROUP_CTRL_C)
+    result = pytester.runpytest_subprocess(  # -s: a worker's stderr is the terminal's
+        *FAST_ARGS, f"--brokerperf-results={pytester.path}/res", "-m", "tailread",
+        "--brokerperf-duration=3", "-s")
+    assert result.ret == pytest.ExitCode.INTERRUPTED, result.stdout.str()
+    [rec] = _records(pytester.path)
+    assert rec["run_status"] == "interrupted"
+    assert "Traceback" not in result.stderr.str(), result.stderr.str()
+    assert "Process brokerperf-worker" not in result.stdout.str() + result.stderr.str()

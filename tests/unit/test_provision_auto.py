@@ -123,3 +123,15 @@ def test_the_environment_pins_auto_to_processes(engine: set[str],
     monkeypatch.setenv("BROKERPERF_AUTO_PROVISION", "docker")
     with pytest.raises(ConfigError, match="BROKERPERF_AUTO_PROVISION='docker'"):
         decide_auto(_settings(kafka_version="4.3.1"))
+
+
+def test_automq_needs_its_object_stores_image_as_well(engine: set[str]) -> None:
+    """AutoMQ's container mode runs an object store beside the node: auto picks
+    containers only when the engine has both images."""
+    engine.add("brokerperf/automq-standin:latest")
+    images = "automq=brokerperf/automq-standin:latest"
+    mode, reason = decide_auto(_settings(broker="automq", image=images))
+    assert mode == "process" and "minio/minio:RELEASE." in reason
+    engine.add("brokerperf/s3-standin:latest")
+    assert decide_auto(_settings(
+        broker="automq", image=f"{images},minio=brokerperf/s3-standin:latest"))[0] == "container"
