@@ -12,6 +12,13 @@ and the engine stamps the ack time itself. A driver that knows when the message 
 left for the broker (pika: the burst's socket write on its IO thread) passes that as
 ``sent_ns`` with ``latency_ns`` counted from it: the hand-off to the client's IO thread
 is then publish delay (client side), not publish latency (billed to the broker).
+
+Batch path (optional, for drivers where one call per message is the cost that matters,
+like the in-process loopback): a producer client may also offer
+``send_many(values, keys) -> int``, which queues ``values`` in order and returns how
+many it took before its queue was full; the engine then hands it each batch of due
+messages in one call. Such a driver may acknowledge a batch at one moment through
+:func:`batch_ack` (``on_acks(values, ack_ns)``), when the engine's callback offers it.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 __all__ = [
+    "AckBatchCallback",
     "AckCallback",
     "AdminClient",
     "BacklogReader",
@@ -30,6 +38,7 @@ __all__ = [
     "ErrorCallback",
     "ProducerClient",
     "QueueFull",
+    "batch_ack",
     "consumer_pause",
 ]
 
@@ -42,6 +51,16 @@ class AckCallback(Protocol):
                  sent_ns: int | None = None) -> None: ...
 
 ErrorCallback = Callable[[bytes, str], None]
+#: ``on_acks(values, ack_ns)``: every value in ``values`` acknowledged at ``ack_ns``
+#: (CLOCK_MONOTONIC), in the order sent
+AckBatchCallback = Callable[[list[bytes], int], None]
+
+
+def batch_ack(on_ack: AckCallback) -> AckBatchCallback | None:
+    """The batch form of the engine's ack callback (its ``many`` attribute), or None
+    when it has none: a driver then calls ``on_ack`` once per message."""
+    many = getattr(on_ack, "many", None)
+    return many if callable(many) else None
 
 
 class QueueFull(Exception):

@@ -22,8 +22,56 @@ says the harness and broker agree, not that the data would survive a crash.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
 
 __all__ = ["AckLedger", "DeliveryReport", "ReceiveLedger", "reconcile"]
+
+
+def _grow(bitmap: bytearray, max_seq: int) -> None:
+    """Room for bit ``max_seq`` (at least doubling, as the one-message paths do)."""
+    byte = max_seq >> 3
+    if byte >= len(bitmap):
+        bitmap.extend(b"\0" * max(byte + 1 - len(bitmap), len(bitmap)))
+
+
+def _set_bits(bitmap: bytearray, seqs: Any) -> Any:
+    """Set the bits ``seqs`` (an int64 array, in arrival order); return the mask of the
+    ones that are new: not set before and not an earlier element of ``seqs`` itself.
+    The same answers as calling :func:`_set_bit` on each in turn, in one numpy pass."""
+    _grow(bitmap, int(seqs.max()))
+    view = np.frombuffer(bitmap, dtype=np.uint8)
+    idx = seqs >> 3
+    mask = (np.uint8(1) << (seqs & 7).astype(np.uint8))
+    new = (view[idx] & mask) == 0
+    if len(seqs) > 1 and not (seqs[1:] > seqs[:-1]).all():
+        _, first = np.unique(seqs, return_index=True)
+        if len(first) < len(seqs):  # a sequence twice in this batch: only its first is new
+            once = np.zeros(len(seqs), dtype=bool)
+            once[first] = True
+            new &= once
+        np.bitwise_or.at(view, idx[new], mask[new])
+    else:
+        # rising: each byte's bits are neighbours; OR them per byte, then one store per
+        # distinct byte (a fancy ``|=`` with repeated indexes would keep only one bit)
+        idx, mask = idx[new], mask[new]
+        if len(idx):
+            starts = np.flatnonzero(np.concatenate(([True], idx[1:] != idx[:-1])))
+            view[idx[starts]] |= np.bitwise_or.reduceat(mask, starts)
+    del view  # the bytearray may grow again later: no export may outlive this call
+    return new
+
+
+def _distinct(values: Any) -> list[int]:
+    """The distinct values of an int array, as Python ints (one, without a sort, in the
+    common case of a batch from one producer or partition)."""
+    if not len(values):
+        return []
+    first = int(values[0])
+    if int(values.min()) == first == int(values.max()):
+        return [first]
+    return [int(v) for v in np.unique(values).tolist()]
 
 
 def _set_bit(bitmap: bytearray, seq: int) -> bool:
@@ -56,6 +104,17 @@ class AckLedger:
             self.duplicate_acks += 1
         else:
             bm[byte] |= mask
+
+    def ack_many(self, producers: Any, seqs: Any) -> None:
+        """:meth:`ack` for a batch (int arrays of equal length, in acknowledgement order)."""
+        for pid in _distinct(producers):
+            sel = producers == pid
+            mine = seqs if sel.all() else seqs[sel]
+            bm = self.bitmaps.get(pid)
+            if bm is None:
+                bm = self.bitmaps[pid] = bytearray(1024)
+            new = _set_bits(bm, mine)
+            self.duplicate_acks += int(len(mine) - new.sum())
 
     def export(self) -> dict[int, bytes]:
         return {p: bytes(b) for p, b in self.bitmaps.items()}
@@ -91,6 +150,41 @@ class ReceiveLedger:
         else:
             self._last[okey] = seq
         return True
+
+    def receive_many(self, subscription: str, producers: Any, seqs: Any,
+                     partitions: Any) -> int:
+        """:meth:`receive` for a batch (int arrays of equal length, in delivery order);
+        how many of them were new to this ledger. Duplicates and reordering are counted
+        exactly as one :meth:`receive` call per message would count them."""
+        new_total = 0
+        for pid in _distinct(producers):
+            sel = producers == pid
+            whole = bool(sel.all())
+            mine = seqs if whole else seqs[sel]
+            parts = partitions if whole else partitions[sel]
+            key = (subscription, pid)
+            bm = self.bitmaps.get(key)
+            if bm is None:
+                bm = self.bitmaps[key] = bytearray(1024)
+            new = _set_bits(bm, mine)
+            n_new = int(new.sum())
+            if n_new < len(mine):
+                self.duplicates[subscription] = (self.duplicates.get(subscription, 0)
+                                                 + len(mine) - n_new)
+                mine, parts = mine[new], parts[new]
+            new_total += n_new
+            for part in _distinct(parts):
+                on = parts == part
+                s = mine if on.all() else mine[on]
+                okey = (subscription, pid, part)
+                last = self._last.get(okey, -1)
+                # a sequence below the highest one seen before it on this partition
+                before = np.maximum.accumulate(np.concatenate(([last], s[:-1])))
+                late = int((s < before).sum())
+                if late:
+                    self.reordered[subscription] = self.reordered.get(subscription, 0) + late
+                self._last[okey] = max(last, int(s.max()))
+        return new_total
 
     def export(self) -> dict[str, object]:
         return {

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from collections import deque
 
+import numpy as np
+
 __all__ = ["Schedule"]
 
 
@@ -89,7 +91,11 @@ class Schedule:
             return [self.take() for _ in range(k)]
         n0, start, iv = self.n, self.start_ns, self.interval_ns
         self.n = n0 + k
-        return [start + int(n * iv) for n in range(n0, n0 + k)]
+        if k < 32:
+            return [start + int(n * iv) for n in range(n0, n0 + k)]
+        # the same float64 products truncated toward zero as int(n * iv), as one array op
+        offsets = (np.arange(n0, n0 + k, dtype=np.float64) * iv).astype(np.int64)
+        return (offsets + start).tolist()
 
     def rebased(self, rate: float, now_ns: int) -> Schedule:
         """The schedule at ``rate`` from ``now_ns`` (1 msg/s floor, as OMB's

@@ -119,6 +119,15 @@ def assign_topics(workload: Workload, plan: RunPlan, driver: Driver, topics: lis
         )
         for k in range(n)
     ]
+    if getattr(driver, "TOPIC_IN_ONE_WORKER", False):
+        # an in-process driver (loopback): topic i, its producers and its consumers, all
+        # in worker i % n
+        where = {t: i % n for i, t in enumerate(topics)}
+        for p in producers:
+            out[where[p.topic]].producers.append(p)
+        for c in consumers:
+            out[where[c.topic]].consumers.append(c)
+        return out
     for k, p in enumerate(producers):
         out[k % n].producers.append(p)
     # consumers fill workers from the other end so producer-heavy workers get fewer

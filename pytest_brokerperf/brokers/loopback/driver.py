@@ -5,18 +5,22 @@ worker process and are acknowledged at the next ``service()``. Nothing is persis
 sent over a network, so a run on this driver measures exactly what pytest-brokerperf
 adds per message (pacing, header, recording, delivery accounting): its latency floor
 and its per-process ceiling. It is never a stand-in for a broker in broker tests.
-Every producer and consumer of a topic must live in one worker (``workers=1``).
+Every producer and consumer of a topic must live in one worker: the driver says so
+(``TOPIC_IN_ONE_WORKER``) and the engine then gives each worker whole topics, so a run
+with ``workers=N`` and N or more topics measures N processes side by side.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import cycle, islice, repeat
 from typing import Any, ClassVar
 
-from pytest_brokerperf.brokers.driver import AckCallback, ErrorCallback, QueueFull
+from pytest_brokerperf.brokers.driver import AckCallback, ErrorCallback, QueueFull, batch_ack
 
 __all__ = ["LoopbackDriver"]
 
@@ -39,6 +43,7 @@ class _Producer:
         self.topic = topic
         self.partitions = max(1, partitions)
         self.on_ack = on_ack
+        self.on_acks = batch_ack(on_ack)
         self.pending: list[bytes] = []
         self.max_queue = max_queue
         self.n = 0
@@ -56,8 +61,34 @@ class _Producer:
             q.append(item)
         pending.append(value)
 
+    def send_many(self, values: list[bytes], keys: list[bytes | None] | None) -> int:
+        """:meth:`send` for a batch, in order; how many were taken before the queue was
+        full (the rest are the caller's to hand again)."""
+        pending = self.pending
+        room = self.max_queue - len(pending)
+        if room <= 0:
+            return 0
+        if len(values) > room:
+            values = values[:room]
+        n, parts = self.n, self.partitions
+        # (value, partition) pairs built by zip in C: partition n % parts, as send() does
+        items = list(zip(values, repeat(0) if parts == 1 else
+                         islice(cycle(range(parts)), n % parts, None), strict=False))
+        self.n = n + len(values)
+        for q in self.queues:
+            q.extend(items)
+        pending.extend(values)
+        return len(values)
+
     def service(self) -> None:
+        """Acknowledge everything sent so far, at one moment (the batch path) or one by
+        one when the engine gave no batch callback."""
         pending, self.pending = self.pending, []
+        if not pending:
+            return
+        if self.on_acks is not None:
+            self.on_acks(pending, time.monotonic_ns())
+            return
         ack = self.on_ack
         for v in pending:
             ack(v, None)
@@ -95,14 +126,9 @@ class _Consumer:
             self.event.wait(min(timeout_s, 0.001))
             if not q:
                 return []
-        out = []
         popleft = q.popleft
-        try:
-            for _ in range(max_messages):
-                out.append(popleft())
-        except IndexError:
-            pass
-        return out
+        # only this consumer takes from q, so len(q) can only grow meanwhile
+        return [popleft() for _ in range(min(max_messages, len(q)))]
 
     def close(self) -> None:
         pass
@@ -136,6 +162,8 @@ class LoopbackDriver:
     #: a paused consumer stops reading; its subscription's queue keeps filling
     CONSUMER_PAUSE_MISSING: ClassVar[str] = ""
     CONSUMER_PAUSE: ClassVar[str | None] = "stops reading; the subscription's queue keeps filling"
+    #: a topic's messages never leave its worker process: keep its clients together
+    TOPIC_IN_ONE_WORKER: ClassVar[bool] = True
 
     def admin(self) -> _Admin:
         return _Admin()
