@@ -27,9 +27,10 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.engine.clock import clock_mismatch
-from pytest_brokerperf.engine.liveness import RemoteWatch
 from pytest_brokerperf.engine.delivery import DeliveryReport, reconcile
+from pytest_brokerperf.engine.liveness import RemoteWatch
 from pytest_brokerperf.engine.plan import PhaseRun, Rung, RunOutcome, RunPlan, SessionEnd
 from pytest_brokerperf.engine.worker import (
     BOOT_ID,
@@ -44,7 +45,6 @@ from pytest_brokerperf.engine.workers import (
     cpu_snapshot,
     wait_until,
 )
-from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.errors import BrokerDied, MeasurementError, RunInterrupted
 from pytest_brokerperf.metrics.stats import METRICS, PeriodStats, WorkerSample
 from pytest_brokerperf.metrics.sysstats import ProcessResources
