@@ -8,7 +8,9 @@ The hierarchy, httpx style, so callers catch at the level they need::
     │   └── SLOSyntaxError     an SLO expression or file that cannot be parsed
     ├── ProvisionError         a broker could not be started, reached or stopped
     │   ├── BrokerUnavailable  a broker or capability is missing here (tests skip)
-    │   └── ClusterUnreachable a remote cluster the user named did not answer (an error)
+    │   ├── ClusterUnreachable a remote cluster the user named did not answer (an error)
+    │   └── BrokerDied         a broker went away mid-run (the run's record is ``failed``)
+    │       └── ClusterLost    a remote cluster stopped answering mid-run
     ├── DriverError            a client library call failed (topic creation, ...)
     └── MeasurementError       the harness measured something impossible (a bug)
 
@@ -23,8 +25,10 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "BrokerDied",
     "BrokerPerfError",
     "BrokerUnavailable",
+    "ClusterLost",
     "ClusterUnreachable",
     "ConfigError",
     "DriverError",
@@ -80,6 +84,17 @@ class BrokerDied(ProvisionError):
     """
 
     partial: Any = None
+
+
+class ClusterLost(BrokerDied):
+    """Every address of a remote cluster stopped answering mid-run, and no message was
+    acknowledged or received meanwhile, for longer than the bound
+    (:data:`pytest_brokerperf.engine.liveness.REMOTE_LOSS_S`).
+
+    A :class:`BrokerDied`, so the run stops and leaves its ``failed`` record as for a
+    local broker's death; the message names the cluster, each address tried, the error
+    each gave and for how long.
+    """
 
 
 class DriverError(BrokerPerfError):

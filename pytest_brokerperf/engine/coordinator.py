@@ -27,8 +27,10 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.engine.clock import clock_mismatch
 from pytest_brokerperf.engine.delivery import DeliveryReport, reconcile
+from pytest_brokerperf.engine.liveness import RemoteWatch
 from pytest_brokerperf.engine.plan import PhaseRun, Rung, RunOutcome, RunPlan, SessionEnd
 from pytest_brokerperf.engine.worker import (
     BOOT_ID,
@@ -174,8 +176,13 @@ class LoadSession:
         self._last_tick = 0
         self._cpu: Any = None  # /proc/stat snapshot at the last tick
         self._finished: SessionEnd | None = None
-        #: a local broker process exited during the run: nothing more is asked of it
+        #: a local broker process exited (or a remote cluster stopped answering) during
+        #: the run: nothing more is asked of it
         self.broker_died = False
+        #: probes a remote cluster's addresses while the session lives (engine/liveness.py)
+        endpoint = getattr(driver, "endpoint", None)
+        self._remote = RemoteWatch.for_endpoint(
+            endpoint if isinstance(endpoint, BrokerEndpoint) else None)
         #: CLOCK_MONOTONIC ns when the current rung's measured window began (None during
         #: its warm-up): what a fault's ``AT`` counts from
         self.measure_started_ns: int | None = None
@@ -214,6 +221,8 @@ class LoadSession:
         self.coordinator_cpus = self._pin.enter_context(pinned_coordinator(plan.generator_cpus))
         partitions = [wl.partitions_for_topic(i) for i in range(wl.topics)]
         self._admin = self.driver.admin()
+        if self._remote is not None:
+            self._remote.start()
         self._admin.create_topics(self.topics, partitions)
         self._created = True
         self.assignments = assign_topics(wl, plan, self.driver, self.topics, self.subs_by_topic,
@@ -232,6 +241,8 @@ class LoadSession:
     def close(self) -> None:
         """Close every worker, delete the topics and consumer groups (bounded, idempotent)."""
         workers, self.workers = self.workers, []
+        if self._remote is not None:
+            self._remote.stop()
         for w in workers:
             w.close()
         self._pin.close()
@@ -348,9 +359,12 @@ class LoadSession:
         return now + int(interval_s * 1e9)
 
     def _check_brokers(self) -> None:
-        """Stop the run at once if a local broker process exited (kill -9, OOM, crash)."""
+        """Stop the run at once if a local broker process exited (kill -9, OOM, crash),
+        or once a remote cluster has stopped answering for longer than its bound."""
         try:
             check_watched()
+            if self._remote is not None:
+                self._remote.check(self.totals)
         except BrokerDied:
             self.broker_died = True
             raise
