@@ -234,8 +234,14 @@ def meta_command(nodes: Sequence[NodeLayout]) -> list[str]:
 
 
 def meta_env(heap: str = "256m") -> dict[str, str]:
+    """pulsar-meta's environment: ``conf/zookeeper.conf``'s keys by both rules of
+    ``apply-config-from-env.py`` (a key's name replaces it, ``PULSAR_PREFIX_`` adds
+    it), and ZooKeeper's heap."""
     check_jvm_size(heap)
-    env = dict(zookeeper_config())
+    env: dict[str, str] = {}
+    for key, value in zookeeper_config().items():
+        env[key] = value
+        env["PULSAR_PREFIX_" + key] = value
     env["PULSAR_MEM"] = f"-Xms{heap} -Xmx{heap}"
     env["PULSAR_GC"] = " ".join(PULSAR_GC_FLAGS)
     return env
