@@ -177,7 +177,7 @@ def test_the_node_listeners_name_loopback_internally_and_the_alias_on_the_networ
     # nothing connects broker to broker over the loopback internal listener
     assert cfg["systemTopicEnabled"] == cfg["topicLevelPoliciesEnabled"] == "false"
     assert bookie_config(node)["metadataServiceUri"] == (
-        f"metadata-store:zk:{META_ALIAS}:{ZK_PORT}/ledgers")
+        f"metadata-store:zk:{META_ALIAS}:{ZK_PORT}")
 
 
 def test_each_file_gets_only_its_own_prefix_through_the_images_script(

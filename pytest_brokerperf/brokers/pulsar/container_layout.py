@@ -111,7 +111,8 @@ def bookie_config(node: NodeLayout, durability: int | None = None) -> dict[str, 
     cfg = {
         "bookiePort": str(BOOKIE_PORT),
         "advertisedAddress": node.alias,
-        "metadataServiceUri": f"metadata-store:{metadata_store()}/ledgers",
+        # as initialize-cluster-metadata formats it: no path (the ledgers root is /ledgers)
+        "metadataServiceUri": f"metadata-store:{metadata_store()}",
         "zkServers": f"{META_ALIAS}:{ZK_PORT}",
         "journalDirectories": "data/bookkeeper/journal",
         "ledgerDirectories": "data/bookkeeper/ledgers",
@@ -124,7 +125,6 @@ def bookie_config(node: NodeLayout, durability: int | None = None) -> dict[str, 
         "diskUsageThreshold": "0.99",
         "diskUsageWarnThreshold": "0.99",
         "autoRecoveryDaemonEnabled": "false",
-        "statsProviderClass": "",
     }
     cfg.update(journal_settings(durability))
     return cfg
