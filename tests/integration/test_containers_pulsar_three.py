@@ -97,7 +97,7 @@ def test_messages_through_the_host_listener_land_on_all_three_bookies(
     finally:
         client.close()
     path = topic.replace("persistent://", "")
-    stats = _get(f"{cluster.admin_url}/admin/v2/persistent/{path}/internal-stats"
+    stats = _get(f"{cluster.admin_url}/admin/v2/persistent/{path}/internalStats"
                  "?metadata=true")
     (ledger,) = [x for x in stats["ledgers"] if x.get("entries", 0) > 0] or stats["ledgers"][-1:]
     meta = ledger["metadata"]
