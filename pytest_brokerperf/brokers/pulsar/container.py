@@ -1,4 +1,5 @@
-"""Pulsar standalone in a container (``--brokerperf-provision=container``).
+"""Pulsar standalone in a container (``--brokerperf-provision=container``); with
+``nodes=3``, three node containers and a ZooKeeper container (:mod:`.container_layout`).
 
 Configured through the official ``apachepulsar/pulsar`` image's contract, so the local
 build (``brokerperf/pulsar:<version>``, the Maven Central jars process mode runs, made by
