@@ -120,11 +120,14 @@ build_pulsar() {
   version=$("$PY" -c 'from pytest_brokerperf.provision.maven import PULSAR_DEFAULT_VERSION as v; print(v)')
   tag="brokerperf/pulsar:$version"
   ctx=$(mktemp -d /tmp/brokerperf-pulsar-image.XXXXXX)
-  cp ci/images/pulsar/Dockerfile ci/images/pulsar/pulsar ci/images/pulsar/apply-config-from-env.py "$ctx/"
+  cp ci/images/pulsar/Dockerfile ci/images/pulsar/pulsar ci/images/pulsar/apply-config-from-env.py \
+    ci/images/pulsar/apply-config-from-env-with-prefix.py "$ctx/"
   "$PY" -c 'from pytest_brokerperf.brokers.pulsar.process import render_pulsar_log4j2 as r; print(r(), end="")' \
     >"$ctx/log4j2.properties"
   "$PY" -c 'from pytest_brokerperf.brokers.pulsar.container import image_default_config as c; print(c(), end="")' \
     >"$ctx/standalone.conf"
+  # zookeeper.conf, bookkeeper.conf, broker.conf of the three-container layout
+  "$PY" -c 'import sys; from pathlib import Path; from pytest_brokerperf.brokers.pulsar.container_layout import image_default_files as f; [Path(sys.argv[1], n).write_text(t) for n, t in f().items()]' "$ctx"
   hash=$( { cat "$ctx"/*; (cd "$lib" && ls -l --time-style=+ . | awk '{print $5, $NF}'); \
             echo "$base_id"; } | sha256sum | cut -c1-16)
   current=$(docker image inspect --format '{{index .Config.Labels "org.brokerperf.content-hash"}}' \

@@ -123,6 +123,7 @@ class ContainerNode:
         self.cpus = cpus
         self.start_timeout = start_timeout
         self._containers: list[DockerContainer] = []
+        self._support: list[DockerContainer] = []
         self._network: Network | None = None
         self._plans: list[ContainerPlan] = []
         self._serving_endpoint: BrokerEndpoint | None = None
@@ -157,6 +158,21 @@ class ContainerNode:
         prepared first, such as AutoMQ's buckets, starts them in its own order)."""
         for container in created:
             container.start()
+
+    def support_plans(self) -> list[ContainerPlan]:
+        """Containers the nodes need before they start (e.g. a metadata store), started
+        and awaited first on the same network; not nodes: faults and samplers leave
+        them alone. None by default."""
+        return []
+
+    def wait_support_ready(self, container: DockerContainer, plan: ContainerPlan,
+                           deadline: float) -> None:
+        """Return once the support container ``plan`` serves the nodes."""
+        raise NotImplementedError
+
+    def support_name(self, plan: ContainerPlan) -> str:
+        """The container name of a support container (its alias in it)."""
+        return f"brokerperf-{self.run_id}-{plan.alias}-{os.getpid()}"
 
     def wait_cluster_ready(self, started: list[DockerContainer], plans: list[ContainerPlan],
                            deadline: float) -> None:
@@ -196,6 +212,7 @@ class ContainerNode:
         finally:
             client.close()
         labels = containers.run_labels(self.kind, self.run_id)
+        support = self.support_plans()
         plans = self._plans = self.plans()
         cpus = self.broker_cpus()
         network = Network(docker_network_kw={"labels": labels})
@@ -232,14 +249,34 @@ class ContainerNode:
                 # published on loopback only
                 container.ports[f"{port}/tcp"] = (LOOPBACK, host_port)  # type: ignore[assignment]
             self._containers.append(container)
+        for plan in support:
+            helper = (DockerContainer(image.ref).with_name(self.support_name(plan))
+                      .with_envs(**plan.env).with_network(network)
+                      .with_network_aliases(plan.alias)
+                      .with_kwargs(labels=labels, hostname=plan.hostname or plan.alias,
+                                   **({"mem_limit": f"{plan.memory_mb}m"}
+                                      if plan.memory_mb else {}),
+                                   **({"cpuset_cpus": ",".join(map(str, sorted(cpus)))}
+                                      if cpus else {})))
+            if plan.command is not None:
+                helper = helper.with_command(plan.command)
+            for host_path, (path, mode) in plan.volumes.items():
+                helper = helper.with_volume_mapping(host_path, path, mode)
+            self._support.append(helper)
         launched = time.time()
         try:
+            for helper, plan in zip(self._support, support, strict=True):
+                helper.start()
+                self.wait_support_ready(helper, plan, began + self.start_timeout)
             self.start_containers(list(self._containers), plans, began + self.start_timeout)
             self.wait_cluster_ready(list(self._containers), plans, began + self.start_timeout)
         except BaseException as exc:
             names = ", ".join(self.name_of(i) for i in range(1, len(plans) + 1))
-            text = "\n".join(failure_text(c, f"{self.kind} container {self.name_of(i)}")
-                             for i, c in enumerate(self._containers, start=1))
+            text = "\n".join(
+                [failure_text(c, f"{self.kind} container {self.support_name(p)}")
+                 for c, p in zip(self._support, support, strict=False)]
+                + [failure_text(c, f"{self.kind} container {self.name_of(i)}")
+                   for i, c in enumerate(self._containers, start=1)])
             text = (f"{self.kind} container(s) {names} ({image.ref}) did not become ready: "
                     f"{exc}\n{text}")
             self.stop()
@@ -264,6 +301,7 @@ class ContainerNode:
             "container_ids": ids,
             "container_names": [self.name_of(i) for i in range(1, len(plans) + 1)],
             "aliases": [p.alias for p in plans],
+            "support_containers": [self.support_name(p) for p in support],
             "network": network.name,
             "image": image.as_dict(),
             "image_labels": dict(image.labels),
@@ -396,9 +434,10 @@ class ContainerNode:
             self._serving_endpoint = None
         containers.untrack(self)
         started, self._containers = self._containers, []
+        support, self._support = self._support, []
         network, self._network = self._network, None
         self.forget()
-        for container in started:
+        for container in [*started, *support]:
             with contextlib.suppress(Exception):  # never created, or gone already
                 container.stop()  # docker rm -f, volumes included
         if network is not None:

@@ -16,7 +16,6 @@ import json
 import subprocess
 import urllib.request
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -74,20 +73,24 @@ def test_the_durability_level_reached_the_standalone_through_the_image_contract(
 
 def test_lookups_name_loopback_for_the_host_and_the_alias_for_the_network(
         pulsar: BrokerEndpoint) -> None:
-    def lookup(listener: str | None) -> str:
-        url = f"{pulsar.admin_url}/lookup/v2/topic/persistent/public/default/it-lookup"
+    def lookup(namespace: str, listener: str | None) -> str:
+        url = f"{pulsar.admin_url}/lookup/v2/topic/persistent/public/{namespace}/it-lookup"
         if listener:
             url += f"?listenerName={listener}"
         with urllib.request.urlopen(url, timeout=30) as resp:
             return str(json.loads(resp.read())["brokerUrl"])
 
     port = pulsar.info["ports"]["broker"]
-    assert lookup(None) == pulsar.bootstrap == f"pulsar://127.0.0.1:{port}"
-    network = lookup("network")
-    if network != f"pulsar://pulsar-1:{port}":
-        # Known gap (docs/reference/containers.md): the HTTP lookup answered the host
-        # listener for listenerName=network in later runs, not in the first. Unexplained.
-        pytest.xfail(f"HTTP lookup with listenerName=network answered {network}")
+    assert lookup("default", None) == pulsar.bootstrap == f"pulsar://127.0.0.1:{port}"
+    # A lookup of a bundle while another lookup of the same bundle is in flight, or
+    # has completed but is not yet forgotten, gets that lookup's answer, whatever its
+    # listener name (docs/reference/containers.md, "Lookups and listener names"): the
+    # network listener is looked up in a namespace of its own, so its bundle's lookup
+    # is its own.
+    urllib.request.urlopen(urllib.request.Request(
+        f"{pulsar.admin_url}/admin/v2/namespaces/public/it-network", method="PUT"),
+        timeout=30).close()
+    assert lookup("it-network", "network") == f"pulsar://pulsar-1:{port}"
 
 
 def test_clients_on_the_container_network_reach_the_alias(
@@ -111,17 +114,3 @@ def test_the_jvm_is_pinned_and_sampled_like_a_process_mode_broker(
     affinity = pulsar.info["cpu_affinity"]
     if affinity["broker_cpus"]:
         assert sorted(psutil.Process(pid).cpu_affinity()) == affinity["broker_cpus"]
-
-
-def test_three_bookies_in_the_container_serve_a_three_way_ensemble(tmp_path: Path) -> None:
-    node = PulsarContainerCluster(version=PULSAR_DEFAULT_VERSION, workdir=tmp_path,
-                                  run_id="it-pulsar-three", nodes=3)
-    try:
-        ep = node.start()
-        assert ep.nodes == 3 and ep.topology_check
-        assert len(ep.info["bookie_ids"]) == 3
-        assert ep.info["default_persistence"] == {"ensemble": 3, "write_quorum": 3,
-                                                  "ack_quorum": 2}
-    finally:
-        node.stop()
-    assert leftovers("it-pulsar-three") == []

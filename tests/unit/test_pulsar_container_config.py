@@ -22,6 +22,20 @@ from pytest_brokerperf.brokers.pulsar.container import (
     image_default_config,
     jvm_env,
 )
+from pytest_brokerperf.brokers.pulsar.container_layout import (
+    BOOKIE_PREFIX,
+    BROKER_PREFIX,
+    META_ALIAS,
+    META_READY,
+    ZK_PORT,
+    NodeLayout,
+    bookie_config,
+    broker_config,
+    image_default_files,
+    meta_command,
+    node_command,
+    node_env,
+)
 from pytest_brokerperf.brokers.pulsar.process import (
     PULSAR_EXTRA_FLAGS,
     PULSAR_GC_FLAGS,
@@ -98,7 +112,7 @@ def test_the_images_launcher_defaults_are_process_modes_flags() -> None:
 
     assert default("PULSAR_GC") == list(PULSAR_GC_FLAGS)
     assert default("PULSAR_EXTRA_OPTS") == list(PULSAR_EXTRA_FLAGS)
-    standalone = re.search(r'^STANDALONE_FLAGS="([^"]*)"', script, re.M)
+    standalone = re.search(r'^COMMON_FLAGS="([^"]*)"', script, re.M)
     assert standalone and standalone.group(1).split() == list(PULSAR_STANDALONE_FLAGS)
 
 
@@ -122,15 +136,91 @@ def test_the_local_build_comes_before_the_official_image() -> None:
     assert default_images("4.0.7") == ("brokerperf/pulsar:4.0.7", "apachepulsar/pulsar:4.0.7")
 
 
-def test_three_bookies_run_in_the_one_container_as_in_process_mode(tmp_path: Path) -> None:
-    node = PulsarContainerCluster(version="4.0.7", workdir=tmp_path, run_id="r3", nodes=3)
-    (plan,) = node.plans()
-    assert plan.command is not None and plan.command[-1].endswith("--num-bookies 3")
-    ports = PulsarPorts(broker_port=1, web_port=2)
-    cfg = container_config(ports, bookies=3)
-    process = standalone_config(ports, bookies=3)
-    quorum = ("managedLedgerDefaultEnsembleSize", "managedLedgerDefaultWriteQuorum",
-              "managedLedgerDefaultAckQuorum")
-    assert [cfg[k] for k in quorum] == [process[k] for k in quorum] == ["3", "3", "2"]
+def test_three_nodes_are_three_containers_and_a_metadata_container(tmp_path: Path) -> None:
+    node = PulsarContainerCluster(version="4.0.7", workdir=tmp_path, run_id="r3", nodes=3,
+                                  durability=2)
+    (meta,) = node.support_plans()
+    plans = node.plans()
+    assert [p.alias for p in plans] == ["pulsar-1", "pulsar-2", "pulsar-3"]
+    assert meta.alias == META_ALIAS and meta.ports == {}  # ZooKeeper stays on the network
+    published = [port for p in plans for port in p.ports]
+    assert len(set(published)) == 6
+    assert all(host == inside for p in plans for inside, host in p.ports.items())
+    # the metadata names every broker the plans run, on the network
+    script = meta.command[-1] if meta.command else ""
+    for p in plans:
+        broker_port = int(p.env[BROKER_PREFIX + "brokerServicePort"])
+        assert f"pulsar://{p.alias}:{broker_port}" in script
+    assert "initialize-cluster-metadata" in script and META_READY in script
+    for p in plans:
+        assert p.command == node_command()
+        assert p.env[BOOKIE_PREFIX + "advertisedAddress"] == p.alias  # bookies: on the network
+        assert p.env[BROKER_PREFIX + "advertisedAddress"] == "127.0.0.1"
+        assert p.env[BOOKIE_PREFIX + "journalSyncData"] == "false"  # level 2
+        quorum = [p.env[BROKER_PREFIX + k] for k in (
+            "managedLedgerDefaultEnsembleSize", "managedLedgerDefaultWriteQuorum",
+            "managedLedgerDefaultAckQuorum")]
+        assert quorum == ["3", "3", "2"]
+        # no bare key names: they would reach both files
+        assert not [k for k in p.env if not k.startswith(("BOOKIE_", "BROKER_", "PULSAR_"))]
+        assert p.memory_mb == 1024 + 1024 + 512 + 512 + 2 * 1024
+
+
+def test_the_node_listeners_name_loopback_internally_and_the_alias_on_the_network() -> None:
+    node = NodeLayout(index=2, broker_port=41000, web_port=42000)
+    cfg = broker_config(node)
+    assert cfg["advertisedListeners"] == ("host:pulsar://127.0.0.1:41000,"
+                                          "network:pulsar://pulsar-2:41000")
+    assert cfg["internalListenerName"] == "host"
+    assert cfg["metadataStoreUrl"] == cfg["configurationMetadataStoreUrl"] == (
+        f"zk:{META_ALIAS}:{ZK_PORT}")
+    # nothing connects broker to broker over the loopback internal listener
+    assert cfg["systemTopicEnabled"] == cfg["topicLevelPoliciesEnabled"] == "false"
+    assert bookie_config(node)["metadataServiceUri"] == (
+        f"metadata-store:zk:{META_ALIAS}:{ZK_PORT}")
+
+
+def test_each_file_gets_only_its_own_prefix_through_the_images_script(
+        tmp_path: Path) -> None:
+    node = NodeLayout(index=3, broker_port=41000, web_port=42000)
+    env = node_env(node, durability=1, heap="512m", direct_memory="512m",
+                   bookie_heap="256m", bookie_direct_memory="256m")
+    files = image_default_files()
+    for name, prefix, wanted in (("bookkeeper.conf", BOOKIE_PREFIX, bookie_config(node, 1)),
+                                 ("broker.conf", BROKER_PREFIX, broker_config(node))):
+        path = tmp_path / name
+        path.write_text(files[name])
+        subprocess.run([sys.executable, str(IMAGE_DIR / "apply-config-from-env-with-prefix.py"),
+                        prefix, str(path)], check=True, timeout=30,
+                       env={"PATH": os.environ["PATH"], **env})
+        applied = dict(line.split("=", 1) for line in path.read_text().splitlines()
+                       if line and not line.startswith("#"))
+        assert {k: applied.get(k) for k in wanted} == wanted
+        assert not [k for k in applied if k.startswith(("BOOKIE_", "BROKER_", "PULSAR_"))]
+    assert "-Xmx256m" in env["PULSAR_BOOKIE_MEM"] and "-Xmx512m" in env["PULSAR_BROKER_MEM"]
+
+
+def test_the_node_entrypoint_runs_both_jvms_and_ends_with_either() -> None:
+    (shell, flag, script) = node_command()
+    assert (shell, flag) == ("bash", "-c")
+    assert "bin/pulsar bookie &" in script and "bin/pulsar broker &" in script
+    assert "wait -n" in script
+    # each JVM gets its own heap from its own variable
+    assert "PULSAR_MEM=$PULSAR_BOOKIE_MEM" in script
+    assert "PULSAR_MEM=$PULSAR_BROKER_MEM" in script
+
+
+def test_the_local_image_runs_every_command_the_layout_uses() -> None:
+    script = (IMAGE_DIR / "pulsar").read_text()
+    for command in ("standalone", "zookeeper", "bookie", "broker",
+                    "initialize-cluster-metadata"):
+        assert re.search(rf"^\s*{re.escape(command)}\)", script, re.M), command
+    meta = meta_command([NodeLayout(index=1, broker_port=1, web_port=2)])[-1]
+    assert "--metadata-store zk:pulsar-meta:2181" in meta
+
+
+def test_only_one_or_three_nodes(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="1 or 3"):
         PulsarContainerCluster(version="4.0.7", workdir=tmp_path, run_id="r", nodes=2)
+    assert PulsarContainerCluster(version="4.0.7", workdir=tmp_path, run_id="r",
+                                  nodes=1).support_plans() == []

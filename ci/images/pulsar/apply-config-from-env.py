@@ -12,9 +12,9 @@ import sys
 PREFIX = "PULSAR_PREFIX_"
 
 
-def apply(lines, env):
+def apply(lines, env, prefix=PREFIX):
     out, seen = [], set()
-    extra = {k[len(PREFIX):]: v for k, v in env.items() if k.startswith(PREFIX)}
+    extra = {k[len(prefix):]: v for k, v in env.items() if k.startswith(prefix)}
     for line in lines:
         stripped = line.strip()
         if stripped and not stripped.startswith("#") and "=" in stripped:
@@ -30,11 +30,11 @@ def apply(lines, env):
     return out
 
 
-def main(argv):
+def main(argv, prefix=PREFIX):
     to_stdout = "--print" in argv
     for path in [a for a in argv if a != "--print"]:
         with open(path) as f:
-            lines = apply(f.readlines(), os.environ)
+            lines = apply(f.readlines(), os.environ, prefix)
         if to_stdout:
             sys.stdout.write("".join(lines))
         else:

@@ -1,4 +1,5 @@
-"""Pulsar standalone in a container (``--brokerperf-provision=container``).
+"""Pulsar standalone in a container (``--brokerperf-provision=container``); with
+``nodes=3``, three node containers and a ZooKeeper container (:mod:`.container_layout`).
 
 Configured through the official ``apachepulsar/pulsar`` image's contract, so the local
 build (``brokerperf/pulsar:<version>``, the Maven Central jars process mode runs, made by
@@ -27,10 +28,20 @@ from __future__ import annotations
 import json
 import time
 import urllib.error
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
+from pytest_brokerperf.brokers.pulsar.container_layout import (
+    META_ALIAS,
+    META_READY,
+    NodeLayout,
+    broker_config,
+    meta_command,
+    meta_env,
+    node_command,
+    node_env,
+)
 from pytest_brokerperf.brokers.pulsar.process import (
     CLUSTER_NAME,
     PULSAR_EXTRA_FLAGS,
@@ -42,7 +53,11 @@ from pytest_brokerperf.brokers.pulsar.process import (
 )
 from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.errors import ConfigError, ProvisionError
-from pytest_brokerperf.provision.container_node import ContainerNode, ContainerPlan
+from pytest_brokerperf.provision.container_node import (
+    ContainerNode,
+    ContainerPlan,
+    wait_for_log,
+)
 from pytest_brokerperf.provision.java import check_jvm_size
 from pytest_brokerperf.provision.ports import LOOPBACK, free_ports
 
@@ -57,6 +72,8 @@ LOG_DIR = "/pulsar/logs"
 DEFAULT_START_TIMEOUT_S = 240.0
 #: what the container may use beyond heap and direct memory (metaspace, RocksDB, threads)
 MEMORY_HEADROOM_MB = 1024
+#: pulsar-meta: ZooKeeper's 256 MiB heap and the metadata tool's
+META_MEMORY_MB = 1024
 PREFIX = "PULSAR_PREFIX_"
 
 
@@ -122,9 +139,11 @@ def _size_mb(size: str) -> int:
 
 
 class PulsarContainerCluster(ContainerNode):
-    """One Pulsar standalone in a container: a broker and one bookie, or three bookies
-    in the one JVM (``nodes=3``, as process mode runs them: ensemble 3, write quorum 3,
-    ack quorum 2, a topology check)."""
+    """One Pulsar standalone in a container (a broker and a bookie), or three nodes
+    ``pulsar-1..3`` on the session's network, each a broker and a bookie, sharing the
+    ZooKeeper of a ``pulsar-meta`` container (:mod:`.container_layout`; ensemble 3,
+    write quorum 3, ack quorum 2, a topology check). ``bookie_heap`` and
+    ``bookie_direct_memory`` size each node's bookie JVM (three nodes only)."""
 
     kind: ClassVar[str] = "pulsar"
 
@@ -132,7 +151,8 @@ class PulsarContainerCluster(ContainerNode):
                  nodes: int = 1, heap: str = "1g", direct_memory: str = "1g",
                  cpus: set[int] | None = None, durability: int | None = None,
                  overrides: dict[str, str] | None = None,
-                 start_timeout: float = DEFAULT_START_TIMEOUT_S) -> None:
+                 start_timeout: float = DEFAULT_START_TIMEOUT_S,
+                 bookie_heap: str = "512m", bookie_direct_memory: str = "512m") -> None:
         if isinstance(nodes, bool) or nodes not in (1, 3):
             raise ConfigError(f"nodes (bookies) must be 1 or 3 in container mode, got {nodes!r}")
         journal_settings(durability)  # validates the level before anything starts
@@ -149,6 +169,11 @@ class PulsarContainerCluster(ContainerNode):
         self._endpoint: BrokerEndpoint | None = None
         self._ports: PulsarPorts | None = None
         self._config: dict[str, str] = {}
+        check_jvm_size(bookie_heap)
+        check_jvm_size(bookie_direct_memory, "direct memory")
+        self.bookie_heap = bookie_heap
+        self.bookie_direct_memory = bookie_direct_memory
+        self._layout: list[NodeLayout] = []
 
     @property
     def endpoint(self) -> BrokerEndpoint:
@@ -179,19 +204,89 @@ class PulsarContainerCluster(ContainerNode):
             volumes={str(logs.resolve()): (LOG_DIR, "rw")},
             memory_mb=_size_mb(self.heap) + _size_mb(self.direct_memory) + MEMORY_HEADROOM_MB)
 
-    def wait_ready(self, container: DockerContainer, plan: ContainerPlan,
-                   deadline: float) -> None:
-        """As process mode: broker health, ``public/default``, the bookie registered."""
-        assert self._ports is not None
-        admin = f"http://{LOOPBACK}:{self._ports.web_port}"
-        wrapped = container.get_wrapped_container()
-        checks = (
-            ("/admin/v2/brokers/health", lambda code, body: code == 200 and "ok" in body),
+    # -- three nodes (container_layout) ---------------------------------------------------
+
+    def plans(self) -> list[ContainerPlan]:
+        if self.nodes == 1:
+            return [self.plan()]
+        logs = self.workdir / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        for old in [*logs.glob("gc-broker-*.log*"), *logs.glob("gc-bookie-*.log*")]:
+            old.unlink(missing_ok=True)
+        if not self._layout:
+            self._make_layout()
+        self._ports = PulsarPorts(broker_port=self._layout[0].broker_port,
+                                  web_port=self._layout[0].web_port)
+        self._config = broker_config(self._layout[0], self.overrides)
+        memory = (_size_mb(self.heap) + _size_mb(self.direct_memory)
+                  + _size_mb(self.bookie_heap) + _size_mb(self.bookie_direct_memory)
+                  + 2 * MEMORY_HEADROOM_MB)
+        return [ContainerPlan(
+            alias=n.alias, hostname=n.alias, command=node_command(),
+            env=node_env(n, durability=self.durability, heap=self.heap,
+                         direct_memory=self.direct_memory, bookie_heap=self.bookie_heap,
+                         bookie_direct_memory=self.bookie_direct_memory,
+                         overrides=self.overrides),
+            ports={n.broker_port: n.broker_port, n.web_port: n.web_port},
+            volumes={str(logs.resolve()): (LOG_DIR, "rw")}, memory_mb=memory)
+            for n in self._layout]
+
+    def _make_layout(self) -> None:
+        ports = free_ports(2 * self.nodes)
+        self._layout = [NodeLayout(index=i, broker_port=ports[2 * i - 2],
+                                   web_port=ports[2 * i - 1])
+                        for i in range(1, self.nodes + 1)]
+
+    def support_plans(self) -> list[ContainerPlan]:
+        if self.nodes == 1:
+            return []
+        # before plans(): the layout is made here so the metadata names the brokers
+        self._make_layout()
+        return [ContainerPlan(alias=META_ALIAS, hostname=META_ALIAS,
+                              env=meta_env(),
+                              command=meta_command(self._layout), ports={},
+                              memory_mb=META_MEMORY_MB)]
+
+    def wait_support_ready(self, container: DockerContainer, plan: ContainerPlan,
+                           deadline: float) -> None:
+        """ZooKeeper answers and the cluster metadata is written."""
+        wait_for_log(container, META_READY.encode(), deadline, self.start_timeout)
+
+    def wait_cluster_ready(self, started: list[DockerContainer], plans: list[ContainerPlan],
+                           deadline: float) -> None:
+        """Every broker healthy, then (from node 1) ``public/default`` and every
+        bookie registered."""
+        super().wait_cluster_ready(started, plans, deadline)
+        if self.nodes > 1:
+            self._wait_checks(started[0], self._layout[0].admin_url, deadline,
+                              self._cluster_checks())
+
+    def _cluster_checks(self) -> list[tuple[str, Callable[[int, str], bool]]]:
+        return [
             ("/admin/v2/namespaces/public", lambda code, body: code == 200
              and "public/default" in body),
             ("/admin/v2/bookies/all", lambda code, body: code == 200
              and body.count("bookieId") >= self.nodes),
-        )
+        ]
+
+    def _admin_of(self, plan: ContainerPlan) -> str:
+        if self.nodes == 1:
+            assert self._ports is not None
+            return f"http://{LOOPBACK}:{self._ports.web_port}"
+        (node,) = [n for n in self._layout if n.alias == plan.alias]
+        return node.admin_url
+
+    def wait_ready(self, container: DockerContainer, plan: ContainerPlan,
+                   deadline: float) -> None:
+        """As process mode: broker health, ``public/default``, the bookie registered
+        (three nodes: this node's broker health; the cluster's checks follow)."""
+        health = ("/admin/v2/brokers/health", lambda code, body: code == 200 and "ok" in body)
+        checks = [health] if self.nodes > 1 else [health, *self._cluster_checks()]
+        self._wait_checks(container, self._admin_of(plan), deadline, checks)
+
+    def _wait_checks(self, container: DockerContainer, admin: str, deadline: float,
+                     checks: list[tuple[str, Callable[[int, str], bool]]]) -> None:
+        wrapped = container.get_wrapped_container()
         last = "no answer"
         for path, ok in checks:
             while True:
@@ -213,7 +308,10 @@ class PulsarContainerCluster(ContainerNode):
                 time.sleep(0.5)
 
     def start(self) -> BrokerEndpoint:
-        """Start the standalone and wait until its admin API and bookie answer."""
+        """Start the standalone (or the three nodes) and wait until the admin API and
+        the bookies answer."""
+        if self.nodes > 1:
+            return self._start_nodes()
         (plan,), info = self.launch()
         labels = info.pop("image_labels")
         ports = self._ports
@@ -263,6 +361,68 @@ class PulsarContainerCluster(ContainerNode):
             mode="container", nodes=self.nodes, topology_check=self.nodes > 1, version=version,
             admin_url=admin_url, info=info, local=self.local_record(info),
             journal={k: v for k, v in self._config.items() if k.startswith("journal")})
+        return self.serving(self._endpoint)
+
+    def _start_nodes(self) -> BrokerEndpoint:
+        plans, info = self.launch()
+        labels = info.pop("image_labels")
+        first = self._layout[0]
+        version = labels.get("org.brokerperf.pulsar-version") or self.version
+        try:
+            _, body = _http_get(first.admin_url + "/admin/v2/brokers/version", 10.0)
+            version = body.strip().strip('"') or version
+        except (OSError, urllib.error.URLError):
+            pass
+        bookies: list[str] = []
+        try:
+            _, body = _http_get(first.admin_url + "/admin/v2/bookies/all", 10.0)
+            bookies = sorted(b["bookieId"] for b in json.loads(body).get("bookies", []))
+        except (OSError, ValueError, KeyError, TypeError, urllib.error.URLError):
+            pass
+        logs = self.workdir / "logs"
+        nodes = [n.index for n in self._layout]
+        info.update({
+            "layout": "three nodes (broker + bookie each) and a ZooKeeper container",
+            "env": {n.alias: {k: v for k, v in sorted(p.env.items())}
+                    for n, p in zip(self._layout, plans, strict=True)},
+            "command": plans[0].command,
+            "metadata_container": META_ALIAS,
+            "metadata_store": self._config["metadataStoreUrl"],
+            "brokers": self.nodes,
+            "bookies": self.nodes,
+            "bookie_ids": bookies,
+            "cluster_name": CLUSTER_NAME,
+            "ports": {n.alias: {"broker": n.broker_port, "web": n.web_port}
+                      for n in self._layout},
+            "admin_urls": [n.admin_url for n in self._layout],
+            "listeners": {"host": ",".join(n.host_url for n in self._layout),
+                          "network": ",".join(n.network_url for n in self._layout)},
+            "durability": self.durability,
+            "default_persistence": {
+                "ensemble": int(self._config["managedLedgerDefaultEnsembleSize"]),
+                "write_quorum": int(self._config["managedLedgerDefaultWriteQuorum"]),
+                "ack_quorum": int(self._config["managedLedgerDefaultAckQuorum"]),
+            },
+            "broker_conf": dict(self._config),
+            "heap": self.heap,
+            "direct_memory": self.direct_memory,
+            "bookie_heap": self.bookie_heap,
+            "bookie_direct_memory": self.bookie_direct_memory,
+            "broker_overrides": dict(self.overrides),
+            "gc_logs": [str(logs / f"gc-{role}-{i}.log") for i in nodes
+                        for role in ("broker", "bookie")],
+        })
+        # every node's two JVMs (broker and bookie), for /proc sampling
+        info["pids"] = self.host_pids("java") or info["pids"]
+        bookie_env = plans[0].env
+        self._endpoint = BrokerEndpoint(
+            # one scheme, several hosts: Pulsar's multi-host service URL
+            kind="pulsar", bootstrap="pulsar://" + ",".join(
+                n.host_url.removeprefix("pulsar://") for n in self._layout),
+            mode="container", nodes=self.nodes, topology_check=True, version=version,
+            admin_url=first.admin_url, info=info, local=self.local_record(info),
+            journal={k[len("BOOKIE_"):]: v for k, v in bookie_env.items()
+                     if k.startswith("BOOKIE_journal")})
         return self.serving(self._endpoint)
 
     def forget(self) -> None:
