@@ -19,8 +19,8 @@ test. Definitions (also in ``docs/explanation/throughput.md``):
   ``host-noise`` (checked first: the hypervisor took ≥ 5 % of the machine's CPU time
   during the rung — steal time —, so nothing in it is the broker's or the harness's;
   or a worker waited on a run queue ≥ 20 % of the time without using 90 % of a core
-  while the generator's CPUs were ≥ 90 % busy or other processes used ≥ 20 % of them
-  — another process took its CPU),
+  while other processes used ≥ 20 % of the generator's CPUs — another process took
+  its CPU; where that share is unknown, while those CPUs were ≥ 90 % busy),
   ``unsteady`` (checked next: the rung acknowledged more than target + tolerance, which
   an open-loop schedule only does while catching up on a stall from before its window),
   ``broker-backpressure`` (the generator had CPU to spare while the client queue filled
@@ -313,14 +313,16 @@ def attribute_limit(sig: RungSignals, failures: Sequence[str],
     # (librdkafka runs several); starvation needs the generator's CPUs to be full too.
     busy, other = sig.generator_cpu_busy, sig.other_cpu_share
     cpus_full = busy is None or busy >= pol.cpu_share
-    others_took = other is not None and other >= pol.other_cpu_share
-    if starved and not hot and (cpus_full or others_took):
+    # Other processes using a fifth of the generator's CPUs (full on average or not: a
+    # burst of other work, a build or a JVM starting, delays the pacer while it lasts).
+    # Full CPUs alone count only where that share is unknown: full with the worker's
+    # own threads (a worker at 88 % of a core) is the generator near its limit.
+    others_took = cpus_full if other is None else other >= pol.other_cpu_share
+    if starved and not hot and others_took:
         # another process held the generator's CPU: the machine's noise, like steal time
         # (measured again under --brokerperf-noise-retries), never the broker's limit.
-        # Full CPUs on average, or other processes using a fifth of them: a burst of
-        # other work (a build, a JVM starting) delays the pacer while it lasts.
         full = "" if busy is None else f", its CPUs {busy:.0%} busy"
-        if others_took:
+        if other is not None:
             full += f" ({other:.0%} by other processes)"
         return HOST, [
             "worker process CPU-starved: waited on a run queue "

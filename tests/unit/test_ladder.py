@@ -158,6 +158,18 @@ def test_other_processes_taking_a_fifth_of_the_generator_cpu_is_host_noise():
     assert failing(s)[0] == GENERATOR
 
 
+def test_full_cpus_with_the_workers_own_threads_are_not_host_noise():
+    """The fifth ladder's first: 100,000 msg/s, the worker at 88 % of a core waiting on
+    a run queue 174 % (its threads, summed), the CPU 93 % busy, 5 % of it other
+    processes: the generator near its limit, not another process."""
+    s = sig(target=100_000, ack_rate=90_000, consume_rate=90_000, worker_cpu={0: 0.88},
+            worker_runq={0: 1.74}, generator_cpu_busy=0.93, other_cpu_share=0.054,
+            publish_delay_p99_us=700_000)
+    assert failing(s)[0] != lad.HOST
+    s.other_cpu_share = None  # unknown: full CPUs are read as another process's
+    assert failing(s)[0] == lad.HOST
+
+
 def test_saturated_worker_is_the_client_library_when_the_harness_alone_keeps_up():
     s = sig(target=50_000, ack_rate=40_000, consume_rate=40_000, worker_cpu={0: 0.97},
             publish_delay_p99_us=200_000)
