@@ -20,7 +20,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from pytest_brokerperf.brokers.kafka.durability import KAFKA_NEVER_FLUSH
 from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster
-from pytest_brokerperf.faults.powercut import powercut_problem
+from pytest_brokerperf.testing.powercut import powercut_kafka, produce_numbered
 
 pytestmark = pytest.mark.integration
 
@@ -29,33 +29,8 @@ N = 300
 
 @pytest.fixture(scope="module")
 def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaProcessCluster]:
-    problem = powercut_problem()
-    if problem is not None:
-        pytest.skip(problem)
-    cluster = KafkaProcessCluster(nodes=3, heap="384m", powercut_fs=True,
-                                  workdir=tmp_path_factory.mktemp("kafka-powercut-all"))
-    cluster.start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
-
-
-def _produce(bootstrap: str, topic: str, n: int) -> list[int]:
-    """Send 0..n-1 with acks=all; the sequence numbers the cluster acknowledged."""
-    acked: list[int] = []
-
-    def on_ack(err: ck.KafkaError | None, msg: ck.Message) -> None:
-        if err is None:
-            acked.append(int(msg.value()))
-
-    p = ck.Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0,
-                     "enable.idempotence": False, "log_level": 0})
-    for seq in range(n):
-        p.produce(topic, value=str(seq).encode(), on_delivery=on_ack)
-        p.poll(0)
-    assert p.flush(60) == 0, "the producer still had messages in flight after 60 s"
-    return acked
+    with powercut_kafka(tmp_path_factory.mktemp("kafka-powercut-all"), nodes=3, heap="384m") as c:
+        yield c
 
 
 def _consume(bootstrap: str, topic: str) -> set[int]:
@@ -98,7 +73,7 @@ def test_only_fsync_on_every_replica_keeps_what_a_whole_cluster_cut_hits(
         for t, (fm, fms) in topics.items()])
     for f in futures.values():
         f.result(60)
-    acked = {t: _produce(bootstrap, t, N) for t in topics}
+    acked = {t: produce_numbered(bootstrap, t, N) for t in topics}
     assert {t: len(a) for t, a in acked.items()} == {t: N for t in topics}
 
     report = kafka.power_cut_all()

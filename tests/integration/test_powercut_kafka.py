@@ -17,7 +17,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from pytest_brokerperf.brokers.kafka.durability import KAFKA_NEVER_FLUSH
 from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster
-from pytest_brokerperf.faults.powercut import powercut_problem
+from pytest_brokerperf.testing.powercut import powercut_kafka, produce_numbered
 
 pytestmark = pytest.mark.integration
 
@@ -26,33 +26,8 @@ N = 400
 
 @pytest.fixture(scope="module")
 def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaProcessCluster]:
-    problem = powercut_problem()
-    if problem is not None:
-        pytest.skip(problem)
-    cluster = KafkaProcessCluster(nodes=1, heap="512m", powercut_fs=True,
-                                  workdir=tmp_path_factory.mktemp("kafka-powercut"))
-    cluster.start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
-
-
-def _produce(bootstrap: str, topic: str, n: int) -> list[int]:
-    """Send 0..n-1; the sequence numbers the broker acknowledged (acks=all)."""
-    acked: list[int] = []
-
-    def on_ack(err: ck.KafkaError | None, msg: ck.Message) -> None:
-        if err is None:
-            acked.append(int(msg.value()))
-
-    p = ck.Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0,
-                     "enable.idempotence": False, "log_level": 0})
-    for seq in range(n):
-        p.produce(topic, value=str(seq).encode(), on_delivery=on_ack)
-        p.poll(0)
-    assert p.flush(60) == 0, "the producer still had messages in flight after 60 s"
-    return acked
+    with powercut_kafka(tmp_path_factory.mktemp("kafka-powercut"), nodes=1, heap="512m") as c:
+        yield c
 
 
 def _consume(bootstrap: str, topic: str, expect: int) -> set[int]:
@@ -84,7 +59,7 @@ def _cut_and_count(kafka: KafkaProcessCluster, topic: str, flush_messages: str
     config = {"flush.messages": flush_messages,
               "flush.ms": "0" if flush_messages == "1" else KAFKA_NEVER_FLUSH}
     admin.create_topics([NewTopic(topic, 1, 1, config=config)])[topic].result(60)
-    acked = _produce(bootstrap, topic, N)
+    acked = produce_numbered(bootstrap, topic, N)
     report = kafka.power_cut_node(1)
     kafka.start_node(1, 120)
     return acked, _consume(bootstrap, topic, len(acked)), report
