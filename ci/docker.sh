@@ -147,70 +147,58 @@ build_pulsar() {
 
 # A test stand-in for Redpanda (no Redpanda image or binary can be obtained here): Kafka
 # behind `redpanda start`, built on the Kafka image.
-build_redpanda_standin() {
-  local kafka_tag tag hash current ctx
-  kafka_tag="brokerperf/kafka:$("$PY" -c 'from pytest_brokerperf.versions import KAFKA_DEFAULT_VERSION as v; print(v)')"
-  docker image inspect "$kafka_tag" >/dev/null 2>&1 || build_kafka
-  tag="brokerperf/redpanda-standin:latest"
-  hash=$( { cat ci/images/redpanda-standin/Dockerfile ci/images/redpanda-standin/redpanda; \
-            docker image inspect --format '{{.Id}}' "$kafka_tag"; } | sha256sum | cut -c1-16)
+# build_from_files TAG BUILD_ARG HASH_INPUT FILE...: TAG built from FILEs (copied into a
+# fresh context) with --build-arg BUILD_ARG, unless the image already carries the content
+# hash of those files and HASH_INPUT (the image it is built on).
+build_from_files() {
+  local tag=$1 arg=$2 extra=$3 hash current ctx
+  shift 3
+  hash=$( { cat "$@"; echo "$extra"; } | sha256sum | cut -c1-16)
   current=$(docker image inspect --format '{{index .Config.Labels "org.brokerperf.content-hash"}}' \
             "$tag" 2>/dev/null || true)
   if [ "$current" = "$hash" ]; then
     log "$tag is up to date (content hash $hash)"
     return
   fi
-  ctx=$(mktemp -d /tmp/brokerperf-redpanda-standin.XXXXXX)
-  cp ci/images/redpanda-standin/Dockerfile ci/images/redpanda-standin/redpanda "$ctx/"
-  docker build --network host -q --build-arg "KAFKA_IMAGE=$kafka_tag" \
+  ctx=$(mktemp -d /tmp/brokerperf-image.XXXXXX)
+  cp "$@" "$ctx/"
+  docker build --network host -q --build-arg "$arg" \
     --build-arg "CONTENT_HASH=$hash" -t "$tag" "$ctx" >/dev/null
   rm -rf "$ctx"
   log "built $tag"
+}
+
+# The local Kafka image's tag, built first when missing (the stand-ins start from it).
+kafka_image() {
+  local kafka_tag
+  kafka_tag="brokerperf/kafka:$("$PY" -c 'from pytest_brokerperf.versions import KAFKA_DEFAULT_VERSION as v; print(v)')"
+  docker image inspect "$kafka_tag" >/dev/null 2>&1 || build_kafka >&2
+  echo "$kafka_tag"
+}
+
+build_redpanda_standin() {
+  local kafka_tag
+  kafka_tag=$(kafka_image)
+  build_from_files brokerperf/redpanda-standin:latest "KAFKA_IMAGE=$kafka_tag" \
+    "$(docker image inspect --format '{{.Id}}' "$kafka_tag")" \
+    ci/images/redpanda-standin/Dockerfile ci/images/redpanda-standin/redpanda
 }
 
 # Test stand-ins for AutoMQ's deployment (no AutoMQ or MinIO image can be obtained here):
 # an S3 subset behind `minio server /data` on the Debian base, and Kafka behind AutoMQ's
 # `kafka-server-start.sh --override ...` that checks its buckets first.
 build_s3_standin() {
-  local tag hash current ctx
-  tag="brokerperf/s3-standin:latest"
-  hash=$( { cat ci/images/s3-standin/Dockerfile ci/images/s3-standin/minio; echo "$base_id"; } \
-          | sha256sum | cut -c1-16)
-  current=$(docker image inspect --format '{{index .Config.Labels "org.brokerperf.content-hash"}}' \
-            "$tag" 2>/dev/null || true)
-  if [ "$current" = "$hash" ]; then
-    log "$tag is up to date (content hash $hash)"
-    return
-  fi
-  ctx=$(mktemp -d /tmp/brokerperf-s3-standin.XXXXXX)
-  cp ci/images/s3-standin/Dockerfile ci/images/s3-standin/minio "$ctx/"
-  docker build --network host -q --build-arg "BASE=$BASE" \
-    --build-arg "CONTENT_HASH=$hash" -t "$tag" "$ctx" >/dev/null
-  rm -rf "$ctx"
-  log "built $tag"
+  build_from_files brokerperf/s3-standin:latest "BASE=$BASE" "$base_id" \
+    ci/images/s3-standin/Dockerfile ci/images/s3-standin/minio
 }
 
 build_automq_standin() {
-  local kafka_tag tag hash current ctx files
-  kafka_tag="brokerperf/kafka:$("$PY" -c 'from pytest_brokerperf.versions import KAFKA_DEFAULT_VERSION as v; print(v)')"
-  docker image inspect "$kafka_tag" >/dev/null 2>&1 || build_kafka
-  tag="brokerperf/automq-standin:latest"
-  files=(ci/images/automq-standin/Dockerfile ci/images/automq-standin/kafka-server-start.sh
-         ci/images/automq-standin/server.properties)
-  hash=$( { cat "${files[@]}"; docker image inspect --format '{{.Id}}' "$kafka_tag"; } \
-          | sha256sum | cut -c1-16)
-  current=$(docker image inspect --format '{{index .Config.Labels "org.brokerperf.content-hash"}}' \
-            "$tag" 2>/dev/null || true)
-  if [ "$current" = "$hash" ]; then
-    log "$tag is up to date (content hash $hash)"
-    return
-  fi
-  ctx=$(mktemp -d /tmp/brokerperf-automq-standin.XXXXXX)
-  cp "${files[@]}" "$ctx/"
-  docker build --network host -q --build-arg "KAFKA_IMAGE=$kafka_tag" \
-    --build-arg "CONTENT_HASH=$hash" -t "$tag" "$ctx" >/dev/null
-  rm -rf "$ctx"
-  log "built $tag"
+  local kafka_tag
+  kafka_tag=$(kafka_image)
+  build_from_files brokerperf/automq-standin:latest "KAFKA_IMAGE=$kafka_tag" \
+    "$(docker image inspect --format '{{.Id}}' "$kafka_tag")" \
+    ci/images/automq-standin/Dockerfile ci/images/automq-standin/kafka-server-start.sh \
+    ci/images/automq-standin/server.properties
 }
 
 KNOWN_IMAGES="kafka rabbitmq pulsar redpanda-standin s3-standin automq-standin"
