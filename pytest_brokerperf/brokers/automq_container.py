@@ -29,10 +29,10 @@ unit-tested, and the wiring runs against stand-ins (``ci/images/automq-standin``
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
+from pytest_brokerperf.brokers.kafka.container import await_node_advertised
 from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.errors import ConfigError, ProvisionError
 from pytest_brokerperf.provision.container_node import ContainerNode, ContainerPlan, wait_for_log
@@ -245,25 +245,8 @@ class AutoMQContainer(ContainerNode):
 
     def wait_ready(self, container: DockerContainer, plan: ContainerPlan,
                    deadline: float) -> None:
-        from confluent_kafka import KafkaException
-        from confluent_kafka.admin import AdminClient
-
         wait_for_log(container, READY_LINE, deadline, self.start_timeout, since=self.log_since)
-        bootstrap = f"{LOOPBACK}:{self._host_port}"
-        admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
-        seen = "no answer"
-        while time.monotonic() < deadline:
-            try:
-                md = admin.list_topics(timeout=5)
-                addresses = sorted(f"{b.host}:{b.port}" for b in md.brokers.values())
-                if addresses == [bootstrap]:
-                    return
-                seen = f"metadata names {addresses}"
-            except KafkaException as exc:
-                seen = f"error {exc}"
-            time.sleep(0.3)
-        raise ProvisionError(f"the Kafka API at {bootstrap} saw {seen}, expected the node "
-                             f"advertised at {bootstrap}")
+        await_node_advertised(f"{LOOPBACK}:{self._host_port}", deadline)
 
     def start(self) -> BrokerEndpoint:
         plans, info = self.launch()

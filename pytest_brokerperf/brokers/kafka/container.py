@@ -174,6 +174,29 @@ def launcher_env(node_id: int, heap: str) -> dict[str, str]:
     }
 
 
+def await_node_advertised(bootstrap: str, deadline: float) -> None:
+    """Return once the Kafka metadata asked at ``bootstrap`` names exactly one node, at
+    ``bootstrap`` itself (a Kafka-protocol node advertising an address the host can
+    reach); raise ProvisionError naming what it saw at ``deadline`` (monotonic)."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    seen = "no answer"
+    while time.monotonic() < deadline:
+        try:
+            md = admin.list_topics(timeout=5)
+            addresses = sorted(f"{b.host}:{b.port}" for b in md.brokers.values())
+            if addresses == [bootstrap]:
+                return
+            seen = f"metadata names {addresses}"
+        except KafkaException as exc:
+            seen = f"error {exc}"
+        time.sleep(0.3)
+    raise ProvisionError(f"the Kafka API at {bootstrap} saw {seen}, expected the node "
+                         f"advertised at {bootstrap}")
+
+
 def default_images(version: str) -> tuple[str, ...]:
     """The local build first (``ci/docker.sh``), then the official image."""
     return (f"brokerperf/kafka:{version}", f"apache/kafka:{version}")
