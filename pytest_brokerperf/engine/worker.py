@@ -366,7 +366,7 @@ class Worker:
                 if due > MAX_BURST:
                     due = MAX_BURST
                 c.attempted += due
-                if batched and due:
+                if batched and due >= VECTOR_MIN:
                     intendeds = sched.take_many(due)
                     for j in range(min(nprod, due)):  # message i goes to producer rr + i
                         self._send_batch(producers[(rr + j) % nprod], intendeds[j::nprod], rnd)

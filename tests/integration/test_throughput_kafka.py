@@ -48,7 +48,10 @@ def test_smoke_ladder_on_kafka_brackets_a_limit(pytester: pytest.Pytester,
     # the ladder brackets a limit: it climbed until a rung failed, and stopped there
     assert lad["outcome"] in ("limit-found", "harness-limited"), lad["summary"]
     assert lad["limit_reached"] and lad["limit_rate_msg_s"] == rungs[-1]["target_rate_msg_s"]
-    assert rungs[-1]["status"] == "unsustainable" and rungs[-1]["failures"]
+    # failed when measured, or refused before it: above twice the harness's calibrated
+    # ceiling, only the generator would be measured (a noisy calibration minute)
+    assert (rungs[-1]["status"] == "unsustainable" and rungs[-1]["failures"]) or (
+        rungs[-1]["status"] == "refused" and lad["limit"] == "generator")
     assert all(r["status"] == "sustainable" for r in rungs[:-1])
     assert lad["highest_sustainable_rate_msg_s"] == (
         rungs[-2]["target_rate_msg_s"] if len(rungs) > 1 else None)

@@ -86,7 +86,7 @@ class _Producer:
         pending, self.pending = self.pending, []
         if not pending:
             return
-        if self.on_acks is not None:
+        if self.on_acks is not None and len(pending) >= 16:
             self.on_acks(pending, time.monotonic_ns())
             return
         ack = self.on_ack
