@@ -185,6 +185,7 @@ class PulsarContainerCluster(ContainerNode):
         return default_images(self.version)
 
     def plan(self) -> ContainerPlan:
+        """The one-node standalone (three nodes: :meth:`plans`' own layout)."""
         logs = self.workdir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         for old in logs.glob("gc.log*"):
@@ -196,8 +197,7 @@ class PulsarContainerCluster(ContainerNode):
         env = {**env_from_config(self._config), **jvm_env(self.heap, self.direct_memory)}
         command = ["sh", "-c", "bin/apply-config-from-env.py conf/standalone.conf && exec "
                    "bin/pulsar standalone --no-functions-worker --no-stream-storage "
-                   f"--advertised-address {LOOPBACK} --wipe-data"
-                   + (f" --num-bookies {self.nodes}" if self.nodes > 1 else "")]
+                   f"--advertised-address {LOOPBACK} --wipe-data"]
         return ContainerPlan(
             alias=ALIAS, hostname=ALIAS, env=env, command=command,
             ports={broker_port: broker_port, web_port: web_port},
