@@ -17,8 +17,11 @@ Batch path (optional, for drivers where one call per message is the cost that ma
 like the in-process loopback): a producer client may also offer
 ``send_many(values, keys) -> int``, which queues ``values`` in order and returns how
 many it took before its queue was full; the engine then hands it each batch of due
-messages in one call. Such a driver may acknowledge a batch at one moment through
-:func:`batch_ack` (``on_acks(values, ack_ns)``), when the engine's callback offers it.
+messages in one call (16 or more due; fewer go through ``send``). Any driver may hand
+acknowledgements over as a batch through :func:`batch_ack` (``on_acks``, below), with
+one acknowledgement time for the batch or one time or latency per message, when the
+engine's callback offers it; a batch costs one numpy pass instead of one Python call
+per message.
 """
 
 from __future__ import annotations
@@ -51,9 +54,16 @@ class AckCallback(Protocol):
                  sent_ns: int | None = None) -> None: ...
 
 ErrorCallback = Callable[[bytes, str], None]
-#: ``on_acks(values, ack_ns)``: every value in ``values`` acknowledged at ``ack_ns``
-#: (CLOCK_MONOTONIC), in the order sent
-AckBatchCallback = Callable[[list[bytes], int], None]
+class AckBatchCallback(Protocol):
+    """``on_acks(values, ack_ns=None, *, latency_ns=None, sent_ns=None)``: every value in
+    ``values`` acknowledged, in the order sent. Times are CLOCK_MONOTONIC nanoseconds:
+    ``ack_ns`` one moment for the whole batch or one per message (a sequence or int64
+    array); or ``latency_ns``, one per message, the client's own send->ack time (as
+    ``on_ack``'s ``latency_ns``); ``sent_ns``, one per message, when the driver knows
+    when each message really left (as ``on_ack``'s ``sent_ns``)."""
+
+    def __call__(self, values: list[bytes], ack_ns: Any = None, *, latency_ns: Any = None,
+                 sent_ns: Any = None) -> None: ...
 
 
 def batch_ack(on_ack: AckCallback) -> AckBatchCallback | None:

@@ -266,26 +266,45 @@ class Worker:
         ledger_many = self.ack_ledger.ack_many
         bufs = (loc["publish_latency"], loc["publish_delay"], loc["publish_response"])
 
-        def on_acks(values: list[bytes], ack_ns: int) -> None:
-            """``on_ack(v, ack_ns - sent)`` for every v, computed as arrays."""
+        def on_acks(values: list[bytes], ack_ns: Any = None, *, latency_ns: Any = None,
+                    sent_ns: Any = None) -> None:
+            """``on_ack`` for every value in ``values``, computed as arrays.
+
+            ``ack_ns``: one acknowledgement time for the batch, or one per message;
+            ``latency_ns`` (one per message, the client's own send->ack time) instead of
+            ``ack_ns``; ``sent_ns`` (one per message) overrides the headers' send stamps.
+            """
             if not values:
                 return
             lens = list(map(len, values))
             h = _headers(values, lens)
             data = h["kind"] != probe
             n = int(data.sum())
+            per = [None if a is None or np.ndim(a) == 0 else np.asarray(a, dtype=np.int64)
+                   for a in (ack_ns, latency_ns, sent_ns)]
             if n < len(h):
                 c.probe_acked += len(h) - n
                 if not n:
                     return
                 h = h[data]
+                per = [None if a is None else a[data] for a in per]
                 c.acked_bytes += sum(k for k, d in zip(lens, data.tolist(), strict=True) if d)
             else:
                 c.acked_bytes += sum(lens)
-            sent, intended = h["sent"], h["intended"]
-            for buf, view in zip(bufs, ((ack_ns - sent) // 1000, (sent - intended) // 1000,
-                                        (ack_ns - intended) // 1000), strict=True):
-                buf.frombytes(view.astype(np.int64).tobytes())
+            acks, lats, sents = per
+            intended = h["intended"]
+            sent = h["sent"] if sents is None else sents
+            if lats is not None:
+                ack: Any = sent + lats
+            elif acks is not None:
+                ack = acks
+            elif ack_ns is not None:
+                ack = int(ack_ns)
+            else:
+                raise TypeError("on_ack.many needs ack_ns or latency_ns")
+            for buf, view in zip(bufs, ((ack - sent) // 1000, (sent - intended) // 1000,
+                                        (ack - intended) // 1000), strict=True):
+                buf.frombytes(np.asarray(view, dtype=np.int64).tobytes())
             c.acked += n
             ledger_many(h["pid"].astype(np.int64), h["seq"])
 

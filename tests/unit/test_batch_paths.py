@@ -112,6 +112,47 @@ def test_a_batch_ack_records_what_one_ack_per_message_records(sizes: str) -> Non
     assert _bits(many.ack_ledger.export()) == _bits(one.ack_ledger.export())
 
 
+@pytest.mark.parametrize("form", ["ack_ns", "latency_ns", "sent_ns"])
+def test_per_message_ack_times_record_what_one_ack_per_message_records(form: str) -> None:
+    """Real clients acknowledge each message at its own moment (librdkafka's latency,
+    pulsar-client's callback time, pika's confirm after its own socket write): a batch
+    of such acks leaves what one ``on_ack`` call per message leaves."""
+    values = [_value(header.KIND_PROBE if i == 5 else header.KIND_DATA, i % 3, i // 3,
+                     i * MS, i * MS + 100_000 * (i % 7), size=1024) for i in range(50)]
+    sents = [header.unpack(v)[6] for v in values]
+    wire = [s + 30_000 * (i % 4) for i, s in enumerate(sents)]  # the IO thread's write
+    lats = [2 * MS + 17_000 * i for i in range(len(values))]
+    one, many = _worker_with_pub_buffers(), _worker_with_pub_buffers()
+    on_ack = one._ack_callback()
+    on_acks = batch_ack(many._ack_callback())
+    assert on_acks is not None
+    if form == "ack_ns":
+        acks = [s + lat for s, lat in zip(sents, lats, strict=True)]
+        for v, s, a in zip(values, sents, acks, strict=True):
+            on_ack(v, a - s)
+        on_acks(values, np.array(acks, dtype=np.int64))
+    elif form == "latency_ns":
+        for v, lat in zip(values, lats, strict=True):
+            on_ack(v, lat)
+        on_acks(values, latency_ns=lats)
+    else:
+        for v, lat, w in zip(values, lats, wire, strict=True):
+            on_ack(v, lat, w)
+        on_acks(values, latency_ns=np.array(lats), sent_ns=wire)
+    assert {n: list(b) for n, b in many._pub_local.items()} == {
+        n: list(b) for n, b in one._pub_local.items()}
+    for name in ("acked", "acked_bytes", "probe_acked"):
+        assert getattr(many.pub_counters, name) == getattr(one.pub_counters, name), name
+    assert _bits(many.ack_ledger.export()) == _bits(one.ack_ledger.export())
+
+
+def test_a_batch_ack_without_a_time_is_refused() -> None:
+    on_acks = batch_ack(_worker_with_pub_buffers()._ack_callback())
+    assert on_acks is not None
+    with pytest.raises(TypeError, match="ack_ns or latency_ns"):
+        on_acks([_value(header.KIND_DATA, 0, 0, 0, 1)])
+
+
 def test_a_received_batch_is_accounted_as_message_by_message() -> None:
     # data from two producers on two partitions, a probe, a foreign and a short message,
     # a redelivery and one message late on its partition
