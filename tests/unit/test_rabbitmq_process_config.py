@@ -97,9 +97,12 @@ def test_redpanda_and_automq_skip_with_a_reason(kind: str, tmp_path: Path) -> No
 
 @pytest.mark.parametrize("kind", ["redpanda", "automq"])
 def test_redpanda_and_automq_are_reached_remotely_through_the_kafka_driver(
-        kind: str, tmp_path: Path) -> None:
+        kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import socket
 
+    from pytest_brokerperf.brokers import base
+
+    monkeypatch.setattr(base, "CONNECT_TIMEOUT_S", 2.0)  # the error, not the wait, is tested
     with socket.socket() as s:  # a loopback port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
