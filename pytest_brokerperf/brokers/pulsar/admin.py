@@ -27,6 +27,14 @@ if TYPE_CHECKING:
 # -- admin (REST v2) --------------------------------------------------------------------
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Redirects come back as HTTPError: :meth:`_Rest.call` follows them itself."""
+
+    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any,
+                         newurl: str) -> None:
+        return None
+
+
 class _Rest:
     """Tiny JSON client of the Pulsar admin REST API (urllib; no extra dependency)."""
 
@@ -43,31 +51,53 @@ class _Rest:
         self.context = context
         self.timeout = timeout
 
+    #: redirects followed per call: a namespace or topic served by another broker of the
+    #: cluster answers 307 with that broker's web service URL
+    MAX_REDIRECTS = 3
+
     def call(
         self, method: str, path: str, body: Any = None, ok: tuple[int, ...] = (200, 204)
     ) -> tuple[int, Any]:
+        """One request; a 307/308 redirect to the broker that owns the namespace bundle
+        (any cluster of more than one broker) is followed with the same method, body and
+        token, as Pulsar's own admin client does (urllib follows none for PUT/DELETE).
+        An ``https`` URL is never redirected to plain ``http``."""
         data = None if body is None else json.dumps(body).encode()
         headers = {"Accept": "application/json"}
         if data is not None:
             headers["Content-Type"] = "application/json"
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
-        req = urllib.request.Request(self.base + path, data=data, method=method, headers=headers)
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout, context=self.context) as r:
-                status, text = int(r.status), r.read().decode("utf-8", "replace")
-        except urllib.error.HTTPError as e:
-            status, text = int(e.code), e.read().decode("utf-8", "replace")
-        except (OSError, urllib.error.URLError) as e:
-            raise DriverError(f"Pulsar admin {method} {self.base}{path} failed: {e}") from e
+        url = self.base + path
+        for _ in range(self.MAX_REDIRECTS + 1):
+            status, text, location = self._once(method, url, data, headers)
+            if status not in (307, 308) or not location:
+                break
+            target = urllib.parse.urljoin(url, location)
+            if url.startswith("https:") and not target.startswith("https:"):
+                raise DriverError(f"Pulsar admin {method} {url} redirected to {target}: "
+                                  "refused (https to plain http)")
+            url = target
         if status not in ok:
-            raise DriverError(
-                f"Pulsar admin {method} {self.base}{path} -> HTTP {status}: {text[:500]}"
-            )
+            raise DriverError(f"Pulsar admin {method} {url} -> HTTP {status}: {text[:500]}")
         try:
             return status, json.loads(text) if text.strip() else None
         except ValueError:
             return status, text
+
+    def _once(self, method: str, url: str, data: bytes | None, headers: dict[str, str]
+              ) -> tuple[int, str, str | None]:
+        req = urllib.request.Request(url, data=data, method=method, headers=headers)
+        opener = urllib.request.build_opener(_NoRedirect, urllib.request.HTTPSHandler(
+            context=self.context) if self.context else urllib.request.HTTPSHandler())
+        try:
+            with opener.open(req, timeout=self.timeout) as r:
+                return int(r.status), r.read().decode("utf-8", "replace"), None
+        except urllib.error.HTTPError as e:
+            return (int(e.code), e.read().decode("utf-8", "replace"),
+                    e.headers.get("Location") if e.headers else None)
+        except (OSError, urllib.error.URLError) as e:
+            raise DriverError(f"Pulsar admin {method} {url} failed: {e}") from e
 
     def get(self, path: str, ok: tuple[int, ...] = (200,)) -> Any:
         return self.call("GET", path, ok=ok)[1]
