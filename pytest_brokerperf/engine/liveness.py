@@ -2,11 +2,16 @@
 
 A local broker's death is seen as its process exiting (``check_watched``). A remote
 cluster runs nowhere near: when it goes away (crash, network cut), the clients retry
-quietly and the run would go on measuring 0 msg/s to its end. So while a run measures, a
+quietly and the run would go on measuring 0 msg/s to its end. The coordinator asks
+:meth:`RemoteWatch.check` twice a second (off the clients' hot path: no per-message
+cost) with the clients' lifetime counters. While messages are acknowledged or received
+the cluster is evidently there and nothing else happens. Once they stop moving, a
 background thread opens a TCP connection to each of the cluster's addresses every
-:data:`PROBE_INTERVAL_S` (short timeout, closed at once: nothing is sent), and the
-coordinator asks :meth:`RemoteWatch.check` between its stats periods (off the clients'
-hot path: no per-message cost). The run stops with :class:`ClusterLost` only when
+:data:`PROBE_INTERVAL_S` (short timeout, closed at once: nothing is sent) until they
+move again. So a healthy run opens no probe connection at all: brokers log every
+connection (Pulsar's ``New connection from``, RabbitMQ's connection events), and a
+probe a second would fill a production cluster's logs. The run stops with
+:class:`ClusterLost` only when
 
 * **every** address failed to answer, continuously, for at least :data:`REMOTE_LOSS_S`
   (a blip shorter than that, or one node of several down, never stops a run), and
@@ -198,6 +203,10 @@ class RemoteWatch:
         self._interval_s, self._timeout_s = interval_s, timeout_s
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        #: set while the clients' counters stand still: only then are addresses probed
+        self.stalled = threading.Event()
+        self._moved: tuple[int, int] | None = None
+        self.probes = 0  # probe connections opened (the record of how quiet it stayed)
         self._thread: threading.Thread | None = None
 
     @classmethod
@@ -214,6 +223,7 @@ class RemoteWatch:
         """Probe every address once and hand the round to the tracker."""
         results = {a: self._probe(a, self._timeout_s) for a in self.addresses}
         with self._lock:
+            self.probes += len(results)
             self.tracker.observe(self._clock(), results)
 
     def start(self) -> RemoteWatch:
@@ -227,18 +237,31 @@ class RemoteWatch:
     def stop(self) -> None:
         """End the probe thread (bounded by one probe round); idempotent."""
         self._stop.set()
+        self.stalled.set()  # wakes the thread
         thread, self._thread = self._thread, None
         if thread is not None:
             thread.join(self._timeout_s * len(self.addresses) + self._interval_s + 1)
 
     def _loop(self) -> None:
         while not self._stop.is_set():
+            if not self.stalled.wait(self._interval_s) or self._stop.is_set():
+                continue
             self.probe_once()
             self._stop.wait(self._interval_s)
 
     def check(self, counts: Callable[[], Mapping[str, int]]) -> None:
-        """Raise :class:`ClusterLost` once the cluster counts as lost."""
+        """Raise :class:`ClusterLost` once the cluster counts as lost. Counters that
+        moved since the last check end any probing (and any streak of failed probes);
+        counters standing still start it."""
+        now = LossTracker._read(counts)
+        moved, self._moved = now != self._moved, now
         with self._lock:
-            lost = self.tracker.decide(self._clock(), counts)
+            if moved:
+                self.stalled.clear()
+                self.tracker.observe(self._clock(), {})  # something answered: no streak
+                return
+            self.stalled.set()
+            lost = self.tracker.decide(self._clock(), lambda: {"acked": now[0],
+                                                               "received": now[1]})
         if lost is not None:
             raise lost

@@ -159,3 +159,37 @@ def test_tcp_probe_names_the_error() -> None:
         assert tcp_probe(("127.0.0.1", port), 1.0) is None
     err = tcp_probe(("127.0.0.1", port), 1.0)
     assert err is not None and err.startswith("ConnectionRefusedError")
+
+
+def test_a_healthy_run_opens_no_probe_connection_and_a_stall_starts_probing() -> None:
+    """Brokers log every connection: the probes run only while the counters stand
+    still, and stop as soon as messages move again."""
+    import threading
+
+    opened: list[Address] = []
+    probed = threading.Event()
+
+    def probe(address: Address, timeout_s: float) -> str | None:
+        opened.append(address)
+        probed.set()
+        return None
+
+    watch = RemoteWatch(_remote("10.0.0.1:9092"), probe=probe, interval_s=0.01).start()
+    counts = Counters()
+    try:
+        for _ in range(30):  # messages moving: 0.3 s of checks, no connection
+            counts.acked += 100
+            watch.check(counts)
+            assert not watch.stalled.is_set()
+            probed.wait(0.01)
+        assert opened == [] and watch.probes == 0
+        watch.check(counts)  # nothing moved since the last check
+        assert watch.stalled.is_set()
+        assert probed.wait(5.0), "a stall must start the probes"
+        counts.received += 1
+        watch.check(counts)
+        assert not watch.stalled.is_set()
+        assert watch.tracker.down_since is None
+    finally:
+        watch.stop()
+    assert opened and set(opened) == {A}
