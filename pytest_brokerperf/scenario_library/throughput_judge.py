@@ -73,7 +73,9 @@ class WorkerSizing:
     generator_cpus: int
     #: the per-process rate the rule divided by, and where it came from
     per_process_msg_s: float
-    per_process_source: str  # calibration | default
+    #: ``calibration (<target> <driver>, bound <bound>)`` or ``default`` (no calibration:
+    #: DEFAULT_PER_PROCESS_RATE)
+    per_process_source: str
     top_rate_msg_s: float | None  # None: rate discovery (any rate)
     #: ceil(top rate / per-process rate): processes the rate needs
     needed: int | None
@@ -96,10 +98,11 @@ class WorkerSizing:
 
 def plan_workers(top_rate: float | None, *, per_process: float | None,
                  cpus: tuple[int, ...] | None, requested: int | None,
-                 topic_limit: int | None = None) -> WorkerSizing:
+                 topic_limit: int | None = None, source: str | None = None) -> WorkerSizing:
     """Worker processes for a ladder whose top rung is ``top_rate`` (None: any rate):
     enough processes for the rate at the calibrated per-process rate, at most one per
-    generator CPU and, for a driver that keeps a topic in one worker, one per topic."""
+    generator CPU and, for a driver that keeps a topic in one worker, one per topic.
+    ``source`` names the calibrated ceiling ``per_process`` came from."""
     limit = len(cpus) if cpus else len(allowed_cpus())
     calibrated = bool(per_process and per_process > 0)
     per = per_process if per_process and calibrated else DEFAULT_PER_PROCESS_RATE
@@ -114,7 +117,8 @@ def plan_workers(top_rate: float | None, *, per_process: float | None,
         workers, rule = min(bounds, key=lambda b: b[0])
         workers = max(1, workers)
     return WorkerSizing(workers=workers, generator_cpus=limit, per_process_msg_s=per,
-                        per_process_source="calibration" if calibrated else "default",
+                        per_process_source=(source or "calibration") if calibrated
+                        else "default",
                         top_rate_msg_s=top_rate, needed=needed,
                         topic_limit=topic_limit, rule=rule)
 

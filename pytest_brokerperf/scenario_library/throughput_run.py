@@ -215,11 +215,14 @@ def run_throughput(ctx: RunContext, scenario: Scenario,
     harness_ceiling = harness.rate_msg_s if harness is not None and harness.bound == "client" \
         else None
     client_ceiling = drv_c.client_ceiling if drv_c is not None else None
-    known = [c.sizing_rate for c in (harness, drv_c) if c is not None and c.sizing_rate]
-    per_process = min(known) if known else None
+    known = [c for c in (harness, drv_c) if c is not None and c.sizing_rate]
+    used = min(known, key=lambda c: c.sizing_rate or 0.0) if known else None
+    per_process = used.sizing_rate if used is not None else None
     # OMB's controller may climb anywhere: give it every generator CPU
     sizing = plan_workers(None if discovery else prepared.rate, per_process=per_process,
                           cpus=cpus, requested=settings.workers,
+                          source=(f"calibration ({used.target} {used.driver}, bound "
+                                  f"{used.bound})" if used is not None else None),
                           topic_limit=(prepared.workload.topics
                                        if getattr(driver, "TOPIC_IN_ONE_WORKER", False)
                                        else None))
