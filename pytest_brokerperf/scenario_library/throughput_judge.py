@@ -87,10 +87,12 @@ class WorkerSizing:
         return asdict(self)
 
     def describe(self) -> str:
-        why = {"requested": "--brokerperf-workers",
-               "rate": f"ceil({self.top_rate_msg_s:,.0f} / {self.per_process_msg_s:,.0f})",
-               "generator-cpus": "one per generator CPU",
-               "topics": "one per topic (a topic stays in one worker)"}[self.rule]
+        if self.rule == "rate":
+            why = f"ceil({self.top_rate_msg_s or 0:,.0f} / {self.per_process_msg_s:,.0f})"
+        else:
+            why = {"requested": "--brokerperf-workers",
+                   "generator-cpus": "one per generator CPU",
+                   "topics": "one per topic (a topic stays in one worker)"}[self.rule]
         return (f"{self.workers} worker process(es) ({why}; {self.generator_cpus} generator "
                 f"CPU(s), {self.per_process_msg_s:,.0f} msg/s per process from "
                 f"{self.per_process_source})")

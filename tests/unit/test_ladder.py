@@ -405,6 +405,7 @@ def test_worker_sizing_says_what_decided_it():
                                                                    "default")
     assert plan_workers(5_000, per_process=10, cpus=(0,), requested=4).rule == "requested"
     assert s.as_dict()["generator_cpus"] == 3
+    assert "one per generator CPU" in s.describe()  # no top rate to print
 
 
 def test_steal_time_is_the_host_before_any_other_signal():
