@@ -466,10 +466,11 @@ class Worker:
         outstanding = sum(p.client.queue_depth() for p in self.producers)
         stopped = t is None or self.producers_idle.is_set()
         if not stopped and t is not None and t.is_alive():
+            why = (f"{outstanding} messages still unacknowledged" if outstanding else
+                   "the pacer did not confirm its stop (still handing over a batch)")
             self.errors.append(
-                f"worker {self.a.worker_id}: the pacer did not confirm its stop within "
-                f"{flush_timeout_s:g} s (flush timeout; {outstanding} messages outstanding): "
-                "what it still acknowledges after the drain may count as lost")
+                f"worker {self.a.worker_id}: {why} after the {flush_timeout_s:g} s flush "
+                "timeout: what is acknowledged after the drain may count as lost")
         return {"outstanding": outstanding, "pacer_stopped": stopped}
 
     # -- consumers --------------------------------------------------------------------
