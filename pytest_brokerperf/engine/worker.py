@@ -705,9 +705,11 @@ class Worker:
         self.stop_event.set()
         if self.producer_thread is not None:
             self.producer_thread.join(timeout=30)
-        for t in [*self.consumer_threads, self.producer_thread]:
-            if t is not None and t.is_alive():  # its ledger is read while it may still write
-                self.errors.append(f"worker {self.a.worker_id}: thread {t.name} still running "
+        threads = [*self.consumer_threads,
+                   *([self.producer_thread] if self.producer_thread is not None else [])]
+        for th in threads:
+            if th.is_alive():  # its ledger is read while it may still write
+                self.errors.append(f"worker {self.a.worker_id}: thread {th.name} still running "
                                    "30 s after the stop: its last batch may be missing from "
                                    "the delivery ledgers")
         for p in self.producers:
