@@ -9,8 +9,10 @@ driver keeps a topic's clients in one worker), and each is offered more than it 
 (``--rate`` per worker, default 1.5M msg/s), so what it acknowledges and consumes is its
 ceiling. Printed per worker count: acknowledged and consumed msg/s in total and per
 worker, each worker's CPU share of one core, CPU µs per message (produced and consumed
-once), delivery (lost), the hypervisor's steal share, and the CPUs this process may run
-on (``os.sched_getaffinity``) — on fewer cores than workers the aggregate cannot grow.
+once), delivery (lost, unconfirmed, the lost sequence ranges, whether the drain
+completed, acks outstanding after the producers' flush, worker errors), the hypervisor's
+steal share, and the CPUs this process may run on (``os.sched_getaffinity``) — on fewer
+cores than workers the aggregate cannot grow.
 
     python benchmarks/loopback_rate.py [--workers 1,2,4] [--seconds 5] [--repeats 1]
 """
@@ -65,6 +67,12 @@ def measure(workers: int, rate_per_worker: float, seconds: float,
         # what one process would reach on a whole core of its own at that cost
         "msg_s_per_cpu_s": round(acked / sum(cpu.values())) if acked else None,
         "lost": out.delivery.lost,
+        # what would tell a loss in the harness's own accounting from a real one
+        "unconfirmed": out.delivery.unconfirmed,
+        "lost_ranges": [r for sub in out.delivery.subscriptions for r in sub.lost_ranges][:5],
+        "drain_complete": out.drain_complete,
+        "outstanding_after_flush": out.outstanding_after_flush,
+        "worker_errors": [e.strip().splitlines()[-1][:200] for e in out.worker_errors][:5],
         "host_steal_share": round(max(steal), 3) if steal else None,
     }
 
@@ -88,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
             runs.append(measure(n, args.rate, args.seconds, args.message_size))
             print(json.dumps(runs[-1]), flush=True)
     print("\nworkers | acked msg/s (min/median/max) | per worker (median) | consumed (median)"
-          " | CPU µs/msg (median) | msg per CPU-second (median)")
+          " | CPU µs/msg (median) | msg per CPU-second (median) | runs with loss or errors")
     for n in counts:
         mine = [r for r in runs if r["workers"] == n]
         acked = [r["acked_msg_s"] for r in mine]
@@ -96,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{statistics.median(r['acked_per_worker_msg_s'] for r in mine):,.0f} | "
               f"{statistics.median(r['consumed_msg_s'] for r in mine):,.0f} | "
               f"{statistics.median(r['cpu_us_per_msg'] or 0 for r in mine):.2f} | "
-              f"{statistics.median(r['msg_s_per_cpu_s'] or 0 for r in mine):,.0f}")
+              f"{statistics.median(r['msg_s_per_cpu_s'] or 0 for r in mine):,.0f} | "
+              f"{sum(1 for r in mine if r['lost'] or r['worker_errors'])} of {len(mine)}")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(runs, fh, indent=2)

@@ -209,6 +209,10 @@ class Worker:
         self.errors: list[str] = []
         self.stop_event = threading.Event()
         self.producers_stop = threading.Event()
+        #: set by the pacer once it saw ``producers_stop`` before a send and then, after a
+        #: complete service, found nothing outstanding: no send starts after it, and every
+        #: message handed to a client was acknowledged (or failed) and counted
+        self.producers_idle = threading.Event()
         self.pub_buffers = _Buffers()
         self.pub_counters = _Counters()
         self.ack_ledger = AckLedger()
@@ -379,7 +383,9 @@ class Worker:
                 self.schedule = (self.schedule.rebased(rate, at_ns) if self.schedule is not None
                                  else Schedule(max(rate, 1.0), at_ns))
             sched = self.schedule
-            if sched is not None and not self.producers_stop.is_set():
+            # read once: a stop seen here means nothing is sent in this iteration
+            stopping = self.producers_stop.is_set()
+            if sched is not None and not stopping:
                 now = _mono()
                 due = sched.due(now)
                 if due > MAX_BURST:
@@ -413,7 +419,11 @@ class Worker:
             for p in producers:
                 p.client.service()
             self.pub_buffers.flush(loc)
-            if sched is None or self.producers_stop.is_set():
+            if stopping and not self.producers_idle.is_set() and not any(
+                    p.client.queue_depth() for p in producers):
+                # on this thread, between two services: no ack is half counted
+                self.producers_idle.set()
+            if sched is None or stopping:
                 time.sleep(MAX_SLEEP_S)
                 continue
             wait = (sched.next_ns() - _mono()) / 1e9
@@ -459,15 +469,28 @@ class Worker:
                 time.sleep(0.0002)
 
     def stop_producers(self, flush_timeout_s: float) -> dict[str, Any]:
-        """Stop sending new messages and wait (bounded) for outstanding acks."""
+        """Stop sending new messages and wait (bounded) for outstanding acks.
+
+        The pacer itself says when it is done (``producers_idle``): a client's queue depth
+        read from this thread can be 0 while the pacer is about to hand over a batch it
+        already decided to send, or while a serviced batch's acks are still being counted.
+        A drain that starts then sees every acknowledged message received, and the
+        consumers are stopped before the rest of that batch arrives: false loss."""
         self.producers_stop.set()
         deadline = time.monotonic() + flush_timeout_s
-        while time.monotonic() < deadline:
-            if sum(p.client.queue_depth() for p in self.producers) == 0:
+        t = self.producer_thread
+        while t is not None and t.is_alive() and not self.producers_idle.wait(0.01):
+            if time.monotonic() >= deadline:
                 break
-            time.sleep(0.01)  # the pacer thread keeps servicing callbacks
         outstanding = sum(p.client.queue_depth() for p in self.producers)
-        return {"outstanding": outstanding}
+        stopped = t is None or self.producers_idle.is_set()
+        if not stopped and t is not None and t.is_alive():
+            why = (f"{outstanding} messages still unacknowledged" if outstanding else
+                   "the pacer did not confirm its stop (still handing over a batch)")
+            self.errors.append(
+                f"worker {self.a.worker_id}: {why} after the {flush_timeout_s:g} s flush "
+                "timeout: what is acknowledged after the drain may count as lost")
+        return {"outstanding": outstanding, "pacer_stopped": stopped}
 
     # -- consumers --------------------------------------------------------------------
     def create_consumers(self, timeout_s: float = 100.0) -> None:
@@ -701,6 +724,13 @@ class Worker:
         self.stop_event.set()
         if self.producer_thread is not None:
             self.producer_thread.join(timeout=30)
+        threads = [*self.consumer_threads,
+                   *([self.producer_thread] if self.producer_thread is not None else [])]
+        for th in threads:
+            if th.is_alive():  # its ledger is read while it may still write
+                self.errors.append(f"worker {self.a.worker_id}: thread {th.name} still running "
+                                   "30 s after the stop: its last batch may be missing from "
+                                   "the delivery ledgers")
         for p in self.producers:
             try:
                 p.client.close()

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import csv
 import math
-import os
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_brokerperf import ladder as lad
 from pytest_brokerperf import ladder_result as ladres
+from pytest_brokerperf.provision.cpus import allowed_cpus
 from pytest_brokerperf.scenario_library.base import (
     DEFAULT_PER_PROCESS_RATE,
 )
@@ -31,8 +32,19 @@ from pytest_brokerperf.verdict import (
     assess,
 )
 
-__all__ = ["LIMIT_STATUS", "broker_per_rung", "ceiling_dict", "judge", "ladder_verdict",
-           "progress_rung", "rung_latency", "size_workers", "write_ladder_csv"]
+__all__ = [
+    "LIMIT_STATUS",
+    "WorkerSizing",
+    "broker_per_rung",
+    "ceiling_dict",
+    "judge",
+    "ladder_verdict",
+    "plan_workers",
+    "progress_rung",
+    "rung_latency",
+    "size_workers",
+    "write_ladder_csv",
+]
 
 if TYPE_CHECKING:
     from pytest_brokerperf.calibration import Ceiling
@@ -50,18 +62,75 @@ LIMIT_STATUS = {
 }
 
 
-def size_workers(top_rate: float, *, per_process: float | None,
+@dataclass(frozen=True)
+class WorkerSizing:
+    """How many worker processes a ladder gets and from what: written to the record
+    (``calibration.sizing``) so a reader sees the cores, the ceiling and the rule."""
+
+    workers: int
+    #: the CPUs the workers may run on: those the broker is not pinned to, else every
+    #: CPU this process may run on
+    generator_cpus: int
+    #: the per-process rate the rule divided by, and where it came from
+    per_process_msg_s: float
+    #: ``calibration (<target> <driver>, bound <bound>)`` or ``default`` (no calibration:
+    #: DEFAULT_PER_PROCESS_RATE)
+    per_process_source: str
+    top_rate_msg_s: float | None  # None: rate discovery (any rate)
+    #: ceil(top rate / per-process rate): processes the rate needs
+    needed: int | None
+    #: a driver that keeps each topic in one worker (the loopback): at most one per topic
+    topic_limit: int | None
+    rule: str  # which bound decided: requested | rate | generator-cpus | topics
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def describe(self) -> str:
+        if self.rule == "rate":
+            why = f"ceil({self.top_rate_msg_s or 0:,.0f} / {self.per_process_msg_s:,.0f})"
+        else:
+            why = {"requested": "--brokerperf-workers",
+                   "generator-cpus": "one per generator CPU",
+                   "topics": "one per topic (a topic stays in one worker)"}[self.rule]
+        return (f"{self.workers} worker process(es) ({why}; {self.generator_cpus} generator "
+                f"CPU(s), {self.per_process_msg_s:,.0f} msg/s per process from "
+                f"{self.per_process_source})")
+
+
+def plan_workers(top_rate: float | None, *, per_process: float | None,
                  cpus: tuple[int, ...] | None, requested: int | None,
-                 single_process: bool = False) -> int:
-    """Worker processes for a ladder whose top rung is ``top_rate``: enough processes for
-    the rate at the calibrated per-process rate, at most one per generator CPU."""
-    if single_process:
-        return 1
+                 topic_limit: int | None = None, source: str | None = None) -> WorkerSizing:
+    """Worker processes for a ladder whose top rung is ``top_rate`` (None: any rate):
+    enough processes for the rate at the calibrated per-process rate, at most one per
+    generator CPU and, for a driver that keeps a topic in one worker, one per topic.
+    ``source`` names the calibrated ceiling ``per_process`` came from."""
+    limit = len(cpus) if cpus else len(allowed_cpus())
+    calibrated = bool(per_process and per_process > 0)
+    per = per_process if per_process and calibrated else DEFAULT_PER_PROCESS_RATE
+    needed = None if top_rate is None else max(1, math.ceil(top_rate / per))
     if requested:
-        return requested
-    limit = len(cpus) if cpus else (os.cpu_count() or 1)
-    per = per_process if per_process and per_process > 0 else DEFAULT_PER_PROCESS_RATE
-    return max(1, min(limit, math.ceil(top_rate / per)))
+        workers, rule = requested, "requested"
+    else:
+        bounds = [(needed, "rate")] if needed is not None else []
+        bounds.append((limit, "generator-cpus"))
+        if topic_limit:
+            bounds.append((topic_limit, "topics"))
+        workers, rule = min(bounds, key=lambda b: b[0])
+        workers = max(1, workers)
+    return WorkerSizing(workers=workers, generator_cpus=limit, per_process_msg_s=per,
+                        per_process_source=(source or "calibration") if calibrated
+                        else "default",
+                        top_rate_msg_s=top_rate, needed=needed,
+                        topic_limit=topic_limit, rule=rule)
+
+
+def size_workers(top_rate: float | None, *, per_process: float | None,
+                 cpus: tuple[int, ...] | None, requested: int | None,
+                 topic_limit: int | None = None) -> int:
+    """The worker count of :func:`plan_workers`."""
+    return plan_workers(top_rate, per_process=per_process, cpus=cpus, requested=requested,
+                        topic_limit=topic_limit).workers
 
 
 def rung_latency(outcome: RunOutcome) -> dict[str, dict[str, float | None]]:

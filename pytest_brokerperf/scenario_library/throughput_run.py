@@ -42,8 +42,8 @@ from pytest_brokerperf.scenario_library.throughput_judge import (
     ceiling_dict,
     judge,
     ladder_verdict,
+    plan_workers,
     progress_rung,
-    size_workers,
     write_ladder_csv,
 )
 from pytest_brokerperf.verdict import (
@@ -215,13 +215,19 @@ def run_throughput(ctx: RunContext, scenario: Scenario,
     harness_ceiling = harness.rate_msg_s if harness is not None and harness.bound == "client" \
         else None
     client_ceiling = drv_c.client_ceiling if drv_c is not None else None
-    known = [c.sizing_rate for c in (harness, drv_c) if c is not None and c.sizing_rate]
-    per_process = min(known) if known else None
+    known = [c for c in (harness, drv_c) if c is not None and c.sizing_rate]
+    used = min(known, key=lambda c: c.sizing_rate or 0.0) if known else None
+    per_process = used.sizing_rate if used is not None else None
     # OMB's controller may climb anywhere: give it every generator CPU
-    top_rate = 1e12 if discovery else prepared.rate
-    workers = size_workers(top_rate, per_process=per_process, cpus=cpus,
-                           requested=settings.workers,
-                           single_process=broker.kind == "loopback")
+    sizing = plan_workers(None if discovery else prepared.rate, per_process=per_process,
+                          cpus=cpus, requested=settings.workers,
+                          source=(f"calibration ({used.target} {used.driver}, bound "
+                                  f"{used.bound})" if used is not None else None),
+                          topic_limit=(prepared.workload.topics
+                                       if getattr(driver, "TOPIC_IN_ONE_WORKER", False)
+                                       else None))
+    workers = sizing.workers
+    ctx.progress(f"brokerperf: {sizing.describe()}")
     wl = prepared.workload
     if wl.total_producers < workers or wl.total_consumers < workers:
         subs = max(1, wl.topics * wl.subscriptions_per_topic)
@@ -246,7 +252,7 @@ def run_throughput(ctx: RunContext, scenario: Scenario,
         "mode": calib["mode"], "notes": calib["notes"],
         "harness": ceiling_dict(harness), "driver": ceiling_dict(drv_c),
         "harness_ceiling_msg_s": harness_ceiling, "client_ceiling_msg_s": client_ceiling,
-        "workers": workers, "producing_workers": producing,
+        "workers": workers, "producing_workers": producing, "sizing": sizing.as_dict(),
         "generator_capacity_msg_s": per_process * producing if per_process else None,
         "refuse_above_msg_s": refuse_above,
     }

@@ -144,3 +144,59 @@ def test_bad_ladder_is_a_usage_error(pytester):
                                            "-p", "no:cacheprovider")
     assert result.ret == 4
     result.stderr.fnmatch_lines(["*invalid throughput ladder '5k,lots'*'lots' is not a rate*"])
+
+
+SIZED = """
+import pytest
+from pytest_brokerperf.ladder import LadderPolicy
+from pytest_brokerperf import Throughput
+from pytest_brokerperf.workload import Workload
+
+WL = Workload(name="sized", topics=2, partitions_per_topic=1, message_size=256,
+              subscriptions_per_topic=1, producers_per_topic=1, consumer_per_subscription=1,
+              producer_rate=1000, test_duration_minutes=1, warmup_duration_minutes=0)
+
+@pytest.mark.throughput
+def test_ladder(brokerperf):
+    brokerperf.run(Throughput(workload=WL, policy=POLICY))
+"""
+
+
+def test_workers_are_sized_from_the_calibrated_ceiling_and_the_cpus(suite, monkeypatch):
+    """A cached harness ceiling of 1,500 msg/s per process and a 3k top rung need two
+    processes; the loopback keeps a topic in one worker, and there are two topics. The
+    record says what the rule saw: CPUs, per-process ceiling, processes needed, workers."""
+    import os
+
+    from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
+    from pytest_brokerperf.calibration import Ceiling, calibration_key, store
+
+    key = calibration_key(LoopbackDriver(partitions=1), broker_version="in-process",
+                          message_size=256, partitions=1, generator_cpus=None)
+    store(Ceiling(target="harness", driver="loopback", broker="loopback", rate_msg_s=1500.0,
+                  bound="client", failed_rate_msg_s=3000.0, limit_reasons=[], steps=[],
+                  message_size=256, partitions=1, measured_at="2026-11-26T00:00:00",
+                  duration_s=1.0, key=key), suite.path / "cache" / "calibration.json")
+    monkeypatch.setenv("BROKERPERF_CACHE_DIR", str(suite.path / "cache"))
+    # the sizing is decided before the first rung: a noisy host cannot change it (no
+    # host-noise skip here; the rungs' verdicts are not checked)
+    suite.makepyfile(test_scn=SIZED.replace("POLICY", LENIENT))
+    result = suite.runpytest_subprocess(*FAST, f"--brokerperf-results={suite.path}/res",
+                                        "--brokerperf-ladder=1k,3k",
+                                        "--brokerperf-calibration=auto")
+    cpus = len(os.sched_getaffinity(0))
+    workers = min(2, cpus)
+    result.stdout.fnmatch_lines([
+        f"*brokerperf: {workers} worker process(es) (*; {cpus} generator CPU(s), 1,500 msg/s "
+        "per process from calibration (harness loopback, bound client))*"])
+    rec = _record(suite)
+    sizing = rec["calibration"]["sizing"]
+    assert sizing == {"workers": workers, "generator_cpus": cpus, "per_process_msg_s": 1500.0,
+                      "per_process_source": "calibration (harness loopback, bound client)",
+                      "top_rate_msg_s": 3000.0,
+                      "needed": 2, "topic_limit": 2,
+                      "rule": "rate" if cpus >= 2 else "generator-cpus"}
+    assert rec["calibration"]["harness"]["cached"] is True
+    assert rec["ladder"]["workers"] == rec["calibration"]["workers"] == workers
+    assert rec["calibration"]["producing_workers"] == workers
+    assert rec["delivery"]["lost"] == 0

@@ -18,7 +18,11 @@ from pytest_brokerperf.ladder import (
     slope,
 )
 from pytest_brokerperf.ladder_result import RungResult, find_knee, summarize
-from pytest_brokerperf.scenario_library.throughput_judge import ladder_verdict, size_workers
+from pytest_brokerperf.scenario_library.throughput_judge import (
+    ladder_verdict,
+    plan_workers,
+    size_workers,
+)
 
 
 def sig(target: float = 10_000, **kw: object) -> RungSignals:
@@ -381,8 +385,27 @@ def test_worker_sizing_follows_the_calibrated_ceiling_and_the_cpus():
     assert size_workers(100_000, per_process=40_000, cpus=(0,), requested=None) == 1
     assert size_workers(1_000, per_process=None, cpus=(0, 1), requested=None) == 1
     assert size_workers(100_000, per_process=40_000, cpus=(0,), requested=2) == 2
+    # a driver keeping each topic in one worker (the loopback): one worker per topic
     assert size_workers(100_000, per_process=1_000, cpus=(0, 1), requested=None,
-                        single_process=True) == 1
+                        topic_limit=1) == 1
+
+
+def test_worker_sizing_says_what_decided_it():
+    s = plan_workers(100_000, per_process=40_000, cpus=(0, 1, 2, 3), requested=None)
+    assert (s.workers, s.rule, s.needed, s.generator_cpus) == (3, "rate", 3, 4)
+    assert (s.per_process_msg_s, s.per_process_source) == (40_000, "calibration")
+    assert "ceil(100,000 / 40,000)" in s.describe()
+    s = plan_workers(100_000, per_process=10_000, cpus=(2, 3), requested=None)
+    assert (s.workers, s.rule, s.needed, s.generator_cpus) == (2, "generator-cpus", 10, 2)
+    s = plan_workers(100_000, per_process=10_000, cpus=(0, 1, 2, 3), requested=None,
+                     topic_limit=2)
+    assert (s.workers, s.rule) == (2, "topics")
+    s = plan_workers(None, per_process=None, cpus=(0, 1, 2), requested=None)  # discovery
+    assert (s.workers, s.rule, s.needed, s.per_process_source) == (3, "generator-cpus", None,
+                                                                   "default")
+    assert plan_workers(5_000, per_process=10, cpus=(0,), requested=4).rule == "requested"
+    assert s.as_dict()["generator_cpus"] == 3
+    assert "one per generator CPU" in s.describe()  # no top rate to print
 
 
 def test_steal_time_is_the_host_before_any_other_signal():

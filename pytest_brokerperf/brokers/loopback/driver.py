@@ -45,6 +45,7 @@ class _Producer:
         self.on_ack = on_ack
         self.on_acks = batch_ack(on_ack)
         self.pending: list[bytes] = []
+        self.acking = 0  # messages of the batch service() is acknowledging right now
         self.max_queue = max_queue
         self.n = 0
         # the topic's subscription queues (the list grows as subscriptions appear)
@@ -83,18 +84,26 @@ class _Producer:
     def service(self) -> None:
         """Acknowledge everything sent so far, at one moment (the batch path) or one by
         one when the engine gave no batch callback."""
-        pending, self.pending = self.pending, []
+        pending = self.pending
         if not pending:
             return
-        if self.on_acks is not None and len(pending) >= 16:
-            self.on_acks(pending, time.monotonic_ns())
-            return
-        ack = self.on_ack
-        for v in pending:
-            ack(v, None)
+        # still outstanding until every ack below is counted: set before ``pending`` is
+        # swapped, so queue_depth() read from another thread never sees both at 0
+        self.acking = len(pending)
+        self.pending = []
+        try:
+            if self.on_acks is not None and len(pending) >= 16:
+                self.on_acks(pending, time.monotonic_ns())
+                return
+            ack = self.on_ack
+            for v in pending:
+                ack(v, None)
+        finally:
+            self.acking = 0
 
     def queue_depth(self) -> int:
-        return len(self.pending)
+        """Messages sent and not yet acknowledged, counting those being acknowledged."""
+        return len(self.pending) + self.acking
 
     def flush(self, timeout_s: float) -> int:
         self.service()
