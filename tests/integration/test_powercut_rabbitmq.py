@@ -74,20 +74,26 @@ def _declare_and_publish(cluster: RabbitMQProcessCluster) -> dict[int, int]:
 
 def _read_quorum(cluster: RabbitMQProcessCluster) -> dict[int, int]:
     """What the quorum queue holds, without removing it (unacknowledged, then the
-    connection closes: every message goes back to the queue)."""
+    connection closes: every message goes back to the queue). Tried again while the
+    queue's replicas are still electing a leader after a restart (bounded: 60 s)."""
     seen = SeqBitmaps()
-    deadline = time.monotonic() + 30.0
-    conn = _channel(cluster)
-    try:
-        ch = conn.channel()
-        ch.basic_qos(prefetch_count=N + 10)
-        for method, _props, body in ch.consume(QUEUES[1], inactivity_timeout=2.0):
-            if method is None or time.monotonic() > deadline:
-                break
-            seen.add(body)
-    finally:
-        conn.close()
-    return seen.present()
+    deadline = time.monotonic() + 60.0
+    while True:
+        try:
+            conn = _channel(cluster)
+            try:
+                ch = conn.channel()
+                ch.basic_qos(prefetch_count=N + 10)
+                for method, _props, body in ch.consume(QUEUES[1], inactivity_timeout=2.0):
+                    if method is None or time.monotonic() > deadline:
+                        return seen.present()
+                    seen.add(body)
+            finally:
+                if conn.is_open:
+                    conn.close()
+        except pika.exceptions.AMQPError:
+            assert time.monotonic() < deadline, "the quorum queue served no consumer in 60 s"
+            time.sleep(1.0)
 
 
 def _lost(confirmed: int, present: dict[int, int]) -> list[int]:

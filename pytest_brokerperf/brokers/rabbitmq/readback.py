@@ -41,8 +41,6 @@ def read_back_streams(endpoint: BrokerEndpoint, topics: Sequence[str],
     (producer id -> sequence bitmap, messages read, whether every stream went idle
     within the bound); None when the topics have no stream (queues: nothing to read
     again)."""
-    import pika
-
     from pytest_brokerperf.brokers.rabbitmq.process import CtlAccess
 
     ctl = endpoint.control
@@ -54,23 +52,40 @@ def read_back_streams(endpoint: BrokerEndpoint, topics: Sequence[str],
     if not streams:
         return None
     seen = SeqBitmaps()
-    complete = True
     deadline = time.monotonic() + timeout_s
-    conn = pika.BlockingConnection(pika.URLParameters(endpoint.bootstrap.split(",")[0]))
-    try:
-        ch = conn.channel()
-        ch.basic_qos(prefetch_count=1000)  # a stream consumer needs a prefetch
-        for name in streams:
-            for method, _props, body in ch.consume(
-                    name, arguments={"x-stream-offset": "first"}, inactivity_timeout=IDLE_S):
-                if method is None:  # idle: the stream's end
-                    break
-                seen.add(body)
-                ch.basic_ack(method.delivery_tag)
-                if time.monotonic() > deadline:
-                    complete = False
-                    break
-            ch.cancel()
-    finally:
-        conn.close()
+    complete = all([_read_stream(endpoint, name, seen, deadline) for name in streams])
     return seen.present(), seen.read, complete
+
+
+def _read_stream(endpoint: BrokerEndpoint, name: str, seen: SeqBitmaps,
+                 deadline: float) -> bool:
+    """One stream from its first offset into ``seen``; whether it was read to its end
+    before ``deadline``. A stream whose replicas are still electing a leader after the
+    restart refuses the consumer: tried again, through the next node, until then."""
+    import pika
+
+    urls = endpoint.bootstrap.split(",")
+    attempt = 0
+    while True:
+        try:
+            conn = pika.BlockingConnection(pika.URLParameters(urls[attempt % len(urls)]))
+            try:
+                ch = conn.channel()
+                ch.basic_qos(prefetch_count=1000)  # a stream consumer needs a prefetch
+                for method, _props, body in ch.consume(
+                        name, arguments={"x-stream-offset": "first"},
+                        inactivity_timeout=IDLE_S):
+                    if method is None:  # idle: the stream's end
+                        return True
+                    seen.add(body)
+                    ch.basic_ack(method.delivery_tag)
+                    if time.monotonic() > deadline:
+                        return False
+            finally:
+                if conn.is_open:
+                    conn.close()
+        except pika.exceptions.AMQPError:
+            attempt += 1
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(1.0)
