@@ -79,6 +79,13 @@ class PowerCutNodes:
         summed = [merge_reports([r], f"node-{i}") for i, r in per_node.items()]
         return {"pids": pids, "nodes": per_node, **merge_reports(summed)}
 
+    def write_back(self) -> None:
+        """Everything the nodes wrote so far counts as on disk (see
+        :meth:`PowerCutMount.write_back`)."""
+        for mounts in self.mounts.values():
+            for m in mounts:
+                m.write_back()
+
     def stop(self) -> None:
         """Unmount every filesystem (call once the nodes have stopped)."""
         for mounts in self.mounts.values():

@@ -109,6 +109,10 @@ def test_a_cluster_s_cut_merges_every_node_and_every_durable_directory(tmp_path:
     nodes.mount(tmp_path / "backing", dirs)
     killed: list[list[int]] = []
     try:
+        for paths in dirs.values():
+            for d in paths:
+                (d / "booted").write_bytes(b"b" * 7)  # never fsynced, but written back
+        nodes.write_back()
         for i, paths in dirs.items():
             for k, d in enumerate(paths):
                 (d / "kept").write_bytes(b"k" * 10)
@@ -126,6 +130,7 @@ def test_a_cluster_s_cut_merges_every_node_and_every_durable_directory(tmp_path:
         for paths in dirs.values():
             for d in paths:
                 assert os.path.ismount(d) and (d / "kept").read_bytes() == b"k" * 10
+                assert (d / "booted").read_bytes() == b"b" * 7
                 assert not (d / "unsynced").exists()
         with pytest.raises(Exception, match=r"Toy node\(s\) \[3\] have no power-cut"):
             nodes.cut(3, lambda idx: 0)
