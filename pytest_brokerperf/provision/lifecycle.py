@@ -277,7 +277,7 @@ class ProcessCluster(Generic[N]):
             # the start-up's files (metadata, cluster membership) count as on disk: a
             # power cut comes long after boot, once the kernel's periodic writeback has
             # written them; what the load writes is judged by the broker's own fsyncs
-            self._powercut.write_back()
+            self.power_cut_write_back()
             self._endpoint = self._make_endpoint(began)
         except BaseException:
             self._teardown()
@@ -398,6 +398,12 @@ class ProcessCluster(Generic[N]):
         backing = self.fresh_dir(workdir / "powercut")
         self._powercut.mount(backing, {i: self._powercut_dirs(node)
                                        for i, node in enumerate(self._nodes, 1)})
+
+    def power_cut_write_back(self) -> None:
+        """Count everything the nodes wrote so far as on disk (the kernel's periodic
+        writeback), e.g. a topology that exists long before the cut; a no-op without
+        :attr:`powercut_fs`."""
+        self._powercut.write_back()
 
     def power_cut_node(self, index: int) -> dict[str, Any]:
         """Cut node ``index``'s power: SIGKILL it, then drop every write it never
