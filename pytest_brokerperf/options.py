@@ -510,7 +510,8 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
         name="powercut_fs", field="powercut_fs", flag="--brokerperf-powercut-fs",
         kind="bool", default=False, metavar=None, what="power-cut filesystem switch",
         example="true",
-        help="put each local Kafka node's data directory on a FUSE filesystem that can forget "
+        help="put each local Kafka or RabbitMQ node's data directory on a FUSE filesystem "
+        "that can forget "
         "what the node never fsynced, so a power-cut fault loses what a real one would "
         "(needs the faults extra and libfuse2; on by itself when --brokerperf-fault asks "
         "for power-cut)",

@@ -2,7 +2,8 @@
 
 A run that would fail on its input should fail in a second with a usage error (exit
 code 4), not after a broker was started and warmed up: the results directory must be
-writable, and the workload, driver and SLO files named by flags must load. Called once per
+writable, the workload, driver and SLO files named by flags must load, and a fault must
+be one the selected brokers offer in the provisioning mode. Called once per
 session, after collection, only when a selected test runs a scenario.
 """
 
@@ -83,6 +84,14 @@ def preflight_problems(settings: Settings) -> list[str]:
                                 f"driver file): {exc}")
     if settings.broker_memory is not None and not settings.dry_run:
         problems.extend(_memory_cap_problems(settings, settings.broker_memory))
+    if settings.faults:
+        from pytest_brokerperf.faults.offered import power_cut_problem
+
+        for fault in settings.faults:
+            for kind in settings.brokers:
+                problem = power_cut_problem(fault, kind, settings.provision_effective)
+                if problem:
+                    problems.append(f"--brokerperf-fault={fault.text()}: {problem}")
     if settings.slo is not None:
         from pytest_brokerperf import slo
 

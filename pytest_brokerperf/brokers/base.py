@@ -16,7 +16,7 @@ Standard library only at import time: the client libraries load when a driver is
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -119,6 +119,9 @@ class BrokerType:
     container_nodes: ClassVar[tuple[int, ...]] = ()
     #: the modes in which --brokerperf-broker-memory caps this broker's memory
     memory_cap_modes: ClassVar[tuple[str, ...]] = ()
+    #: the provisioning modes whose nodes can lose unsynced writes (the ``power-cut``
+    #: fault: durable directories on the power-cut filesystem); empty: none
+    power_cut_modes: ClassVar[tuple[str, ...]] = ()
 
     def container_images(self, settings: Settings) -> tuple[str, ...]:
         """Images container mode tries in order without ``--brokerperf-image``."""
@@ -293,6 +296,15 @@ class BrokerType:
     def fault_leader(self, endpoint: BrokerEndpoint, driver: Driver, topic: str) -> int | None:
         """The 1-based node leading the run's first topic or queue, the default target of
         a fault; None when this broker cannot tell (the fault then strikes node 1)."""
+        return None
+
+    def power_cut_read_back(self, endpoint: BrokerEndpoint, topics: Sequence[str]
+                            ) -> tuple[dict[int, int], int, bool] | None:
+        """After a power cut and the restart: every harness message the broker still
+        holds in ``topics`` (producer id -> sequence bitmap, messages read, whether every
+        partition was read to its end); None when the broker cannot read its messages
+        again (a queue deletes what was consumed: delivery accounting then tells what the
+        cut took, docs/reference/faults.md)."""
         return None
 
     # -- metrics -------------------------------------------------------------------------

@@ -156,8 +156,8 @@ class FaultInjector:
         if cut is None:
             raise ProvisionError(
                 f"power-cut: node {node} of this cluster cannot lose unsynced writes (only "
-                "local Kafka process nodes run on the power-cut filesystem). Fix: "
-                "--brokerperf-provision=process with a Kafka broker, or kill-broker")
+                "local Kafka and RabbitMQ process nodes run on the power-cut filesystem). "
+                "Fix: --brokerperf-provision=process with one of those, or kill-broker")
         report: dict[str, Any] = cut(node)
         self.cut_report = {k: v for k, v in report.items() if k != "pid"}
         self._event("power-cut", report.get("pid"),
@@ -170,8 +170,8 @@ class FaultInjector:
         if cut is None:
             raise ProvisionError(
                 "power-cut/all: this cluster cannot cut every node's power at once (only "
-                "local Kafka process nodes run on the power-cut filesystem). Fix: "
-                "--brokerperf-provision=process with a Kafka broker")
+                "local Kafka and RabbitMQ process nodes run on the power-cut filesystem). "
+                "Fix: --brokerperf-provision=process with one of those")
         struck = time.monotonic_ns()
         report: dict[str, Any] = cut()
         self.cut_report = {k: v for k, v in report.items() if k not in ("pids", "nodes")}

@@ -46,12 +46,14 @@ def _whole_cluster_allowed(level: int | None) -> tuple[bool, str]:
     if level is None:
         return False, "not judged: no durability level (the driver file's settings decide)"
     if level in WHOLE_CLUSTER_PROMISED_LEVELS:
-        return True, ("no: level 1 acknowledges once every in-sync replica has the message "
-                      "(acks=all) and each replica fsyncs every append before it counts "
-                      "(flush.messages=1), so a power cut of the whole cluster loses none")
+        return True, ("no: level 1 acknowledges only once the replicas it counts have "
+                      "fsynced the message (Kafka: acks=all with flush.messages=1; RabbitMQ: "
+                      "a quorum queue's majority), so a power cut of the whole cluster "
+                      "loses none")
     if level == 2:
-        return False, ("yes: level 2 replicates before acknowledging but no replica fsyncs; "
-                       "a power cut of every node at once takes every copy in the page cache")
+        return False, ("yes: level 2 replicates before acknowledging but no replica fsyncs "
+                       "(Kafka's default flush, RabbitMQ streams); a power cut of every node "
+                       "at once takes every copy in the page cache")
     if level == 3:
         return False, ("yes: level 3 acknowledges from the leader alone; after a whole-"
                        "cluster restart a replica that never had the message may lead, and "

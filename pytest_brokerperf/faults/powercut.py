@@ -23,7 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from pytest_brokerperf.errors import BrokerUnavailable, ProvisionError
-from pytest_brokerperf.faults.powercut_fs import CUT_FILE, CUT_REPORT, READY_FILE
+from pytest_brokerperf.faults.powercut_fs import (
+    CUT_FILE,
+    CUT_REPORT,
+    READY_FILE,
+    WRITEBACK_FILE,
+)
 from pytest_brokerperf.provision.process import (
     ManagedProcess,
     discard_cleanup_path,
@@ -78,7 +83,7 @@ class PowerCutMount:
             raise BrokerUnavailable(problem)
         for d in (self.backing, self.mount, self.state):
             d.mkdir(parents=True, exist_ok=True)
-        for name in (CUT_FILE, CUT_REPORT, READY_FILE):
+        for name in (CUT_FILE, CUT_REPORT, READY_FILE, WRITEBACK_FILE):
             (self.state / name).unlink(missing_ok=True)
         _unmount(self.mount)  # a stale mount of an earlier session that died
         register_cleanup_path(self.state)
@@ -101,6 +106,22 @@ class PowerCutMount:
     @property
     def mounted(self) -> bool:
         return self._proc is not None and self._proc.alive() and os.path.ismount(self.mount)
+
+    def write_back(self) -> None:
+        """Count everything written so far as on disk, as the kernel's periodic writeback
+        would have made it by the time a power cut comes (``vm.dirty_expire_centisecs``:
+        30 s by default)."""
+        if self._proc is None or not self._proc.alive():
+            raise ProvisionError(f"no power-cut filesystem is mounted at {self.mount}")
+        flag = self.state / WRITEBACK_FILE
+        flag.touch()
+        deadline = time.monotonic() + CUT_TIMEOUT_S
+        while flag.exists():
+            if not self._proc.alive() or time.monotonic() > deadline:
+                raise ProvisionError(
+                    f"the power-cut filesystem at {self.mount} did not write back within "
+                    f"{CUT_TIMEOUT_S:g} s; its log:\n{self._proc.log_tail()}")
+            time.sleep(0.02)
 
     def cut(self) -> dict[str, Any]:
         """Drop everything not fsynced, then remount; the cut's report (files removed and

@@ -3,7 +3,9 @@
 Run as its own process (``python -m pytest_brokerperf.faults.powercut_fs BACKING MOUNT
 STATE``, started by :class:`~pytest_brokerperf.faults.powercut.PowerCutMount`): every
 operation on MOUNT goes to BACKING, and every write or truncate first records what it
-destroys in an :class:`~.undo_log.UndoLog`; an fsync of a file clears its records. A
+destroys in an :class:`~.undo_log.UndoLog`; an fsync of a file clears its records, and a
+file named ``writeback`` appearing in STATE clears them all (the kernel's periodic
+writeback; the filesystem removes the file once done). A
 file named ``cut`` appearing in STATE is the power cut: the filesystem rolls every file
 back to its last fsync, writes ``cut.json`` (what it took away) into STATE and answers
 every later operation with EIO until it is unmounted (the machine is off). The caller
@@ -26,7 +28,7 @@ from typing import Any
 
 from pytest_brokerperf.faults.undo_log import UndoLog
 
-__all__ = ["CUT_FILE", "CUT_REPORT", "READY_FILE", "main"]
+__all__ = ["CUT_FILE", "CUT_REPORT", "READY_FILE", "WRITEBACK_FILE", "main"]
 
 #: created in the state directory by the controller: cut the power now
 CUT_FILE = "cut"
@@ -34,6 +36,9 @@ CUT_FILE = "cut"
 CUT_REPORT = "cut.json"
 #: written by the filesystem once it serves
 READY_FILE = "ready"
+#: created by the controller: count everything written so far as on disk (the kernel's
+#: periodic writeback); the filesystem removes it once done
+WRITEBACK_FILE = "writeback"
 POLL_S = 0.02
 
 
@@ -57,6 +62,10 @@ def _operations(backing: str, state: str) -> Any:
         def _check(self) -> None:
             if self.off:
                 raise FuseOSError(errno.EIO)
+
+        def write_back(self) -> None:
+            with self._mutex:
+                self._undo.written_back()
 
         def cut(self) -> dict[str, Any]:
             with self._mutex:
@@ -215,9 +224,14 @@ def _operations(backing: str, state: str) -> Any:
 
 
 def _watch(fs: Any, state: str) -> None:
-    """Wait for the controller's ``cut`` file; then cut and report."""
+    """Wait for the controller's ``cut`` file, doing each ``writeback`` asked for
+    meanwhile; then cut and report."""
     cut = os.path.join(state, CUT_FILE)
+    writeback = os.path.join(state, WRITEBACK_FILE)
     while not os.path.exists(cut):
+        if os.path.exists(writeback):
+            fs.write_back()
+            os.unlink(writeback)
         time.sleep(POLL_S)
     report = fs.cut()
     tmp = os.path.join(state, CUT_REPORT + ".tmp")

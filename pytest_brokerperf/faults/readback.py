@@ -18,7 +18,7 @@ from typing import Any
 from pytest_brokerperf.engine.delivery import LOST_RANGES_KEPT, seq_ranges
 from pytest_brokerperf.engine.header import HEADER_SIZE, KIND_DATA, MAGIC, unpack
 
-__all__ = ["ReadBack", "compare", "read_back_kafka"]
+__all__ = ["ReadBack", "SeqBitmaps", "compare", "read_back_kafka"]
 
 #: Bound on the read-back (a smoke run's topics hold tens of thousands of messages).
 READ_BACK_TIMEOUT_S = 60.0
@@ -60,6 +60,32 @@ def compare(acked: Mapping[int, int], present: Mapping[int, int], read: int,
                     missing=missing, missing_ranges=ranges, complete=complete)
 
 
+@dataclass
+class SeqBitmaps:
+    """The (producer, sequence) pairs of the harness messages read back."""
+
+    bitmaps: dict[int, bytearray] = field(default_factory=dict)
+    read: int = 0  # data messages read (duplicates included)
+
+    def add(self, value: bytes | None) -> bool:
+        """Count ``value`` if it is a harness data message; whether it was."""
+        if value is None or len(value) < HEADER_SIZE:
+            return False
+        magic, _version, kind, pid, seq, _intended, _sent = unpack(value)
+        if magic != MAGIC or kind != KIND_DATA or seq < 0:
+            return False
+        bm = self.bitmaps.setdefault(pid, bytearray())
+        if seq >> 3 >= len(bm):
+            bm.extend(bytes((seq >> 3) + 1 - len(bm)))
+        bm[seq >> 3] |= 1 << (seq & 7)
+        self.read += 1
+        return True
+
+    def present(self) -> dict[int, int]:
+        """Producer id -> sequence bitmap as an integer (what :func:`compare` takes)."""
+        return {pid: int.from_bytes(bm, "little") for pid, bm in self.bitmaps.items()}
+
+
 def read_back_kafka(bootstrap: str, topics: Sequence[str],
                     timeout_s: float = READ_BACK_TIMEOUT_S) -> tuple[dict[int, int], int, bool]:
     """Every harness message in ``topics`` from the earliest offset: (producer id ->
@@ -69,8 +95,7 @@ def read_back_kafka(bootstrap: str, topics: Sequence[str],
     consumer = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "brokerperf-readback",
                             "enable.auto.commit": False, "enable.partition.eof": True,
                             "log_level": 0})
-    bitmaps: dict[int, bytearray] = {}
-    read = 0
+    seen = SeqBitmaps()
     try:
         parts: list[ck.TopicPartition] = []
         md = consumer.list_topics(timeout=15)
@@ -94,18 +119,7 @@ def read_back_kafka(bootstrap: str, topics: Sequence[str],
                     open_parts.discard((msg.topic(), msg.partition()))
                 continue
             last_new = time.monotonic()
-            value = msg.value()
-            if value is None or len(value) < HEADER_SIZE:
-                continue
-            magic, _version, kind, pid, seq, _intended, _sent = unpack(value)
-            if magic != MAGIC or kind != KIND_DATA or seq < 0:
-                continue
-            bm = bitmaps.setdefault(pid, bytearray())
-            if seq >> 3 >= len(bm):
-                bm.extend(bytes((seq >> 3) + 1 - len(bm) + len(bm)))
-            bm[seq >> 3] |= 1 << (seq & 7)
-            read += 1
-        present = {pid: int.from_bytes(bm, "little") for pid, bm in bitmaps.items()}
-        return present, read, not open_parts
+            seen.add(msg.value())
+        return seen.present(), seen.read, not open_parts
     finally:
         consumer.close()

@@ -111,6 +111,13 @@ class UndoLog:
     def unlinked(self, path: str) -> None:
         self.files.pop(path, None)
 
+    def written_back(self) -> int:
+        """The kernel wrote every dirty page back (its periodic writeback): what every
+        file holds now survives a cut. How many files had changes."""
+        count = len(self.files)
+        self.files.clear()
+        return count
+
     def pending(self) -> int:
         """Files with changes a cut would take away."""
         return len(self.files)

@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import ClassVar, Generic, Self, TypeVar
+from typing import Any, ClassVar, Generic, Self, TypeVar
 
 from pytest_brokerperf.endpoint import BrokerEndpoint, LocalProcesses
 from pytest_brokerperf.errors import ProvisionError
@@ -46,6 +46,7 @@ from pytest_brokerperf.provision.cgroups import (
 )
 from pytest_brokerperf.provision.cpus import CpuAffinity, broker_cpus, check_cpus_allowed
 from pytest_brokerperf.provision.ports import LOOPBACK, port_open
+from pytest_brokerperf.provision.powercut_nodes import PowerCutNodes
 from pytest_brokerperf.provision.process import (
     ManagedProcess,
     discard_cleanup_path,
@@ -142,8 +143,14 @@ class ProcessCluster(Generic[N]):
 
     def __init__(self, *, nodes: int, workdir: Path | None, cpus: set[int] | None,
                  start_timeout: float, stop_timeout: float, keep_logs: bool = True,
-                 memory_limit: int | None = None) -> None:
+                 memory_limit: int | None = None, powercut_fs: bool = False) -> None:
         self.nodes = nodes
+        #: every node's durable directories on a filesystem that forgets unsynced writes
+        #: on command (:meth:`power_cut_node`; docs/reference/faults.md, ``power-cut``)
+        self.powercut_fs = powercut_fs
+        self._powercut = PowerCutNodes(
+            owner=type(self).__name__,
+            fix=f"--brokerperf-powercut-fs (or {type(self).__name__}(powercut_fs=True))")
         #: each node's memory cgroup limit in bytes (:mod:`.cgroups`); None: no limit
         self.memory_limit = memory_limit
         self._cgroups: list[MemoryCgroup] = []
@@ -267,6 +274,10 @@ class ProcessCluster(Generic[N]):
                 self._teardown()
                 raise
         try:
+            # the start-up's files (metadata, cluster membership) count as on disk: a
+            # power cut comes long after boot, once the kernel's periodic writeback has
+            # written them; what the load writes is judged by the broker's own fsyncs
+            self.power_cut_write_back()
             self._endpoint = self._make_endpoint(began)
         except BaseException:
             self._teardown()
@@ -371,6 +382,41 @@ class ProcessCluster(Generic[N]):
                     f"{node.title or node.label} not serving {timeout:.0f} s after it was "
                     f"started again: {seen}"))
             time.sleep(0.2)
+
+    def _powercut_dirs(self, node: N) -> list[Path]:
+        """The directories of ``node`` whose writes must be fsynced to survive a power
+        cut (mounted on the power-cut filesystem when :attr:`powercut_fs`): its data
+        directory unless the broker says otherwise."""
+        return [node.data_dir] if node.data_dir is not None else []
+
+    def _mount_powercut(self, workdir: Path) -> None:
+        """With :attr:`powercut_fs`, each node's :meth:`_powercut_dirs` through the
+        power-cut filesystem (backing data in ``powercut/``, removed on stop like the
+        data); call it once the nodes are laid out, before any starts."""
+        if not self.powercut_fs:
+            return
+        backing = self.fresh_dir(workdir / "powercut")
+        self._powercut.mount(backing, {i: self._powercut_dirs(node)
+                                       for i, node in enumerate(self._nodes, 1)})
+
+    def power_cut_write_back(self) -> None:
+        """Count everything the nodes wrote so far as on disk (the kernel's periodic
+        writeback), e.g. a topology that exists long before the cut; a no-op without
+        :attr:`powercut_fs`."""
+        self._powercut.write_back()
+
+    def power_cut_node(self, index: int) -> dict[str, Any]:
+        """Cut node ``index``'s power: SIGKILL it, then drop every write it never
+        fsynced; start it again with :meth:`start_node`. What the cut took away (files
+        removed, files restored, bytes dropped) plus the killed pid."""
+        return self._powercut.cut(index, self.kill_node)
+
+    def power_cut_all(self) -> dict[str, Any]:
+        """Cut every node's power at the same instant: SIGKILL all their process groups
+        at once, then drop every write any of them never fsynced; start them again with
+        :meth:`start_all`. Per node (``nodes``: index -> its report and pid) and summed
+        (``bytes_dropped``; paths prefixed with ``node-N``)."""
+        return self._powercut.cut_all(list(range(1, len(self._nodes) + 1)), self.kill_nodes)
 
     def kill_nodes(self, indices: Sequence[int]) -> list[int]:
         """SIGKILL every listed node's process group at the same instant (all signals sent
@@ -528,8 +574,10 @@ class ProcessCluster(Generic[N]):
         )
 
     def _teardown(self, timeout: float | None = None) -> None:
-        """Stop every node in parallel within ``timeout`` (default ``stop_timeout``), drop data."""
+        """Stop every node in parallel within ``timeout`` (default ``stop_timeout``),
+        unmount the power-cut filesystems, drop data."""
         stop_all(self.processes, self.stop_timeout if timeout is None else timeout)
+        self._powercut.stop()
         for path in self._scratch:
             shutil.rmtree(path, ignore_errors=True)
             discard_cleanup_path(path)

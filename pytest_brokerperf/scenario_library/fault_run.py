@@ -71,6 +71,7 @@ def run_with_fault(ctx: RunContext, scenario: Scenario,
     from pytest_brokerperf.faults.control import control_for
     from pytest_brokerperf.faults.injector import FaultInjector
     from pytest_brokerperf.faults.judge import judge_fault
+    from pytest_brokerperf.faults.offered import power_cut_problem
     from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
     from pytest_brokerperf.scenario_library.finish import (
         Measured,
@@ -88,6 +89,9 @@ def run_with_fault(ctx: RunContext, scenario: Scenario,
         pytest.fail(f"REFUSED before anything was created: fault {fault} on a remote "
                     "cluster; faults disrupt only brokers this session started",
                     pytrace=False)
+    problem = power_cut_problem(fault, broker.kind, broker.mode)
+    if problem is not None:  # a marker's power cut (the flag's is refused at start-up)
+        pytest.fail(f"REFUSED before anything was created: {problem}", pytrace=False)
     control = control_for(broker)
     if control is None:
         raise BrokerUnavailable(
@@ -175,23 +179,29 @@ def run_with_fault(ctx: RunContext, scenario: Scenario,
 
 def _read_back_hook(action: str, broker: BrokerEndpoint, injector: FaultInjector
                     ) -> Callable[[LoadSession, SessionEnd], None] | None:
-    """After a power cut on Kafka: read the topics back and keep what is missing on
-    the injector (the judge reports it); None for other faults and brokers."""
-    if action != "power-cut" or broker.kind != "kafka":
+    """After a power cut: read the topics back (the broker's own way,
+    ``BrokerType.power_cut_read_back``) and keep what is missing on the injector (the
+    judge reports it); None for other faults."""
+    from pytest_brokerperf import brokers
+
+    if action != "power-cut":
         return None
+    btype = brokers.get(broker.kind)
 
     def read_back(session: LoadSession, end: SessionEnd) -> None:
-        from pytest_brokerperf.faults.readback import ReadBack, compare, read_back_kafka
+        from pytest_brokerperf.faults.readback import ReadBack, compare
 
         acked = end.delivery.acked_bits
         try:
-            present, read, complete = read_back_kafka(broker.bootstrap, session.topics)
+            got = btype.power_cut_read_back(broker, session.topics)
         except Exception as exc:  # reported in the record, never swallowed
             injector.read_back = ReadBack(
                 read=0, acknowledged=end.delivery.acknowledged, missing=0, complete=False,
                 error=f"{type(exc).__name__}: {exc}"[:500])
             return
-        injector.read_back = compare(acked, present, read, complete)
+        if got is not None:  # None: nothing to read again, delivery accounting decides
+            present, read, complete = got
+            injector.read_back = compare(acked, present, read, complete)
 
     return read_back
 

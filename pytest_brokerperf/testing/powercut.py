@@ -1,33 +1,82 @@
-"""Helpers for the power-cut integration tests: local Kafka nodes on the filesystem that
-forgets unsynced writes, and numbered messages whose acknowledgements are counted."""
+"""Helpers for the power-cut integration tests: local Kafka or RabbitMQ nodes on the
+filesystem that forgets unsynced writes, and numbered messages whose acknowledgements
+are counted."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster
+from pytest_brokerperf.brokers.rabbitmq.process import (
+    RabbitMQProcessCluster,
+    rabbitmq_available,
+)
 from pytest_brokerperf.faults.powercut import powercut_problem
+from pytest_brokerperf.provision.lifecycle import ProcessCluster
 
-__all__ = ["powercut_kafka", "produce_numbered"]
+__all__ = ["powercut_kafka", "powercut_rabbitmq", "produce_numbered",
+           "publish_numbered_amqp"]
 
 
 @contextmanager
-def powercut_kafka(workdir: Path, *, nodes: int, heap: str) -> Iterator[KafkaProcessCluster]:
-    """Started Kafka nodes whose data directories are power-cut filesystems (skips the
-    test where FUSE or fusepy is missing); stopped on exit."""
+def _powercut_cluster(cluster: ProcessCluster[Any]) -> Iterator[Any]:
+    """``cluster`` (built with ``powercut_fs=True``) started, stopped on exit; skips the
+    test where FUSE or fusepy is missing."""
     problem = powercut_problem()
     if problem is not None:
         pytest.skip(problem)
-    cluster = KafkaProcessCluster(nodes=nodes, heap=heap, powercut_fs=True, workdir=workdir)
     cluster.start()
     try:
         yield cluster
     finally:
         cluster.stop()
+
+
+@contextmanager
+def powercut_kafka(workdir: Path, *, nodes: int, heap: str) -> Iterator[KafkaProcessCluster]:
+    """Started Kafka nodes whose data directories are power-cut filesystems."""
+    with _powercut_cluster(KafkaProcessCluster(nodes=nodes, heap=heap, powercut_fs=True,
+                                               workdir=workdir)) as cluster:
+        yield cluster
+
+
+@contextmanager
+def powercut_rabbitmq(workdir: Path, *, nodes: int) -> Iterator[RabbitMQProcessCluster]:
+    """Started RabbitMQ nodes whose data directories are power-cut filesystems (skips
+    where RabbitMQ is not installed)."""
+    missing = rabbitmq_available()
+    if missing is not None:
+        pytest.skip(missing)
+    with _powercut_cluster(RabbitMQProcessCluster(nodes=nodes, powercut_fs=True,
+                                                  workdir=workdir)) as cluster:
+        yield cluster
+
+
+def publish_numbered_amqp(url: str, queue: str, n: int) -> list[int]:
+    """Publish the values 0..n-1 as persistent messages with publisher confirms, one
+    confirm awaited per message (pika's BlockingChannel); the numbers confirmed."""
+    import pika
+
+    conn = pika.BlockingConnection(pika.URLParameters(url))
+    confirmed: list[int] = []
+    try:
+        ch = conn.channel()
+        ch.confirm_delivery()
+        for seq in range(n):
+            try:
+                ch.basic_publish("", queue, str(seq).encode(),
+                                 pika.BasicProperties(delivery_mode=2), mandatory=True)
+            except (pika.exceptions.NackError, pika.exceptions.UnroutableError):
+                continue
+            confirmed.append(seq)
+    finally:
+        conn.close()
+    return confirmed
 
 
 def produce_numbered(bootstrap: str, topic: str, n: int) -> list[int]:

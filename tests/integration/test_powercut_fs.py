@@ -94,3 +94,46 @@ def test_a_filesystem_whose_server_was_killed_is_unmounted_and_removed(tmp_path:
     assert not os.path.ismount(scratch / "mnt")
     assert not scratch.exists()
     m.stop()  # nothing left to stop: no error
+
+
+def test_a_cluster_s_cut_merges_every_node_and_every_durable_directory(tmp_path: Path) -> None:
+    """The shared cut of local clusters (provision/powercut_nodes.py): node 1 with two
+    durable directories, node 2 with one; everything killed before any rollback."""
+    from pytest_brokerperf.provision.powercut_nodes import PowerCutNodes
+
+    problem = powercut_problem()
+    if problem is not None:
+        pytest.skip(problem)
+    dirs = {1: [tmp_path / "n1-journal", tmp_path / "n1-ledgers"], 2: [tmp_path / "n2-data"]}
+    nodes = PowerCutNodes(owner="Toy", fix="none")
+    nodes.mount(tmp_path / "backing", dirs)
+    killed: list[list[int]] = []
+    try:
+        for paths in dirs.values():
+            for d in paths:
+                (d / "booted").write_bytes(b"b" * 7)  # never fsynced, but written back
+        nodes.write_back()
+        for i, paths in dirs.items():
+            for k, d in enumerate(paths):
+                (d / "kept").write_bytes(b"k" * 10)
+                with open(d / "kept", "rb+") as f:
+                    os.fsync(f.fileno())
+                (d / "unsynced").write_bytes(b"u" * (100 * i + k))
+        report = nodes.cut_all([1, 2], lambda idx: killed.append(list(idx)) or [11, 22])
+        assert killed == [[1, 2]]
+        assert report["pids"] == [11, 22]
+        assert report["nodes"][1]["bytes_dropped"] == 100 + 101
+        assert report["nodes"][2]["bytes_dropped"] == 200
+        assert report["bytes_dropped"] == 401
+        assert sorted(report["removed"]) == ["node-1/unsynced", "node-1/unsynced",
+                                             "node-2/unsynced"]
+        for paths in dirs.values():
+            for d in paths:
+                assert os.path.ismount(d) and (d / "kept").read_bytes() == b"k" * 10
+                assert (d / "booted").read_bytes() == b"b" * 7
+                assert not (d / "unsynced").exists()
+        with pytest.raises(Exception, match=r"Toy node\(s\) \[3\] have no power-cut"):
+            nodes.cut(3, lambda idx: 0)
+    finally:
+        nodes.stop()
+    assert not any(os.path.ismount(d) for paths in dirs.values() for d in paths)

@@ -80,6 +80,16 @@ def test_a_file_never_fsynced_is_removed(files: Files) -> None:
     assert report.removed == ["/new"]
 
 
+def test_a_writeback_makes_everything_written_so_far_survive(files: Files) -> None:
+    files.append("meta", b"m" * 10)  # created, never fsynced
+    files.append("seg", b"A" * 20)
+    assert files.log.written_back() == 2
+    files.append("seg", b"B" * 5)
+    report = files.log.rollback()
+    assert files.read("meta") == b"m" * 10 and files.read("seg") == b"A" * 20
+    assert report.removed == [] and report.bytes_dropped == 5
+
+
 def test_overwrites_of_synced_bytes_are_undone(files: Files) -> None:
     files.append("idx", bytes(range(256)))
     files.fsync("idx")

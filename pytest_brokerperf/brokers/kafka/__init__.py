@@ -11,7 +11,7 @@ AutoMQ reuse it through :class:`KafkaProtocolBroker`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -153,6 +153,14 @@ class KafkaBroker(KafkaProtocolBroker):
     no_durability: ClassVar[str | None] = None
     container_nodes: ClassVar[tuple[int, ...]] = (1, 3)
     memory_cap_modes: ClassVar[tuple[str, ...]] = ("process", "container")
+    power_cut_modes: ClassVar[tuple[str, ...]] = ("process",)
+
+    def power_cut_read_back(self, endpoint: BrokerEndpoint, topics: Sequence[str]
+                            ) -> tuple[dict[int, int], int, bool]:
+        """Every partition of ``topics`` read again from its earliest offset."""
+        from pytest_brokerperf.faults.readback import read_back_kafka
+
+        return read_back_kafka(endpoint.bootstrap, topics)
 
     def container_images(self, settings: Settings) -> tuple[str, ...]:
         from pytest_brokerperf.brokers.kafka.container import default_images

@@ -38,7 +38,6 @@ from pytest_brokerperf.brokers.kafka.node_config import (
 )
 from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.errors import BrokerPerfError, ConfigError
-from pytest_brokerperf.faults.powercut import PowerCutMount
 from pytest_brokerperf.provision.java import (
     JVM_NON_HEAP,
     JavaRuntime,
@@ -60,7 +59,7 @@ from pytest_brokerperf.provision.maven import (
     resolve_kafka,
 )
 from pytest_brokerperf.provision.ports import LOOPBACK, free_ports
-from pytest_brokerperf.provision.process import ManagedProcess, stop_all
+from pytest_brokerperf.provision.process import ManagedProcess
 
 __all__ = ["KAFKA_DEFAULT_VERSION", "KafkaProcessCluster"]
 
@@ -132,17 +131,13 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
             raise ConfigError(f"quorum must be 'static' or 'dynamic', got {quorum!r}")
         super().__init__(nodes=nodes, workdir=workdir, cpus=cpus, start_timeout=start_timeout,
                          stop_timeout=stop_timeout, keep_logs=keep_logs,
-                         memory_limit=memory_limit)
+                         memory_limit=memory_limit, powercut_fs=powercut_fs)
         self.version = version
         self.heap = heap
         self.broker_overrides: dict[str, str] = dict(broker_overrides or {})
         self.extra_listeners: dict[str, int] = dict(extra_listeners or {})
         self.listener_protocols: dict[str, str] = dict(listener_protocols or {})
         self.metrics_agent = metrics_agent
-        #: every node's data directory on a filesystem that forgets unsynced writes on
-        #: command (:meth:`power_cut_node`; docs/reference/faults.md, ``power-cut``)
-        self.powercut_fs = powercut_fs
-        self._powercut: dict[int, PowerCutMount] = {}
         self._agent_jar: Path | None = None
         self._agent_error: str | None = None
         self._metrics_ports: list[int] = []
@@ -331,8 +326,7 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
         self.fresh_dir(workdir / "data")
         nodes = self._layout(workdir, version)
         self._nodes = nodes
-        if self.powercut_fs:
-            self._mount_powercut(workdir, nodes)
+        self._mount_powercut(workdir)
         classpath = f"{self._lib}/*"
         cluster_id = generate_cluster_id()
         self._cluster_id = cluster_id
@@ -367,58 +361,6 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
             self._spawn(node, argv, name=f"kafka-{node.ports.node_id}")
         self._wait_ready(deadline)
 
-    def _mount_powercut(self, workdir: Path, nodes: list[_Node]) -> None:
-        """Each node's data directory through the power-cut filesystem (backing data in
-        ``powercut/``, removed on stop like the data)."""
-        backing = self.fresh_dir(workdir / "powercut")
-        for node in nodes:
-            i = node.ports.node_id
-            assert node.data_dir is not None  # _layout gives every node one
-            self._powercut[i] = PowerCutMount(
-                backing=backing / f"node-{i}" / "data", mount=node.data_dir,
-                state=backing / f"node-{i}" / "state").start()
-
-    def power_cut_node(self, index: int) -> dict[str, Any]:
-        """Cut node ``index``'s power: SIGKILL it, then drop every write it never
-        fsynced; start it again with :meth:`start_node`. What the cut took away (files
-        removed, files restored, bytes dropped) plus the killed pid."""
-        mount = self._powercut.get(index)
-        if mount is None:
-            raise ConfigError(
-                f"Kafka node {index} has no power-cut filesystem: the cluster was started "
-                "without powercut_fs. Fix: --brokerperf-powercut-fs (or "
-                "KafkaProcessCluster(powercut_fs=True))")
-        pid = self.kill_node(index)
-        return {"pid": pid, **mount.cut()}
-
-    def power_cut_all(self) -> dict[str, Any]:
-        """Cut every node's power at the same instant: SIGKILL all their process groups
-        at once, then drop every write any of them never fsynced (each node's filesystem
-        rolled back and remounted); start them again with :meth:`start_all`. Per node
-        (``nodes``: index -> its cut's report and killed pid) and summed over the
-        cluster (``bytes_dropped``; ``removed`` and ``restored`` paths prefixed with
-        ``node-N``)."""
-        indices = list(range(1, len(self._nodes) + 1))
-        missing = [i for i in indices if i not in self._powercut]
-        if missing:
-            raise ConfigError(
-                f"Kafka node(s) {missing} have no power-cut filesystem: the cluster was "
-                "started without powercut_fs. Fix: --brokerperf-powercut-fs (or "
-                "KafkaProcessCluster(powercut_fs=True))")
-        pids = self.kill_nodes(indices)  # every process dead before any rollback
-        per_node: dict[int, dict[str, Any]] = {}
-        for i, pid in zip(indices, pids, strict=True):
-            per_node[i] = {"pid": pid, **self._powercut[i].cut()}
-        return {
-            "pids": pids,
-            "nodes": per_node,
-            "bytes_dropped": sum(int(r.get("bytes_dropped") or 0) for r in per_node.values()),
-            "removed": [f"node-{i}{p}" for i, r in per_node.items()
-                        for p in r.get("removed", [])],
-            "restored": [f"node-{i}{p}" for i, r in per_node.items()
-                         for p in r.get("restored", [])],
-        }
-
     def start_all(self, timeout: float) -> list[int]:
         """Start every (killed) node at once and wait until the cluster serves: each
         client port open, then every node in the Admin API's view (the KRaft quorum
@@ -426,15 +368,6 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
         pids = self.start_nodes(list(range(1, len(self._nodes) + 1)), timeout)
         self._wait_ready(time.monotonic() + timeout)
         return pids
-
-    def _teardown(self, timeout: float | None = None) -> None:
-        """Stop the nodes, unmount their power-cut filesystems, then drop the data."""
-        if self._powercut:
-            stop_all(self.processes, self.stop_timeout if timeout is None else timeout)
-            for mount in self._powercut.values():
-                mount.stop()
-            self._powercut = {}
-        super()._teardown(timeout)
 
     def _wait_ready(self, deadline: float) -> None:
         """TCP connect to every node, then Admin describe_cluster/list_topics shows all N."""

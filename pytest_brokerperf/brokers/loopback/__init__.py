@@ -23,6 +23,9 @@ class LoopbackBroker(BrokerType):
 
     name: ClassVar[str] = "loopback"
     protocol: ClassVar[str] = "loopback"
+    #: the plugin's own tests give it clusters of sleeping processes that simulate a
+    #: power cut; it holds no messages to read back
+    power_cut_modes: ClassVar[tuple[str, ...]] = ("process",)
 
     def create_driver(self, endpoint: BrokerEndpoint, driver_file: Path | None, *,
                       scenario: str = "tailread", stats_interval_ms: int = 5000

@@ -10,7 +10,7 @@ queue (:mod:`.durability`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -58,6 +58,15 @@ class RabbitMQBroker(BrokerType):
     no_durability: ClassVar[str | None] = None
     container_nodes: ClassVar[tuple[int, ...]] = (1, 3)
     memory_cap_modes: ClassVar[tuple[str, ...]] = ("process", "container")
+    power_cut_modes: ClassVar[tuple[str, ...]] = ("process",)
+
+    def power_cut_read_back(self, endpoint: BrokerEndpoint, topics: Sequence[str]
+                            ) -> tuple[dict[int, int], int, bool] | None:
+        """Streams read again from their first offset; None for queues, which delete
+        what was consumed (delivery accounting then names what the cut took)."""
+        from pytest_brokerperf.brokers.rabbitmq.readback import read_back_streams
+
+        return read_back_streams(endpoint, topics)
     remote_flags: ClassVar[RemoteFlags | None] = RemoteFlags(
         address=("rabbitmq_url",),
         needs="pass --rabbitmq-url=amqp://USER:PASSWORD@HOST:5672/VHOST[,amqp://...]",
@@ -88,7 +97,8 @@ class RabbitMQBroker(BrokerType):
         from pytest_brokerperf.brokers.rabbitmq.process import RabbitMQProcessCluster
 
         cluster = RabbitMQProcessCluster(nodes=settings.nodes, workdir=workdir,
-                                         memory_limit=settings.broker_memory)
+                                         memory_limit=settings.broker_memory,
+                                         powercut_fs=settings.powercut_effective)
         return ManagedBroker(cluster.start(), cluster)
 
     def container_images(self, settings: Settings) -> tuple[str, ...]:

@@ -224,12 +224,13 @@ class RabbitMQProcessCluster(ProcessCluster[_Node]):
         keep_logs: bool = True,
         bin_dir: Path = RABBITMQ_BIN_DIR,
         memory_limit: int | None = None,
+        powercut_fs: bool = False,
     ) -> None:
         if not isinstance(nodes, int) or isinstance(nodes, bool) or nodes < 1:
             raise ConfigError(f"nodes must be a positive integer, got {nodes!r}")
         super().__init__(nodes=nodes, workdir=workdir, cpus=cpus, start_timeout=start_timeout,
                          stop_timeout=stop_timeout, keep_logs=keep_logs,
-                         memory_limit=memory_limit)
+                         memory_limit=memory_limit, powercut_fs=powercut_fs)
         self.conf_overrides = dict(conf_overrides or {})
         self.bin_dir = Path(bin_dir)
         self._epmd: ManagedProcess | None = None
@@ -350,6 +351,9 @@ class RabbitMQProcessCluster(ProcessCluster[_Node]):
 
     def _launch(self, workdir: Path, deadline: float) -> None:
         self._nodes = self._layout(workdir)
+        # the node's data directory: its metadata store and every quorum queue's WAL
+        # and segment files (what a power cut must find fsynced)
+        self._mount_powercut(workdir)
         env = {k: v for k, v in os.environ.items() if not k.startswith("ERL_")}
         self._epmd = ManagedProcess(
             ["epmd", "-port", str(self._epmd_port), "-address", LOOPBACK],
@@ -409,6 +413,14 @@ class RabbitMQProcessCluster(ProcessCluster[_Node]):
             raise StartFailure(self._failure_text(
                 f"the {self.nodes} RabbitMQ nodes did not form one cluster: "
                 f"{(out.stderr or out.stdout).strip()[-1500:]}"))
+
+    def start_all(self, timeout: float) -> list[int]:
+        """Start every (killed) node at once and wait until each has booted
+        (``await_startup``: a node waits for its peers' metadata before it serves, so
+        the nodes of a whole cluster cannot come back one at a time); the new pids."""
+        pids = self.start_nodes(list(range(1, len(self._nodes) + 1)), timeout)
+        self._wait_ready(time.monotonic() + timeout)
+        return pids
 
     # -- inspection ----------------------------------------------------------------------
     def status(self) -> dict[str, Any]:

@@ -1,0 +1,39 @@
+"""Which brokers and provisioning modes a fault can run on, checked before any broker
+starts (a usage error), not found out once one has been warmed up.
+
+A power cut needs nodes whose durable directories are on the power-cut filesystem:
+local processes of a broker whose ``BrokerType.power_cut_modes`` lists the mode (Kafka
+and RabbitMQ; docs/reference/faults.md, "Limits").
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pytest_brokerperf.faults.spec import FaultSpec
+
+__all__ = ["power_cut_problem"]
+
+
+def power_cut_problem(spec: FaultSpec, kind: str, mode: str) -> str | None:
+    """Why ``spec`` cannot strike a ``kind`` broker provisioned in ``mode``, with the
+    fix; None when it can (or ``spec`` is no power cut)."""
+    if spec.action != "power-cut":
+        return None
+    from pytest_brokerperf import brokers
+
+    offered = brokers.get(kind).power_cut_modes
+    if mode in offered:
+        return None
+    able = sorted(k for k in brokers.names() if brokers.get(k).power_cut_modes
+                  and k != "loopback")
+    if not offered:
+        return (f"fault {spec.text()}: {kind} nodes cannot lose unsynced writes here (the "
+                f"power cut is offered for {', '.join(able)} in process mode). Fix: "
+                f"--broker={' or '.join(able)} --brokerperf-provision=process, or "
+                f"kill-broker@{spec.at_s:g}s for {kind}")
+    return (f"fault {spec.text()}: {kind} in {mode} mode cannot lose unsynced writes (its "
+            f"nodes are not on the power-cut filesystem; offered in "
+            f"{', '.join(offered)} mode). Fix: --brokerperf-provision="
+            f"{offered[0]}, or kill-broker@{spec.at_s:g}s")
