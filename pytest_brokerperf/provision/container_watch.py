@@ -114,10 +114,13 @@ class DeathTracker:
         self.seen.pop(name, None)
 
     def observe(self, name: str, asked_at: float, state: ContainerState) -> None:
-        """One read; ignored for a container no longer watched or watched after it was
-        asked (a read that raced a planned outage's end)."""
+        """One read; ignored for a container no longer watched, watched after it was
+        asked (a read that raced a planned outage's end), or asked before the latest
+        read kept (two readers: the older answer says less)."""
         w = self.watched.get(name)
         if w is None or asked_at < w.since:
+            return
+        if name in self.seen and asked_at < self.seen[name][0]:
             return
         self.seen[name] = (asked_at, state)
 

@@ -89,6 +89,14 @@ def test_a_read_asked_before_the_watch_began_never_counts() -> None:
     assert len(t.dead()) == 1
 
 
+def test_an_older_read_never_replaces_a_newer_one() -> None:
+    t = DeathTracker()
+    t.watch(WatchedContainer("k1", "kafka node 1", since=0.0))
+    t.observe("k1", 2.0, KILLED)
+    t.observe("k1", 1.0, RUNNING)  # asked earlier, answered later
+    assert len(t.dead()) == 1
+
+
 def test_unwatching_forgets_a_death_already_seen() -> None:
     t = DeathTracker()
     t.watch(WatchedContainer("k1", "kafka node 1", since=0.0))
