@@ -3,8 +3,8 @@
 when a generator worker's or a local broker process's memory (RSS), open files or
 threads grow without bound.
 
-Run: ``pytest scenarios -m soak --broker=kafka --brokerperf-profile=standard``. The rule, its thresholds and the
-record's ``soak`` block: docs/reference/soak.md.
+Run: ``pytest scenarios -m soak --broker=kafka --brokerperf-profile=standard``. The
+rule, its thresholds and the record's ``soak`` block: docs/reference/soak.md.
 """
 
 import pytest
