@@ -11,6 +11,7 @@ container or network may outlive the session.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -45,7 +46,8 @@ def test_a_kafka_container_killed_mid_window_fails_the_run(tmp_path: Path) -> No
          "--brokerperf-provision=container", f"--brokerperf-results={results}",
          f"--brokerperf-duration={WINDOW_S}", "--brokerperf-warmup=2", "-s", "-q",
          "-p", "no:cacheprovider", "-p", "no:randomly", "--rootdir", str(tmp_path)],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"})  # each progress line as it is made
     lines: list[str] = []
     killed: str | None = None
     try:
