@@ -64,6 +64,8 @@ def test_a_kafka_container_killed_mid_window_fails_the_run(tmp_path: Path) -> No
         if run.poll() is None:
             run.kill()
             run.wait()
+        if run.stdout is not None:
+            run.stdout.close()
     text = "".join(lines)
     assert killed is not None, text[-3000:]
     assert run.returncode == 1, text[-3000:]
