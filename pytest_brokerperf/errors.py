@@ -76,9 +76,10 @@ class ClusterUnreachable(ProvisionError):
 
 
 class BrokerDied(ProvisionError):
-    """A locally started broker process exited while a run was using it.
+    """A locally started broker process or container exited while a run was using it.
 
-    The message names the process, its pid, exit status and the tail of its log.
+    The message names the process and its pid (or the container), its exit status and
+    the tail of its log.
     ``partial`` is what the run measured up to the death (a ``RunOutcome`` whose
     delivery was never reconciled), so the failed run still leaves its record.
     """

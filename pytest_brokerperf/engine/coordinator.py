@@ -48,6 +48,7 @@ from pytest_brokerperf.engine.workers import (
 from pytest_brokerperf.errors import BrokerDied, MeasurementError, RunInterrupted
 from pytest_brokerperf.metrics.stats import METRICS, PeriodStats, WorkerSample
 from pytest_brokerperf.metrics.sysstats import ProcessResources
+from pytest_brokerperf.provision.container_watch import check_watched_containers
 from pytest_brokerperf.provision.cpus import allowed_cpus, pinned_coordinator
 from pytest_brokerperf.provision.process import check_watched
 
@@ -359,10 +360,12 @@ class LoadSession:
         return now + int(interval_s * 1e9)
 
     def _check_brokers(self) -> None:
-        """Stop the run at once if a local broker process exited (kill -9, OOM, crash),
-        or once a remote cluster has stopped answering for longer than its bound."""
+        """Stop the run at once if a local broker process or container exited (kill -9,
+        OOM, crash), or once a remote cluster has stopped answering for longer than its
+        bound."""
         try:
             check_watched()
+            check_watched_containers()
             if self._remote is not None:
                 self._remote.check(self.totals)
         except BrokerDied:

@@ -1,6 +1,7 @@
 """Is the remote cluster still there? Mid-run loss detection for ``--brokerperf-provision=remote``.
 
-A local broker's death is seen as its process exiting (``check_watched``). A remote
+A local broker's death is seen as its process exiting (``process.check_watched``) or,
+in container mode, as its container no longer running (``container_watch``). A remote
 cluster runs nowhere near: when it goes away (crash, network cut), the clients retry
 quietly and the run would go on measuring 0 msg/s to its end. The coordinator asks
 :meth:`RemoteWatch.check` twice a second (off the clients' hot path: no per-message

@@ -28,6 +28,7 @@ from pytest_brokerperf.endpoint import BrokerEndpoint, LocalProcesses
 from pytest_brokerperf.errors import ProvisionError
 from pytest_brokerperf.faults.control import register_control, unregister_control
 from pytest_brokerperf.provision import containers
+from pytest_brokerperf.provision.container_watch import unwatch_container, watch_container
 from pytest_brokerperf.provision.cpus import CpuAffinity, allowed_cpus, default_broker_cpus
 from pytest_brokerperf.provision.ports import LOOPBACK
 
@@ -132,6 +133,10 @@ class ContainerNode:
         #: each container's memory limit in bytes from --brokerperf-broker-memory (None:
         #: the plan's own, heap plus headroom); page cache counts against it
         self.memory_limit: int | None = None
+        #: each node container's memory limit in bytes as started (for a death's OOM note)
+        self._memory_bytes: int | None = None
+        #: the support containers started, watched as the nodes are
+        self._support_names: list[str] = []
 
     # -- what a broker package provides ---------------------------------------------------
 
@@ -284,6 +289,14 @@ class ContainerNode:
                     type(exc).__module__.startswith(("docker", "pika", "confluent_kafka"))):
                 raise ProvisionError(text) from exc
             raise
+        # from now on an exit nobody asked for fails the run (provision/container_watch.py)
+        for node in range(1, len(plans) + 1):
+            watch_container(self.name_of(node), f"{self.kind} node {node}", memory_bytes)
+        self._memory_bytes = memory_bytes
+        self._support_names = [self.support_name(plan) for plan in support]
+        for plan in support:
+            watch_container(self.support_name(plan),
+                            f"{self.kind} support container {plan.alias}")
         pids: list[int] = []
         ids: list[str] = []
         cpuset: str | None = None
@@ -395,6 +408,7 @@ class ContainerNode:
 
     def kill_node(self, index: int) -> int:
         pid = self.node_pid(index) or 0
+        unwatch_container(self.name_of(index))  # an exit the run asked for, not a death
         wrapped = self._wrapped(index)
         wrapped.kill(signal="SIGKILL")
         wrapped.wait(timeout=10)
@@ -410,6 +424,7 @@ class ContainerNode:
 
     def stop_node(self, index: int, timeout: float) -> int | None:
         wrapped = self._wrapped(index)
+        unwatch_container(self.name_of(index))  # an exit the run asked for, not a death
         if (wrapped.attrs.get("State") or {}).get("Paused"):
             wrapped.unpause()  # a frozen node cannot act on SIGTERM
         wrapped.stop(timeout=int(timeout))
@@ -425,6 +440,8 @@ class ContainerNode:
         wrapped.start()
         self.wait_ready(self._containers[index - 1], self._plans[index - 1],
                         time.monotonic() + timeout)
+        watch_container(self.name_of(index), f"{self.kind} node {index}",
+                        self._memory_bytes)  # serving again: a death now fails the run
         return self.node_pid(index) or 0
 
     def stop(self) -> None:
@@ -433,6 +450,11 @@ class ContainerNode:
             unregister_control(self._serving_endpoint)
             self._serving_endpoint = None
         containers.untrack(self)
+        for node in range(1, len(self._containers) + 1):  # removal is not a death
+            unwatch_container(self.name_of(node))
+        for name in self._support_names:
+            unwatch_container(name)
+        self._support_names = []
         started, self._containers = self._containers, []
         support, self._support = self._support, []
         network, self._network = self._network, None
