@@ -23,6 +23,8 @@ import time
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import is_not
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pytest_brokerperf.brokers.driver import (
@@ -30,6 +32,7 @@ from pytest_brokerperf.brokers.driver import (
     BrokerBacklog,
     ErrorCallback,
     QueueFull,
+    batch_ack,
 )
 from pytest_brokerperf.brokers.kafka.client_log import client_logger, take_log_doc
 from pytest_brokerperf.endpoint import BrokerEndpoint
@@ -74,6 +77,30 @@ def _collect_stats(doc: str) -> None:
         _CLIENT_STATS.append(doc)
 
 
+#: Fewest acknowledgements handed to the engine as one batch (``batch_ack``); fewer go
+#: one by one, because one numpy pass costs more than a few single calls.
+ACK_BATCH_MIN = 16
+
+
+def latency_ns(latency_s: float | None) -> int | None:
+    """``Message.latency()`` (seconds, from librdkafka's whole microseconds) in ns.
+
+    Rounded to the microsecond it was counted in: ``int(s * 1e9)`` truncates 0.001235
+    to 1234999 ns, one microsecond short once the engine divides by 1000.
+    """
+    return None if latency_s is None else round(latency_s * 1e6) * 1000
+
+
+def latencies_ns(latencies_s: Any) -> Any:
+    """:func:`latency_ns` over a sequence as one int64 array; ``None`` becomes -1."""
+    import numpy as np
+
+    lat = np.array(latencies_s, dtype=np.float64)  # None -> nan
+    out = np.rint(lat * 1e6)
+    out[np.isnan(out)] = -1.0
+    return out.astype(np.int64) * 1000
+
+
 class _KafkaProducer:
     """One confluent-kafka producer whose delivery reports are served promptly.
 
@@ -83,10 +110,14 @@ class _KafkaProducer:
     dedicated thread blocks in ``poll(timeout)`` instead and queues each report the moment
     it is built; :meth:`service`, on the sending thread, hands them to the engine (the
     engine's counters and buffers have one writer).
+
+    The delivery callback does the least it can while holding the GIL (value and
+    latency into a tuple); the conversion to nanoseconds and the engine's accounting
+    happen in :meth:`service`, as one batch (``batch_ack``) once 16 or more are queued.
     """
 
-    __slots__ = ("_done", "_failed", "_on_ack", "_on_error", "_p", "_poller", "_produce",
-                 "_stop", "_topic")
+    __slots__ = ("_done", "_failed", "_on_ack", "_on_acks", "_on_error", "_p", "_poller",
+                 "_produce", "_stop", "_topic")
 
     POLL_S = 0.05
 
@@ -94,13 +125,13 @@ class _KafkaProducer:
                  on_error: ErrorCallback) -> None:
         from confluent_kafka import Producer
 
-        done: deque[tuple[bytes, int | None]] = deque()
+        done: deque[tuple[bytes, float | None]] = deque()
         failed: deque[tuple[bytes, str]] = deque()
+        append = done.append
 
         def delivered(err: Any, msg: Any) -> None:
             if err is None:
-                lat = msg.latency()
-                done.append((msg.value(), None if lat is None else int(lat * 1e9)))
+                append((msg.value(), msg.latency()))  # latency: read now, it keeps growing
             else:
                 failed.append((msg.value(), str(err)))
 
@@ -112,6 +143,7 @@ class _KafkaProducer:
         self._produce = self._p.produce
         self._topic = topic
         self._on_ack, self._on_error = on_ack, on_error
+        self._on_acks = batch_ack(on_ack)
         self._done, self._failed = done, failed
         self._stop = threading.Event()
         self._poller = threading.Thread(target=self._poll_loop, daemon=True,
@@ -129,17 +161,55 @@ class _KafkaProducer:
         except BufferError as exc:
             raise QueueFull(str(exc)) from None
 
+    def send_many(self, values: list[bytes], keys: list[bytes | None] | None) -> int:
+        """:meth:`send` for a batch, in order: how many librdkafka took before its queue
+        was full (``BufferError``); the rest are the engine's to hand again."""
+        produce, topic = self._produce, self._topic
+        i = 0
+        try:
+            if keys is None:
+                for i, value in enumerate(values):  # noqa: B007 - i is the count taken
+                    produce(topic, value)
+            else:
+                for i, (value, key) in enumerate(zip(values, keys, strict=True)):  # noqa: B007
+                    produce(topic, value, key)
+        except BufferError:
+            return i
+        return len(values)
+
     def service(self) -> None:
         done = self._done
-        if done:
-            on_ack, pop = self._on_ack, done.popleft
-            while done:
-                value, latency_ns = pop()
-                on_ack(value, latency_ns)
+        n = len(done)  # the poll thread only appends: these n are there to take
+        if n:
+            pop = done.popleft
+            if n >= ACK_BATCH_MIN and self._on_acks is not None:
+                values, lats = zip(*[pop() for _ in range(n)], strict=True)
+                self._acks(list(values), lats)
+            else:
+                on_ack = self._on_ack
+                for _ in range(n):
+                    value, latency_s = pop()
+                    on_ack(value, latency_ns(latency_s))
         failed = self._failed
         while failed:
             value, why = failed.popleft()
             self._on_error(value, why)
+
+    def _acks(self, values: list[bytes], latencies_s: tuple[float | None, ...]) -> None:
+        """One batch to the engine; a report without a latency (librdkafka had no
+        enqueue time) goes one by one, so the engine stamps its ack time itself."""
+        assert self._on_acks is not None
+        lat = latencies_ns(latencies_s)
+        if (lat < 0).any():
+            keep = lat >= 0
+            for value, ok in zip(values, keep.tolist(), strict=True):
+                if not ok:
+                    self._on_ack(value, None)
+            values = [v for v, ok in zip(values, keep.tolist(), strict=True) if ok]
+            lat = lat[keep]
+            if not values:
+                return
+        self._on_acks(values, latency_ns=lat)
 
     def queue_depth(self) -> int:
         """Messages librdkafka holds plus acks not yet handed to the engine."""
@@ -165,10 +235,11 @@ class _KafkaConsumer:
     offset (confluent-kafka's ``Consumer.pause``/``resume`` docs).
     """
 
-    __slots__ = ("_auto_commit", "_c", "_consume", "_paused", "_paused_parts", "_poll")
+    __slots__ = ("_auto_commit", "_c", "_consume", "_getters", "_paused", "_paused_parts",
+                 "_poll")
 
     def __init__(self, settings: dict[str, Any], topic: str) -> None:
-        from confluent_kafka import Consumer
+        from confluent_kafka import Consumer, Message
 
         conf = dict(settings)
         conf["stats_cb"] = _collect_stats
@@ -178,6 +249,7 @@ class _KafkaConsumer:
         self._c.subscribe([topic])
         self._consume = self._c.consume
         self._poll = self._c.poll
+        self._getters = (Message.error, Message.value, Message.partition)
         self._paused = False
         self._paused_parts: set[tuple[str, int]] = set()
 
@@ -216,17 +288,28 @@ class _KafkaConsumer:
         msgs = [first]
         if max_messages > 1:
             msgs += self._consume(max_messages - 1, 0)
-        out: list[tuple[bytes, int]] = []
-        for m in msgs:
-            err = m.error()
-            if err is None:
-                out.append((m.value(), m.partition()))  # type: ignore[arg-type]
-            elif err.fatal():
-                raise DriverError(f"Kafka consumer fatal error: {err}")
+        # the per-message getters run as C loops (map), one Python step per batch
+        error, value, partition = self._getters
+        if any(map(is_not, map(error, msgs), repeat(None))):  # (KafkaError == None raises)
+            msgs = self._drop_errors(msgs)
+        out = list(zip(map(value, msgs), map(partition, msgs), strict=True))
         if out and not self._auto_commit:
             with contextlib.suppress(Exception):
                 self._c.commit(asynchronous=True)
         return out
+
+    @staticmethod
+    def _drop_errors(msgs: list[Any]) -> list[Any]:
+        """The messages without an error; a fatal error stops the run (the others are
+        partition EOFs and transient errors librdkafka recovers from)."""
+        keep = []
+        for m in msgs:
+            err = m.error()
+            if err is None:
+                keep.append(m)
+            elif err.fatal():
+                raise DriverError(f"Kafka consumer fatal error: {err}")
+        return keep
 
     def close(self) -> None:
         self._c.close()
