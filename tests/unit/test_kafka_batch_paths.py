@@ -193,7 +193,6 @@ def _consumer(msgs: list[Any]) -> _KafkaConsumer:
     c = _KafkaConsumer.__new__(_KafkaConsumer)
     fake = _FakeConsumer(msgs)
     c._c, c._poll, c._consume = fake, fake.poll, fake.consume  # type: ignore[assignment]
-    c._getters = (Message.error, Message.value, Message.partition)
     c._paused, c._auto_commit = False, False
     return c
 

@@ -23,8 +23,6 @@ import time
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from itertools import repeat
-from operator import is_not
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pytest_brokerperf.brokers.driver import (
@@ -235,11 +233,10 @@ class _KafkaConsumer:
     offset (confluent-kafka's ``Consumer.pause``/``resume`` docs).
     """
 
-    __slots__ = ("_auto_commit", "_c", "_consume", "_getters", "_paused", "_paused_parts",
-                 "_poll")
+    __slots__ = ("_auto_commit", "_c", "_consume", "_paused", "_paused_parts", "_poll")
 
     def __init__(self, settings: dict[str, Any], topic: str) -> None:
-        from confluent_kafka import Consumer, Message
+        from confluent_kafka import Consumer
 
         conf = dict(settings)
         conf["stats_cb"] = _collect_stats
@@ -249,7 +246,6 @@ class _KafkaConsumer:
         self._c.subscribe([topic])
         self._consume = self._c.consume
         self._poll = self._c.poll
-        self._getters = (Message.error, Message.value, Message.partition)
         self._paused = False
         self._paused_parts: set[tuple[str, int]] = set()
 
@@ -288,28 +284,17 @@ class _KafkaConsumer:
         msgs = [first]
         if max_messages > 1:
             msgs += self._consume(max_messages - 1, 0)
-        # the per-message getters run as C loops (map), one Python step per batch
-        error, value, partition = self._getters
-        if any(map(is_not, map(error, msgs), repeat(None))):  # (KafkaError == None raises)
-            msgs = self._drop_errors(msgs)
-        out = list(zip(map(value, msgs), map(partition, msgs), strict=True))
+        out: list[tuple[bytes, int]] = []
+        for m in msgs:
+            err = m.error()
+            if err is None:
+                out.append((m.value(), m.partition()))  # type: ignore[arg-type]
+            elif err.fatal():
+                raise DriverError(f"Kafka consumer fatal error: {err}")
         if out and not self._auto_commit:
             with contextlib.suppress(Exception):
                 self._c.commit(asynchronous=True)
         return out
-
-    @staticmethod
-    def _drop_errors(msgs: list[Any]) -> list[Any]:
-        """The messages without an error; a fatal error stops the run (the others are
-        partition EOFs and transient errors librdkafka recovers from)."""
-        keep = []
-        for m in msgs:
-            err = m.error()
-            if err is None:
-                keep.append(m)
-            elif err.fatal():
-                raise DriverError(f"Kafka consumer fatal error: {err}")
-        return keep
 
     def close(self) -> None:
         self._c.close()
