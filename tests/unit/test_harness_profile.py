@@ -8,15 +8,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
-from harness_profile import summarise  # noqa: E402
+from harness_profile import summarise
 
-RAW = """\
-thread (0x7f01): pacer;Thread._bootstrap (threading.py:1002);Worker._pace (/x/pytest_brokerperf/engine/worker.py:401) 60
-thread (0x7f01): pacer;Thread._bootstrap (threading.py:1002);Worker._pace (/x/pytest_brokerperf/engine/worker.py:391);_KafkaProducer.send_many (/x/kafka/driver.py:160) 20
-thread (0x7f02): brokerperf-kafka-poll-cmp-harness-max-0-123;_KafkaProducer._poll_loop (/x/kafka/driver.py:140);delivered (/x/kafka/driver.py:120) 15
-thread (0x7f03): consumer-c0;Worker._consume (/x/pytest_brokerperf/engine/worker.py:520) 5
-not a sample line
-"""
+_BOOT = "Thread._bootstrap (threading.py:1002)"
+_PACE = "Worker._pace (/x/pytest_brokerperf/engine/worker.py:{})"
+RAW = "\n".join([
+    f"thread (0x7f01): pacer;{_BOOT};{_PACE.format(401)} 60",
+    f"thread (0x7f01): pacer;{_BOOT};{_PACE.format(391)};"
+    "_KafkaProducer.send_many (/x/kafka/driver.py:160) 20",
+    "thread (0x7f02): brokerperf-kafka-poll-cmp-harness-max-0-123;"
+    "_KafkaProducer._poll_loop (/x/kafka/driver.py:140);delivered (/x/kafka/driver.py:120) 15",
+    "thread (0x7f03): consumer-c0;Worker._consume (/x/pytest_brokerperf/engine/worker.py:520) 5",
+    "not a sample line",
+])
 
 
 def test_shares_per_thread_and_innermost_frame() -> None:

@@ -17,19 +17,19 @@ import pytest
 
 pytest.importorskip("confluent_kafka")
 
-from confluent_kafka import KafkaError, Message  # noqa: E402
+from confluent_kafka import KafkaError, Message
 
-from pytest_brokerperf.brokers.driver import batch_ack  # noqa: E402
-from pytest_brokerperf.brokers.kafka.driver import (  # noqa: E402
+from pytest_brokerperf.brokers.driver import batch_ack
+from pytest_brokerperf.brokers.kafka.driver import (
     _KafkaConsumer,
     _KafkaProducer,
     latencies_ns,
     latency_ns,
 )
-from pytest_brokerperf.engine import header  # noqa: E402
-from pytest_brokerperf.engine.delivery import AckLedger  # noqa: E402
-from pytest_brokerperf.engine.worker import Worker, _Buffers, _Counters  # noqa: E402
-from pytest_brokerperf.errors import DriverError  # noqa: E402
+from pytest_brokerperf.engine import header
+from pytest_brokerperf.engine.delivery import AckLedger
+from pytest_brokerperf.engine.worker import Worker, _Buffers, _Counters
+from pytest_brokerperf.errors import DriverError
 
 MS = 1_000_000
 
