@@ -65,11 +65,18 @@ def test_latency_is_rounded_to_librdkafkas_microsecond() -> None:
     assert latencies_ns(lats).tolist() == [latency_ns(x) for x in lats[:-1]] + [-1000]
 
 
-def _reports(n: int, seed: int) -> list[tuple[bytes, float | None]]:
+def _reports(n: int, seed: int) -> list[tuple[bytes, float | None, int]]:
+    """What the delivery callback queues: value, ``Message.latency()``, the clock then
+    (produce() ran up to 200 µs after the header's send stamp, as in a send_many chunk)."""
     rnd = random.Random(seed)
-    return [(_value(header.KIND_PROBE if i == 7 else header.KIND_DATA, i % 3, i // 3,
-                    i * MS, i * MS + rnd.randint(0, 400_000)), rnd.randint(50, 90_000) / 1e6)
-            for i in range(n)]
+    out: list[tuple[bytes, float | None, int]] = []
+    for i in range(n):
+        sent = i * MS + rnd.randint(0, 400_000)
+        lat_us = rnd.randint(50, 90_000)
+        now = sent + rnd.randint(0, 200_000) + lat_us * 1000 + rnd.randint(0, 999)
+        out.append((_value(header.KIND_PROBE if i == 7 else header.KIND_DATA, i % 3, i // 3,
+                           i * MS, sent), lat_us / 1e6, now))
+    return out
 
 
 def _counting(cb: Any) -> list[int]:
@@ -107,7 +114,7 @@ def test_a_batch_of_delivery_reports_records_what_one_by_one_records(reports: in
 
 def test_a_report_without_latency_is_stamped_by_the_engine() -> None:
     items = _reports(30, 1)
-    items[12] = (items[12][0], None)  # librdkafka had no enqueue time for it
+    items[12] = (items[12][0], None, items[12][2])  # librdkafka had no enqueue time
     w = _worker()
     cb = w._ack_callback()
     calls = _counting(cb)
@@ -119,9 +126,9 @@ def test_a_report_without_latency_is_stamped_by_the_engine() -> None:
     assert w.ack_ledger.export() == _all_acked(items).export()
 
 
-def _all_acked(items: list[tuple[bytes, float | None]]) -> AckLedger:
+def _all_acked(items: list[tuple[bytes, float | None, int]]) -> AckLedger:
     ledger = AckLedger()
-    for v, _ in items:
+    for v, _, _ in items:
         _, _, kind, pid, seq, _, _ = header.unpack(v)
         if kind == header.KIND_DATA:
             ledger.ack(pid, seq)
@@ -133,10 +140,31 @@ def test_fewer_than_sixteen_reports_go_one_by_one() -> None:
     cb = w._ack_callback()
     cb.many = lambda *a, **k: pytest.fail("a batch of 15 went through on_acks")  # type: ignore[attr-defined]
     p = _producer(cb, True)
-    p._done.extend((_value(header.KIND_DATA, 0, i, i, i + 1), 0.002) for i in range(15))
+    p._done.extend((_value(header.KIND_DATA, 0, i, i, i + 1), 0.002, 5 * MS + i)
+                   for i in range(15))
     p.service()
     assert w.pub_counters.acked == 15
     assert list(w._pub_local["publish_latency"]) == [2000] * 15
+    # sent when produce() took it (3 ms + i), intended at i: 3 ms of publish delay
+    assert list(w._pub_local["publish_delay"]) == [3000] * 15
+
+
+def test_an_ack_is_timed_from_produce_not_from_the_chunk_stamp() -> None:
+    """A message produced 150 µs after its send_many chunk was stamped: publish latency
+    is librdkafka's produce->ack time, the 150 µs are publish delay, and the response
+    ends at the report's own time."""
+    stamp, produced, lat_us = 10 * MS, 10 * MS + 150_000, 2_000
+    now = produced + lat_us * 1000
+    items = [(_value(header.KIND_DATA, 0, i, 9 * MS, stamp), lat_us / 1e6, now)
+             for i in range(20)]
+    for batch in (False, True):
+        w = _worker()
+        p = _producer(w._ack_callback(), batch)
+        p._done.extend(items)
+        p.service()
+        assert set(w._pub_local["publish_latency"]) == {2_000}
+        assert set(w._pub_local["publish_delay"]) == {1_150}
+        assert set(w._pub_local["publish_response"]) == {3_150}
 
 
 @pytest.mark.parametrize("keys", [None, "keyed"])

@@ -109,9 +109,13 @@ class _KafkaProducer:
     it is built; :meth:`service`, on the sending thread, hands them to the engine (the
     engine's counters and buffers have one writer).
 
-    The delivery callback does the least it can while holding the GIL (value and
-    latency into a tuple); the conversion to nanoseconds and the engine's accounting
-    happen in :meth:`service`, as one batch (``batch_ack``) once 16 or more are queued.
+    The delivery callback does the least it can while holding the GIL (value, latency
+    and the clock into a tuple); the conversion to nanoseconds and the engine's
+    accounting happen in :meth:`service`, as one batch (``batch_ack``) once 16 or more
+    are queued. Each acknowledgement carries its own times: acked when the report was
+    built, sent when ``produce()`` took the message (``Message.latency()`` before that),
+    so a message produced late in a ``send_many`` batch is not billed the batch's
+    packing and earlier produce() calls.
     """
 
     __slots__ = ("_done", "_failed", "_on_ack", "_on_acks", "_on_error", "_p", "_poller",
@@ -123,13 +127,15 @@ class _KafkaProducer:
                  on_error: ErrorCallback) -> None:
         from confluent_kafka import Producer
 
-        done: deque[tuple[bytes, float | None]] = deque()
+        done: deque[tuple[bytes, float | None, int]] = deque()
         failed: deque[tuple[bytes, str]] = deque()
-        append = done.append
+        append, mono = done.append, time.monotonic_ns
 
         def delivered(err: Any, msg: Any) -> None:
+            # latency() is librdkafka's clock now minus its produce() time: read it and
+            # ours together, so the report says when produce() ran and when the ack came
             if err is None:
-                append((msg.value(), msg.latency()))  # latency: read now, it keeps growing
+                append((msg.value(), msg.latency(), mono()))
             else:
                 failed.append((msg.value(), str(err)))
 
@@ -181,33 +187,43 @@ class _KafkaProducer:
         if n:
             pop = done.popleft
             if n >= ACK_BATCH_MIN and self._on_acks is not None:
-                values, lats = zip(*[pop() for _ in range(n)], strict=True)
-                self._acks(list(values), lats)
+                values, lats, nows = zip(*[pop() for _ in range(n)], strict=True)
+                self._acks(list(values), lats, nows)
             else:
                 on_ack = self._on_ack
                 for _ in range(n):
-                    value, latency_s = pop()
-                    on_ack(value, latency_ns(latency_s))
+                    value, latency_s, now = pop()
+                    lat = latency_ns(latency_s)
+                    if lat is None:
+                        on_ack(value, None)
+                    else:
+                        on_ack(value, lat, now - lat)
         failed = self._failed
         while failed:
             value, why = failed.popleft()
             self._on_error(value, why)
 
-    def _acks(self, values: list[bytes], latencies_s: tuple[float | None, ...]) -> None:
-        """One batch to the engine; a report without a latency (librdkafka had no
-        enqueue time) goes one by one, so the engine stamps its ack time itself."""
+    def _acks(self, values: list[bytes], latencies_s: tuple[float | None, ...],
+              nows: tuple[int, ...]) -> None:
+        """One batch to the engine: acknowledged when the report was built, sent when
+        librdkafka's produce() took it (the report's time minus its latency). A report
+        without a latency (librdkafka had no enqueue time) goes one by one, and the
+        engine stamps its ack itself."""
+        import numpy as np
+
         assert self._on_acks is not None
         lat = latencies_ns(latencies_s)
+        ack = np.array(nows, dtype=np.int64)
         if (lat < 0).any():
             keep = lat >= 0
             for value, ok in zip(values, keep.tolist(), strict=True):
                 if not ok:
                     self._on_ack(value, None)
             values = [v for v, ok in zip(values, keep.tolist(), strict=True) if ok]
-            lat = lat[keep]
+            lat, ack = lat[keep], ack[keep]
             if not values:
                 return
-        self._on_acks(values, latency_ns=lat)
+        self._on_acks(values, ack, sent_ns=ack - lat)
 
     def queue_depth(self) -> int:
         """Messages librdkafka holds plus acks not yet handed to the engine."""
