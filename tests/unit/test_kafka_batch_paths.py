@@ -50,11 +50,17 @@ def _value(kind: int, pid: int, seq: int, intended: int, sent: int) -> bytes:
 def _producer(on_ack: Any, batch: bool) -> _KafkaProducer:
     """A producer without a librdkafka handle: only the report queues and callbacks."""
     p = _KafkaProducer.__new__(_KafkaProducer)
-    p._done, p._failed = deque(), deque()
+    p._done, p._failed = [], deque()
     p._on_ack = on_ack
     p._on_acks = batch_ack(on_ack) if batch else None
     p._on_error = lambda value, why: None
     return p
+
+
+def _deliver(p: _KafkaProducer, reports: Any) -> None:
+    """What the poll thread's delivery callback adds, report by report."""
+    for report in reports:
+        p._done.extend(report)
 
 
 def test_latency_is_rounded_to_librdkafkas_microsecond() -> None:
@@ -99,8 +105,8 @@ def test_a_batch_of_delivery_reports_records_what_one_by_one_records(reports: in
     many_cb = many_w._ack_callback()
     calls = _counting(many_cb)
     one, many = _producer(one_w._ack_callback(), False), _producer(many_cb, True)
-    one._done.extend(items)
-    many._done.extend(items)
+    _deliver(one, items)
+    _deliver(many, items)
     one.service()
     many.service()
     assert calls == [reports]
@@ -119,7 +125,7 @@ def test_a_report_without_latency_is_stamped_by_the_engine() -> None:
     cb = w._ack_callback()
     calls = _counting(cb)
     p = _producer(cb, True)
-    p._done.extend(items)
+    _deliver(p, items)
     p.service()
     assert calls == [29]  # all but the unstamped one (the probe is counted inside)
     assert w.pub_counters.acked == 29 and w.pub_counters.probe_acked == 1
@@ -140,8 +146,8 @@ def test_fewer_than_sixteen_reports_go_one_by_one() -> None:
     cb = w._ack_callback()
     cb.many = lambda *a, **k: pytest.fail("a batch of 15 went through on_acks")  # type: ignore[attr-defined]
     p = _producer(cb, True)
-    p._done.extend((_value(header.KIND_DATA, 0, i, i, i + 1), 0.002, 5 * MS + i)
-                   for i in range(15))
+    _deliver(p, [(_value(header.KIND_DATA, 0, i, i, i + 1), 0.002, 5 * MS + i)
+                 for i in range(15)])
     p.service()
     assert w.pub_counters.acked == 15
     assert list(w._pub_local["publish_latency"]) == [2000] * 15
@@ -160,7 +166,7 @@ def test_an_ack_is_timed_from_produce_not_from_the_chunk_stamp() -> None:
     for batch in (False, True):
         w = _worker()
         p = _producer(w._ack_callback(), batch)
-        p._done.extend(items)
+        _deliver(p, items)
         p.service()
         assert set(w._pub_local["publish_latency"]) == {2_000}
         assert set(w._pub_local["publish_delay"]) == {1_150}

@@ -127,15 +127,18 @@ class _KafkaProducer:
                  on_error: ErrorCallback) -> None:
         from confluent_kafka import Producer
 
-        done: deque[tuple[bytes, float | None, int]] = deque()
+        # one flat list, three items per report: the poll thread adds a report in one
+        # extend(), the sender takes reports with a slice and a del (each one C call,
+        # atomic under the GIL), and the columns come out as strided slices
+        done: list[Any] = []
         failed: deque[tuple[bytes, str]] = deque()
-        append, mono = done.append, time.monotonic_ns
+        extend, mono = done.extend, time.monotonic_ns
 
         def delivered(err: Any, msg: Any) -> None:
             # latency() is librdkafka's clock now minus its produce() time: read it and
             # ours together, so the report says when produce() ran and when the ack came
             if err is None:
-                append((msg.value(), msg.latency(), mono()))
+                extend((msg.value(), msg.latency(), mono()))
             else:
                 failed.append((msg.value(), str(err)))
 
@@ -183,16 +186,16 @@ class _KafkaProducer:
 
     def service(self) -> None:
         done = self._done
-        n = len(done)  # the poll thread only appends: these n are there to take
-        if n:
-            pop = done.popleft
-            if n >= ACK_BATCH_MIN and self._on_acks is not None:
-                values, lats, nows = zip(*[pop() for _ in range(n)], strict=True)
-                self._acks(list(values), lats, nows)
+        k = len(done)  # a multiple of 3: the poll thread adds whole reports
+        if k:
+            taken = done[:k]
+            del done[:k]  # only what was taken: the poll thread may have added more
+            values, lats, nows = taken[0::3], taken[1::3], taken[2::3]
+            if k >= 3 * ACK_BATCH_MIN and self._on_acks is not None:
+                self._acks(values, lats, nows)
             else:
                 on_ack = self._on_ack
-                for _ in range(n):
-                    value, latency_s, now = pop()
+                for value, latency_s, now in zip(values, lats, nows, strict=True):
                     lat = latency_ns(latency_s)
                     if lat is None:
                         on_ack(value, None)
@@ -203,8 +206,8 @@ class _KafkaProducer:
             value, why = failed.popleft()
             self._on_error(value, why)
 
-    def _acks(self, values: list[bytes], latencies_s: tuple[float | None, ...],
-              nows: tuple[int, ...]) -> None:
+    def _acks(self, values: list[bytes], latencies_s: list[float | None],
+              nows: list[int]) -> None:
         """One batch to the engine: acknowledged when the report was built, sent when
         librdkafka's produce() took it (the report's time minus its latency). A report
         without a latency (librdkafka had no enqueue time) goes one by one, and the
@@ -227,10 +230,10 @@ class _KafkaProducer:
 
     def queue_depth(self) -> int:
         """Messages librdkafka holds plus acks not yet handed to the engine."""
-        return len(self._p) + len(self._done) + len(self._failed)
+        return len(self._p) + len(self._done) // 3 + len(self._failed)
 
     def flush(self, timeout_s: float) -> int:
-        return int(self._p.flush(timeout_s)) + len(self._done) + len(self._failed)
+        return int(self._p.flush(timeout_s)) + len(self._done) // 3 + len(self._failed)
 
     def close(self) -> None:
         self._stop.set()
