@@ -162,7 +162,7 @@ def test_an_ack_is_stamped_when_the_broker_answers_not_at_the_next_service_call(
         # sent when produce() took it: after the stamp before send(), well before the
         # service a second later (the driver derives it from the report's own time)
         for stamp, sent in sents:
-            assert sent is not None and stamp - 1000 <= sent < stamp + 500_000_000, sents
+            assert sent is not None and stamp - 5_000 <= sent < stamp + 500_000_000, sents
     finally:
         producer.close()
         admin.delete_topics(["it-ack-stamp"])["it-ack-stamp"].result(30)
