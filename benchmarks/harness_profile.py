@@ -38,11 +38,20 @@ class ProfileSummary:
     threads: list[tuple[str, float]] = field(default_factory=list)
     own: list[tuple[str, float]] = field(default_factory=list)
     error: str = ""
+    #: over the sampled window, from /proc/<pid>/task/*/schedstat, threads summed, as
+    #: shares of one core: time on a CPU, and time runnable but waiting for one (the
+    #: machine's other load; on a shared host this is why a CPU-bound worker gets < 1.0)
+    on_cpu: float | None = None
+    run_queue: float | None = None
 
     def lines(self, top: int = 15) -> list[str]:
         if self.error:
             return [f"  profile: {self.error}"]
-        out = [f"  {self.samples} samples (py-spy, on-CPU threads); share per thread:"]
+        out = []
+        if self.on_cpu is not None and self.run_queue is not None:
+            out.append(f"  worker threads on a CPU {self.on_cpu:.2f} of a core, runnable but "
+                       f"waiting for a CPU {self.run_queue:.2f} (/proc schedstat, summed)")
+        out += [f"  {self.samples} samples (py-spy, on-CPU threads); share per thread:"]
         out += [f"    {share:6.1%}  {name}" for name, share in self.threads]
         out.append(f"  top {min(top, len(self.own))} frames by own time (innermost Python "
                    "frame; a C call counts on its caller's line):")
@@ -87,6 +96,23 @@ def summarise(raw: str) -> ProfileSummary:
         threads=[(k, v / total) for k, v in threads.most_common()],
         own=[(k, v / total) for k, v in own.most_common()],
     )
+
+
+def schedstat(pid: int) -> tuple[int, int]:
+    """(ns on a CPU, ns runnable but waiting) summed over ``pid``'s threads (Linux
+    ``/proc/<pid>/task/<tid>/schedstat``); (0, 0) where it cannot be read."""
+    run = wait = 0
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return 0, 0
+    for task in tasks:
+        try:
+            fields = (task / "schedstat").read_text().split()
+            run, wait = run + int(fields[0]), wait + int(fields[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return run, wait
 
 
 def _spawned_children(parent: int) -> list[int]:
@@ -144,14 +170,19 @@ class WorkerProfiler:
         argv = [spy, "record", "--pid", str(pid), "--duration", str(max(1, int(self.duration_s))),
                 "--rate", str(self.rate_hz), "--format", "raw", "--threads", "--nonblocking",
                 "--output", str(self.out)]
+        t0, (run0, wait0) = time.monotonic_ns(), schedstat(pid)
         proc = subprocess.run(argv, capture_output=True, text=True,
                               timeout=self.duration_s + 60, check=False)
+        t1, (run1, wait1) = time.monotonic_ns(), schedstat(pid)
         if proc.returncode != 0 or not self.out.exists():
             why = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
             self.summary = ProfileSummary(error=f"py-spy exit {proc.returncode}: {why[0]} "
                                           f"(argv: {' '.join(argv)})")
             return
         self.summary = summarise(self.out.read_text(errors="replace"))
+        if run1 > run0 and t1 > t0:  # the worker was still there at the end
+            self.summary.on_cpu = (run1 - run0) / (t1 - t0)
+            self.summary.run_queue = (wait1 - wait0) / (t1 - t0)
 
     def result(self, timeout_s: float = 120.0) -> ProfileSummary:
         self._thread.join(timeout_s)

@@ -37,3 +37,18 @@ def test_no_samples_is_said_not_a_division_by_zero() -> None:
     s = summarise("")
     assert s.samples == 0 and "no samples" in s.error
     assert "no samples" in s.lines()[0]
+
+
+def test_cpu_and_run_queue_shares_are_printed_when_known() -> None:
+    s = summarise(RAW)
+    s.on_cpu, s.run_queue = 0.62, 0.35
+    assert "on a CPU 0.62 of a core" in s.lines()[0] and "waiting for a CPU 0.35" in s.lines()[0]
+
+
+def test_schedstat_of_this_process_counts_cpu_time() -> None:
+    import os
+
+    from harness_profile import schedstat
+
+    run, wait = schedstat(os.getpid())
+    assert run > 0 and wait >= 0
