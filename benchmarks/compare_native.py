@@ -46,6 +46,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bare_clients import BareSpec
+from harness_profile import ProfileSummary, WorkerProfiler
 from native_report import (
     Measurement,
     ToolFigures,
@@ -473,6 +474,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--harness-no-consumer", action="store_true",
                     help="run the harness without its subscription (Kafka, Pulsar), to see "
                     "what consuming in the worker costs")
+    ap.add_argument("--profile", action="store_true",
+                    help="run py-spy on the harness worker during the first max-rate harness "
+                    "run and print its threads' and top frames' shares of the samples")
     ap.add_argument("--workdir", default=None, help="tool logs (default: a new temp dir)")
     ap.add_argument("--json", default=None, help="write every measurement to this file")
     args = ap.parse_args(argv)
@@ -498,6 +502,7 @@ def main(argv: list[str] | None = None) -> int:
     if "native" in sides and args.broker != "pulsar":  # pulsar's needs the broker's lib dir
         tool = resolve_native(args.broker, KAFKA_DEFAULT_VERSION, None)
     ms: list[Measurement] = []
+    profile: ProfileSummary | None = None
     with _broker_lock(), _cluster(args.broker) as cluster:
         endpoint = cluster.endpoint
         if "native" in sides and tool is None:
@@ -523,6 +528,12 @@ def main(argv: list[str] | None = None) -> int:
                 order = sides[repeat % len(sides):] + sides[:repeat % len(sides)]
                 for side in order:
                     t0 = time.monotonic()
+                    spy = None
+                    if args.profile and profile is None and side == "harness" and rate == "max":
+                        # sample the measured part: after setup (~3 s) and the warm-up
+                        spy = WorkerProfiler(workdir / "harness-profile.txt",
+                                             delay_s=args.warmup + 3.0,
+                                             duration_s=max(1.0, args.duration - 3.0)).start()
                     try:
                         if side == "harness":
                             m = run_harness(endpoint, args.broker, rate, repeat, args.warmup,
@@ -537,6 +548,12 @@ def main(argv: list[str] | None = None) -> int:
                         m = Measurement(side, rate, repeat, None,
                                         error=f"{type(e).__name__}: {e}".splitlines()[0])
                     ms.append(m)
+                    if spy is not None:
+                        profile = spy.result()
+                        print(json.dumps({"profile": "harness max", "samples": profile.samples,
+                                          "error": profile.error or None,
+                                          "raw": str(workdir / "harness-profile.txt")}),
+                              flush=True)
                     if (side == "bare" and rate == "max" and native is not None
                             and not native.measured_max and m.figures is not None):
                         native.max_estimate = m.figures.msg_s  # sizes the first tool run
@@ -559,6 +576,11 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.duration:g} s measured after {args.warmup:g} s warm-up; 1 KiB messages; "
           f"generators pinned to CPUs {list(gen_cpus) if gen_cpus else 'unpinned'}")
     print(format_report(ms, [(s, labels[s]) for s in sides], rates, notes), end="")
+    if profile is not None:
+        print()
+        print(f"Where the harness worker's time goes (max rate, repeat 0, "
+              f"{'with' if consume else 'without'} its consumer):")
+        print("\n".join(profile.lines()))
     if args.json:
         Path(args.json).write_text(json.dumps([asdict(m) for m in ms], indent=2) + "\n",
                                    encoding="utf-8")

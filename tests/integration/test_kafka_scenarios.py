@@ -144,15 +144,25 @@ def test_an_ack_is_stamped_when_the_broker_answers_not_at_the_next_service_call(
     admin.create_topics([NewTopic("it-ack-stamp", 1, 1)])["it-ack-stamp"].result(30)
     driver = create_driver(kafka, None)
     acks: list[int | None] = []
-    producer = driver.producer("it-ack-stamp", "it-ack", lambda v, lat: acks.append(lat),
-                               lambda v, e: pytest.fail(e))
+    sents: list[tuple[int, int | None]] = []
+
+    def on_ack(value: bytes, lat: int | None, sent_ns: int | None = None) -> None:
+        acks.append(lat)
+        sents.append((before, sent_ns))
+
+    producer = driver.producer("it-ack-stamp", "it-ack", on_ack, lambda v, e: pytest.fail(e))
     try:
         for _ in range(3):  # the first send also pays for the connection
+            before = time.monotonic_ns()
             producer.send(b"x" * 64, None)
             time.sleep(1.0)  # the sender is busy elsewhere: no service() for a second
             producer.service()
         assert len(acks) == 3 and all(lat is not None for lat in acks)
         assert acks[-1] is not None and acks[-1] < 500_000_000, acks  # ns: not the 1 s wait
+        # sent when produce() took it: after the stamp before send(), well before the
+        # service a second later (the driver derives it from the report's own time)
+        for stamp, sent in sents:
+            assert sent is not None and stamp - 5_000 <= sent < stamp + 500_000_000, sents
     finally:
         producer.close()
         admin.delete_topics(["it-ack-stamp"])["it-ack-stamp"].result(30)

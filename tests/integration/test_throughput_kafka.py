@@ -65,8 +65,12 @@ def test_smoke_ladder_on_kafka_brackets_a_limit(pytester: pytest.Pytester,
                 "broker-backpressure": "broker-backpressure",
                 "host-noise": "host-noise", "unsteady": "unsteady"}[lad["limit"]]
     if lad["limit"] in ("host-noise", "unsteady"):  # never the first measurement's word
-        assert [d["target_rate_msg_s"] for d in lad["noise_retries"]
-                if d["status"] == expected] == [rungs[-1]["target_rate_msg_s"]], lad
+        # the limit rung was measured again; on a loaded host lower rungs may have been
+        # too (and then passed): they are listed as well
+        retried = [d["target_rate_msg_s"] for d in lad["noise_retries"]
+                   if d["status"] == expected]
+        assert rungs[-1]["target_rate_msg_s"] in retried, lad
+        assert set(retried) <= {r["target_rate_msg_s"] for r in rungs}, lad
     # a noisy headline rung turns a broker limit's verdict into host-noise too
     assert rec["verdict"]["status"] in (expected, "host-noise"), rec["verdict"]
     if rec["verdict"]["status"] == "broker-backpressure":  # a broker result: SLOs judged

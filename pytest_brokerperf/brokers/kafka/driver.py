@@ -30,6 +30,7 @@ from pytest_brokerperf.brokers.driver import (
     BrokerBacklog,
     ErrorCallback,
     QueueFull,
+    batch_ack,
 )
 from pytest_brokerperf.brokers.kafka.client_log import client_logger, take_log_doc
 from pytest_brokerperf.endpoint import BrokerEndpoint
@@ -74,6 +75,30 @@ def _collect_stats(doc: str) -> None:
         _CLIENT_STATS.append(doc)
 
 
+#: Fewest acknowledgements handed to the engine as one batch (``batch_ack``); fewer go
+#: one by one, because one numpy pass costs more than a few single calls.
+ACK_BATCH_MIN = 16
+
+
+def latency_ns(latency_s: float | None) -> int | None:
+    """``Message.latency()`` (seconds, from librdkafka's whole microseconds) in ns.
+
+    Rounded to the microsecond it was counted in: ``int(s * 1e9)`` truncates 0.001235
+    to 1234999 ns, one microsecond short once the engine divides by 1000.
+    """
+    return None if latency_s is None else round(latency_s * 1e6) * 1000
+
+
+def latencies_ns(latencies_s: Any) -> Any:
+    """:func:`latency_ns` over a sequence as one int64 array; ``None`` becomes -1."""
+    import numpy as np
+
+    lat = np.array(latencies_s, dtype=np.float64)  # None -> nan
+    out = np.rint(lat * 1e6)
+    out[np.isnan(out)] = -1.0
+    return out.astype(np.int64) * 1000
+
+
 class _KafkaProducer:
     """One confluent-kafka producer whose delivery reports are served promptly.
 
@@ -83,10 +108,18 @@ class _KafkaProducer:
     dedicated thread blocks in ``poll(timeout)`` instead and queues each report the moment
     it is built; :meth:`service`, on the sending thread, hands them to the engine (the
     engine's counters and buffers have one writer).
+
+    The delivery callback does the least it can while holding the GIL (value, latency
+    and the clock into a tuple); the conversion to nanoseconds and the engine's
+    accounting happen in :meth:`service`, as one batch (``batch_ack``) once 16 or more
+    are queued. Each acknowledgement carries its own times: acked when the report was
+    built, sent when ``produce()`` took the message (``Message.latency()`` before that),
+    so a message produced late in a ``send_many`` batch is not billed the batch's
+    packing and earlier produce() calls.
     """
 
-    __slots__ = ("_done", "_failed", "_on_ack", "_on_error", "_p", "_poller", "_produce",
-                 "_stop", "_topic")
+    __slots__ = ("_done", "_failed", "_on_ack", "_on_acks", "_on_error", "_p", "_poller",
+                 "_produce", "_stop", "_topic")
 
     POLL_S = 0.05
 
@@ -94,13 +127,18 @@ class _KafkaProducer:
                  on_error: ErrorCallback) -> None:
         from confluent_kafka import Producer
 
-        done: deque[tuple[bytes, int | None]] = deque()
+        # one flat list, three items per report: the poll thread adds a report in one
+        # extend(), the sender takes reports with a slice and a del (each one C call,
+        # atomic under the GIL), and the columns come out as strided slices
+        done: list[Any] = []
         failed: deque[tuple[bytes, str]] = deque()
+        extend, mono = done.extend, time.monotonic_ns
 
         def delivered(err: Any, msg: Any) -> None:
+            # latency() is librdkafka's clock now minus its produce() time: read it and
+            # ours together, so the report says when produce() ran and when the ack came
             if err is None:
-                lat = msg.latency()
-                done.append((msg.value(), None if lat is None else int(lat * 1e9)))
+                extend((msg.value(), msg.latency(), mono()))
             else:
                 failed.append((msg.value(), str(err)))
 
@@ -112,6 +150,7 @@ class _KafkaProducer:
         self._produce = self._p.produce
         self._topic = topic
         self._on_ack, self._on_error = on_ack, on_error
+        self._on_acks = batch_ack(on_ack)
         self._done, self._failed = done, failed
         self._stop = threading.Event()
         self._poller = threading.Thread(target=self._poll_loop, daemon=True,
@@ -129,24 +168,72 @@ class _KafkaProducer:
         except BufferError as exc:
             raise QueueFull(str(exc)) from None
 
+    def send_many(self, values: list[bytes], keys: list[bytes | None] | None) -> int:
+        """:meth:`send` for a batch, in order: how many librdkafka took before its queue
+        was full (``BufferError``); the rest are the engine's to hand again."""
+        produce, topic = self._produce, self._topic
+        i = 0
+        try:
+            if keys is None:
+                for i, value in enumerate(values):  # noqa: B007 - i is the count taken
+                    produce(topic, value)
+            else:
+                for i, (value, key) in enumerate(zip(values, keys, strict=True)):  # noqa: B007
+                    produce(topic, value, key)
+        except BufferError:
+            return i
+        return len(values)
+
     def service(self) -> None:
         done = self._done
-        if done:
-            on_ack, pop = self._on_ack, done.popleft
-            while done:
-                value, latency_ns = pop()
-                on_ack(value, latency_ns)
+        k = len(done)  # a multiple of 3: the poll thread adds whole reports
+        if k:
+            taken = done[:k]
+            del done[:k]  # only what was taken: the poll thread may have added more
+            values, lats, nows = taken[0::3], taken[1::3], taken[2::3]
+            if k >= 3 * ACK_BATCH_MIN and self._on_acks is not None:
+                self._acks(values, lats, nows)
+            else:
+                on_ack = self._on_ack
+                for value, latency_s, now in zip(values, lats, nows, strict=True):
+                    lat = latency_ns(latency_s)
+                    if lat is None:
+                        on_ack(value, None)
+                    else:
+                        on_ack(value, lat, now - lat)
         failed = self._failed
         while failed:
             value, why = failed.popleft()
             self._on_error(value, why)
 
+    def _acks(self, values: list[bytes], latencies_s: list[float | None],
+              nows: list[int]) -> None:
+        """One batch to the engine: acknowledged when the report was built, sent when
+        librdkafka's produce() took it (the report's time minus its latency). A report
+        without a latency (librdkafka had no enqueue time) goes one by one, and the
+        engine stamps its ack itself."""
+        import numpy as np
+
+        assert self._on_acks is not None
+        lat = latencies_ns(latencies_s)
+        ack = np.array(nows, dtype=np.int64)
+        if (lat < 0).any():
+            keep = lat >= 0
+            for value, ok in zip(values, keep.tolist(), strict=True):
+                if not ok:
+                    self._on_ack(value, None)
+            values = [v for v, ok in zip(values, keep.tolist(), strict=True) if ok]
+            lat, ack = lat[keep], ack[keep]
+            if not values:
+                return
+        self._on_acks(values, ack, sent_ns=ack - lat)
+
     def queue_depth(self) -> int:
         """Messages librdkafka holds plus acks not yet handed to the engine."""
-        return len(self._p) + len(self._done) + len(self._failed)
+        return len(self._p) + len(self._done) // 3 + len(self._failed)
 
     def flush(self, timeout_s: float) -> int:
-        return int(self._p.flush(timeout_s)) + len(self._done) + len(self._failed)
+        return int(self._p.flush(timeout_s)) + len(self._done) // 3 + len(self._failed)
 
     def close(self) -> None:
         self._stop.set()
