@@ -127,7 +127,7 @@ def test_every_python_default_that_differs_from_omb_is_overridden(
     pending, 30 s send timeout, receiver queue 1000, 50 000 across partitions, Exclusive
     subscription."""
     driver = create_driver(ENDPOINT, None)
-    producer = driver.producer("t", "p0", lambda v, lat: None, lambda v, e: None)
+    producer = driver.producer("t", "p0", lambda v, lat, sent=None: None, lambda v, e: None)
     consumer = driver.consumer("t", "sub", "c0")
     ((_, pkw, _),) = fake_client.instances[0].producers
     ((_, _, ckw, _),) = fake_client.instances[0].consumers
@@ -199,7 +199,7 @@ def test_acks_are_delivered_from_service_with_callback_time(
     acks: list[tuple[bytes, int | None]] = []
     errors: list[tuple[bytes, str]] = []
     driver = create_driver(ENDPOINT, None)
-    prod = driver.producer("t", "p0", lambda v, lat: acks.append((v, lat)),
+    prod = driver.producer("t", "p0", lambda v, lat, sent=None: acks.append((v, lat)),
                            lambda v, e: errors.append((v, e)))
     raw = fake_client.instances[0].producers[0][2]._producer
     v1, v2 = _value(0, 0, 1000), _value(0, 1, 2000)
@@ -221,7 +221,7 @@ def test_sync_mode_and_synchronous_rejection_raise_queue_full(
     from pytest_brokerperf.brokers.kafka.config import shipped_driver
 
     sync = create_driver(ENDPOINT, shipped_driver("pulsar-sync"))
-    prod = sync.producer("t", "p0", lambda v, lat: None, lambda v, e: None)
+    prod = sync.producer("t", "p0", lambda v, lat, sent=None: None, lambda v, e: None)
     prod.send(_value(0, 0, 1), None)
     with pytest.raises(QueueFull, match="limit 1"):
         prod.send(_value(0, 1, 2), None)
@@ -231,7 +231,7 @@ def test_sync_mode_and_synchronous_rejection_raise_queue_full(
     prod.send(_value(0, 1, 3), None)  # the slot is free again
 
     asyn = create_driver(ENDPOINT, None)
-    prod2 = asyn.producer("t", "p1", lambda v, lat: None, lambda v, e: None)
+    prod2 = asyn.producer("t", "p1", lambda v, lat, sent=None: None, lambda v, e: None)
     raw2 = fake_client.instances[-1].producers[-1][2]._producer
     raw2.reject = True  # the client refuses inside send_async (queue full)
     with pytest.raises(QueueFull, match="ProducerQueueIsFull"):
@@ -245,7 +245,7 @@ def test_memory_limit_is_enforced_by_the_driver(fake_client: type[FakeClient]) -
     driver = PulsarDriver(ENDPOINT, cfg.with_overrides(persistence={"ensemble_size": 1,
                                                                     "write_quorum": 1,
                                                                     "ack_quorum": 1}))
-    prod = driver.producer("t", "p0", lambda v, lat: None, lambda v, e: None)
+    prod = driver.producer("t", "p0", lambda v, lat, sent=None: None, lambda v, e: None)
     prod._mem_limit = 100  # bytes, to test the rule without megabytes of payload
     prod.send(b"y" * 64 + _value(0, 0, 1), None)  # one message may always go
     with pytest.raises(QueueFull, match="bytes pending"):
@@ -308,7 +308,7 @@ def test_send_many_stops_where_the_client_or_the_limits_refuse(
         fake_client: type[FakeClient]) -> None:
     driver = create_driver(ENDPOINT, None)
     errors: list[str] = []
-    prod = driver.producer("t", "p0", lambda v, lat: None, lambda v, e: errors.append(e))
+    prod = driver.producer("t", "p0", lambda v, lat, sent=None: None, lambda v, e: errors.append(e))
     raw = fake_client.instances[-1].producers[-1][2]._producer
     values = [_value(0, i, 10 + i) for i in range(30)]
     raw.reject_after = 12  # the client refuses the 13th inside send_async

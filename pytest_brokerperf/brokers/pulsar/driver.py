@@ -9,11 +9,12 @@ Client-library facts this driver is built around (pulsar-client's API docs, meas
 * **Callbacks run on C++ threads and need the GIL.** The send callback only stamps
   ``time.monotonic_ns()`` and appends (message, time) to a deque;
   :meth:`_PulsarProducer.service`, on the sending thread, hands the acks to the engine:
-  16 or more at once as one batch with each message's own callback time (the engine's
-  ``on_ack.many``, one numpy pass), fewer one call each with ``latency_ns`` = callback
-  time − the header's actual send time. So publish latency is measured to the callback
-  either way, and the engine's single-threaded counters are never touched from a C++
-  thread.
+  16 or more at once as one batch with each message's own times (the engine's
+  ``on_ack.many``, one numpy pass), fewer one call each. The send time is the driver's
+  stamp just before the hand-off to the client (``sent_ns``), so a message waiting
+  behind the rest of its ``send_many`` batch counts as publish delay. Publish latency is
+  measured to the callback either way, and the engine's single-threaded counters are
+  never touched from a C++ thread.
 * **Batches of due messages.** ``send_many`` takes the engine's batch of due messages in
   one call (a ``MessageBuilder`` and ``send_async`` each, no per-call keyword checks) and
   stops at the first message the driver's limits or the client refuse.

@@ -19,7 +19,6 @@ from pytest_brokerperf.brokers.pulsar.client import (
     _FULL_RESULTS,
     _get_ident,
     _mono,
-    _unpack,
     _with_enums,
 )
 from pytest_brokerperf.errors import DriverError
@@ -70,7 +69,7 @@ class _PulsarProducer:
         # binding underneath takes a built message directly (~2 µs less per message).
         self._raw_send = raw.send_async if raw is not None and builder is not None else None
         self._builder: Any = builder
-        self._done: collections.deque[tuple[bytes, int]] = collections.deque()
+        self._done: collections.deque[tuple[bytes, int, int]] = collections.deque()
         self._failed: collections.deque[tuple[bytes, str]] = collections.deque()
         self._sent = 0
         self._completed = 0
@@ -79,16 +78,17 @@ class _PulsarProducer:
         self._rejected = ""
         self._closed = False
 
-    def _callback(self, value: bytes) -> Any:
-        """The send callback of one message. It runs on a C++ I/O thread holding the GIL,
-        so it does the least it can: stamp the time, append (value, time) to a deque."""
+    def _callback(self, value: bytes, sent_ns: int) -> Any:
+        """The send callback of one message handed to the client at ``sent_ns``. It runs
+        on a C++ I/O thread holding the GIL, so it does the least it can: stamp the time
+        and append (value, sent, ack) to a deque."""
         done = self._done.append
         mono = _mono
         fail = self._fail
 
-        def delivered(res: Any, _msg_id: Any, _v: bytes = value) -> None:
+        def delivered(res: Any, _msg_id: Any, _v: bytes = value, _s: int = sent_ns) -> None:
             if int(res) == 0:
-                done((_v, mono()))
+                done((_v, _s, mono()))
             else:
                 fail(_v, res)
 
@@ -126,7 +126,7 @@ class _PulsarProducer:
         if self._mem_limit and outstanding and self._bytes + len(value) > self._mem_limit:
             raise QueueFull(f"{self._bytes} bytes pending (clientMemoryLimitMB)")
         self._send_tid = _get_ident()
-        cb = self._callback(value)
+        cb = self._callback(value, _mono())
         if self._raw_send is not None:
             mb = self._builder().content(value)
             if key is not None:
@@ -157,7 +157,7 @@ class _PulsarProducer:
         if not take:
             return 0
         self._send_tid = _get_ident()
-        raw, builder, callback = self._raw_send, self._builder, self._callback
+        raw, builder, callback, mono = self._raw_send, self._builder, self._callback, _mono
         taken = 0
         nbytes = 0
         for i in range(take):
@@ -165,7 +165,7 @@ class _PulsarProducer:
             mb = builder().content(v)
             if keys is not None and keys[i] is not None:
                 mb.partition_key(keys[i].decode("utf-8", "replace"))  # type: ignore[union-attr]
-            raw(mb.build(), callback(v))
+            raw(mb.build(), callback(v, mono()))
             if self._rejected:  # refused inside send_async: not sent, not counted
                 self._rejected = ""
                 break
@@ -183,14 +183,14 @@ class _PulsarProducer:
             items = [pop() for _ in range(n)]
             on_acks = self._on_acks
             if on_acks is not None and n >= ACK_BATCH_MIN:
-                values, ack_ns = zip(*items, strict=True)
+                values, sent_ns, ack_ns = zip(*items, strict=True)
                 nbytes = sum(map(len, values))
-                on_acks(list(values), list(ack_ns))
+                on_acks(list(values), list(ack_ns), sent_ns=list(sent_ns))
             else:
                 on_ack = self._on_ack
                 nbytes = 0
-                for value, ack in items:
-                    on_ack(value, ack - _unpack(value)[6])
+                for value, sent, ack in items:
+                    on_ack(value, ack - sent, sent)
                     nbytes += len(value)
             self._completed += n
             self._bytes -= nbytes
