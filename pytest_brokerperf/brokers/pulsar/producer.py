@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import collections
 import time
+from functools import partial as _partial
 from typing import TYPE_CHECKING, Any
 
 from pytest_brokerperf.brokers.driver import (
@@ -71,6 +72,7 @@ class _PulsarProducer:
         self._builder: Any = builder
         self._done: collections.deque[tuple[bytes, int, int]] = collections.deque()
         self._failed: collections.deque[tuple[bytes, str]] = collections.deque()
+        self._delivered = self._make_delivered()
         self._sent = 0
         self._completed = 0
         self._bytes = 0
@@ -78,21 +80,28 @@ class _PulsarProducer:
         self._rejected = ""
         self._closed = False
 
-    def _callback(self, value: bytes, sent_ns: int) -> Any:
-        """The send callback of one message handed to the client at ``sent_ns``. It runs
-        on a C++ I/O thread holding the GIL, so it does the least it can: stamp the time
-        and append (value, sent, ack) to a deque."""
+    def _make_delivered(self) -> Any:
+        """The one function behind every send callback of this producer. It runs on a C++
+        I/O thread holding the GIL, so it does the least it can: stamp the time and
+        append (value, sent, ack) to a deque."""
         done = self._done.append
         mono = _mono
         fail = self._fail
 
-        def delivered(res: Any, _msg_id: Any, _v: bytes = value, _s: int = sent_ns) -> None:
+        def delivered(value: bytes, sent_ns: int, res: Any, _msg_id: Any) -> None:
             if int(res) == 0:
-                done((_v, _s, mono()))
+                done((value, sent_ns, mono()))
             else:
-                fail(_v, res)
+                fail(value, res)
 
         return delivered
+
+    def _callback(self, value: bytes, sent_ns: int) -> Any:
+        """The send callback of one message handed to the client at ``sent_ns``: a
+        ``partial`` of the shared function, two GC-tracked objects per message where a
+        closure made five (each pending message keeps its callback alive, and the
+        cyclic GC walks them all: 10-17 % of the worker's time at max rate)."""
+        return _partial(self._delivered, value, sent_ns)
 
     def _fail(self, value: bytes, res: Any) -> None:
         text = str(res).rsplit(".", 1)[-1]
