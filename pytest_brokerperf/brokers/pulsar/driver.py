@@ -7,7 +7,7 @@ Client-library facts this driver is built around (pulsar-client's API docs, meas
   queue 1000, Exclusive subscription), so every producer and consumer setting is passed
   explicitly from the driver YAML (:mod:`.pulsar_config`).
 * **Callbacks run on C++ threads and need the GIL.** The send callback only stamps
-  ``time.monotonic_ns()`` and appends (message, time) to a deque;
+  ``time.monotonic_ns()`` and appends (message, send stamp, ack stamp) to a deque;
   :meth:`_PulsarProducer.service`, on the sending thread, hands the acks to the engine:
   16 or more at once as one batch with each message's own times (the engine's
   ``on_ack.many``, one numpy pass), fewer one call each. The send time is the driver's
