@@ -100,7 +100,7 @@ class _PulsarProducer:
         """The send callback of one message handed to the client at ``sent_ns``: a
         ``partial`` of the shared function, two GC-tracked objects per message where a
         closure made five (each pending message keeps its callback alive, and the
-        cyclic GC walks them all: 10-17 % of the worker's time at max rate)."""
+        cyclic GC walks them all: up to 17 % of the worker's time at max rate)."""
         return _partial(self._delivered, value, sent_ns)
 
     def _fail(self, value: bytes, res: Any) -> None:
