@@ -147,7 +147,7 @@ def run_kafka(spec: BareSpec) -> BareResult:
 def run_pulsar(spec: BareSpec) -> BareResult:
     import pulsar
 
-    from pytest_brokerperf.brokers.pulsar.driver import _with_enums
+    from pytest_brokerperf.brokers.pulsar.client import _with_enums
 
     acked = [0]
     errors = [0]

@@ -30,8 +30,11 @@ class FakeRawProducer:
     def __init__(self) -> None:
         self.sent: list[tuple[Any, Any]] = []
         self.reject = False
+        self.reject_after: int | None = None
 
     def send_async(self, msg: Any, cb: Any) -> None:
+        if self.reject_after is not None and len(self.sent) >= self.reject_after:
+            self.reject = True
         if self.reject:  # what the C++ client does with block_if_queue_full=False
             cb(_pulsar.Result.ProducerQueueIsFull, None)
             return
@@ -124,7 +127,7 @@ def test_every_python_default_that_differs_from_omb_is_overridden(
     pending, 30 s send timeout, receiver queue 1000, 50 000 across partitions, Exclusive
     subscription."""
     driver = create_driver(ENDPOINT, None)
-    producer = driver.producer("t", "p0", lambda v, lat: None, lambda v, e: None)
+    producer = driver.producer("t", "p0", lambda v, lat, sent=None: None, lambda v, e: None)
     consumer = driver.consumer("t", "sub", "c0")
     ((_, pkw, _),) = fake_client.instances[0].producers
     ((_, _, ckw, _),) = fake_client.instances[0].consumers
@@ -196,7 +199,7 @@ def test_acks_are_delivered_from_service_with_callback_time(
     acks: list[tuple[bytes, int | None]] = []
     errors: list[tuple[bytes, str]] = []
     driver = create_driver(ENDPOINT, None)
-    prod = driver.producer("t", "p0", lambda v, lat: acks.append((v, lat)),
+    prod = driver.producer("t", "p0", lambda v, lat, sent=None: acks.append((v, lat)),
                            lambda v, e: errors.append((v, e)))
     raw = fake_client.instances[0].producers[0][2]._producer
     v1, v2 = _value(0, 0, 1000), _value(0, 1, 2000)
@@ -218,7 +221,7 @@ def test_sync_mode_and_synchronous_rejection_raise_queue_full(
     from pytest_brokerperf.brokers.kafka.config import shipped_driver
 
     sync = create_driver(ENDPOINT, shipped_driver("pulsar-sync"))
-    prod = sync.producer("t", "p0", lambda v, lat: None, lambda v, e: None)
+    prod = sync.producer("t", "p0", lambda v, lat, sent=None: None, lambda v, e: None)
     prod.send(_value(0, 0, 1), None)
     with pytest.raises(QueueFull, match="limit 1"):
         prod.send(_value(0, 1, 2), None)
@@ -228,7 +231,7 @@ def test_sync_mode_and_synchronous_rejection_raise_queue_full(
     prod.send(_value(0, 1, 3), None)  # the slot is free again
 
     asyn = create_driver(ENDPOINT, None)
-    prod2 = asyn.producer("t", "p1", lambda v, lat: None, lambda v, e: None)
+    prod2 = asyn.producer("t", "p1", lambda v, lat, sent=None: None, lambda v, e: None)
     raw2 = fake_client.instances[-1].producers[-1][2]._producer
     raw2.reject = True  # the client refuses inside send_async (queue full)
     with pytest.raises(QueueFull, match="ProducerQueueIsFull"):
@@ -242,11 +245,85 @@ def test_memory_limit_is_enforced_by_the_driver(fake_client: type[FakeClient]) -
     driver = PulsarDriver(ENDPOINT, cfg.with_overrides(persistence={"ensemble_size": 1,
                                                                     "write_quorum": 1,
                                                                     "ack_quorum": 1}))
-    prod = driver.producer("t", "p0", lambda v, lat: None, lambda v, e: None)
+    prod = driver.producer("t", "p0", lambda v, lat, sent=None: None, lambda v, e: None)
     prod._mem_limit = 100  # bytes, to test the rule without megabytes of payload
     prod.send(b"y" * 64 + _value(0, 0, 1), None)  # one message may always go
     with pytest.raises(QueueFull, match="bytes pending"):
         prod.send(_value(0, 1, 2), None)
+
+
+def _engine_worker() -> Any:
+    from array import array
+
+    from pytest_brokerperf.engine.delivery import AckLedger
+    from pytest_brokerperf.engine.worker import Worker, _Buffers, _Counters
+
+    w = Worker.__new__(Worker)
+    w.pub_counters = _Counters()
+    w.ack_ledger = AckLedger()
+    w._pub_local = {n: array("q") for n in _Buffers.NAMES}
+    return w
+
+
+@pytest.mark.parametrize("acks_per_service", [40, 7])
+def test_send_many_and_batch_acks_record_what_one_call_per_message_records(
+        fake_client: type[FakeClient], monkeypatch: pytest.MonkeyPatch,
+        acks_per_service: int) -> None:
+    """The batch path (send_many, acks handed over as arrays when 16 or more are
+    pending) leaves the engine the same latency views, counters and ack ledger as
+    send() and one on_ack per message, with each message's own callback time."""
+    from pytest_brokerperf.brokers.pulsar import producer as producer_mod
+
+    values = [_value(i % 2, i // 2, 1000 + 50 * i) for i in range(120)]
+    records = []
+    for batched in (False, True):
+        clock = iter(range(10**9, 10**9 + 10**6, 997))  # each callback its own time
+        monkeypatch.setattr(producer_mod, "_mono", lambda c=clock: next(c))
+        w = _engine_worker()
+        on_ack = w._ack_callback()
+        if not batched:
+            del on_ack.many  # the engine without a batch callback: one on_ack each
+        prod = create_driver(ENDPOINT, None).producer("t", "p0", on_ack, lambda v, e: None)
+        raw = fake_client.instances[-1].producers[-1][2]._producer
+        if batched:
+            assert prod.send_many(values[:64], None) == 64
+            assert prod.send_many(values[64:], [b"k"] * 56) == 56
+        else:
+            for i, v in enumerate(values):
+                prod.send(v, None if i < 64 else b"k")
+        assert [m.data() for m, _ in raw.sent] == values and prod.queue_depth() == 120
+        for start in range(0, 120, acks_per_service):
+            for _, cb in raw.sent[start:start + acks_per_service]:
+                cb(_pulsar.Result.Ok, None)
+            prod.service()
+        assert prod.queue_depth() == 0 and prod._bytes == 0
+        records.append(({n: list(b) for n, b in w._pub_local.items()},
+                        (w.pub_counters.acked, w.pub_counters.acked_bytes),
+                        w.ack_ledger.export()))
+    assert records[0] == records[1]
+    assert records[1][1] == (120, sum(map(len, values)))
+
+
+def test_send_many_stops_where_the_client_or_the_limits_refuse(
+        fake_client: type[FakeClient]) -> None:
+    driver = create_driver(ENDPOINT, None)
+    errors: list[str] = []
+    prod = driver.producer("t", "p0", lambda v, lat, sent=None: None, lambda v, e: errors.append(e))
+    raw = fake_client.instances[-1].producers[-1][2]._producer
+    values = [_value(0, i, 10 + i) for i in range(30)]
+    raw.reject_after = 12  # the client refuses the 13th inside send_async
+    assert prod.send_many(values, None) == 12
+    assert [m.data() for m, _ in raw.sent] == values[:12]  # none twice, none skipped
+    assert prod.queue_depth() == 12 and not errors
+    raw.reject, raw.reject_after = False, None
+    assert prod.send_many(values[12:], None) == 18  # the engine hands the rest again
+    assert [m.data() for m, _ in raw.sent] == values
+
+    prod._limit = 32  # the driver's own count limit (pendingQueueSize)
+    assert prod.send_many([_value(1, i, 1) for i in range(5)], None) == 2
+    prod._limit, prod._mem_limit = 0, prod._bytes + 2 * len(values[0])
+    assert prod.send_many([_value(2, i, 1) for i in range(5)], None) == 2
+    assert prod.queue_depth() == 34
 
 
 def test_consumer_acks_cumulatively_per_partition(fake_client: type[FakeClient]) -> None:

@@ -7,10 +7,17 @@ Client-library facts this driver is built around (pulsar-client's API docs, meas
   queue 1000, Exclusive subscription), so every producer and consumer setting is passed
   explicitly from the driver YAML (:mod:`.pulsar_config`).
 * **Callbacks run on C++ threads and need the GIL.** The send callback only stamps
-  ``time.monotonic_ns()`` and appends to a deque; :meth:`_PulsarProducer.service`, on the
-  sending thread, hands each ack to the engine with ``latency_ns`` = callback time −
-  the header's actual send time. So publish latency is measured to the callback, and the
-  engine's single-threaded counters are never touched from a C++ thread.
+  ``time.monotonic_ns()`` and appends (message, send stamp, ack stamp) to a deque;
+  :meth:`_PulsarProducer.service`, on the sending thread, hands the acks to the engine:
+  16 or more at once as one batch with each message's own times (the engine's
+  ``on_ack.many``, one numpy pass), fewer one call each. The send time is the driver's
+  stamp just before the hand-off to the client (``sent_ns``), so a message waiting
+  behind the rest of its ``send_many`` batch counts as publish delay. Publish latency is
+  measured to the callback either way, and the engine's single-threaded counters are
+  never touched from a C++ thread.
+* **Batches of due messages.** ``send_many`` takes the engine's batch of due messages in
+  one call (a ``MessageBuilder`` and ``send_async`` each, no per-call keyword checks) and
+  stops at the first message the driver's limits or the client refuse.
 * **Full queues.** The driver keeps its own count of unacknowledged messages and bytes and
   raises :class:`QueueFull` *before* the client would block (``blockIfQueueFull``) or
   refuse (``ProducerQueueIsFull``, reported synchronously from ``send_async``): the engine
