@@ -224,3 +224,60 @@ def test_only_one_or_three_nodes(tmp_path: Path) -> None:
         PulsarContainerCluster(version="4.0.7", workdir=tmp_path, run_id="r", nodes=2)
     assert PulsarContainerCluster(version="4.0.7", workdir=tmp_path, run_id="r",
                                   nodes=1).support_plans() == []
+
+
+def test_each_node_relays_its_peers_loopback_ports_to_their_aliases() -> None:
+    """Brokers reach each other at the loopback URLs they advertise: node N listens on
+    every other node's two port numbers and relays them to ``pulsar-k``."""
+    from pytest_brokerperf.brokers.pulsar.container_layout import peers
+
+    nodes = [NodeLayout(index=i, broker_port=20000 + i, web_port=21000 + i)
+             for i in (1, 2, 3)]
+    assert peers(nodes[1], nodes) == ("20001=pulsar-1:20001,21001=pulsar-1:21001,"
+                                      "20003=pulsar-3:20003,21003=pulsar-3:21003")
+    env = node_env(nodes[1], durability=2, heap="256m", direct_memory="256m",
+                   bookie_heap="256m", bookie_direct_memory="256m", nodes=nodes)
+    assert env["PULSAR_BROKERPERF_PEERS"] == peers(nodes[1], nodes)
+    assert '"$PULSAR_BROKERPERF_FORWARDER" &' in node_command()[2]
+
+
+def test_the_forwarder_relays_both_ways(tmp_path: Path) -> None:
+    """The node's forwarder, run as the container runs it (``python3 -c``), relays a
+    connection to a local port on to its peer, both directions, and closes after it."""
+    import socket
+    import threading
+
+    from pytest_brokerperf.brokers.pulsar.container_layout import FORWARDER_PY
+    from pytest_brokerperf.provision.ports import free_port
+
+    peer = socket.create_server(("127.0.0.1", 0))
+    peer_port = peer.getsockname()[1]
+
+    def echo_upper() -> None:
+        conn, _ = peer.accept()
+        with conn:
+            while data := conn.recv(65536):
+                conn.sendall(data.upper())
+
+    threading.Thread(target=echo_upper, daemon=True).start()
+    local = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", FORWARDER_PY], stdout=subprocess.PIPE, text=True,
+        env={"PATH": os.environ["PATH"],
+             "PULSAR_BROKERPERF_PEERS": f"{local}=127.0.0.1:{peer_port}"})
+    try:
+        assert proc.stdout is not None
+        assert "peer forwarder on 1 port(s)" in proc.stdout.readline()
+        with socket.create_connection(("127.0.0.1", local), timeout=10) as c:
+            payload = b"admin delete partitions " * 5000  # several reads
+            c.sendall(payload)
+            got = b""
+            while len(got) < len(payload):
+                chunk = c.recv(65536)
+                assert chunk, "the relay closed early"
+                got += chunk
+            assert got == payload.upper()
+    finally:
+        proc.kill()
+        proc.communicate(timeout=10)
+        peer.close()

@@ -226,7 +226,7 @@ class PulsarContainerCluster(ContainerNode):
             env=node_env(n, durability=self.durability, heap=self.heap,
                          direct_memory=self.direct_memory, bookie_heap=self.bookie_heap,
                          bookie_direct_memory=self.bookie_direct_memory,
-                         overrides=self.overrides),
+                         overrides=self.overrides, nodes=self._layout),
             ports={n.broker_port: n.broker_port, n.web_port: n.web_port},
             volumes={str(logs.resolve()): (LOG_DIR, "rw")}, memory_mb=memory)
             for n in self._layout]

@@ -24,9 +24,11 @@ Listeners: broker N binds its binary port P_N and web port W_N inside its contai
 the numbers they are published on (127.0.0.1 only) and advertises ``host`` =
 ``pulsar://127.0.0.1:P_N`` (its internal listener, which lookups without a listener name
 answer: clients on the host need no setting) and ``network`` = ``pulsar://pulsar-N:P_N``
-for clients in containers. Because the internal listener is a loopback address, nothing
-may make one broker connect to another over it: system topics (topic-level policies)
-are off, as transactions and functions already are; the load manager only writes load
+for clients in containers. Brokers reach each other at those loopback addresses too (an
+admin call on a topic another broker serves, a partitioned topic's deletion): each node
+runs a small forwarder (:data:`FORWARDER_PY`) that listens on the other nodes' port
+numbers on its own loopback and relays to ``pulsar-k``. System topics (topic-level
+policies), transactions and functions stay off; the load manager only writes load
 reports to ZooKeeper.
 """
 
@@ -180,7 +182,8 @@ def _jvm(heap: str, direct_memory: str, gc_log: str) -> dict[str, str]:
 
 def node_env(node: NodeLayout, *, durability: int | None, heap: str, direct_memory: str,
              bookie_heap: str, bookie_direct_memory: str,
-             overrides: Mapping[str, str] | None = None) -> dict[str, str]:
+             overrides: Mapping[str, str] | None = None,
+             nodes: Sequence[NodeLayout] = ()) -> dict[str, str]:
     """Node N's environment: every key with its file's prefix, and each JVM's flags
     (``PULSAR_BROKER_MEM`` / ``PULSAR_BOOKIE_MEM`` become ``PULSAR_MEM`` of that process
     in :func:`node_command`)."""
@@ -193,21 +196,72 @@ def node_env(node: NodeLayout, *, durability: int | None, heap: str, direct_memo
         "PULSAR_BOOKIE_MEM": bookie["MEM"], "PULSAR_BOOKIE_GC_LOG": bookie["GC_LOG"],
         "PULSAR_GC": " ".join(PULSAR_GC_FLAGS),
         "PULSAR_EXTRA_OPTS": " ".join(PULSAR_EXTRA_FLAGS),
+        "PULSAR_BROKERPERF_PEERS": peers(node, nodes),
+        "PULSAR_BROKERPERF_FORWARDER": FORWARDER_PY,
     })
     return env
 
 
-#: node N's entrypoint: both files from the environment, the bookie and the broker as
-#: two background JVMs, the container ends when either ends (``wait -n``)
+#: A node's stand-in for its peers on its own loopback: Pulsar brokers reach each other at
+#: the URLs they advertise (their lookup data's ``webServiceUrl`` and ``brokerServiceUrl``,
+#: ``127.0.0.1:W_k`` / ``127.0.0.1:P_k`` here, so host clients need no setting), e.g. when
+#: the broker that owns a partitioned topic's metadata deletes partitions another broker
+#: serves. Inside node N those addresses are N's own loopback: this forwarder listens on
+#: every peer's port numbers there (they are distinct, so they never clash with N's own)
+#: and relays to ``pulsar-k`` on the session network.
+#: ``PULSAR_BROKERPERF_PEERS``: ``port=host:port,...``.
+FORWARDER_PY = """
+import asyncio, os
+async def pipe(r, w):
+    try:
+        while data := await r.read(65536):
+            w.write(data)
+            await w.drain()
+    except (ConnectionError, OSError):
+        pass
+    finally:
+        w.close()
+def relay(host, port):
+    async def on(r, w):
+        try:
+            pr, pw = await asyncio.open_connection(host, port)
+        except OSError:
+            w.close()
+            return
+        await asyncio.gather(pipe(r, pw), pipe(pr, w))
+    return on
+async def main():
+    servers = []
+    for item in filter(None, os.environ.get("PULSAR_BROKERPERF_PEERS", "").split(",")):
+        local, _, target = item.partition("=")
+        host, _, port = target.rpartition(":")
+        servers.append(await asyncio.start_server(relay(host, int(port)), "127.0.0.1",
+                                                  int(local), reuse_address=True))
+    print("brokerperf: peer forwarder on", len(servers), "port(s)", flush=True)
+    await asyncio.Event().wait()
+asyncio.run(main())
+"""
+
+#: node N's entrypoint: both files from the environment, the peer forwarder, the bookie
+#: and the broker as background processes, the container ends when any of them ends
+#: (``wait -n``)
 NODE_SCRIPT = (
     f"bin/apply-config-from-env-with-prefix.py {BOOKIE_PREFIX} conf/bookkeeper.conf"
     f" && bin/apply-config-from-env-with-prefix.py {BROKER_PREFIX} conf/broker.conf"
     " || exit 3; "
+    'python3 -c "$PULSAR_BROKERPERF_FORWARDER" & '
     "PULSAR_MEM=$PULSAR_BOOKIE_MEM PULSAR_GC_LOG=$PULSAR_BOOKIE_GC_LOG bin/pulsar bookie & "
     "PULSAR_MEM=$PULSAR_BROKER_MEM PULSAR_GC_LOG=$PULSAR_BROKER_GC_LOG bin/pulsar broker & "
     "trap 'kill $(jobs -p) 2>/dev/null' TERM INT; wait -n; code=$?; "
     "kill $(jobs -p) 2>/dev/null; exit $code"
 )
+
+
+def peers(node: NodeLayout, nodes: Sequence[NodeLayout]) -> str:
+    """``PULSAR_BROKERPERF_PEERS`` of node N: each other node's broker and web port,
+    relayed to its alias."""
+    return ",".join(f"{port}={n.alias}:{port}" for n in nodes if n.index != node.index
+                    for port in (n.broker_port, n.web_port))
 
 
 def node_command() -> list[str]:
