@@ -5,21 +5,11 @@ unchanged. Without it the engine uses the header's send time, as before."""
 
 from __future__ import annotations
 
-from array import array
-
 from pytest_brokerperf.engine import header
-from pytest_brokerperf.engine.delivery import AckLedger
-from pytest_brokerperf.engine.worker import Worker, _Buffers, _Counters
+from pytest_brokerperf.engine.worker import Worker
+from pytest_brokerperf.testing.engine import publish_side
 
 MS = 1_000_000
-
-
-def _worker() -> Worker:
-    w = Worker.__new__(Worker)
-    w.pub_counters = _Counters()
-    w.ack_ledger = AckLedger()
-    w._pub_local = {n: array("q") for n in _Buffers.NAMES}
-    return w
 
 
 def _value(intended_ns: int, sent_ns: int) -> bytes:
@@ -33,7 +23,7 @@ def _views(w: Worker) -> tuple[int, int, int]:
 
 
 def test_the_wire_send_time_moves_the_handoff_into_publish_delay() -> None:
-    w = _worker()
+    w = publish_side()
     # intended 1 ms, send() at 2 ms, written to the socket at 5 ms, acked 3 ms later
     w._ack_callback()(_value(1 * MS, 2 * MS), 3 * MS, 5 * MS)
     assert _views(w) == (3000, 4000, 7000)  # latency, delay, response in µs
@@ -41,6 +31,6 @@ def test_the_wire_send_time_moves_the_handoff_into_publish_delay() -> None:
 
 
 def test_without_a_wire_time_the_header_send_time_counts() -> None:
-    w = _worker()
+    w = publish_side()
     w._ack_callback()(_value(1 * MS, 2 * MS), 6 * MS)
     assert _views(w) == (6000, 1000, 7000)

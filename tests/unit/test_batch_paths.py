@@ -25,9 +25,9 @@ from pytest_brokerperf.engine.worker import (
     ProducerSpec,
     Worker,
     WorkerAssignment,
-    _Buffers,
     _Counters,
 )
+from pytest_brokerperf.testing.engine import publish_side
 
 MS = 1_000_000
 
@@ -78,14 +78,6 @@ def test_take_many_gives_the_intended_times_take_gives(rate: float) -> None:
     assert got == expected
 
 
-def _worker_with_pub_buffers() -> Worker:
-    w = Worker.__new__(Worker)
-    w.pub_counters = _Counters()
-    w.ack_ledger = AckLedger()
-    w._pub_local = {n: array("q") for n in _Buffers.NAMES}
-    return w
-
-
 def _value(kind: int, pid: int, seq: int, intended: int, sent: int, size: int = 64) -> bytes:
     return header.pack(header.MAGIC, header.VERSION, kind, pid, seq, intended,
                        sent) + b"t" * (size - header.HEADER_SIZE)
@@ -98,7 +90,7 @@ def test_a_batch_ack_records_what_one_ack_per_message_records(sizes: str) -> Non
                      size={"equal": 64, "large": 1024}.get(sizes, 40 + 8 * (i % 4)))
               for i in range(40)]
     ack_ns = 90 * MS
-    one, many = _worker_with_pub_buffers(), _worker_with_pub_buffers()
+    one, many = publish_side(), publish_side()
     on_ack = one._ack_callback()
     for v in values:
         on_ack(v, ack_ns - header.unpack(v)[6])
@@ -122,7 +114,7 @@ def test_per_message_ack_times_record_what_one_ack_per_message_records(form: str
     sents = [header.unpack(v)[6] for v in values]
     wire = [s + 30_000 * (i % 4) for i, s in enumerate(sents)]  # the IO thread's write
     lats = [2 * MS + 17_000 * i for i in range(len(values))]
-    one, many = _worker_with_pub_buffers(), _worker_with_pub_buffers()
+    one, many = publish_side(), publish_side()
     on_ack = one._ack_callback()
     on_acks = batch_ack(many._ack_callback())
     assert on_acks is not None
@@ -147,7 +139,7 @@ def test_per_message_ack_times_record_what_one_ack_per_message_records(form: str
 
 
 def test_a_batch_ack_without_a_time_is_refused() -> None:
-    on_acks = batch_ack(_worker_with_pub_buffers()._ack_callback())
+    on_acks = batch_ack(publish_side()._ack_callback())
     assert on_acks is not None
     with pytest.raises(TypeError, match="ack_ns or latency_ns"):
         on_acks([_value(header.KIND_DATA, 0, 0, 0, 1)])

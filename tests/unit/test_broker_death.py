@@ -16,10 +16,9 @@ import pytest
 
 from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
 from pytest_brokerperf.engine.coordinator import run_workload
-from pytest_brokerperf.engine.plan import RunPlan
 from pytest_brokerperf.errors import BrokerDied
 from pytest_brokerperf.provision.process import ManagedProcess, check_watched
-from pytest_brokerperf.workload import Workload
+from pytest_brokerperf.testing.engine import long_loopback_run
 
 
 def _broker(tmp_path: Path) -> ManagedProcess:
@@ -31,12 +30,7 @@ def _broker(tmp_path: Path) -> ManagedProcess:
 
 def test_a_killed_broker_fails_the_run_naming_it_status_and_log(tmp_path: Path) -> None:
     broker = _broker(tmp_path)
-    wl = Workload(name="loopback", topics=1, partitions_per_topic=1, message_size=128,
-                  subscriptions_per_topic=1, producers_per_topic=1,
-                  consumer_per_subscription=1, producer_rate=200, test_duration_minutes=1,
-                  warmup_duration_minutes=0)
-    plan = RunPlan(rate=200, period_s=0.5, warmup_max_s=0.0, measure_s=60.0, workers=1,
-                   topic_prefix="death", probe_timeout_s=20)
+    wl, plan = long_loopback_run("death")
     killer = threading.Timer(1.5, os.kill, (broker.pid, signal.SIGKILL))
     killer.start()
     try:

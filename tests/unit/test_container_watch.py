@@ -12,7 +12,6 @@ import pytest
 
 from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
 from pytest_brokerperf.engine.coordinator import run_workload
-from pytest_brokerperf.engine.plan import RunPlan
 from pytest_brokerperf.errors import BrokerDied
 from pytest_brokerperf.provision import container_watch as cw
 from pytest_brokerperf.provision.container_node import ContainerNode, ContainerPlan
@@ -27,7 +26,7 @@ from pytest_brokerperf.provision.container_watch import (
     unwatch_container,
     watch_container,
 )
-from pytest_brokerperf.workload import Workload
+from pytest_brokerperf.testing.engine import long_loopback_run
 
 RUNNING = ContainerState(running=True, status="running", exit_code=0, pid=42)
 KILLED = ContainerState(running=False, status="exited", exit_code=137)
@@ -173,12 +172,7 @@ def test_a_killed_container_stops_a_run_mid_window(engine: Engine) -> None:
     window ends, naming the container."""
     engine.states["brokerperf-r-kafka-1-1"] = RUNNING
     watch_container("brokerperf-r-kafka-1-1", "kafka node 1")
-    wl = Workload(name="loopback", topics=1, partitions_per_topic=1, message_size=128,
-                  subscriptions_per_topic=1, producers_per_topic=1,
-                  consumer_per_subscription=1, producer_rate=200, test_duration_minutes=1,
-                  warmup_duration_minutes=0)
-    plan = RunPlan(rate=200, period_s=0.5, warmup_max_s=0.0, measure_s=60.0, workers=1,
-                   topic_prefix="cdeath", probe_timeout_s=20)
+    wl, plan = long_loopback_run("cdeath")
     killer = threading.Timer(1.5, engine.states.__setitem__,
                              ("brokerperf-r-kafka-1-1", KILLED))
     killer.start()

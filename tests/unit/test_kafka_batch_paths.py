@@ -9,7 +9,6 @@ must leave the latency views, counters and ledgers the one-by-one path leaves.
 from __future__ import annotations
 
 import random
-from array import array
 from collections import deque
 from typing import Any
 
@@ -28,18 +27,10 @@ from pytest_brokerperf.brokers.kafka.driver import (
 )
 from pytest_brokerperf.engine import header
 from pytest_brokerperf.engine.delivery import AckLedger
-from pytest_brokerperf.engine.worker import Worker, _Buffers, _Counters
 from pytest_brokerperf.errors import DriverError
+from pytest_brokerperf.testing.engine import publish_side
 
 MS = 1_000_000
-
-
-def _worker() -> Worker:
-    w = Worker.__new__(Worker)
-    w.pub_counters = _Counters()
-    w.ack_ledger = AckLedger()
-    w._pub_local = {n: array("q") for n in _Buffers.NAMES}
-    return w
 
 
 def _value(kind: int, pid: int, seq: int, intended: int, sent: int) -> bytes:
@@ -101,7 +92,7 @@ def _counting(cb: Any) -> list[int]:
 @pytest.mark.parametrize("reports", [16, 40, 500])
 def test_a_batch_of_delivery_reports_records_what_one_by_one_records(reports: int) -> None:
     items = _reports(reports, reports)
-    one_w, many_w = _worker(), _worker()
+    one_w, many_w = publish_side(), publish_side()
     many_cb = many_w._ack_callback()
     calls = _counting(many_cb)
     one, many = _producer(one_w._ack_callback(), False), _producer(many_cb, True)
@@ -121,7 +112,7 @@ def test_a_batch_of_delivery_reports_records_what_one_by_one_records(reports: in
 def test_a_report_without_latency_is_stamped_by_the_engine() -> None:
     items = _reports(30, 1)
     items[12] = (items[12][0], None, items[12][2])  # librdkafka had no enqueue time
-    w = _worker()
+    w = publish_side()
     cb = w._ack_callback()
     calls = _counting(cb)
     p = _producer(cb, True)
@@ -142,7 +133,7 @@ def _all_acked(items: list[tuple[bytes, float | None, int]]) -> AckLedger:
 
 
 def test_fewer_than_sixteen_reports_go_one_by_one() -> None:
-    w = _worker()
+    w = publish_side()
     cb = w._ack_callback()
     cb.many = lambda *a, **k: pytest.fail("a batch of 15 went through on_acks")  # type: ignore[attr-defined]
     p = _producer(cb, True)
@@ -164,7 +155,7 @@ def test_an_ack_is_timed_from_produce_not_from_the_chunk_stamp() -> None:
     items = [(_value(header.KIND_DATA, 0, i, 9 * MS, stamp), lat_us / 1e6, now)
              for i in range(20)]
     for batch in (False, True):
-        w = _worker()
+        w = publish_side()
         p = _producer(w._ack_callback(), batch)
         _deliver(p, items)
         p.service()

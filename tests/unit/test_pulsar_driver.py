@@ -20,6 +20,7 @@ from pytest_brokerperf.brokers.pulsar.config import JAVA_INT_MAX, PulsarDriverCo
 from pytest_brokerperf.brokers.pulsar.driver import PulsarDriver
 from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.engine import header
+from pytest_brokerperf.testing.engine import publish_side
 
 REAL_CLIENT = pulsar.Client  # the fixture below replaces pulsar.Client
 ENDPOINT = BrokerEndpoint(kind="pulsar", bootstrap="pulsar://127.0.0.1:6650", mode="process",
@@ -252,19 +253,6 @@ def test_memory_limit_is_enforced_by_the_driver(fake_client: type[FakeClient]) -
         prod.send(_value(0, 1, 2), None)
 
 
-def _engine_worker() -> Any:
-    from array import array
-
-    from pytest_brokerperf.engine.delivery import AckLedger
-    from pytest_brokerperf.engine.worker import Worker, _Buffers, _Counters
-
-    w = Worker.__new__(Worker)
-    w.pub_counters = _Counters()
-    w.ack_ledger = AckLedger()
-    w._pub_local = {n: array("q") for n in _Buffers.NAMES}
-    return w
-
-
 @pytest.mark.parametrize("acks_per_service", [40, 7])
 def test_send_many_and_batch_acks_record_what_one_call_per_message_records(
         fake_client: type[FakeClient], monkeypatch: pytest.MonkeyPatch,
@@ -279,7 +267,7 @@ def test_send_many_and_batch_acks_record_what_one_call_per_message_records(
     for batched in (False, True):
         clock = iter(range(10**9, 10**9 + 10**6, 997))  # each callback its own time
         monkeypatch.setattr(producer_mod, "_mono", lambda c=clock: next(c))
-        w = _engine_worker()
+        w = publish_side()
         on_ack = w._ack_callback()
         if not batched:
             del on_ack.many  # the engine without a batch callback: one on_ack each
