@@ -4,13 +4,15 @@ against a driver's batch) compare what two of these recorded."""
 from __future__ import annotations
 
 from array import array
+from collections.abc import Callable
 
 from pytest_brokerperf.engine.delivery import AckLedger
 from pytest_brokerperf.engine.plan import RunPlan
 from pytest_brokerperf.engine.worker import Worker, _Buffers, _Counters
+from pytest_brokerperf.errors import BrokerDied
 from pytest_brokerperf.workload import Workload
 
-__all__ = ["long_loopback_run", "publish_side"]
+__all__ = ["death_mid_run", "publish_side"]
 
 
 def publish_side() -> Worker:
@@ -23,13 +25,31 @@ def publish_side() -> Worker:
     return w
 
 
-def long_loopback_run(prefix: str) -> tuple[Workload, RunPlan]:
-    """One loopback topic at 200 msg/s with a 60 s window: long enough that only a
-    broker's death (which a test injects) can end it early."""
+def death_mid_run(kill: Callable[[], object], prefix: str, after_s: float = 1.5
+                  ) -> BrokerDied:
+    """Run one loopback topic at 200 msg/s for a 60 s window, call ``kill`` (a test's
+    broker death) ``after_s`` into it, and return the :class:`BrokerDied` that must end
+    the run early (``pytest.fail`` if the run ended otherwise)."""
+    import threading
+
+    import pytest
+
+    from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
+    from pytest_brokerperf.engine.coordinator import run_workload
+
     wl = Workload(name="loopback", topics=1, partitions_per_topic=1, message_size=128,
                   subscriptions_per_topic=1, producers_per_topic=1,
                   consumer_per_subscription=1, producer_rate=200, test_duration_minutes=1,
                   warmup_duration_minutes=0)
     plan = RunPlan(rate=200, period_s=0.5, warmup_max_s=0.0, measure_s=60.0, workers=1,
                    topic_prefix=prefix, probe_timeout_s=20)
-    return wl, plan
+    killer = threading.Timer(after_s, kill)
+    killer.start()
+    try:
+        run_workload(LoopbackDriver(partitions=1), wl, plan,
+                     payloads=wl.payloads(None, seed=1))
+    except BrokerDied as died:
+        return died
+    finally:
+        killer.cancel()
+    pytest.fail("the run went on to the end of its window: the death was not seen")

@@ -9,16 +9,13 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 from pathlib import Path
 
 import pytest
 
-from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
-from pytest_brokerperf.engine.coordinator import run_workload
 from pytest_brokerperf.errors import BrokerDied
 from pytest_brokerperf.provision.process import ManagedProcess, check_watched
-from pytest_brokerperf.testing.engine import long_loopback_run
+from pytest_brokerperf.testing.engine import death_mid_run
 
 
 def _broker(tmp_path: Path) -> ManagedProcess:
@@ -30,17 +27,11 @@ def _broker(tmp_path: Path) -> ManagedProcess:
 
 def test_a_killed_broker_fails_the_run_naming_it_status_and_log(tmp_path: Path) -> None:
     broker = _broker(tmp_path)
-    wl, plan = long_loopback_run("death")
-    killer = threading.Timer(1.5, os.kill, (broker.pid, signal.SIGKILL))
-    killer.start()
     try:
-        with pytest.raises(BrokerDied) as info:
-            run_workload(LoopbackDriver(partitions=1), wl, plan,
-                         payloads=wl.payloads(None, seed=1))
+        died = death_mid_run(lambda: os.kill(broker.pid, signal.SIGKILL), "death")
     finally:
-        killer.cancel()
         broker.stop()
-    msg = str(info.value)
+    msg = str(died)
     assert "fake-broker" in msg and f"pid {broker.pid}" in msg
     assert "killed by signal SIGKILL" in msg
     assert "last words" in msg and str(tmp_path / "broker.log") in msg

@@ -3,15 +3,12 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
-from pytest_brokerperf.engine.coordinator import run_workload
 from pytest_brokerperf.errors import BrokerDied
 from pytest_brokerperf.provision import container_watch as cw
 from pytest_brokerperf.provision.container_node import ContainerNode, ContainerPlan
@@ -26,7 +23,7 @@ from pytest_brokerperf.provision.container_watch import (
     unwatch_container,
     watch_container,
 )
-from pytest_brokerperf.testing.engine import long_loopback_run
+from pytest_brokerperf.testing.engine import death_mid_run
 
 RUNNING = ContainerState(running=True, status="running", exit_code=0, pid=42)
 KILLED = ContainerState(running=False, status="exited", exit_code=137)
@@ -172,20 +169,12 @@ def test_a_killed_container_stops_a_run_mid_window(engine: Engine) -> None:
     window ends, naming the container."""
     engine.states["brokerperf-r-kafka-1-1"] = RUNNING
     watch_container("brokerperf-r-kafka-1-1", "kafka node 1")
-    wl, plan = long_loopback_run("cdeath")
-    killer = threading.Timer(1.5, engine.states.__setitem__,
-                             ("brokerperf-r-kafka-1-1", KILLED))
-    killer.start()
-    try:
-        with pytest.raises(BrokerDied) as info:
-            run_workload(LoopbackDriver(partitions=1), wl, plan,
-                         payloads=wl.payloads(None, seed=1))
-    finally:
-        killer.cancel()
-    msg = str(info.value)
+    died = death_mid_run(
+        lambda: engine.states.__setitem__("brokerperf-r-kafka-1-1", KILLED), "cdeath")
+    msg = str(died)
     assert "broker container brokerperf-r-kafka-1-1 (kafka node 1)" in msg
     assert "exit code 137" in msg and "last words" in msg
-    assert info.value.partial is not None  # what was measured until then, for the record
+    assert died.partial is not None  # what was measured until then, for the record
 
 
 # -- the planned outages of container faults ------------------------------------------
