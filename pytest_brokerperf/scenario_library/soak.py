@@ -12,6 +12,7 @@ verdict flag ``resource-growth``: the figures are true, the process leaks.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
@@ -93,15 +94,19 @@ class Soak(TailRead):
 
     def judge(self, m: Measured) -> None:
         """Add the growth rule's trends to the record and a finding per growing one."""
+        from pytest_brokerperf.metrics.broker import process_tree
         from pytest_brokerperf.metrics.sysstats import jvm_heap_first_touch
 
         first_touch: dict[str, float] = {}
         if m.sampler is not None:
             m.sampler.attach_resources(m.headline.periods)
             for label, pid in m.sampler.process_pids().items():
-                heap = jvm_heap_first_touch(pid)
-                if heap is not None:
-                    first_touch[f"broker {label}"] = float(heap)
+                with contextlib.suppress(ProcessLookupError):
+                    # the node's JVM may be a descendant (a container's init, a wrapper)
+                    heaps = [h for p in process_tree(pid)
+                             if (h := jvm_heap_first_touch(p)) is not None]
+                    if heaps:
+                        first_touch[f"broker {label}"] = float(sum(heaps))
         judged = trends(process_series(m.headline.periods), self.limits, first_touch)
         growing = growth_findings(judged)
         m.findings.extend(growing)

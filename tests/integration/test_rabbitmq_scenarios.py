@@ -8,6 +8,7 @@ admin calls it lacks, and no broker process of that session survives it.
 
 from __future__ import annotations
 
+import csv
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -70,6 +71,11 @@ def test_tailread_and_throughput_on_rabbitmq_and_tansu_through_pytest(
     assert len(topic["queues"]) == 4  # one subscription x four routing-key partitions
     assert settings["durability"]["queue_type"] == "QUORUM"
     assert any(p.name.endswith(".log") for p in (art / "logs").iterdir())
+    # the node's figures are its Erlang VM's, a child of the rabbitmq-server script
+    rows = list(csv.DictReader((art / "broker-metrics.csv").read_text().splitlines()))
+    measured = [r for r in rows if r["phase"] == "measure"]
+    assert measured and all(float(r["broker_rss_mib"]) > 40 for r in measured), rows
+    assert sum(float(r["broker_cpu_cores"]) for r in measured) > 0.05, rows
     stats = [json.loads(x) for x in (art / "client-stats.jsonl").read_text().splitlines()]
     assert stats and all(s["rabbitmq_producer"]["confirm_mode"] == "async" for s in stats)
 

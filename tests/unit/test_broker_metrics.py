@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import http.server
 import os
@@ -191,3 +192,40 @@ def test_a_dead_endpoint_is_a_gap_not_a_failure() -> None:
     sampler.stop()
     assert len(sampler.rows) == 1 and sampler.rows[0].figures["bytes_in_mib_s"] is None
     assert sampler.errors and "127.0.0.1:1" in sampler.errors[0]
+
+
+def test_proc_figures_count_the_work_a_wrapper_scripts_child_does(tmp_path: Path) -> None:
+    """Debian's ``rabbitmq-server`` is a shell script; the Erlang VM doing the broker's
+    work is its child. The figures of the started pid must include it: before, they were
+    the idle shell's (0.0 CPU cores, 1.7 MiB, one thread in a RabbitMQ soak)."""
+    import subprocess
+    import sys
+
+    from pytest_brokerperf.metrics import broker
+
+    child = ("import time\nblob = bytearray(96 * 1024 * 1024)\nt = time.process_time()\n"
+             "while time.process_time() - t < 30: pass\n")
+    (tmp_path / "child.py").write_text(child)
+    # `sh -c 'python ...; true'`: the shell stays the parent instead of exec'ing python
+    shell = subprocess.Popen(["sh", "-c", f"{sys.executable} {tmp_path / 'child.py'}; true"])
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            broker._trees.clear()
+            if len(broker.process_tree(shell.pid)) == 2:
+                break
+            time.sleep(0.05)
+        assert len(broker.process_tree(shell.pid)) == 2
+        before = proc_figures(shell.pid)
+        time.sleep(1.0)
+        after = proc_figures(shell.pid)
+        # the shell alone: no CPU, a couple of MiB; with its child: busy, > 96 MiB
+        assert after["cpu_seconds"] - before["cpu_seconds"] > 0.3
+        assert after["rss_bytes"] > 96 * 1024 * 1024
+        assert after["threads"] >= 2
+    finally:
+        for p in broker._trees.pop(shell.pid, (0.0, ()))[1][1:]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(p, 9)
+        shell.kill()
+        shell.wait(timeout=10)
