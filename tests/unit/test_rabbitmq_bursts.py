@@ -165,7 +165,7 @@ def test_send_many_is_one_write_and_big_confirms_one_batch(emitting_pika: Any) -
     conn.run(lambda: ch.on_confirm(Method(1, Basic.Ack(delivery_tag=60, multiple=True))))
     p.service()
     assert batches == [35, 16]  # 40, then 46..60 (15 + 1: a batch)
-    assert [v for v, _, _ in got] == values[:35] + [values[39]] + values[45:]
+    assert [v for v, _, _ in got] == [*values[:35], values[39], *values[45:]]
     assert errors == values[35:39] + values[40:45]
     sent = {s for _, _, s in got}
     assert len(sent) == 1  # the burst's write, for every message of it
@@ -208,3 +208,74 @@ def test_send_many_stops_at_a_full_window_without_losing_or_repeating(
     assert [v for v, _, _ in got] == values
     assert p.stats["queue_full"] == 1
     p.close()
+
+
+# ------------------------------------------------------------ the consumer's reader
+
+
+class _Impl:
+    def __init__(self) -> None:
+        self.frames_received = 0
+        self.bytes_received = 0
+        self.processed: list[Any] = []
+
+    def _on_data_available(self, data: bytes) -> None:
+        raise AssertionError("replaced by the reader")
+
+    def _process_frame(self, value: Any) -> None:
+        self.frames_received += 1
+        self.processed.append(value)
+
+
+class _Blocking:
+    def __init__(self) -> None:
+        self._impl = _Impl()
+        self.dispatch: list[int] = []
+
+    def _request_channel_dispatch(self, n: int) -> None:
+        self.dispatch.append(n)
+
+
+def _delivery(ch: int, tag: str, dtag: int, body: bytes, frame_max: int = BODY_MAX) -> bytes:
+    out = [frame.Method(ch, spec.Basic.Deliver(consumer_tag=tag, delivery_tag=dtag,
+                                               exchange="ex", routing_key="0")).marshal(),
+           frame.Header(ch, len(body), spec.BasicProperties(delivery_mode=2)).marshal()]
+    out += [frame.Body(ch, body[i:i + frame_max]).marshal()
+            for i in range(0, len(body), frame_max)]
+    return b"".join(out)
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 1000, 1 << 20])
+def test_delivery_reader_takes_its_deliveries_and_leaves_the_rest_to_pika(chunk: int) -> None:
+    from pytest_brokerperf.brokers.rabbitmq.deliveries import DeliveryReader
+
+    blocking = _Blocking()
+    got: list[tuple[str, int, bytes]] = []
+    reader = DeliveryReader(blocking, 1, lambda tag: tag.startswith("mine"),
+                            lambda *d: got.append(d))
+    assert DeliveryReader.available(blocking)
+    reader.install()
+    assert blocking._impl._on_data_available == reader.on_data
+    big = bytes(range(256)) * 10
+    stream = b"".join([
+        _delivery(1, "mine-a", 1, b"x" * 1024),
+        frame.Heartbeat().marshal(),  # channel 0: pika's
+        _delivery(1, "theirs", 2, b"other"),  # a tag the reader does not keep: pika's
+        _delivery(1, "mine-b", 3, b""),  # empty body: no body frame
+        _delivery(1, "mine-a", 4, big, frame_max=1000),  # three body frames
+        _delivery(2, "mine-a", 5, b"channel 2"),  # another channel: pika's
+        frame.Method(1, spec.Basic.CancelOk(consumer_tag="mine-a")).marshal(),
+    ])
+    for i in range(0, len(stream), chunk):
+        reader.on_data(stream[i:i + chunk])
+    assert got == [("mine-a", 1, b"x" * 1024), ("mine-b", 3, b""), ("mine-a", 4, big)]
+    processed = blocking._impl.processed
+    assert [type(f).__name__ for f in processed] == [
+        "Heartbeat", "Method", "Header", "Body", "Method", "Header", "Body", "Method"]
+    assert processed[1].method.consumer_tag == "theirs" and processed[3].fragment == b"other"
+    assert isinstance(processed[-1].method, spec.Basic.CancelOk)
+    # pika's counters: every frame and byte, whichever path read it
+    assert blocking._impl.bytes_received == len(stream)
+    assert blocking._impl.frames_received == 3 + 1 + 3 + 2 + 5 + 3 + 1
+    assert blocking.dispatch and set(blocking.dispatch) == {-1}
+    assert reader._buf == b""
