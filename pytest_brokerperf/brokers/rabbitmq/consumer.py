@@ -140,7 +140,7 @@ class _RabbitConsumer:
         return not self._paused and consumer_tag in self._partition
 
     def _on_delivery(self, consumer_tag: str, delivery_tag: int, body: bytes) -> None:
-        self._buf.append((body, self._partition[consumer_tag], delivery_tag))
+        self._buf.append((body, self._partition.get(consumer_tag, 0), delivery_tag))
 
     def receive(self, max_messages: int, timeout_s: float) -> list[tuple[bytes, int]]:
         import pika
