@@ -305,6 +305,7 @@ class FakeBlockingChannel:
         self.calls: list[tuple[str, Any]] = []
         self.consumers: dict[str, Any] = {}
         self.acks: list[tuple[int, bool]] = []
+        self.tags: dict[str, str] = {}
 
     def basic_qos(self, prefetch_count: int, global_qos: bool = False) -> None:
         self.calls.append(("qos", (prefetch_count, global_qos)))
@@ -316,8 +317,9 @@ class FakeBlockingChannel:
         self.calls.append(("bind", (queue, exchange, routing_key)))
 
     def basic_consume(self, queue: str, on_message_callback: Any, auto_ack: bool,
-                      arguments: Any) -> str:
-        tag = f"ctag-{queue}"
+                      arguments: Any, consumer_tag: str | None = None) -> str:
+        tag = consumer_tag or f"ctag-{queue}"
+        self.tags[queue] = tag
         self.consumers[tag] = on_message_callback
         self.calls.append(("consume", (queue, auto_ack, arguments)))
         return tag
@@ -340,8 +342,9 @@ class FakeBlockingConnection:
 
     def process_data_events(self, time_limit: float) -> None:
         for tag_no, (queue_name, body) in enumerate(self.pending, start=1):
-            method = Basic.Deliver(consumer_tag=f"ctag-{queue_name}", delivery_tag=tag_no)
-            self.ch.consumers[f"ctag-{queue_name}"](self.ch, method, None, body)
+            tag = self.ch.tags[queue_name]
+            method = Basic.Deliver(consumer_tag=tag, delivery_tag=tag_no)
+            self.ch.consumers[tag](self.ch, method, None, body)
         self.pending = []
 
     def close(self) -> None:
@@ -414,8 +417,9 @@ def test_pause_cancels_and_requeues_then_resume_consumes_again(
     assert conn is not None
     conn.pending = [("t-s-part-0", b"a"), ("t-s-part-1", b"b"), ("t-s-part-0", b"c")]
     assert c.receive(1, 0.01) == [(b"a", 0)]  # b and c delivered, not handed out
+    tags = dict(conn.ch.tags)
     c.pause()
-    assert sorted(cancelled) == ["ctag-t-s-part-0", "ctag-t-s-part-1"]
+    assert sorted(cancelled) == sorted(tags.values()) and len(set(cancelled)) == 2
     assert nacks == [(3, True, True)]  # b and c requeued: nothing held in the client
     assert c.receive(10, 0.01) == []
     c.resume()

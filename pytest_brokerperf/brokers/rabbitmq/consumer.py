@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+import uuid
 from collections import deque
 from collections.abc import Sequence
 from typing import Any
@@ -18,6 +19,7 @@ from pytest_brokerperf.brokers.rabbitmq.config import (
     RabbitMQDriverConfig,
 )
 from pytest_brokerperf.brokers.rabbitmq.connection import CONNECT_TIMEOUT_S
+from pytest_brokerperf.brokers.rabbitmq.deliveries import DeliveryReader
 from pytest_brokerperf.errors import DriverError
 
 
@@ -76,6 +78,10 @@ class _RabbitConsumer:
         self._conn = pika.BlockingConnection(params)
         ch = self._conn.channel()
         self._ch = ch
+        if DeliveryReader.available(self._conn):
+            # deliveries straight into the buffer, not through pika's frame objects
+            DeliveryReader(self._conn, ch.channel_number, self._takes, self._on_delivery
+                           ).install()
         ch.basic_qos(prefetch_count=cfg.prefetch_count, global_qos=False)
         if declare:
             args = cfg.queue_declare_arguments()
@@ -96,10 +102,12 @@ class _RabbitConsumer:
 
     def _consume(self) -> None:
         for q in self._queues:
-            tag = self._ch.basic_consume(
-                q.name, self._on_message, auto_ack=self._auto_ack, arguments=self._consume_args
-            )
+            # the tag is known before the first delivery can arrive, so the delivery
+            # reader takes every one of them (none is left queued inside pika)
+            tag = f"ctag.{uuid.uuid4().hex}"
             self._partition[tag] = q.partition
+            self._ch.basic_consume(q.name, self._on_message, auto_ack=self._auto_ack,
+                                   arguments=self._consume_args, consumer_tag=tag)
 
     def pause(self) -> None:
         """AMQP 0-9-1 has no pause: cancel the consumers (pika nacks, with requeue,
@@ -120,11 +128,19 @@ class _RabbitConsumer:
         """Consume the queues again (a classic or quorum queue keeps its messages)."""
         if self._paused:
             self._partition.clear()
-            self._consume()
             self._paused = False
+            self._consume()
 
     def _on_message(self, ch: Any, method: Any, props: Any, body: bytes) -> None:
         self._buf.append((body, self._partition.get(method.consumer_tag, 0), method.delivery_tag))
+
+    def _takes(self, consumer_tag: str) -> bool:
+        """The delivery reader keeps this consumer's deliveries (a paused consumer's
+        go through pika, which settles them as its cancel does)."""
+        return not self._paused and consumer_tag in self._partition
+
+    def _on_delivery(self, consumer_tag: str, delivery_tag: int, body: bytes) -> None:
+        self._buf.append((body, self._partition.get(consumer_tag, 0), delivery_tag))
 
     def receive(self, max_messages: int, timeout_s: float) -> list[tuple[bytes, int]]:
         import pika

@@ -11,12 +11,14 @@ import threading
 import time
 from collections import deque
 from collections.abc import Sequence
-from typing import Any
+from itertools import islice, repeat
+from typing import Any, cast
 
 from hdrh.histogram import HdrHistogram
 
-from pytest_brokerperf.brokers.driver import AckCallback, ErrorCallback, QueueFull
+from pytest_brokerperf.brokers.driver import AckCallback, ErrorCallback, QueueFull, batch_ack
 from pytest_brokerperf.brokers.rabbitmq.connection import CONNECT_TIMEOUT_S, _mono
+from pytest_brokerperf.brokers.rabbitmq.frames import PublishFrames
 from pytest_brokerperf.errors import DriverError
 
 _CLIENT_STATS: list[str] = []  # per process; one JSON document per closed producer
@@ -35,6 +37,9 @@ def _percentiles(h: HdrHistogram) -> dict[str, float | int]:
 #: nodes in turn before it gives up; pika itself never reconnects.
 RECONNECT_WINDOW_S = 60.0
 RECONNECT_PAUSE_S = 0.5
+#: acks handed to the engine as one batch from this many on (fewer: one by one, which
+#: is cheaper than numpy's per-call cost for a handful)
+BATCH_MIN = 16
 
 
 class ConfirmTracker:
@@ -63,28 +68,39 @@ class ConfirmTracker:
         self._pending += 1
         return tag
 
+    def add_many(self, values: list[bytes], sent_ns: int) -> None:
+        """Record a burst published in order at one moment (tags ``next_tag`` onwards)."""
+        self._next += len(values)
+        self._slots.extend(zip(values, repeat(sent_ns)))
+        self._pending += len(values)
+
     def settle(self, tag: int, multiple: bool) -> list[tuple[bytes, int]]:
         """The (message, send time) pairs an ack or nack of ``tag`` settles."""
         slots = self._slots
-        out: list[tuple[bytes, int]] = []
+        out: list[tuple[bytes, int]]
         if multiple:
             n = len(slots) if tag == 0 else min(tag - self._first + 1, len(slots))
             if n <= 0:
-                return out
-            pop = slots.popleft
-            for _ in range(n):
-                item = pop()
-                if item is not None:
-                    out.append(item)
+                return []
+            if n == len(slots):
+                got = list(slots)
+                slots.clear()
+            else:
+                got = list(islice(slots, n))
+                for _ in range(n):
+                    slots.popleft()
+            # slots a single settle already took are None
+            out = ([x for x in got if x is not None] if None in got
+                   else cast("list[tuple[bytes, int]]", got))
             self._first += n
         else:
             idx = tag - self._first
             if idx < 0 or idx >= len(slots):
-                return out
+                return []
             item = slots[idx]
             if item is None:
-                return out
-            out.append(item)
+                return []
+            out = [item]
             slots[idx] = None
             while slots and slots[0] is None:
                 slots.popleft()
@@ -138,14 +154,17 @@ class _RabbitProducer:
         self._rr = 0
         self._props = pika.BasicProperties(delivery_mode=2 if persistent else 1)
         self._on_ack = on_ack
+        self._on_acks = batch_ack(on_ack)
         self._on_error = on_error
         self._max_pending = max_pending
         self.name = name
-        # pacer -> IO thread
-        self._out: deque[tuple[bytes, str, int]] = deque()
+        # pacer -> IO thread: bursts of (values, routing keys, queued at ns)
+        self._out: deque[tuple[list[bytes], list[str], int]] = deque()
         self._wake_pending = False
-        # IO thread -> pacer: (value, wire send ns, latency_ns from it, error or None)
-        self._done: deque[tuple[bytes, int, int, str | None]] = deque()
+        # IO thread -> pacer: settled messages as (value, wire send ns) pairs, the
+        # confirm's arrival ns, and None (acked) or the error
+        self._done: deque[tuple[list[tuple[bytes, int]], int, str | None]] = deque()
+        self._frames: PublishFrames | None = None  # IO-thread-owned, per channel
         self._in_flight = 0  # pacer-owned: sent and not yet reported back
         self._tracker = ConfirmTracker()  # IO-thread-owned
         self._blocked = False
@@ -197,19 +216,55 @@ class _RabbitProducer:
     # -- pacer thread ----------------------------------------------------------------
     def send(self, value: bytes, key: bytes | None) -> None:
         if self._blocked or self._in_flight >= self._max_pending:
-            self.stats["queue_full"] += 1
-            raise QueueFull(
-                "RabbitMQ connection blocked (resource alarm)"
-                if self._blocked
-                else f"{self._in_flight} messages await a publisher confirm"
-            )
+            raise self._full()
         rk = self._keys[self._rr]
         self._rr = self._rr + 1 if self._rr + 1 < self._nkeys else 0
         self._in_flight += 1
         if self._failed is not None:
-            self._done.append((value, 0, 0, self._failed))
+            self._done.append(([(value, 0)], 0, self._failed))
             return
-        self._out.append((value, rk, _mono()))
+        self._out.append(([value], [rk], _mono()))
+        self._wake()
+
+    def send_many(self, values: list[bytes], keys: list[bytes | None] | None) -> int:
+        """:meth:`send` for a burst, in order, with one hand-off to the IO thread; how
+        many were taken before the window of unconfirmed messages was full (the rest
+        are the caller's to hand again). Routing keys go round-robin as in ``send``."""
+        if self._blocked:
+            self.stats["queue_full"] += 1
+            return 0
+        room = self._max_pending - self._in_flight
+        if room <= 0:
+            self.stats["queue_full"] += 1
+            return 0
+        if len(values) > room:
+            values = values[:room]
+        n = len(values)
+        nkeys, rr = self._nkeys, self._rr
+        if nkeys == 1:
+            rks = [self._keys[0]] * n
+        else:
+            ks = self._keys
+            rks = [ks[(rr + i) % nkeys] for i in range(n)]
+            self._rr = (rr + n) % nkeys
+        self._in_flight += n
+        if self._failed is not None:
+            self._done.append(([(v, 0) for v in values], 0, self._failed))
+            return n
+        self._out.append((values, rks, _mono()))
+        self._wake()
+        return n
+
+    def _full(self) -> QueueFull:
+        self.stats["queue_full"] += 1
+        return QueueFull(
+            "RabbitMQ connection blocked (resource alarm)"
+            if self._blocked
+            else f"{self._in_flight} messages await a publisher confirm"
+        )
+
+    def _wake(self) -> None:
+        """Ask the IO loop to drain the queue, once per drain."""
         if not self._wake_pending and not self._reconnecting:
             # (while reconnecting, sends wait in the queue: the new channel drains it)
             self._wake_pending = True
@@ -221,22 +276,42 @@ class _RabbitProducer:
                     self._failed = self._failed or f"connection unusable: {exc}"
 
     def service(self) -> None:
+        """Hand the settled messages to the engine: acks of 16 or more at once through
+        its batch callback (one ack time per confirm frame, each message's own send
+        time), fewer one by one, errors one by one."""
         done = self._done
         if not done:
             if self._failed is not None and self._out:
                 self._fail_queued()
             return
-        ack, err = self._on_ack, self._on_error
+        ack, err, acks = self._on_ack, self._on_error, self._on_acks
+        values: list[bytes] = []
+        sents: list[int] = []
+        ack_times: list[int] = []
         n = 0
         pop = done.popleft
         while done:
-            value, sent, latency, error = pop()
-            n += 1
-            if error is None:
-                ack(value, latency, sent)
+            items, at, error = pop()
+            n += len(items)
+            if error is not None:
+                for value, _ in items:
+                    err(value, error)
+            elif len(items) == 1:
+                value, sent = items[0]
+                values.append(value)
+                sents.append(sent)
+                ack_times.append(at)
             else:
-                err(value, error)
+                vs, ss = zip(*items, strict=True)
+                values += vs
+                sents += ss
+                ack_times += [at] * len(items)
         self._in_flight -= n
+        if acks is not None and len(values) >= BATCH_MIN:
+            acks(values, ack_times, sent_ns=sents)
+        else:
+            for value, sent, at in zip(values, sents, ack_times, strict=True):
+                ack(value, at - sent, sent)
 
     def queue_depth(self) -> int:
         return self._in_flight
@@ -263,8 +338,8 @@ class _RabbitProducer:
     def _fail_queued(self) -> None:
         reason = self._failed or "connection closed"
         while self._out:
-            value, _, _ = self._out.popleft()
-            self._done.append((value, 0, 0, reason))
+            values, _, _ = self._out.popleft()
+            self._done.append(([(v, 0) for v in values], 0, reason))
 
     def _request_stop(self) -> None:
         self._closing = True
@@ -361,8 +436,9 @@ class _RabbitProducer:
             unconfirmed = self._tracker.settle_all()
             self.stats["unconfirmed_at_connection_loss"] += len(unconfirmed)
             self.stats["errors"] += len(unconfirmed)
-            for value, _ in unconfirmed:
-                self._done.append((value, 0, 0, f"connection lost before the confirm: {reason}"))
+            if unconfirmed:
+                self._done.append((unconfirmed, 0,
+                                   f"connection lost before the confirm: {reason}"))
             self._tracker = ConfirmTracker()  # a new channel numbers from 1
             conn.ioloop.stop()
             return
@@ -382,9 +458,9 @@ class _RabbitProducer:
         reason = self._failed or "connection closed before the confirm arrived"
         done = self._done
         lost = self._tracker.settle_all()
-        for value, _ in lost:
-            done.append((value, 0, 0, reason))
-        self.stats["errors"] += len(lost) + len(self._out)
+        if lost:
+            done.append((lost, 0, reason))
+        self.stats["errors"] += len(lost) + sum(len(b[0]) for b in self._out)
         self._fail_queued()
 
     def _drain(self) -> None:
@@ -399,41 +475,36 @@ class _RabbitProducer:
             self._failed = self._failed or "channel not open"
             self._fail_outstanding()
             return
-        publish = ch.basic_publish
-        add = self._tracker.add
-        exchange, props = self._exchange, self._props
-        n = 0
-        # pika hands each frame (method, header, body: three per message) to its
-        # transport separately and the transport sends each with its own send(2).
-        # Collect the frames of the whole burst and hand them over as one write: the
-        # same bytes on the wire, one system call instead of 3 per message.
-        conn = self._conn
-        emit = getattr(conn, "_adapter_emit_data", None)
-        chunks: list[bytes] = []
-        if emit is not None:
-            conn._adapter_emit_data = chunks.append
-        burst: list[tuple[bytes, int]] = []
-        try:
-            while out:
-                value, rk, queued = out.popleft()
-                if emit is None:  # each frame goes out inside publish: stamp before it
-                    add(value, _mono())
-                else:
-                    burst.append((value, queued))
+        frames = self._frames
+        if frames is None or frames.channel is not ch:
+            frames = self._frames = (
+                PublishFrames(self._conn, ch, self._exchange, self._props)
+                if PublishFrames.available(self._conn, ch) else None)
+        # the whole queue as one burst, one write: the send time is that write, not the
+        # queue append (the hand-off to this thread is the client's, recorded apart)
+        pop = out.popleft
+        bursts = [pop() for _ in range(len(out))]  # the pacer may append meanwhile
+        values: list[bytes] = []
+        rks: list[str] = []
+        for vs, ks, _ in bursts:
+            values += vs
+            rks += ks
+        n = len(values)
+        if frames is not None:
+            data, nframes = frames.encode(values, rks)
+            wire = _mono()
+            self._tracker.add_many(values, wire)
+            frames.emit(data, nframes)
+        else:  # one basic_publish per message, each written as pika writes it
+            publish, add = ch.basic_publish, self._tracker.add
+            exchange, props = self._exchange, self._props
+            for value, rk in zip(values, rks, strict=True):
+                add(value, _mono())
                 publish(exchange, rk, value, props)
-                n += 1
-        finally:
-            if emit is not None:
-                del conn._adapter_emit_data
-                # the send time is the burst's write, not the queue append: the hand-off
-                # to this thread is the client's, not the broker's (recorded apart)
-                wire = _mono()
-                record = self._handoff.record_value
-                for value, queued in burst:
-                    add(value, wire)
-                    record(max(1, (wire - queued) // 1000))
-                if chunks:
-                    emit(b"".join(chunks))
+            wire = _mono()
+        record = self._handoff.record_value
+        for vs, _, queued in bursts:
+            record(max(1, (wire - queued) // 1000), len(vs))
         st = self.stats
         st["published"] += n
         if len(self._tracker) > st["max_in_flight"]:
@@ -447,15 +518,12 @@ class _RabbitProducer:
         st["ack_frames"] += 1
         if method.multiple:
             st["multiple_acks"] += 1
-        done = self._done
         if method.NAME == "Basic.Ack":
             st["acked"] += len(items)
-            for value, sent in items:
-                done.append((value, sent, now - sent, None))
+            self._done.append((items, now, None))
         else:
             st["nacked"] += len(items)
-            for value, _ in items:
-                done.append((value, 0, 0, "nacked by the broker (basic.nack)"))
+            self._done.append((items, 0, "nacked by the broker (basic.nack)"))
 
     def _on_blocked(self, conn: Any, frame: Any) -> None:
         self._blocked = True
