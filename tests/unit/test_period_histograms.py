@@ -41,9 +41,10 @@ def test_every_value_of_every_thread_lands_in_its_view() -> None:
     for name, values in written.items():
         h = hists[name]
         assert h.total_count == len(values)
-        assert abs((h.min() or 0) - min(values)) <= 1 and abs((h.max() or 0) - max(values)) <= max(values) / 500
+        assert abs((h.min() or 0) - min(values)) <= 1
+        assert abs((h.max() or 0) - max(values)) <= max(values) / 500
         expected = float(np.percentile(values, 50))
-        assert abs(h.percentile(50) - expected) <= expected / 100 + 1
+        assert abs((h.percentile(50) or 0) - expected) <= expected / 100 + 1
     # taken: the next period starts empty
     assert all(h.total_count == 0 for h in period_histograms([b.take() for b in bufs]).values())
 
