@@ -3,9 +3,11 @@
 What can fail: each fault must strike its node at its time and the node must rejoin on
 its own data (a new process, serving AMQP); the clients connected to it must fail over
 to the other nodes (pika never reconnects by itself; a subscription nobody reads would
-look like lost messages) — so with every node killed once, some client must have
-reconnected; every acknowledged message must arrive (durability level 1: quorum queues,
-persistent messages, confirms after a majority stored them); nothing may survive.
+look like lost messages) and no other client may — the producer lives on node 1 and the
+consumer on node 2 in every run, so the first kill moves the producer, the second the
+consumer and the third neither; every acknowledged message must arrive (durability
+level 1: quorum queues, persistent messages, confirms after a majority stored them);
+nothing may survive.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ def test_kill_each_node_at_level_1_clients_fail_over_and_nothing_is_lost(
     seen = [(r["test_id"], r["verdict"]["status"], r["delivery"], r["fault"]) for r in recs]
     assert run.parseoutcomes().get("passed") == 3, (run.stdout.str()[-3000:], seen)
     assert [r["fault"]["node"] for r in recs] == [1, 2, 3]
-    reconnects = 0
+    moved = []
     for rec in recs:
         fault = rec["fault"]
         assert fault["error"] is None, fault
@@ -51,10 +53,20 @@ def test_kill_each_node_at_level_1_clients_fail_over_and_nothing_is_lost(
         assert rec["delivery"]["lost"] == 0 and rec["delivery"]["unconfirmed"] == 0, rec[
             "delivery"]
         assert fault["lost"] == 0 and fault["verdict"] == "no-loss"
+        nodes = [u.removeprefix("amqp://") for u in rec["manifest"]["driver"]["amqp_uris"]]
+        struck = nodes[fault["node"] - 1]
         stats = [json.loads(x) for x in
                  (Path(rec["artefacts"]) / "client-stats.jsonl").read_text().splitlines()]
-        reconnects += sum(s.get("rabbitmq_producer", s.get("rabbitmq_consumer", {}))
-                          .get("reconnects", 0) for s in stats)
+        clients = {kind: s[kind] for s in stats for kind in s}
+        assert set(clients) == {"rabbitmq_producer", "rabbitmq_consumer"}, stats
+        assert clients["rabbitmq_producer"]["home_node"] == nodes[0], clients
+        assert clients["rabbitmq_consumer"]["home_node"] == nodes[1], clients
+        for kind, c in clients.items():
+            if c["home_node"] == struck:  # its connection died with the node
+                assert c["reconnects"] >= 1 and struck not in c["failed_over_to"], c
+                moved.append(kind)
+            else:
+                assert c["reconnects"] == 0 and c["failed_over_to"] == [], (kind, c, struck)
         for pid in (killed, restarted):
             assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie"
-    assert reconnects >= 1  # the clients of some killed node failed over
+    assert moved == ["rabbitmq_producer", "rabbitmq_consumer"]

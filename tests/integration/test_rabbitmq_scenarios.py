@@ -77,7 +77,12 @@ def test_tailread_and_throughput_on_rabbitmq_and_tansu_through_pytest(
     assert measured and all(float(r["broker_rss_mib"]) > 40 for r in measured), rows
     assert sum(float(r["broker_cpu_cores"]) for r in measured) > 0.05, rows
     stats = [json.loads(x) for x in (art / "client-stats.jsonl").read_text().splitlines()]
-    assert stats and all(s["rabbitmq_producer"]["confirm_mode"] == "async" for s in stats)
+    producers = [s["rabbitmq_producer"] for s in stats if "rabbitmq_producer" in s]
+    consumers = [s["rabbitmq_consumer"] for s in stats if "rabbitmq_consumer" in s]
+    assert producers and all(s["confirm_mode"] == "async" for s in producers)
+    assert len(producers) + len(consumers) == len(stats) and consumers
+    assert all(s["home_node"].startswith("127.0.0.1:") and s["reconnects"] == 0
+               for s in producers + consumers)
 
     tansu = recs["tansu"]
     assert tansu["broker_version"].startswith("0.")

@@ -428,3 +428,19 @@ def test_pause_cancels_and_requeues_then_resume_consumes_again(
     stream = RabbitMQDriver(ep, RabbitMQDriverConfig(exchange_type="DIRECT",
                                                      queue_type="STREAM"))
     assert stream.CONSUMER_PAUSE is None and "x-stream-offset" in stream.CONSUMER_PAUSE_MISSING
+
+
+def test_clients_land_on_the_same_nodes_in_every_run() -> None:
+    """Producers round robin from node 1, consumers from node 2, whatever the run id in
+    the client id; a hash placed them anew in every run (and a fault test that kills each
+    node once could miss every client)."""
+    ep = BrokerEndpoint(kind="rabbitmq", mode="process",
+                        bootstrap="amqp://127.0.0.1:1,amqp://127.0.0.1:2,amqp://127.0.0.1:3")
+    d = RabbitMQDriver(ep, RabbitMQDriverConfig(exchange_type="DIRECT"), topic_partitions={})
+    n1, n2, n3 = d.uris
+    for run in ("bp-root-vm-20261127-044310-ed4153-tailread-334080", "bp-x-20261201-1-a"):
+        assert d._uris_for(f"{run}-p0") == [n1, n2, n3]
+        assert d._uris_for(f"{run}-c0") == [n2, n3, n1]
+        assert d._uris_for(f"{run}-p4")[0] == n2 and d._uris_for(f"{run}-c2")[0] == n1
+    other = d._uris_for("readback")  # not an engine id: by a hash, still every node once
+    assert sorted(other) == [n1, n2, n3] and d._uris_for("readback") == other

@@ -24,3 +24,8 @@ def _params(uri: str, client_config: dict[str, str], name: str) -> Any:
     params.socket_timeout = 10
     params.stack_timeout = CONNECT_TIMEOUT_S
     return params
+
+
+def node_address(params: Any) -> str:
+    """host:port of pika connection parameters: the node a client statistic names."""
+    return f"{params.host}:{params.port}"

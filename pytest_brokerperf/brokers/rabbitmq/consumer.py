@@ -18,7 +18,7 @@ from pytest_brokerperf.brokers.rabbitmq.config import (
     QueueSpec,
     RabbitMQDriverConfig,
 )
-from pytest_brokerperf.brokers.rabbitmq.connection import CONNECT_TIMEOUT_S
+from pytest_brokerperf.brokers.rabbitmq.connection import CONNECT_TIMEOUT_S, node_address
 from pytest_brokerperf.brokers.rabbitmq.deliveries import DeliveryReader
 from pytest_brokerperf.errors import DriverError
 
@@ -41,6 +41,7 @@ class _RabbitConsumer:
         self._exchange = exchange
         self._cfg = cfg
         self.reconnects = 0
+        self.failed_over_to: list[str] = []
         self._auto_ack = cfg.auto_ack
         self._buf: deque[tuple[bytes, int, int]] = deque()
         self._partition: dict[str, int] = {}
@@ -186,6 +187,7 @@ class _RabbitConsumer:
                 self._setup(pika, params, self._exchange, self._queues, self._cfg,
                             declare=False)
                 self.reconnects += 1
+                self.failed_over_to.append(node_address(params))
                 return
             except (pika.exceptions.AMQPConnectionError,
                     pika.exceptions.AMQPChannelError) as exc:
@@ -200,13 +202,16 @@ class _RabbitConsumer:
 
     def close(self) -> None:
         self._close_conn()
-        if self.reconnects:  # the client-stats artefact says the consumer failed over
-            import json
+        # the client-stats artefact says where the consumer read and whether it failed over
+        import json
 
-            from pytest_brokerperf.brokers.rabbitmq.producer import _CLIENT_STATS
+        from pytest_brokerperf.brokers.rabbitmq.producer import _CLIENT_STATS
 
+        if len(_CLIENT_STATS) < 10_000:
             _CLIENT_STATS.append(json.dumps({"rabbitmq_consumer": {
-                "queues": [q.name for q in self._queues], "reconnects": self.reconnects}}))
+                "queues": [q.name for q in self._queues],
+                "home_node": node_address(self._nodes[0]), "reconnects": self.reconnects,
+                "failed_over_to": self.failed_over_to}}))
 
     def _close_conn(self) -> None:
         conn = getattr(self, "_conn", None)

@@ -25,6 +25,7 @@ Client-library facts this driver is built around (pika's and RabbitMQ's docs):
 
 from __future__ import annotations
 
+import re
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -53,6 +54,9 @@ if TYPE_CHECKING:
 
 
 __all__ = ["ConfirmTracker", "RabbitMQDriver"]
+
+#: the engine's client ids end in -p<N> (producer N) or -c<N> (consumer N)
+_CLIENT_INDEX = re.compile(r"-([pc])([0-9]+)$")
 
 
 @dataclass
@@ -120,10 +124,20 @@ class RabbitMQDriver:
         return ctl if isinstance(ctl, CtlAccess) else None
 
     def _uris_for(self, client_id: str) -> list[str]:
-        """Every node's URI, this client's own first (spread by a hash of its id), then
-        the others in turn: where it fails over when its node goes away."""
+        """Every node's URI, this client's own first, then the others in turn: where it
+        fails over when its node goes away.
+
+        Producers 0, 1, 2 … start on nodes 1, 2, 3 … and consumers 0, 1, 2 … on nodes
+        2, 3, 1 … (round robin): one workload lands on the same nodes in every run, and
+        one producer with one consumer use two nodes. A client id without the engine's
+        ``-p<N>``/``-c<N>`` ending is placed by a hash of the id.
+        """
         uris = self.uris
-        first = zlib.crc32(client_id.encode()) % len(uris)
+        m = _CLIENT_INDEX.search(client_id)
+        if m is None:
+            first = zlib.crc32(client_id.encode()) % len(uris)
+        else:
+            first = (int(m[2]) + (m[1] == "c")) % len(uris)
         return uris[first:] + uris[:first]
 
     def admin(self) -> _RabbitAdmin:

@@ -17,7 +17,7 @@ from typing import Any, cast
 from hdrh.histogram import HdrHistogram
 
 from pytest_brokerperf.brokers.driver import AckCallback, ErrorCallback, QueueFull, batch_ack
-from pytest_brokerperf.brokers.rabbitmq.connection import CONNECT_TIMEOUT_S, _mono
+from pytest_brokerperf.brokers.rabbitmq.connection import CONNECT_TIMEOUT_S, _mono, node_address
 from pytest_brokerperf.brokers.rabbitmq.frames import PublishFrames
 from pytest_brokerperf.errors import DriverError
 
@@ -145,6 +145,7 @@ class _RabbitProducer:
         #: this client's node first, then the cluster's other nodes, tried in turn
         #: when a connection that was up is lost
         self._nodes = [params, *failover]
+        self._node = params  # the node of the current (or last) connection
         self._connected_once = False
         self._reconnecting = False  # written by the IO thread, read by the pacer
         self._lost_at = 0.0
@@ -190,8 +191,10 @@ class _RabbitProducer:
             "queue_full": 0,
             "errors": 0,
             "unconfirmed_at_connection_loss": 0,
+            "home_node": node_address(params),
             "reconnects": 0,
             "reconnect_s": 0.0,
+            "failed_over_to": [],
             "confirm_mode": "async",
         }
         self._blocked_since = 0.0
@@ -356,8 +359,9 @@ class _RabbitProducer:
         attempt = 0
         try:
             while True:
+                self._node = self._nodes[attempt % len(self._nodes)]
                 self._conn = pika.SelectConnection(
-                    self._nodes[attempt % len(self._nodes)],
+                    self._node,
                     on_open_callback=self._on_open,
                     on_open_error_callback=self._on_open_error,
                     on_close_callback=self._on_closed,
@@ -404,6 +408,7 @@ class _RabbitProducer:
         if self._reconnecting:
             st = self.stats
             st["reconnects"] += 1
+            st["failed_over_to"].append(node_address(self._node))
             st["reconnect_s"] = round(st["reconnect_s"] + time.monotonic() - self._lost_at, 3)
             self._reconnecting = False
             self._drain()  # what the pacer queued meanwhile, with its intended times
