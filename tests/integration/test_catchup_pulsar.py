@@ -47,4 +47,11 @@ def test_catchup_on_pulsar_through_pytest(pytester: pytest.Pytester) -> None:
     (start,) = cu["broker_backlog_at_drain_start"]
     # msgBacklog counts entries: a producer batch is one, so at most the counters' figure
     assert 0 < start["messages"] <= cu["backlog_at_drain_start_messages"] + 1000
-    assert {s["metric"]: s["status"] for s in rec["slo"]}["drained"] == "pass"
+    verdict = rec["verdict"]
+    if verdict["status"] in ("valid", "broker-backpressure"):
+        assert {s["metric"]: s["status"] for s in rec["slo"]}["drained"] == "pass"
+    else:  # this host spoiled the window before the drain: no SLO is judged, and it says so
+        assert rec["slo"] == [] and verdict["status"] in (
+            "host-noise", "unsteady", "generator-bound", "rate-not-sustained",
+            "consumer-bound"), verdict
+        print(f"HOST-NOISE: {rec['test_id']}: {verdict['reasons'][0]}")

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from pytest_brokerperf.brokers.rabbitmq.process import rabbitmq_available
-from pytest_brokerperf.testing import PLAIN_SCENARIOS, skip_if_host_noise
+from pytest_brokerperf.testing import PLAIN_SCENARIOS
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -46,5 +46,11 @@ def test_catchup_on_rabbitmq_through_pytest(pytester: pytest.Pytester) -> None:
     assert d["lost"] == 0 and d["duplicates"] == 0
     (start,) = cu["broker_backlog_at_drain_start"]
     assert abs(start["messages"] - cu["backlog_at_drain_start_messages"]) <= 1000
-    skip_if_host_noise([rec])  # the host voided the window: no SLO was judged
-    assert {s["metric"]: s["status"] for s in rec["slo"]}["drained"] == "pass"
+    verdict = rec["verdict"]
+    if verdict["status"] in ("valid", "broker-backpressure"):
+        assert {s["metric"]: s["status"] for s in rec["slo"]}["drained"] == "pass"
+    else:  # this host spoiled the window before the drain: no SLO is judged, and it says so
+        assert rec["slo"] == [] and verdict["status"] in (
+            "host-noise", "unsteady", "generator-bound", "rate-not-sustained",
+            "consumer-bound"), verdict
+        print(f"HOST-NOISE: {rec['test_id']}: {verdict['reasons'][0]}")

@@ -153,12 +153,13 @@ def test_engine_delivers_everything_once_with_honest_latency(
     for sub in d.subscriptions:
         assert sub.received == sub.acknowledged == d.acknowledged
         assert (sub.lost, sub.duplicates, sub.reordered, sub.unacked_received) == (0, 0, 0, 0)
-    assert out.ack_rate == pytest.approx(400, rel=0.1)
-    assert out.consume_rate == pytest.approx(800, rel=0.15)
     e2e = out.cumulative["e2e_latency"]
-    assert e2e.min() > 0 and e2e.percentile(50) < 1_000_000
+    assert e2e.min() > 0
     assert out.cumulative["publish_latency"].percentile(50) > 0
-    if expect_valid(out).status == "valid":  # the generator kept its schedule
+    if expect_valid(out).status == "valid":  # rates and timing say nothing on a noisy host
+        assert out.ack_rate == pytest.approx(400, rel=0.1)
+        assert out.consume_rate == pytest.approx(800, rel=0.15)
+        assert e2e.percentile(50) < 1_000_000  # below a second on loopback
         assert out.cumulative["publish_delay"].percentile(99) < 10_000
     assert out.read_back["persistence"]["bookkeeperAckQuorum"] == 2
     assert out.driver_description["producer"]["batching_enabled"] is True

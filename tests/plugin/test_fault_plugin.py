@@ -66,6 +66,11 @@ FAST = [
     "--brokerperf-calibration=off", "-p", "no:cacheprovider", "-p", "no:randomly",
     "--strict-markers",
 ]
+#: A fault run judges the 1 s before its fault, never measured again: a noisy second of
+#: this 2-core host may make it inconclusive, which these tests (about the fault's
+#: mechanics, not the verdict) let pass with a warning.
+HOST_MAY_JUDGE = ["--brokerperf-inconclusive=warn",
+                  "-W", "default::pytest_brokerperf.warnings.BrokerPerfWarning"]
 
 
 def _records(root: Path) -> list[dict]:
@@ -84,7 +89,7 @@ def test_a_fault_runs_in_the_window_and_the_record_tells_what_it_did(
     pytester.makepyfile(test_scn=BODY)
     res = pytester.path / "res"
     result = pytester.runpytest_subprocess(
-        *FAST, f"--brokerperf-results={res}", "-m", "tailread", "-s",
+        *FAST, *HOST_MAY_JUDGE, f"--brokerperf-results={res}", "-m", "tailread", "-s",
         "--brokerperf-fault=kill-broker@1s:0.5s/node-2,pause-broker@1s:0.5s", "-v")
     result.assert_outcomes(passed=2, deselected=2)
     result.stdout.fnmatch_lines(["*fault kill-broker@1s:0.5s/node-2 on node 2 (as asked)*",
@@ -230,7 +235,7 @@ def test_a_whole_cluster_power_cut_strikes_every_node_and_gets_its_own_id(
     pytester.makepyfile(test_scn=BODY)
     res = pytester.path / "res"
     result = pytester.runpytest_subprocess(
-        *FAST, f"--brokerperf-results={res}", "-m", "tailread", "-s", "-v",
+        *FAST, *HOST_MAY_JUDGE, f"--brokerperf-results={res}", "-m", "tailread", "-s", "-v",
         "--brokerperf-fault=power-cut@1s:0.3s/all")
     result.assert_outcomes(passed=1, deselected=1)
     result.stdout.fnmatch_lines(["*fault power-cut@1s:0.3s/all on all 2 node(s) at once*",

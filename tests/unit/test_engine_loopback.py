@@ -29,12 +29,15 @@ def outcome():
     # is not caught up inside the measured window
     plan = RunPlan(rate=2000, period_s=0.5, warmup_max_s=4.0, measure_s=2.0, workers=1,
                    topic_prefix="loop", probe_timeout_s=20)
-    for _ in range(3):  # a window the hypervisor stole from is measured again (as runs are)
+    # A window this host spoiled (hypervisor steal, a stall of the pacer, a shortfall) is
+    # measured again, up to three times: a harness that cannot hold 2,000 msg/s is
+    # spoiled in every window, a noisy minute rarely three in a row.
+    for _ in range(3):
         periods = []
         out = run_workload(LoopbackDriver(partitions=2), wl, plan,
                            payloads=wl.payloads(None, seed=3), on_period=periods.append)
         out.seen_periods = periods
-        if not _noisy(out):
+        if assess(out).status == "valid":
             break
     return out
 
