@@ -9,6 +9,7 @@ session, after collection, only when a selected test runs a scenario.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,9 +22,11 @@ if TYPE_CHECKING:
 __all__ = ["preflight_problems"]
 
 
-def _results_dir_problem(path: Path) -> str | None:
-    """Why ``path`` cannot hold the run's artefacts, or None (it is created if missing)."""
+def _results_dir_problem(path: Path) -> tuple[str | None, list[Path]]:
+    """Why ``path`` cannot hold the run's artefacts, or None; and the directories the
+    check created (missing ones are created: removed again if the run is refused)."""
     probe = path / f".brokerperf-write-check-{os.getpid()}"
+    missing = [d for d in (path, *path.parents) if not d.exists()]
     try:
         path.mkdir(parents=True, exist_ok=True)
         probe.write_bytes(b"ok")
@@ -31,8 +34,8 @@ def _results_dir_problem(path: Path) -> str | None:
     except OSError as exc:
         return (f"--brokerperf-results={path}: the results directory cannot be written "
                 f"({type(exc).__name__}: {exc.strerror or exc}); nothing was started. Fix: "
-                "give a directory this user can create and write")
-    return None
+                "give a directory this user can create and write"), missing
+    return None, missing
 
 
 def _memory_cap_problems(settings: Settings, limit: int) -> list[str]:
@@ -60,8 +63,9 @@ def preflight_problems(settings: Settings) -> list[str]:
     """Every problem found in the run's input, each naming the flag, file and fix."""
 
     problems: list[str] = []
+    created: list[Path] = []
     if not settings.dry_run:
-        problem = _results_dir_problem(Path(settings.results_dir))
+        problem, created = _results_dir_problem(Path(settings.results_dir))
         if problem:
             problems.append(problem)
     if settings.workload is not None:
@@ -92,6 +96,13 @@ def preflight_problems(settings: Settings) -> list[str]:
                 problem = power_cut_problem(fault, kind, settings.provision_effective)
                 if problem:
                     problems.append(f"--brokerperf-fault={fault.text()}: {problem}")
+    if settings.kafka_config is not None:
+        from pytest_brokerperf.brokers.kafka.remote import check_client_config
+
+        try:
+            check_client_config(settings)
+        except (BrokerPerfError, OSError) as exc:
+            problems.append(f"--kafka-config={settings.kafka_config}: {exc}")
     if settings.slo is not None:
         from pytest_brokerperf import slo
 
@@ -99,4 +110,8 @@ def preflight_problems(settings: Settings) -> list[str]:
             slo.load_slo_file(Path(settings.slo))
         except (BrokerPerfError, OSError) as exc:
             problems.append(f"--brokerperf-slo={settings.slo}: {exc}")
+    if problems:  # refused: nothing is left behind, not even an empty results directory
+        for d in created:  # deepest first
+            with contextlib.suppress(OSError):
+                d.rmdir()
     return problems

@@ -52,6 +52,7 @@ def test_a_bad_workload_file_is_a_usage_error_with_its_line(pytester: pytest.Pyt
     result.stderr.fnmatch_lines(
         ["*--brokerperf-workload=*bad.yaml: *bad.yaml:4: messageSize = -5*"])
     assert not (pytester.path / "broker-started").exists()
+    assert not (pytester.path / "res").exists()  # refused: nothing created, not even that
 
 
 def test_a_bad_slo_file_is_a_usage_error(pytester: pytest.Pytester) -> None:

@@ -9,6 +9,7 @@ import pytest
 
 from pytest_brokerperf.brokers.rabbitmq.process import (
     SCHEDULER_FLAGS,
+    CtlAccess,
     RabbitMQProcessCluster,
     node_conf,
     parse_ctl_json,
@@ -159,3 +160,48 @@ def test_unreachable_remote_broker_is_an_error_naming_the_address(tmp_path: Path
                        r"not answer: failed after \d+\.\d s") as exc:
         start_broker("rabbitmq", s, tmp_path)
     assert "secret" not in str(exc.value)
+
+
+def test_the_cli_starts_no_epmd_daemon_and_carries_the_owner_tag(tmp_path: Path) -> None:
+    """pytest SIGKILLed while a CLI call runs: the watchdog kills our epmd, and the CLI's
+    own ``erl -sname`` (how it makes sure an epmd runs) started a detached ``epmd
+    -daemon`` on the session's port that outlived everything. The CLI's environment
+    keeps any erl it starts from starting epmd, and carries the owner tag."""
+    import shutil
+    import subprocess
+
+    import psutil
+
+    from pytest_brokerperf.provision.ports import free_port
+    from pytest_brokerperf.provision.watchdog import TAG_ENV, owner_token
+
+    erl = shutil.which("erl")
+    if erl is None:
+        pytest.skip("no Erlang runtime here (it comes with rabbitmq-server)")
+    cluster = RabbitMQProcessCluster(nodes=1, workdir=tmp_path)
+    cluster._workdir, cluster._home = tmp_path, tmp_path
+    cluster._epmd_port = free_port()  # nothing listens there, as after the watchdog
+    cluster._ctl_ports = (free_port(), free_port())
+    ctl = CtlAccess(str(tmp_path), "rmq1@localhost", cluster._ctl_env())
+    tool = tmp_path / "fake-ctl"
+    tool.write_text(f"#!/bin/sh\nenv > {tmp_path}/env.txt\n"
+                    f"exec {erl} -boot no_dot_erlang -sname probe -noinput -s erlang halt\n")
+    tool.chmod(0o755)
+    out = ctl.run("fake-ctl", timeout=60)
+    env = dict(line.split("=", 1) for line in (tmp_path / "env.txt").read_text().splitlines()
+               if "=" in line)
+    port = str(cluster._epmd_port)
+
+    def on_our_port(proc: psutil.Process) -> bool:
+        try:
+            return proc.environ().get("ERL_EPMD_PORT") == port
+        except psutil.Error:  # gone, or a zombie
+            return False
+
+    daemons = [p for p in psutil.process_iter(["name", "cmdline"])
+               if p.info["name"] == "epmd" and on_our_port(p)]
+    for p in daemons:  # (the old code's leftover: stop it before failing)
+        subprocess.run(["kill", str(p.pid)], check=False)
+    assert not daemons, [p.info["cmdline"] for p in daemons]
+    assert "register/listen error" in out.stdout + out.stderr  # no epmd, none started
+    assert env.get(TAG_ENV) == owner_token()

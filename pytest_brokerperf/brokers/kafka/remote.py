@@ -80,6 +80,28 @@ FLAVOUR_NOTES: dict[str, str] = {
 }
 
 
+def _admin_client(settings: Settings, client: dict[str, str], bootstrap: str) -> Any:
+    """An AdminClient on ``client``; librdkafka checks every property as it is built
+    (no connection yet), so a bad one is a :class:`ConfigError` naming the file."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    try:
+        return AdminClient(SecretDict({**client, "bootstrap.servers": bootstrap,
+                                       "log_level": 0}))
+    except KafkaException as e:  # librdkafka refused the configuration itself
+        raise ConfigError(
+            f"{settings.kafka_config}: librdkafka refused the Kafka client config "
+            f"({e.args[0].str() if e.args else e}); fix the property it names") from None
+
+
+def check_client_config(settings: Settings) -> None:
+    """Refuse a ``--kafka-config`` librdkafka would refuse, before anything starts
+    (:class:`ConfigError`; the preflight makes it a usage error)."""
+    client, _ = client_config(settings)
+    _admin_client(settings, client, settings.kafka_bootstrap or "127.0.0.1:9")
+
+
 def remote_kafka_endpoint(settings: Settings, timeout_s: float = CONNECT_TIMEOUT_S,
                           kind: str = "kafka") -> BrokerEndpoint:
     """Reach the cluster named by ``--kafka-bootstrap`` (read-only: metadata only).
@@ -101,16 +123,9 @@ def remote_kafka_endpoint(settings: Settings, timeout_s: float = CONNECT_TIMEOUT
         "client_config_notes": notes,
     }
     from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient
 
     started = time.monotonic()
-    try:
-        admin = AdminClient(SecretDict({**client, "bootstrap.servers": bootstrap,
-                                        "log_level": 0}))
-    except KafkaException as e:  # librdkafka refused the configuration itself
-        raise ConfigError(
-            f"{settings.kafka_config}: librdkafka refused the Kafka client config "
-            f"({e.args[0].str() if e.args else e}); fix the property it names") from None
+    admin = _admin_client(settings, client, bootstrap)
     try:
         desc = admin.describe_cluster(request_timeout=timeout_s).result(timeout=timeout_s + 5)
     except (KafkaException, TimeoutError, RuntimeError) as e:

@@ -53,6 +53,7 @@ from pytest_brokerperf.provision.lifecycle import (
 )
 from pytest_brokerperf.provision.ports import LOOPBACK, free_port, free_ports, port_open
 from pytest_brokerperf.provision.process import ManagedProcess
+from pytest_brokerperf.provision.watchdog import tagged_env
 
 __all__ = [
     "RABBITMQ_BIN_DIR",
@@ -149,7 +150,9 @@ class CtlAccess:
 
     def run(self, tool: str, *args: str, node: str | None = None,
             timeout: float = CTL_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
-        env = dict(os.environ)
+        # tagged like the nodes: should pytest die mid-call, the watchdog and
+        # ``brokerperf cleanup --local`` find the CLI and whatever it started
+        env = tagged_env(None)
         env.update(self.env)
         path = str(Path(self.bin_dir) / tool) if self.bin_dir else tool
         argv = [*self.exec_prefix, path, "-n", node or self.node, *args]
@@ -268,7 +271,11 @@ class RabbitMQProcessCluster(ProcessCluster[_Node]):
         }
 
     def _ctl_env(self) -> dict[str, str]:
-        return self._common_env()
+        # The CLI makes sure an epmd runs by starting a short-lived ``erl -sname`` of its
+        # own, which (without -start_epmd false) starts a detached ``epmd -daemon`` on the
+        # session's port when ours is gone — as when the watchdog has just killed it
+        # after a SIGKILL of pytest. ERL_FLAGS reaches that erl too: no daemon outlives us.
+        return {**self._common_env(), "ERL_FLAGS": "-start_epmd false"}
 
     def erl_args(self) -> list[str]:
         return [*SCHEDULER_FLAGS, "-start_epmd", "false", *_DIST_LOOPBACK]
