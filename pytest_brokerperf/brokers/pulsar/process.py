@@ -49,7 +49,7 @@ from pytest_brokerperf.provision.java import (
     render_console_log4j2,
     render_properties,
 )
-from pytest_brokerperf.provision.lifecycle import LocalNode, ProcessCluster
+from pytest_brokerperf.provision.lifecycle import LocalNode, Probe, ProcessCluster
 from pytest_brokerperf.provision.maven import (
     PULSAR_DEFAULT_VERSION,
     pulsar_version_of,
@@ -312,13 +312,14 @@ class PulsarStandalone(ProcessCluster[LocalNode]):
         java: str | None = None,
         memory_limit: int | None = None,
         extra_listeners: dict[str, int] | None = None,
+        powercut_fs: bool = False,
     ) -> None:
         if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
             raise ConfigError(f"nodes (bookies) must be a positive integer, got {nodes!r}")
         journal_settings(durability)  # validates the level
         super().__init__(nodes=nodes, workdir=workdir, cpus=cpus, start_timeout=start_timeout,
                          stop_timeout=stop_timeout, keep_logs=keep_logs,
-                         memory_limit=memory_limit)
+                         memory_limit=memory_limit, powercut_fs=powercut_fs)
         self.version = version
         self.heap = heap
         self.direct_memory = direct_memory
@@ -395,12 +396,16 @@ class PulsarStandalone(ProcessCluster[LocalNode]):
                          log_file=logs / "pulsar.log", data_dir=data, gc_log=gc_log,
                          config_file=config_file)
         self._nodes = [node]
+        # the whole data directory: the RocksDB metadata store and every bookie's
+        # journal, entry logs and ledger index (docs/reference/faults.md, power-cut)
+        self._mount_powercut(workdir)
         # cwd = workdir: the standalone resolves relative defaults (conf/, data/) from it
         self._spawn(node, self._argv, name="pulsar-standalone", cwd=workdir)
         self._wait_ready(deadline)
 
-    def _wait_ready(self, deadline: float) -> None:
-        """Admin API health check, then ``public/default`` exists, then all bookies."""
+    def _readiness(self) -> list[Probe]:
+        """Admin API health check, then ``public/default`` exists, then all bookies: one
+        probe each, in that order."""
         assert self._ports is not None
         admin = f"http://{LOOPBACK}:{self._ports.web_port}"
         stage = "admin API not answering"
@@ -412,6 +417,7 @@ class PulsarStandalone(ProcessCluster[LocalNode]):
             ("/admin/v2/bookies/all", lambda code, body: code == 200
              and body.count("bookieId") >= self.nodes, f"{self.nodes} bookie(s) registered"),
         )
+        probes: list[Probe] = []
         for path, ok, what in checks:
 
             def answered(remaining: float, path: str = path,
@@ -426,7 +432,47 @@ class PulsarStandalone(ProcessCluster[LocalNode]):
                     stage = f"GET {path} -> {e}"
                 return f"waiting for {what}; last answer: {stage}"
 
-            self.wait_until(answered, deadline, interval=0.3)
+            probes.append(answered)
+        return probes
+
+    def _wait_ready(self, deadline: float) -> None:
+        """Every readiness check in turn (:meth:`_readiness`) within ``deadline``."""
+        for probe in self._readiness():
+            self.wait_until(probe, deadline, interval=0.3)
+
+    def _node_probe(self, node: LocalNode) -> Probe:
+        """Serving again: the checks of the first start, each passed once, in order."""
+        pending = self._readiness()
+
+        def probe(remaining: float) -> str | None:
+            while pending:
+                seen = pending[0](remaining)
+                if seen is not None:
+                    return seen
+                pending.pop(0)
+            return None
+
+        return probe
+
+    # -- node faults: one JVM holds the broker, every bookie and the metadata store ----
+
+    def _restartable(self, index: int) -> None:
+        """Start again on the node's own data: without ``--wipe-data``, which the first
+        start passes (a fresh directory anyway) and which would delete every bookie's
+        data before the restart."""
+        proc = self._node_proc(index)
+        proc.argv = [a for a in proc.argv if a != "--wipe-data"]
+
+    def start_node(self, index: int, timeout: float) -> int:
+        self._restartable(index)
+        return super().start_node(index, timeout)
+
+    def start_all(self, timeout: float) -> list[int]:
+        """Start the standalone again after :meth:`power_cut_all` (its one JVM is every
+        node) and wait until it serves as after the first start; its new pid."""
+        for i in range(1, len(self._nodes) + 1):
+            self._restartable(i)
+        return self.start_nodes(list(range(1, len(self._nodes) + 1)), timeout)
 
     def _make_endpoint(self, began: float) -> BrokerEndpoint:
         assert self._ports is not None and self._workdir is not None and self._java is not None
