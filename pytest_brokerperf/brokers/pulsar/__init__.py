@@ -43,6 +43,9 @@ class PulsarBroker(BrokerType):
     #: the local standalone's data directory (metadata store, every bookie) on the
     #: power-cut filesystem; one JVM, so node 1's cut is every bookie's at once
     power_cut_modes: ClassVar[tuple[str, ...]] = ("process",)
+    power_cut_one_process: ClassVar[str] = (
+        "a local Pulsar is one standalone JVM holding the broker, the metadata store and "
+        "every bookie, so node 1 is its only node and its power cut is every bookie's")
     remote_flags: ClassVar[RemoteFlags | None] = RemoteFlags(
         address=("pulsar_url", "pulsar_admin_url"),
         needs="pass --pulsar-url=pulsar://HOST:6650 (and --pulsar-admin-url if the admin API "

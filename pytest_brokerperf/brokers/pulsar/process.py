@@ -463,6 +463,21 @@ class PulsarStandalone(ProcessCluster[LocalNode]):
         proc = self._node_proc(index)
         proc.argv = [a for a in proc.argv if a != "--wipe-data"]
 
+    def _whole(self, report: dict[str, Any]) -> dict[str, Any]:
+        """``report`` of a cut of the standalone, saying that it took every bookie."""
+        return {**report, "covers": self.nodes,
+                "scope": (f"the Pulsar standalone is one JVM (broker, metadata store and "
+                          f"all {self.nodes} bookie(s)): its power cut is every bookie's "
+                          "at once")}
+
+    def power_cut_node(self, index: int) -> dict[str, Any]:
+        """Node 1 is the standalone: its cut is the whole cluster's (``covers``: how many
+        bookies it took, ``scope``: why), the same as :meth:`power_cut_all`."""
+        return self._whole(super().power_cut_node(index))
+
+    def power_cut_all(self) -> dict[str, Any]:
+        return self._whole(super().power_cut_all())
+
     def start_node(self, index: int, timeout: float) -> int:
         self._restartable(index)
         return super().start_node(index, timeout)
