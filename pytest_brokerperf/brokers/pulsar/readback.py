@@ -30,6 +30,9 @@ __all__ = ["read_back_pulsar", "run_partitions"]
 
 #: One ``read_next`` waits at most this long for a message the broker said it has.
 READ_NEXT_MS = 5000
+#: One attempt to open a partition (the client's operation timeout): a topic the
+#: restarted standalone fails to load is asked for again until the read-back's bound.
+OPEN_TIMEOUT_S = 10
 _PARTITION = re.compile(r"^(?P<base>.+)-partition-(?P<n>\d+)$")
 
 
@@ -65,6 +68,21 @@ def _listed_topics(admin_url: str) -> list[str]:
     return listed
 
 
+def _open(client: Any, name: str, deadline: float) -> Any:
+    """A Reader of ``name`` from its earliest message, asked for again while the broker
+    fails to load the topic (each failure is in its log), until ``deadline``."""
+    import pulsar
+
+    while True:
+        try:
+            return client.create_reader(name, pulsar.MessageId.earliest)
+        except pulsar.PulsarException as exc:
+            if time.monotonic() + OPEN_TIMEOUT_S > deadline:
+                raise RuntimeError(f"the Pulsar broker did not serve {name} for a Reader "
+                                   f"within the read-back's bound: {exc}") from exc
+            time.sleep(1.0)
+
+
 def read_back_pulsar(endpoint: BrokerEndpoint, topics: Sequence[str],
                      timeout_s: float = READ_BACK_TIMEOUT_S
                      ) -> tuple[dict[int, int], int, bool]:
@@ -83,12 +101,12 @@ def read_back_pulsar(endpoint: BrokerEndpoint, topics: Sequence[str],
                           "the cut took is gone with every message in it)")
     seen = SeqBitmaps()
     deadline = time.monotonic() + timeout_s
-    client = pulsar.Client(endpoint.bootstrap, operation_timeout_seconds=30,
+    client = pulsar.Client(endpoint.bootstrap, operation_timeout_seconds=OPEN_TIMEOUT_S,
                            logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
     complete = True
     try:
         for name in partitions:
-            reader = client.create_reader(name, pulsar.MessageId.earliest)
+            reader = _open(client, name, deadline)
             try:
                 while reader.has_message_available():
                     if time.monotonic() > deadline:
