@@ -137,3 +137,32 @@ def test_the_standalone_s_cut_is_judged_by_the_whole_cluster_rules(
         assert judged.finding is None and b["loss_allowed"].startswith(f"yes: level {level}")
     clean = judge_fault(_standalone_cut(outcome, 0, covers), outcome, level=level, nodes=1)
     assert clean.finding is None and clean.block["verdict"] == "no-loss"
+
+
+class _FlakyClient:
+    """A pulsar-client stand-in whose first ``fails`` Reader opens time out."""
+
+    def __init__(self, fails: int) -> None:
+        self.fails, self.opened = fails, 0
+
+    def create_reader(self, name: str, start: Any) -> str:
+        import pulsar
+
+        self.opened += 1
+        if self.opened <= self.fails:
+            raise pulsar.Timeout("Pulsar error: TimeOut")
+        return f"reader of {name}"
+
+
+def test_a_topic_the_restarted_broker_fails_to_load_is_opened_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_brokerperf.brokers.pulsar import readback
+
+    monkeypatch.setattr(readback.time, "sleep", lambda s: None)
+    client = _FlakyClient(fails=2)
+    assert readback._open(client, "persistent://t/ns/pc", time.monotonic() + 60) == (
+        "reader of persistent://t/ns/pc")
+    assert client.opened == 3
+    with pytest.raises(RuntimeError, match=r"did not serve persistent://t/ns/pc for a "
+                                           r"Reader within the read-back's bound"):
+        readback._open(_FlakyClient(fails=99), "persistent://t/ns/pc", time.monotonic() + 5)
