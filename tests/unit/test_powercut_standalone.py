@@ -166,3 +166,28 @@ def test_a_topic_the_restarted_broker_fails_to_load_is_opened_again(
     with pytest.raises(RuntimeError, match=r"did not serve persistent://t/ns/pc for a "
                                            r"Reader within the read-back's bound"):
         readback._open(_FlakyClient(fails=99), "persistent://t/ns/pc", time.monotonic() + 5)
+
+
+def test_serving_again_needs_a_topic_the_broker_can_create(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_brokerperf.brokers.pulsar import process
+    from pytest_brokerperf.brokers.pulsar.process import PulsarPorts
+
+    standalone = _standalone_with_node(tmp_path, 1)
+    standalone._ports = PulsarPorts(broker_port=6650, web_port=8080)
+    answers = iter([(500, "Not enough non-faulty bookies available"), (204, "")])
+    calls: list[tuple[str, str]] = []
+
+    def http(url: str, timeout: float, method: str = "GET") -> tuple[int, str]:
+        calls.append((method, url))
+        return next(answers) if method == "PUT" else (204, "")
+
+    monkeypatch.setattr(process, "_http_get", http)
+    probe = standalone._writable()
+    seen = probe(30.0)
+    assert seen is not None and "topic to be created" in seen and "500" in seen
+    assert probe(30.0) is None
+    puts = [u for m, u in calls if m == "PUT"]
+    assert len(puts) == 2 and puts[0] != puts[1]  # a fresh name per attempt
+    assert all("/admin/v2/persistent/public/default/brokerperf-restart-" in u for u in puts)
+    assert calls[-1] == ("DELETE", f"{puts[1]}?force=true")

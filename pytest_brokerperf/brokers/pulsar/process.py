@@ -28,8 +28,10 @@ Usage::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping
@@ -269,8 +271,8 @@ def standalone_args(config_file: Path, data_dir: Path, bookies: int, *,
     return args
 
 
-def _http_get(url: str, timeout: float) -> tuple[int, str]:
-    req = urllib.request.Request(url, headers={"Accept": "application/json"})
+def _http_get(url: str, timeout: float, method: str = "GET") -> tuple[int, str]:
+    req = urllib.request.Request(url, headers={"Accept": "application/json"}, method=method)
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:
             return int(resp.status), resp.read().decode("utf-8", "replace")
@@ -440,9 +442,33 @@ class PulsarStandalone(ProcessCluster[LocalNode]):
         for probe in self._readiness():
             self.wait_until(probe, deadline, interval=0.3)
 
+    def _writable(self) -> Probe:
+        """The broker can write again: a topic created through the admin API (which opens
+        its managed ledger: a new BookKeeper ledger on enough writable bookies), then
+        deleted. Just after a restart the broker's BookKeeper client can see no
+        writable bookie for a while although the health check passes."""
+        assert self._ports is not None
+        admin = f"http://{LOOPBACK}:{self._ports.web_port}/admin/v2/persistent/public/default"
+
+        def probe(remaining: float) -> str | None:
+            topic = f"{admin}/brokerperf-restart-{time.monotonic_ns()}"
+            try:
+                code, body = _http_get(topic, min(10.0, max(0.5, remaining)), "PUT")
+            except (OSError, urllib.error.URLError) as e:
+                return f"waiting for a topic to be created (new ledger); last answer: {e}"
+            if code not in (200, 204):
+                return (f"waiting for a topic to be created (new ledger); last answer: "
+                        f"PUT -> {code} {body[:200]!r}")
+            with contextlib.suppress(OSError, urllib.error.URLError):
+                _http_get(f"{topic}?force=true", 10.0, "DELETE")
+            return None
+
+        return probe
+
     def _node_probe(self, node: LocalNode) -> Probe:
-        """Serving again: the checks of the first start, each passed once, in order."""
-        pending = self._readiness()
+        """Serving again: the checks of the first start, then a topic can be created
+        (:meth:`_writable`); each passed once, in order."""
+        pending = [*self._readiness(), self._writable()]
 
         def probe(remaining: float) -> str | None:
             while pending:
