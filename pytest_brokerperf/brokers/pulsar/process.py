@@ -19,6 +19,12 @@ a different level means another start.
 write quorum 3 / ack quorum 2 can be created; it shares one JVM and one disk and is
 labelled a topology check, not a replication cost.
 
+``powercut_fs=True`` serves the data directory (metadata store and every bookie) through
+the power-cut filesystem; the one JVM is the cluster's only node, so its power cut is
+every bookie's at once (``covers`` in the cut's report). A restart after a fault runs
+without ``--wipe-data`` and counts as serving once a topic can be created again
+(docs/reference/faults.md, "Pulsar standalone").
+
 Usage::
 
     with PulsarStandalone() as pulsar:
