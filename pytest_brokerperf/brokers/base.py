@@ -122,6 +122,9 @@ class BrokerType:
     #: the provisioning modes whose nodes can lose unsynced writes (the ``power-cut``
     #: fault: durable directories on the power-cut filesystem); empty: none
     power_cut_modes: ClassVar[tuple[str, ...]] = ()
+    #: non-empty when one local process holds every node (why, for the refusal of a
+    #: ``power-cut`` aimed at node 2 or later): its one node's cut is the whole cluster's
+    power_cut_one_process: ClassVar[str] = ""
 
     def container_images(self, settings: Settings) -> tuple[str, ...]:
         """Images container mode tries in order without ``--brokerperf-image``."""

@@ -74,6 +74,9 @@ class FaultInjector:
     cut_report: dict[str, Any] | None = None
     #: power-cut: the topics read back after the restart against what was acknowledged
     read_back: ReadBack | None = None
+    #: power-cut: how many nodes the cut took when one process holds them all (a Pulsar
+    #: standalone's bookies); None when it took the nodes it struck
+    cut_covers: int | None = None
     _thread: threading.Thread | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -156,24 +159,36 @@ class FaultInjector:
         if cut is None:
             raise ProvisionError(
                 f"power-cut: node {node} of this cluster cannot lose unsynced writes (only "
-                "local Kafka and RabbitMQ process nodes run on the power-cut filesystem). "
+                "local Kafka and RabbitMQ process nodes and the local Pulsar standalone run "
+                "on the power-cut filesystem). "
                 "Fix: --brokerperf-provision=process with one of those, or kill-broker")
         report: dict[str, Any] = cut(node)
+        self._note_scope(report)
         self.cut_report = {k: v for k, v in report.items() if k != "pid"}
         self._event("power-cut", report.get("pid"),
                     f"dropped {report.get('bytes_dropped', 0)} unsynced byte(s): "
                     f"{len(report.get('removed', []))} file(s) never fsynced removed, "
                     f"{len(report.get('restored', []))} rolled back to their last fsync")
 
+    def _note_scope(self, report: dict[str, Any]) -> None:
+        """A cut whose one process held every node (``covers``: how many) is judged as
+        the whole cluster's, and the target says so (``scope``)."""
+        if report.get("covers"):
+            self.cut_covers = int(report["covers"])
+            if report.get("scope"):
+                self.target_note = f"{self.target_note}; {report['scope']}".lstrip("; ")
+
     def _power_cut_all(self) -> None:
         cut = getattr(self.control, "power_cut_all", None)
         if cut is None:
             raise ProvisionError(
                 "power-cut/all: this cluster cannot cut every node's power at once (only "
-                "local Kafka and RabbitMQ process nodes run on the power-cut filesystem). "
+                "local Kafka and RabbitMQ process nodes and the local Pulsar standalone run "
+                "on the power-cut filesystem). "
                 "Fix: --brokerperf-provision=process with one of those")
         struck = time.monotonic_ns()
         report: dict[str, Any] = cut()
+        self._note_scope(report)
         self.cut_report = {k: v for k, v in report.items() if k not in ("pids", "nodes")}
         per_node: dict[int, dict[str, Any]] = report.get("nodes") or {}
         self.cut_report["per_node"] = {

@@ -48,11 +48,13 @@ def _whole_cluster_allowed(level: int | None) -> tuple[bool, str]:
     if level in WHOLE_CLUSTER_PROMISED_LEVELS:
         return True, ("no: level 1 acknowledges only once the replicas it counts have "
                       "fsynced the message (Kafka: acks=all with flush.messages=1; RabbitMQ: "
-                      "a quorum queue's majority), so a power cut of the whole cluster "
+                      "a quorum queue's majority; Pulsar: an ack quorum of bookies with "
+                      "journalSyncData=true), so a power cut of the whole cluster "
                       "loses none")
     if level == 2:
         return False, ("yes: level 2 replicates before acknowledging but no replica fsyncs "
-                       "(Kafka's default flush, RabbitMQ streams); a power cut of every node "
+                       "(Kafka's default flush, RabbitMQ streams, Pulsar's journalSyncData="
+                       "false); a power cut of every node "
                        "at once takes every copy in the page cache")
     if level == 3:
         return False, ("yes: level 3 acknowledges from the leader alone; after a whole-"
@@ -63,7 +65,7 @@ def _whole_cluster_allowed(level: int | None) -> tuple[bool, str]:
 
 
 def _power_cut_loss(injector: FaultInjector, level: int | None, nodes: int, lost: int,
-                    promised: bool, allowed: str) -> tuple[int, bool, str, str]:
+                    promised: bool, allowed: str, whole: bool) -> tuple[int, bool, str, str]:
     """A power cut's loss is what the broker no longer holds after the restart (the
     read-back), not what no consumer received: a tail read's consumers had every message
     before the cut erased it. On one node, level 3 (its one replica fsyncs before the
@@ -73,7 +75,7 @@ def _power_cut_loss(injector: FaultInjector, level: int | None, nodes: int, lost
     if rb is not None and rb.error is None:
         lost = max(lost, rb.missing)
     what = "gone from the broker (read back after the restart)"
-    if injector.spec.whole_cluster and nodes > 1:
+    if whole and nodes > 1:
         promised, allowed = _whole_cluster_allowed(level)
         return lost, promised, allowed, what
     if level == 3 and nodes == 1:
@@ -149,9 +151,13 @@ def judge_fault(injector: FaultInjector, outcome: RunOutcome, level: int | None,
         "error": injector.error,
     }
     finding_what = "lost"
+    whole = spec.whole_cluster
     if spec.action == "power-cut":
+        if injector.cut_covers:  # one process held every node (a Pulsar standalone)
+            whole, nodes = True, injector.cut_covers
+            block["nodes"] = nodes
         lost, promised, allowed, finding_what = _power_cut_loss(injector, level, nodes,
-                                                                lost, promised, allowed)
+                                                                lost, promised, allowed, whole)
         block["lost"] = lost
         block["loss_allowed"] = allowed
         cut = injector.cut_report or {}
@@ -178,7 +184,7 @@ def judge_fault(injector: FaultInjector, outcome: RunOutcome, level: int | None,
     finding = None
     if promised and lost > 0:
         where, failure = f"node {injector.node} of {nodes}", "a single node failure"
-        if spec.whole_cluster:
+        if whole:
             where, failure = f"all {nodes} node(s) at once", "a power cut of the whole cluster"
         finding = (f"{lost} acknowledged message(s) {finding_what} after {spec.text()} "
                    f"({where}) at durability level {level}, which promises no loss of "

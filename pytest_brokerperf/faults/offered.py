@@ -2,8 +2,9 @@
 starts (a usage error), not found out once one has been warmed up.
 
 A power cut needs nodes whose durable directories are on the power-cut filesystem:
-local processes of a broker whose ``BrokerType.power_cut_modes`` lists the mode (Kafka
-and RabbitMQ; docs/reference/faults.md, "Limits").
+local processes of a broker whose ``BrokerType.power_cut_modes`` lists the mode (Kafka,
+RabbitMQ and the Pulsar standalone; docs/reference/faults.md, "Limits"). A broker whose
+one process holds every node (the Pulsar standalone) has node 1 only.
 """
 
 from __future__ import annotations
@@ -23,8 +24,15 @@ def power_cut_problem(spec: FaultSpec, kind: str, mode: str) -> str | None:
         return None
     from pytest_brokerperf import brokers
 
-    offered = brokers.get(kind).power_cut_modes
+    btype = brokers.get(kind)
+    offered = btype.power_cut_modes
     if mode in offered:
+        index = spec.node_index
+        if btype.power_cut_one_process and index is not None and index > 1:
+            same = spec.text().rsplit("/", 1)[0]
+            return (f"fault {spec.text()}: there is no {kind} node {index} to cut: "
+                    f"{btype.power_cut_one_process}. Fix: {same}/node-1 or {same}/all "
+                    "(the same cut)")
         return None
     able = sorted(k for k in brokers.names() if brokers.get(k).power_cut_modes
                   and k != "loopback")

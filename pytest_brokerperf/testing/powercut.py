@@ -1,6 +1,6 @@
-"""Helpers for the power-cut integration tests: local Kafka or RabbitMQ nodes on the
-filesystem that forgets unsynced writes, and numbered messages whose acknowledgements
-are counted."""
+"""Helpers for the power-cut integration tests: local Kafka or RabbitMQ nodes or a
+Pulsar standalone on the filesystem that forgets unsynced writes, and numbered messages
+whose acknowledgements are counted."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster
+from pytest_brokerperf.brokers.pulsar.process import PulsarStandalone
 from pytest_brokerperf.brokers.rabbitmq.process import (
     RabbitMQProcessCluster,
     rabbitmq_available,
@@ -19,8 +20,8 @@ from pytest_brokerperf.brokers.rabbitmq.process import (
 from pytest_brokerperf.faults.powercut import powercut_problem
 from pytest_brokerperf.provision.lifecycle import ProcessCluster
 
-__all__ = ["powercut_kafka", "powercut_rabbitmq", "produce_numbered",
-           "publish_numbered_amqp"]
+__all__ = ["powercut_kafka", "powercut_pulsar", "powercut_rabbitmq", "produce_numbered",
+           "publish_numbered_amqp", "send_harness_pulsar"]
 
 
 @contextmanager
@@ -55,6 +56,40 @@ def powercut_rabbitmq(workdir: Path, *, nodes: int) -> Iterator[RabbitMQProcessC
     with _powercut_cluster(RabbitMQProcessCluster(nodes=nodes, powercut_fs=True,
                                                   workdir=workdir)) as cluster:
         yield cluster
+
+
+@contextmanager
+def powercut_pulsar(workdir: Path, *, durability: int, bookies: int = 1
+                    ) -> Iterator[PulsarStandalone]:
+    """A started Pulsar standalone whose data directory (metadata store and every
+    bookie) is a power-cut filesystem; its bookie journal as ``durability`` sets it."""
+    with _powercut_cluster(PulsarStandalone(nodes=bookies, durability=durability,
+                                            heap="512m", direct_memory="512m",
+                                            powercut_fs=True, workdir=workdir)) as cluster:
+        yield cluster
+
+
+def send_harness_pulsar(service_url: str, topic: str, n: int, producer: int) -> int:
+    """Send harness data messages (sequences 0..n-1 of ``producer``) one at a time, each
+    acknowledgement awaited, batching off; the bitmap of the sequences acknowledged."""
+    import pulsar
+
+    from pytest_brokerperf.engine.header import KIND_DATA, MAGIC, VERSION, pack
+
+    client = pulsar.Client(service_url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    acked = 0
+    try:
+        p = client.create_producer(topic, batching_enabled=False, send_timeout_millis=30_000)
+        for seq in range(n):
+            try:
+                p.send(pack(MAGIC, VERSION, KIND_DATA, producer, seq, 0, 0))
+            except pulsar.PulsarException:
+                continue
+            acked |= 1 << seq
+        p.close()
+    finally:
+        client.close()
+    return acked
 
 
 def publish_numbered_amqp(url: str, queue: str, n: int) -> list[int]:

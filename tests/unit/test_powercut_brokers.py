@@ -19,21 +19,47 @@ from pytest_brokerperf.provision.powercut_nodes import merge_reports
 CUT = parse_fault("power-cut@5s", "test")
 
 
-@pytest.mark.parametrize("kind", ["kafka", "rabbitmq"])
-def test_kafka_and_rabbitmq_process_nodes_take_a_power_cut(kind: str) -> None:
+@pytest.mark.parametrize("kind", ["kafka", "rabbitmq", "pulsar"])
+def test_kafka_rabbitmq_and_pulsar_process_nodes_take_a_power_cut(kind: str) -> None:
     assert power_cut_problem(CUT, kind, "process") is None
+
+
+@pytest.mark.parametrize("target", ["node-1", "all", "leader"])
+def test_the_pulsar_standalone_s_one_node_is_cut_as_node_1_or_all(target: str) -> None:
+    assert power_cut_problem(parse_fault(f"power-cut@5s/{target}", "t"), "pulsar",
+                             "process") is None
+
+
+def test_pulsar_node_2_is_refused_naming_the_one_jvm_and_the_same_cut() -> None:
+    problem = power_cut_problem(parse_fault("power-cut@5s:2s/node-2", "t"), "pulsar",
+                                "process")
+    assert problem is not None
+    assert "power-cut@5s:2s/node-2" in problem and "no pulsar node 2" in problem
+    assert "one standalone JVM" in problem and "every bookie" in problem
+    assert "Fix: power-cut@5s:2s/node-1 or power-cut@5s:2s/all" in problem
+
+
+def test_node_n_of_brokers_with_a_process_per_node_is_not_refused_here() -> None:
+    assert power_cut_problem(parse_fault("power-cut@5s/node-3", "t"), "kafka",
+                             "process") is None
 
 
 def test_other_faults_are_not_this_check_s_business() -> None:
     assert power_cut_problem(parse_fault("kill-broker@5s", "t"), "pulsar", "container") is None
 
 
-def test_pulsar_is_refused_with_the_brokers_that_have_it_and_the_kill_instead() -> None:
-    problem = power_cut_problem(CUT, "pulsar", "process")
+def test_tansu_is_refused_with_the_brokers_that_have_it_and_the_kill_instead() -> None:
+    problem = power_cut_problem(CUT, "tansu", "process")
     assert problem is not None
-    assert "pulsar nodes cannot lose unsynced writes" in problem
-    assert "--broker=kafka or rabbitmq --brokerperf-provision=process" in problem
+    assert "tansu nodes cannot lose unsynced writes" in problem
+    assert "--broker=kafka or pulsar or rabbitmq --brokerperf-provision=process" in problem
     assert "kill-broker@5s" in problem and "loopback" not in problem
+
+
+def test_pulsar_containers_are_refused_with_process_mode_as_the_fix() -> None:
+    problem = power_cut_problem(CUT, "pulsar", "container")
+    assert problem is not None and "pulsar in container mode" in problem
+    assert "--brokerperf-provision=process" in problem
 
 
 def test_containers_are_refused_with_process_mode_as_the_fix() -> None:
@@ -44,11 +70,19 @@ def test_containers_are_refused_with_process_mode_as_the_fix() -> None:
 
 def test_preflight_refuses_the_power_cut_of_a_broker_without_it(tmp_path: Path) -> None:
     settings = Settings.resolve(
-        {"brokerperf_broker": "pulsar,rabbitmq", "brokerperf_fault": "power-cut@5s",
+        {"brokerperf_broker": "tansu,pulsar,rabbitmq", "brokerperf_fault": "power-cut@5s",
          "brokerperf_provision": "process", "brokerperf_results": str(tmp_path)}, {}, {})
     found = [p for p in preflight_problems(settings) if "power-cut" in p]
     assert len(found) == 1 and found[0].startswith("--brokerperf-fault=power-cut@5s")
-    assert "pulsar" in found[0]
+    assert "tansu nodes cannot" in found[0]
+
+
+def test_preflight_refuses_a_pulsar_power_cut_of_node_2(tmp_path: Path) -> None:
+    settings = Settings.resolve(
+        {"brokerperf_broker": "pulsar", "brokerperf_fault": "power-cut@5s/node-2",
+         "brokerperf_provision": "process", "brokerperf_results": str(tmp_path)}, {}, {})
+    found = [p for p in preflight_problems(settings) if "power-cut" in p]
+    assert len(found) == 1 and "no pulsar node 2" in found[0]
 
 
 def test_reports_of_several_filesystems_add_up_and_keep_their_paths() -> None:

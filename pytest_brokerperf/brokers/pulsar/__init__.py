@@ -8,7 +8,7 @@ durability levels (:mod:`.durability`), whose bookie journal half is broker-wide
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
@@ -40,6 +40,12 @@ class PulsarBroker(BrokerType):
     no_durability: ClassVar[str | None] = None
     container_nodes: ClassVar[tuple[int, ...]] = (1, 3)  # three: bookies in one JVM
     memory_cap_modes: ClassVar[tuple[str, ...]] = ("process", "container")
+    #: the local standalone's data directory (metadata store, every bookie) on the
+    #: power-cut filesystem; one JVM, so node 1's cut is every bookie's at once
+    power_cut_modes: ClassVar[tuple[str, ...]] = ("process",)
+    power_cut_one_process: ClassVar[str] = (
+        "a local Pulsar is one standalone JVM holding the broker, the metadata store and "
+        "every bookie, so node 1 is its only node and its power cut is every bookie's")
     remote_flags: ClassVar[RemoteFlags | None] = RemoteFlags(
         address=("pulsar_url", "pulsar_admin_url"),
         needs="pass --pulsar-url=pulsar://HOST:6650 (and --pulsar-admin-url if the admin API "
@@ -107,6 +113,14 @@ class PulsarBroker(BrokerType):
                 cfg, check_level(endpoint.durability, "the endpoint's durability level"))
         return PulsarDriver(endpoint, cfg)
 
+    def power_cut_read_back(self, endpoint: BrokerEndpoint, topics: Sequence[str]
+                            ) -> tuple[dict[int, int], int, bool]:
+        """Every partition of ``topics`` read again from its earliest message (a
+        pulsar-client Reader: no subscription, nothing acknowledged)."""
+        from pytest_brokerperf.brokers.pulsar.readback import read_back_pulsar
+
+        return read_back_pulsar(endpoint, topics)
+
     def memory_floor(self) -> int:
         from pytest_brokerperf.brokers.pulsar.process import PulsarStandalone
 
@@ -119,7 +133,8 @@ class PulsarBroker(BrokerType):
         # journal fsync is bookie-wide: one standalone serves one durability level
         standalone = PulsarStandalone(nodes=settings.nodes, version=settings.pulsar_version,
                                       workdir=workdir, durability=durability,
-                                      memory_limit=settings.broker_memory)
+                                      memory_limit=settings.broker_memory,
+                                      powercut_fs=settings.powercut_effective)
         return ManagedBroker(standalone.start(), standalone)
 
     def container_images(self, settings: Settings) -> tuple[str, ...]:

@@ -19,6 +19,12 @@ a different level means another start.
 write quorum 3 / ack quorum 2 can be created; it shares one JVM and one disk and is
 labelled a topology check, not a replication cost.
 
+``powercut_fs=True`` serves the data directory (metadata store and every bookie) through
+the power-cut filesystem; the one JVM is the cluster's only node, so its power cut is
+every bookie's at once (``covers`` in the cut's report). A restart after a fault runs
+without ``--wipe-data`` and counts as serving once a topic can be created again
+(docs/reference/faults.md, "Pulsar standalone").
+
 Usage::
 
     with PulsarStandalone() as pulsar:
@@ -28,8 +34,10 @@ Usage::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping
@@ -49,7 +57,7 @@ from pytest_brokerperf.provision.java import (
     render_console_log4j2,
     render_properties,
 )
-from pytest_brokerperf.provision.lifecycle import LocalNode, ProcessCluster
+from pytest_brokerperf.provision.lifecycle import LocalNode, Probe, ProcessCluster
 from pytest_brokerperf.provision.maven import (
     PULSAR_DEFAULT_VERSION,
     pulsar_version_of,
@@ -269,8 +277,8 @@ def standalone_args(config_file: Path, data_dir: Path, bookies: int, *,
     return args
 
 
-def _http_get(url: str, timeout: float) -> tuple[int, str]:
-    req = urllib.request.Request(url, headers={"Accept": "application/json"})
+def _http_get(url: str, timeout: float, method: str = "GET") -> tuple[int, str]:
+    req = urllib.request.Request(url, headers={"Accept": "application/json"}, method=method)
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:
             return int(resp.status), resp.read().decode("utf-8", "replace")
@@ -312,13 +320,14 @@ class PulsarStandalone(ProcessCluster[LocalNode]):
         java: str | None = None,
         memory_limit: int | None = None,
         extra_listeners: dict[str, int] | None = None,
+        powercut_fs: bool = False,
     ) -> None:
         if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
             raise ConfigError(f"nodes (bookies) must be a positive integer, got {nodes!r}")
         journal_settings(durability)  # validates the level
         super().__init__(nodes=nodes, workdir=workdir, cpus=cpus, start_timeout=start_timeout,
                          stop_timeout=stop_timeout, keep_logs=keep_logs,
-                         memory_limit=memory_limit)
+                         memory_limit=memory_limit, powercut_fs=powercut_fs)
         self.version = version
         self.heap = heap
         self.direct_memory = direct_memory
@@ -395,12 +404,16 @@ class PulsarStandalone(ProcessCluster[LocalNode]):
                          log_file=logs / "pulsar.log", data_dir=data, gc_log=gc_log,
                          config_file=config_file)
         self._nodes = [node]
+        # the whole data directory: the RocksDB metadata store and every bookie's
+        # journal, entry logs and ledger index (docs/reference/faults.md, power-cut)
+        self._mount_powercut(workdir)
         # cwd = workdir: the standalone resolves relative defaults (conf/, data/) from it
         self._spawn(node, self._argv, name="pulsar-standalone", cwd=workdir)
         self._wait_ready(deadline)
 
-    def _wait_ready(self, deadline: float) -> None:
-        """Admin API health check, then ``public/default`` exists, then all bookies."""
+    def _readiness(self) -> list[Probe]:
+        """Admin API health check, then ``public/default`` exists, then all bookies: one
+        probe each, in that order."""
         assert self._ports is not None
         admin = f"http://{LOOPBACK}:{self._ports.web_port}"
         stage = "admin API not answering"
@@ -412,6 +425,7 @@ class PulsarStandalone(ProcessCluster[LocalNode]):
             ("/admin/v2/bookies/all", lambda code, body: code == 200
              and body.count("bookieId") >= self.nodes, f"{self.nodes} bookie(s) registered"),
         )
+        probes: list[Probe] = []
         for path, ok, what in checks:
 
             def answered(remaining: float, path: str = path,
@@ -426,7 +440,86 @@ class PulsarStandalone(ProcessCluster[LocalNode]):
                     stage = f"GET {path} -> {e}"
                 return f"waiting for {what}; last answer: {stage}"
 
-            self.wait_until(answered, deadline, interval=0.3)
+            probes.append(answered)
+        return probes
+
+    def _wait_ready(self, deadline: float) -> None:
+        """Every readiness check in turn (:meth:`_readiness`) within ``deadline``."""
+        for probe in self._readiness():
+            self.wait_until(probe, deadline, interval=0.3)
+
+    def _writable(self) -> Probe:
+        """The broker can write again: a topic created through the admin API (which opens
+        its managed ledger: a new BookKeeper ledger on enough writable bookies), then
+        deleted. Just after a restart the broker's BookKeeper client can see no
+        writable bookie for a while although the health check passes."""
+        assert self._ports is not None
+        admin = f"http://{LOOPBACK}:{self._ports.web_port}/admin/v2/persistent/public/default"
+
+        def probe(remaining: float) -> str | None:
+            topic = f"{admin}/brokerperf-restart-{time.monotonic_ns()}"
+            try:
+                code, body = _http_get(topic, min(10.0, max(0.5, remaining)), "PUT")
+            except (OSError, urllib.error.URLError) as e:
+                return f"waiting for a topic to be created (new ledger); last answer: {e}"
+            if code not in (200, 204):
+                return (f"waiting for a topic to be created (new ledger); last answer: "
+                        f"PUT -> {code} {body[:200]!r}")
+            with contextlib.suppress(OSError, urllib.error.URLError):
+                _http_get(f"{topic}?force=true", 10.0, "DELETE")
+            return None
+
+        return probe
+
+    def _node_probe(self, node: LocalNode) -> Probe:
+        """Serving again: the checks of the first start, then a topic can be created
+        (:meth:`_writable`); each passed once, in order."""
+        pending = [*self._readiness(), self._writable()]
+
+        def probe(remaining: float) -> str | None:
+            while pending:
+                seen = pending[0](remaining)
+                if seen is not None:
+                    return seen
+                pending.pop(0)
+            return None
+
+        return probe
+
+    # -- node faults: one JVM holds the broker, every bookie and the metadata store ----
+
+    def _restartable(self, index: int) -> None:
+        """Start again on the node's own data: without ``--wipe-data``, which the first
+        start passes (a fresh directory anyway) and which would delete every bookie's
+        data before the restart."""
+        proc = self._node_proc(index)
+        proc.argv = [a for a in proc.argv if a != "--wipe-data"]
+
+    def _whole(self, report: dict[str, Any]) -> dict[str, Any]:
+        """``report`` of a cut of the standalone, saying that it took every bookie."""
+        return {**report, "covers": self.nodes,
+                "scope": (f"the Pulsar standalone is one JVM (broker, metadata store and "
+                          f"all {self.nodes} bookie(s)): its power cut is every bookie's "
+                          "at once")}
+
+    def power_cut_node(self, index: int) -> dict[str, Any]:
+        """Node 1 is the standalone: its cut is the whole cluster's (``covers``: how many
+        bookies it took, ``scope``: why), the same as :meth:`power_cut_all`."""
+        return self._whole(super().power_cut_node(index))
+
+    def power_cut_all(self) -> dict[str, Any]:
+        return self._whole(super().power_cut_all())
+
+    def start_node(self, index: int, timeout: float) -> int:
+        self._restartable(index)
+        return super().start_node(index, timeout)
+
+    def start_all(self, timeout: float) -> list[int]:
+        """Start the standalone again after :meth:`power_cut_all` (its one JVM is every
+        node) and wait until it serves as after the first start; its new pid."""
+        for i in range(1, len(self._nodes) + 1):
+            self._restartable(i)
+        return self.start_nodes(list(range(1, len(self._nodes) + 1)), timeout)
 
     def _make_endpoint(self, began: float) -> BrokerEndpoint:
         assert self._ports is not None and self._workdir is not None and self._java is not None
