@@ -281,3 +281,22 @@ def test_the_forwarder_relays_both_ways(tmp_path: Path) -> None:
         proc.kill()
         proc.communicate(timeout=10)
         peer.close()
+
+
+def test_a_container_started_again_keeps_its_data(tmp_path: Path) -> None:
+    """The command wipes the data on the container's first start only: a start after a
+    kill (same command, same writable layer) must come back on the bookies' data."""
+    from pytest_brokerperf.brokers.pulsar.container import standalone_command
+
+    (tmp_path / "bin").mkdir()
+    for name, body in (("apply-config-from-env.py", "exit 0"),
+                       ("pulsar", 'echo "$@" >> started.txt')):
+        tool = tmp_path / "bin" / name
+        tool.write_text(f"#!/bin/sh\n{body}\n")
+        tool.chmod(0o755)
+    shell, flag, script = standalone_command("127.0.0.1")
+    for _ in range(3):  # first start, then two starts after faults
+        subprocess.run([shell, flag, script], cwd=tmp_path, check=True)
+    first, *again = (tmp_path / "started.txt").read_text().splitlines()
+    assert first.endswith("--wipe-data") and first.startswith("standalone")
+    assert len(again) == 2 and all("--wipe-data" not in a for a in again)

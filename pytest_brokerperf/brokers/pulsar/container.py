@@ -65,7 +65,7 @@ if TYPE_CHECKING:
     from testcontainers.core.container import DockerContainer
 
 __all__ = ["ALIAS", "PulsarContainerCluster", "container_config", "default_images",
-           "env_from_config", "image_default_config", "jvm_env"]
+           "env_from_config", "image_default_config", "jvm_env", "standalone_command"]
 
 ALIAS = "pulsar-1"
 LOG_DIR = "/pulsar/logs"
@@ -138,6 +138,23 @@ def _size_mb(size: str) -> int:
     return {"k": number // 1024, "m": number, "g": number * 1024}.get(unit, number // 2**20)
 
 
+
+#: in the container's working directory, which a stop and start keeps (no volume)
+STARTED_MARKER = ".brokerperf-started"
+
+
+def standalone_command(address: str) -> list[str]:
+    """The container's command: ``--wipe-data`` on its first start only. A container
+    started again after a fault (``kill-broker``, ``restart-broker``) runs the same
+    command, and ``--wipe-data`` there would delete every bookie's data before the
+    broker came back: the fault would be judged on an empty broker."""
+    return ["sh", "-c",
+            "bin/apply-config-from-env.py conf/standalone.conf && "
+            f"if [ -e {STARTED_MARKER} ]; then wipe=''; "
+            f"else wipe='--wipe-data'; touch {STARTED_MARKER}; fi && "
+            "exec bin/pulsar standalone --no-functions-worker --no-stream-storage "
+            f"--advertised-address {address} $wipe"]
+
 class PulsarContainerCluster(ContainerNode):
     """One Pulsar standalone in a container (a broker and a bookie), or three nodes
     ``pulsar-1..3`` on the session's network, each a broker and a bookie, sharing the
@@ -195,9 +212,7 @@ class PulsarContainerCluster(ContainerNode):
         self._config = container_config(self._ports, bookies=self.nodes,
                                         durability=self.durability, overrides=self.overrides)
         env = {**env_from_config(self._config), **jvm_env(self.heap, self.direct_memory)}
-        command = ["sh", "-c", "bin/apply-config-from-env.py conf/standalone.conf && exec "
-                   "bin/pulsar standalone --no-functions-worker --no-stream-storage "
-                   f"--advertised-address {LOOPBACK} --wipe-data"]
+        command = standalone_command(LOOPBACK)
         return ContainerPlan(
             alias=ALIAS, hostname=ALIAS, env=env, command=command,
             ports={broker_port: broker_port, web_port: web_port},
