@@ -336,7 +336,17 @@ def noise_note(attempt: int, verdict: Verdict, **extra: Any) -> dict[str, Any]:
     """What a measured window discarded as host-noise showed (kept in the record)."""
     return {"attempt": attempt, **extra,
             "host_steal_share": verdict.details.get("host_steal_share"),
+            "other_process_cpu_share": verdict.details.get("other_process_cpu_share"),
             "status": verdict.status, "reasons": list(verdict.reasons)}
+
+
+def noise_cause(reasons: Sequence[str], steal: float | None, other: float | None) -> str:
+    """The host-noise signal that fired (its first reason says which), in a few words: a
+    window voided by other processes on the generator's CPUs shows a steal of 0 %, which
+    alone would read as no reason at all."""
+    if reasons and reasons[0].startswith("other processes") and other is not None:
+        return f"other processes {other:.0%} of the generator's CPUs"
+    return "hypervisor steal " + ("n/a" if steal is None else f"{steal:.1%}")
 
 
 @dataclass
@@ -361,8 +371,10 @@ class Remeasure:
         """Why this window is measured again (spending its budget), or None: it stands."""
         if verdict.status == HOST_NOISE and self.noise_left > 0:
             self.noise_left -= 1
-            steal = verdict.details.get("host_steal_share")
-            return ((f"host-noise (steal {steal:.1%})" if steal is not None else "host-noise")
+            d = verdict.details
+            cause = noise_cause(verdict.reasons, d.get("host_steal_share"),
+                                d.get("other_process_cpu_share"))
+            return (f"host-noise ({cause})"
                     + f": measuring again ({self.noise_retries - self.noise_left}/"
                     f"{self.noise_retries}, --brokerperf-noise-retries)")
         if verdict.status == UNSTEADY and self.settle_left > 0:
@@ -384,12 +396,11 @@ def discarded_windows_note(discarded: Sequence[dict[str, Any]]) -> str:
     noisy = [d for d in discarded if d.get("status") == HOST_NOISE]
     unsteady = [d for d in discarded if d.get("status") == UNSTEADY]
     unsettled = [d for d in discarded if d.get("status") in (RATE_NOT_SUSTAINED, CONSUMER_BOUND)]
-    steals = ", ".join(f"{d['host_steal_share']:.1%}" for d in noisy
-                       if d.get("host_steal_share") is not None)
+    causes = ", ".join(noise_cause(d.get("reasons") or [], d.get("host_steal_share"),
+                                   d.get("other_process_cpu_share")) for d in noisy)
     parts = []
     if noisy:
-        parts.append(f"{len(noisy)} as host-noise (hypervisor steal {steals}; "
-                     "--brokerperf-noise-retries)")
+        parts.append(f"{len(noisy)} as host-noise ({causes}; --brokerperf-noise-retries)")
     if unsteady:
         parts.append(f"{len(unsteady)} as unsteady (catching up a stall from before the "
                      "window)")

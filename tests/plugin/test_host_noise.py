@@ -79,7 +79,7 @@ def test_a_robbed_window_is_measured_again_then_inconclusive(pytester: pytest.Py
     result, rec = _run(pytester, 0.20, TAILREAD)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([
-        "*measured window 1 is host-noise (steal 20.0%): measuring again (1/1*",
+        "*measured window 1 is host-noise (hypervisor steal 20.0%): measuring again (1/1*",
         "*INCONCLUSIVE:*the hypervisor took 20.0% of the machine's CPU time*",
         "*tailread*host-noise*inconclusive*",
     ])

@@ -39,5 +39,23 @@ def test_the_discarded_windows_note_counts_each_kind():
         {"status": "host-noise", "host_steal_share": 0.062},
     ])
     assert note == ("3 measured window(s) discarded and measured again: 2 as host-noise "
-                    "(hypervisor steal 29.1%, 6.2%; --brokerperf-noise-retries); 1 as "
-                    "unsteady (catching up a stall from before the window); see noise_retries")
+                    "(hypervisor steal 29.1%, hypervisor steal 6.2%; --brokerperf-noise-retries)"
+                    "; 1 as unsteady (catching up a stall from before the window); see "
+                    "noise_retries")
+
+
+def test_a_window_voided_by_other_processes_says_so_not_steal_0() -> None:
+    """The host-noise of other processes on the generator's CPUs showed as "steal 0.0%"
+    in the progress line and the note: no reason at all, to a reader."""
+    from pytest_brokerperf.verdict import HOST_NOISE, Remeasure, Verdict, discarded_windows_note
+
+    reasons = ["other processes used 61% of the generator's CPUs while its workers waited "
+               "on a run queue 35% of the window: ..."]
+    v = Verdict(status=HOST_NOISE, flags=[HOST_NOISE], reasons=reasons,
+                details={"host_steal_share": 0.0, "other_process_cpu_share": 0.61})
+    why = Remeasure(noise_retries=1).why(v, warmup_steady=True, warmup_cap_s=30)
+    assert why is not None and why.startswith(
+        "host-noise (other processes 61% of the generator's CPUs): measuring again")
+    note = discarded_windows_note([{"status": HOST_NOISE, "host_steal_share": 0.0,
+                                    "other_process_cpu_share": 0.61, "reasons": reasons}])
+    assert "(other processes 61% of the generator's CPUs;" in note and "0.0%" not in note
