@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -73,7 +74,9 @@ def preflight_problems(settings: Settings) -> list[str]:
 
         path = Path(settings.workload)
         try:
-            wl = Workload.from_yaml(path, lenient=settings.lenient)
+            with warnings.catch_warnings():  # keys --brokerperf-lenient ignores: the
+                warnings.simplefilter("ignore")  # scenario that loads it warns, once
+                wl = Workload.from_yaml(path, lenient=settings.lenient)
             wl.payloads(path.parent, seed=0)  # a payload file that is missing or wrong
         except (BrokerPerfError, OSError) as exc:
             problems.append(f"--brokerperf-workload={path}: {exc}")
