@@ -92,6 +92,25 @@ def _check_ladder(rec: dict[str, Any], broker: str) -> None:
     assert rec["calibration"]["driver"]["broker"] == broker
 
 
+def _check_drained(rec: dict[str, Any]) -> None:
+    """A catch-up record's ``drained`` SLO passed — or the host spoiled the window before
+    the drain, and then no SLO was judged and the verdict says which signal."""
+    verdict = rec["verdict"]
+    if verdict["status"] in ("valid", "broker-backpressure"):
+        assert {s["metric"]: s["status"] for s in rec["slo"]}["drained"] == "pass"
+    else:
+        assert rec["slo"] == [] and verdict["status"] in (
+            "host-noise", "unsteady", "generator-bound", "rate-not-sustained",
+            "consumer-bound"), verdict
+        _note(f"{rec['test_id']}: {verdict['reasons'][0]}")
+
+
+@pytest.fixture
+def check_drained() -> Callable[..., None]:
+    """Checks a catch-up record's ``drained`` SLO where it was judged."""
+    return _check_drained
+
+
 @pytest.fixture
 def check_ladder() -> Callable[..., None]:
     """Checks a throughput record from a short ladder on a real broker."""
