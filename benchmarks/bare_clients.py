@@ -48,6 +48,7 @@ class BareSpec:
     queue_arguments: dict[str, Any] = field(default_factory=dict)
     persistent: bool = True
     max_pending: int = 10_000  # RabbitMQ: unconfirmed publishes allowed
+    slice_bytes: int = 0  # Pulsar: >0 = sendCallbacks perSlice (a callback per slice)
 
 
 @dataclass
@@ -161,6 +162,11 @@ def run_pulsar(spec: BareSpec) -> BareResult:
     kwargs = dict(spec.client)
     kwargs["logger"] = pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn)
     client = pulsar.Client(**kwargs)
+    if spec.slice_bytes:
+        try:
+            return _pulsar_slices(spec, client)
+        finally:
+            client.close()
     try:
         producer = client.create_producer(spec.topic, **_with_enums(dict(spec.producer)))
         send = producer.send_async
@@ -181,6 +187,53 @@ def run_pulsar(spec: BareSpec) -> BareResult:
         return win.result(sent, acked[0], errors[0])
     finally:
         client.close()
+
+
+def _pulsar_slices(spec: BareSpec, client: Any) -> BareResult:
+    """The bare loop as ``sendCallbacks: perSlice`` sends: one producer per partition,
+    slices of ``slice_bytes`` round robin, a callback on each slice's last message only
+    (pulsar-client completes a producer's messages in order)."""
+    import _pulsar
+
+    from pytest_brokerperf.brokers.pulsar.client import _with_enums
+
+    acked = [0]
+    errors = [0]
+    per = max(1, spec.slice_bytes // max(1, spec.message_size))
+
+    def delivered(res: Any, _msg_id: Any) -> None:
+        if int(res) == 0:
+            acked[0] += per
+        else:
+            errors[0] += per
+
+    producers = [client.create_producer(name, **_with_enums(dict(spec.producer)))
+                 for name in client.get_topic_partitions(spec.topic)]
+    sends = [p._producer.send_async for p in producers]
+    builder = _pulsar.MessageBuilder
+    payload = bytes(spec.message_size)
+    sent = 0
+    part = 0
+    win = Window(spec.warmup_s, spec.duration_s)
+    t0 = win.t0
+    while True:
+        now = _mono()
+        if win.observe(now, acked[0]):
+            break
+        due = _due(spec.rate, t0, now, sent)
+        while due > 0:  # whole slices only, so every message is counted by its callback
+            send = sends[part]
+            part = part + 1 if part + 1 < len(sends) else 0
+            for _ in range(per - 1):
+                send(builder().content(payload).build(), None)
+            send(builder().content(payload).build(), delivered)
+            sent += per
+            due -= per
+        _sleep_until_due(spec.rate, t0, sent)
+    for p in producers:
+        p.flush()
+        p.close()
+    return win.result(sent, acked[0], errors[0])
 
 
 class _RabbitPublisher:

@@ -141,6 +141,10 @@ def mismatches(broker: str, driver: Any, consume: bool = True) -> list[str]:
             "(callback time minus send time)",
             "bare pulsar-client loop: no client memory limit (the Python client has none; "
             "the harness's driver enforces clientMemoryLimitMB itself, pulsar-perf gets -ml)",
+            *(["sendCallbacks=perSlice (harness and bare loop): one producer per partition, "
+               "one Python callback per slice of up to batchingMaxBytes; pulsar-perf: one "
+               "partitioned producer, a Java callback per message"]
+              if driver.config.producer.send_callbacks == "perSlice" else []),
         ]
     return [
         *common,
@@ -153,6 +157,11 @@ def mismatches(broker: str, driver: Any, consume: bool = True) -> list[str]:
 
 
 # -- the runs ----------------------------------------------------------------------------
+
+
+#: The driver YAML every side's settings come from (None: the shipped local default);
+#: ``--pulsar-callbacks perSlice`` writes one with ``sendCallbacks: perSlice``.
+DRIVER_FILE: Path | None = None
 
 
 def _offered(rate: str) -> float:
@@ -170,7 +179,7 @@ def run_harness(endpoint: Any, broker: str, rate: str, repeat: int, warmup_s: fl
 
     partitions = {"kafka": KAFKA_PARTITIONS, "pulsar": PULSAR_PARTITIONS}.get(broker, 1)
     offered = _offered(rate)
-    driver = create_driver(endpoint, None, stats_interval_ms=0)
+    driver = create_driver(endpoint, DRIVER_FILE, stats_interval_ms=0)
     wl = Workload(name="compare-native", topics=1, partitions_per_topic=partitions,
                   message_size=MESSAGE_SIZE, subscriptions_per_topic=int(consume),
                   producers_per_topic=1,
@@ -226,7 +235,10 @@ def bare_spec(broker: str, driver: Any, topic: str, rate: str, warmup_s: float,
         return BareSpec(address=driver.service_url, topic=driver.full_topic(topic), rate=offered,
                         warmup_s=warmup_s, duration_s=duration_s, message_size=MESSAGE_SIZE,
                         client=driver.client_kwargs(),
-                        producer=driver.config.producer_kwargs(producer_name=None))
+                        producer=driver.config.producer_kwargs(producer_name=None),
+                        slice_bytes=(driver.config.producer.batching_max_bytes
+                                     if driver.config.producer.send_callbacks == "perSlice"
+                                     else 0))
     cfg = driver.config
     return BareSpec(address=driver.endpoint.bootstrap.split(",")[0], topic=topic, rate=offered,
                     warmup_s=warmup_s, duration_s=duration_s, message_size=MESSAGE_SIZE,
@@ -253,7 +265,7 @@ def run_bare(endpoint: Any, broker: str, rate: str, repeat: int, warmup_s: float
              duration_s: float, gen_cpus: tuple[int, ...] | None, workdir: Path) -> Measurement:
     from pytest_brokerperf.brokers import create_driver
 
-    driver: Any = create_driver(endpoint, None, stats_interval_ms=0)
+    driver: Any = create_driver(endpoint, DRIVER_FILE, stats_interval_ms=0)
     topic = f"cmp-bare-{rate}-{repeat}-{os.getpid()}"
     admin = driver.admin() if broker != "rabbitmq" else None
     spec = bare_spec(broker, driver, topic, rate, warmup_s, duration_s)
@@ -373,7 +385,7 @@ class NativeRunner:
             ) -> Measurement:
         from pytest_brokerperf.brokers import create_driver
 
-        driver: Any = create_driver(endpoint, None, stats_interval_ms=0)
+        driver: Any = create_driver(endpoint, DRIVER_FILE, stats_interval_ms=0)
         topic = f"cmp-native-{rate}-{repeat}-{os.getpid()}"
         log = self.workdir / f"native-{rate}-{repeat}.log"
         admin = driver.admin() if self.broker != "rabbitmq" else None
@@ -477,6 +489,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", action="store_true",
                     help="run py-spy on the harness worker during the first max-rate harness "
                     "run and print its threads' and top frames' shares of the samples")
+    ap.add_argument("--pulsar-callbacks", choices=("perMessage", "perSlice"),
+                    default="perMessage",
+                    help="Pulsar: the driver's sendCallbacks for the harness and the bare loop "
+                    "(perSlice: one producer per partition, a callback per slice)")
     ap.add_argument("--workdir", default=None, help="tool logs (default: a new temp dir)")
     ap.add_argument("--json", default=None, help="write every measurement to this file")
     args = ap.parse_args(argv)
@@ -510,7 +526,14 @@ def main(argv: list[str] | None = None) -> int:
         aff = endpoint.info.get("cpu_affinity") or {}
         gen = aff.get("generator_cpus")
         gen_cpus = tuple(gen) if gen and aff.get("broker_cpus") else None
-        driver: Any = create_driver(endpoint, None, stats_interval_ms=0)
+        if args.broker == "pulsar" and args.pulsar_callbacks != "perMessage":
+            global DRIVER_FILE
+            cfg = create_driver(endpoint, None, stats_interval_ms=0).config  # type: ignore[attr-defined]
+            DRIVER_FILE = cfg.with_overrides(
+                producer={"send_callbacks": args.pulsar_callbacks},
+                reason=f"--pulsar-callbacks {args.pulsar_callbacks}",
+            ).to_yaml(workdir / f"pulsar-{args.pulsar_callbacks}.yaml")
+        driver: Any = create_driver(endpoint, DRIVER_FILE, stats_interval_ms=0)
         print(json.dumps({"broker": args.broker, "version": endpoint.version,
                           "broker_cpus": aff.get("broker_cpus"), "generator_cpus": gen_cpus,
                           "native_tool": None if tool is None else f"{tool.name} {tool.version}",

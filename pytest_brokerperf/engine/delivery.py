@@ -46,21 +46,29 @@ def _set_bits(bitmap: bytearray, seqs: Any) -> Any:
     mask = (np.uint8(1) << (seqs & 7).astype(np.uint8))
     new = (view[idx] & mask) == 0
     if len(seqs) > 1 and not (seqs[1:] > seqs[:-1]).all():
-        _, first = np.unique(seqs, return_index=True)
-        if len(first) < len(seqs):  # a sequence twice in this batch: only its first is new
+        # interleaved (several partitions' acks): set the bits in sorted order, where the
+        # rising path applies (setting a bit twice changes nothing); a sort is cheaper
+        # than np.unique, which is needed only when a sequence is in the batch twice
+        ordered = np.sort(seqs)
+        if (ordered[1:] == ordered[:-1]).any():  # only a sequence's first one is new
+            _, first = np.unique(seqs, return_index=True)
             once = np.zeros(len(seqs), dtype=bool)
             once[first] = True
             new &= once
-        np.bitwise_or.at(view, idx[new], mask[new])
+        _or_rising(view, ordered >> 3, np.uint8(1) << (ordered & 7).astype(np.uint8))
     else:
-        # rising: each byte's bits are neighbours; OR them per byte, then one store per
-        # distinct byte (a fancy ``|=`` with repeated indexes would keep only one bit)
-        idx, mask = idx[new], mask[new]
-        if len(idx):
-            starts = np.flatnonzero(np.concatenate(([True], idx[1:] != idx[:-1])))
-            view[idx[starts]] |= np.bitwise_or.reduceat(mask, starts)
+        _or_rising(view, idx[new], mask[new])
     del view  # the bytearray may grow again later: no export may outlive this call
     return new
+
+
+def _or_rising(view: Any, idx: Any, mask: Any) -> None:
+    """OR ``mask`` into ``view[idx]`` for non-decreasing ``idx``: each byte's bits are
+    neighbours, so OR them per byte, then one store per distinct byte (a fancy ``|=``
+    with repeated indexes would keep only one bit)."""
+    if len(idx):
+        starts = np.flatnonzero(np.concatenate(([True], idx[1:] != idx[:-1])))
+        view[idx[starts]] |= np.bitwise_or.reduceat(mask, starts)
 
 
 def _distinct(values: Any) -> list[int]:

@@ -184,6 +184,104 @@ def test_sync_producer_one_outstanding_message(pulsar: BrokerEndpoint) -> None:
     assert out.cumulative["publish_latency"].percentile(50) > 0
 
 
+def _slice_producer(pulsar: BrokerEndpoint, topic: str, partitions: int,
+                    **producer: Any) -> tuple[Any, list[Any], list[Any], Any]:
+    cfg = PulsarDriverConfig.from_yaml(shipped_driver("pulsar")).with_overrides(
+        producer={"send_callbacks": "perSlice", **producer})
+    driver = PulsarDriver(pulsar, cfg)
+    admin = driver.admin()
+    admin.create_topics([topic], [partitions])
+    acks: list[tuple[bytes, int, int | None]] = []
+    errors: list[tuple[bytes, str]] = []
+
+    def on_ack(value: bytes, latency_ns: int | None, sent_ns: int | None = None) -> None:
+        acks.append((value, latency_ns or 0, sent_ns))
+
+    def many(values: list[bytes], ack_ns: Any = None, *, latency_ns: Any = None,
+             sent_ns: Any = None) -> None:
+        for v, a, s in zip(values, ack_ns, sent_ns, strict=True):
+            acks.append((v, a - s, s))
+
+    on_ack.many = many  # type: ignore[attr-defined]
+    prod = driver.producer(topic, "p0", on_ack, lambda v, why: errors.append((v, why)))
+    return prod, acks, errors, admin
+
+
+def test_slice_producer_acks_every_message_once_and_keeps_keys_on_one_partition(
+        pulsar: BrokerEndpoint) -> None:
+    """sendCallbacks: perSlice: one callback per slice still confirms every message, in
+    order, with its own latency; unkeyed slices spread over the partitions; one key
+    always lands on one partition."""
+    import pulsar as pulsar_client
+
+    prod, acks, errors, admin = _slice_producer(pulsar, "it-slices", 4)
+    assert type(prod).__name__ == "_PulsarSliceProducer" and prod.partitions == 4
+    client = pulsar_client.Client(prod._driver.service_url)
+    try:
+        consumer = client.subscribe(prod._driver.full_topic("it-slices"), "check",
+                                    initial_position=pulsar_client.InitialPosition.Earliest)
+        values = [b"%06d" % i + bytes(1018) for i in range(3000)]
+        keys: list[bytes | None] = [b"k%d" % (i % 7) for i in range(600)]
+        start = 0
+        while start < len(values):  # as the engine hands them: 128 at a time, keyed first
+            end = min(start + 128, 600 if start < 600 else len(values))
+            start += prod.send_many(values[start:end], None if start >= 600 else keys[start:end])
+            prod.service()
+        assert prod.flush(30.0) == 0
+        assert errors == []
+        assert sorted(v for v, _, _ in acks) == values  # each once (partitions interleave)
+        assert all(lat > 0 for _, lat, _ in acks)
+        where: dict[bytes, str] = {}
+        seen = 0
+        while seen < len(values):
+            msg = consumer.receive(timeout_millis=10_000)
+            consumer.acknowledge(msg)
+            seen += 1
+            where[msg.data()[:6]] = msg.topic_name().rsplit("-partition-", 1)[-1]
+        by_key: dict[bytes, set[str]] = {}
+        for i, k in enumerate(keys):
+            by_key.setdefault(k, set()).add(where[b"%06d" % i])  # type: ignore[arg-type]
+        assert all(len(parts) == 1 for parts in by_key.values()), by_key
+        unkeyed = {where[b"%06d" % i] for i in range(600, 3000)}
+        assert unkeyed == {"0", "1", "2", "3"}
+    finally:
+        prod.close()
+        client.close()
+        admin.delete_topics(["it-slices"])
+        admin.close()
+
+
+def test_slice_producer_reports_a_failed_slice_as_send_errors(
+        standalone: PulsarStandalone, pulsar: BrokerEndpoint) -> None:
+    """The broker stops answering (SIGSTOP) past the send timeout: the slice's one
+    callback fails, and every message of the slice is a send error, none an ack."""
+    import os
+    import signal
+
+    prod, acks, errors, admin = _slice_producer(pulsar, "it-slice-fail", 1,
+                                                send_timeout_ms=2000)
+    pid = pulsar.info["pids"][0]
+    try:
+        assert prod.send_many([b"before" + bytes(100)] * 10, None) == 10
+        assert prod.flush(30.0) == 0 and len(acks) == 10
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            assert prod.send_many([b"x" * 100] * 50, None) == 50
+            deadline = time.monotonic() + 15
+            while prod.queue_depth() and time.monotonic() < deadline:
+                prod.service()
+                time.sleep(0.05)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        assert prod.queue_depth() == 0
+        assert len(acks) == 10
+        assert len(errors) == 50 and all("Timeout" in why for _, why in errors)
+    finally:
+        prod.close()
+        admin.delete_topics(["it-slice-fail"])
+        admin.close()
+
+
 def test_stop_leaves_nothing_behind(standalone: PulsarStandalone) -> None:
     ep = standalone.endpoint
     pid = ep.info["pids"][0]

@@ -36,7 +36,7 @@ def _bits(exported: dict) -> dict:
     return {k: int.from_bytes(v, "little") for k, v in exported.items()}
 
 
-@pytest.mark.parametrize("shape", ["random", "rising", "rising-with-gaps"])
+@pytest.mark.parametrize("shape", ["random", "rising", "rising-with-gaps", "interleaved"])
 def test_ledger_batches_count_as_one_call_per_message(shape: str) -> None:
     rnd = random.Random(7)
     for _ in range(150):
@@ -49,6 +49,12 @@ def test_ledger_batches_count_as_one_call_per_message(shape: str) -> None:
             pids = [rnd.randint(0, 2) for _ in range(n)]
             if shape == "random":
                 seqs = [rnd.randint(0, rnd.choice([20, 100, 20_000])) for _ in range(n)]
+            elif shape == "interleaved":  # one producer's acks from several partitions
+                pids = [pids[0]] * n
+                run = list(range(nxt[pids[0]], nxt[pids[0]] + n))
+                k = rnd.randint(2, 16)
+                seqs = [s for i in range(k) for s in run[i::k]]
+                nxt[pids[0]] += n
             else:
                 pids = [pids[0]] * n  # one producer's run, as a consumer batch mostly is
                 step = 1 if shape == "rising" else rnd.randint(1, 9)

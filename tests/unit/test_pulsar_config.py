@@ -7,6 +7,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+import yaml
 
 from pytest_brokerperf import brokers
 from pytest_brokerperf.brokers.kafka.config import shipped_driver
@@ -233,3 +234,23 @@ def test_checks_across_keys_name_the_line(tmp_path: Path, old: str, new: str,
                                           message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         PulsarDriverConfig.from_yaml(write(tmp_path, OMB_PULSAR.replace(old, new)))
+
+
+def test_per_slice_callbacks_need_async_batching_and_are_noted(tmp_path: Path) -> None:
+    cfg = PulsarDriverConfig().with_overrides(producer={"send_callbacks": "perSlice"})
+    assert any("sendCallbacks=perSlice" in n and "upper bound" in n for n in cfg.notes)
+    assert PulsarDriverConfig.from_dict(cfg.to_omb_dict()) == cfg
+    assert cfg.to_omb_dict()["producer"]["sendCallbacks"] == "perSlice"
+    assert not any("sendCallbacks" in n for n in PulsarDriverConfig().notes)
+    for change, why in (({"send_mode": "sync"}, "sendMode is sync"),
+                        ({"batching_enabled": False}, "batchingEnabled is false")):
+        with pytest.raises(ConfigError, match=f"sendCallbacks = perSlice but {why}.*Fix"):
+            cfg.with_overrides(producer=change)
+    doc = cfg.to_omb_dict()
+    doc["producer"]["sendCallbacks"] = "sometimes"
+    with pytest.raises(ConfigError, match="sendCallbacks"):
+        PulsarDriverConfig.from_dict(doc)
+    doc["producer"].update(sendCallbacks="perSlice", sendMode="sync")
+    (tmp_path / "d.yaml").write_text(yaml.safe_dump(doc))
+    with pytest.raises(ConfigError, match=r"d\.yaml:\d+: producer\.sendCallbacks"):
+        PulsarDriverConfig.from_yaml(tmp_path / "d.yaml")

@@ -379,3 +379,90 @@ def test_pause_closes_the_consumer_and_resume_subscribes_again(
     cons.pause()
     cons.close()  # already closed by the pause: not closed twice
     assert closed == [first, second]
+
+
+def _slice_driver(**producer: Any) -> PulsarDriver:
+    cfg = PulsarDriverConfig().with_overrides(
+        client={"namespace_prefix": "t/ns"},
+        persistence={"ensemble_size": 1, "write_quorum": 1, "ack_quorum": 1},
+        producer={"send_callbacks": "perSlice", "batching_max_bytes": 64 * 1024, **producer})
+    return PulsarDriver(ENDPOINT, cfg)
+
+
+def _kib(i: int) -> bytes:
+    return b"%06d" % i + bytes(1018)
+
+
+def test_per_slice_callbacks_one_per_slice_and_every_message_acked_once(
+        fake_client: type[FakeClient]) -> None:
+    """sendCallbacks: perSlice: one producer per partition, slices of batchingMaxBytes
+    round robin, a callback on each slice's last message only; the callbacks, completed
+    in any partition order, confirm every message once with its own send time."""
+    acks: list[tuple[bytes, int | None, int | None]] = []
+    prod = _slice_driver().producer("t", "p0", lambda v, lat, sent=None: acks.append(
+        (v, lat, sent)), lambda v, e: None)
+    client = fake_client.instances[-1]
+    assert [t.rsplit("-", 1)[-1] for t, _, _ in client.producers] == ["0", "1", "2", "3"]
+    values = [_kib(i) for i in range(150)]
+    assert prod.send_many(values, None) == 150  # 64 KiB slices: 64 + 64 + 22 messages
+    raws = [p._producer for _, _, p in client.producers]
+    assert [len(r.sent) for r in raws] == [64, 64, 22, 0]
+    for r in raws[:3]:
+        assert [cb is not None for _, cb in r.sent] == [False] * (len(r.sent) - 1) + [True]
+    assert prod.queue_depth() == 150
+    raws[2].sent[-1][1](_pulsar.Result.Ok, None)
+    raws[0].sent[-1][1](_pulsar.Result.Ok, None)
+    prod.service()
+    assert sorted(v for v, _, _ in acks) == values[:64] + values[128:]
+    raws[1].sent[-1][1](_pulsar.Result.Ok, None)
+    prod.service()
+    assert sorted(v for v, _, _ in acks) == values and prod.queue_depth() == 0
+    assert all(lat is not None and lat > 0 and sent for _, lat, sent in acks)
+    assert prod._bytes == 0
+    assert prod.send_many([_kib(1000)], None) == 1 and len(raws[3].sent) == 1  # next in turn
+
+
+def test_per_slice_failure_refusal_limits_and_keys(fake_client: type[FakeClient]) -> None:
+    """A failed slice callback fails the whole slice; a refused last message leaves the
+    slice's others to the next callback on that partition; the per-partition queue limit
+    caps a slice; a key always goes to one partition."""
+    acked: list[bytes] = []
+    errors: list[tuple[bytes, str]] = []
+    prod = _slice_driver(pending_queue_size=40).producer(
+        "t", "p0", lambda v, lat, sent=None: acked.append(v), lambda v, e: errors.append((v, e)))
+    raws = [p._producer for _, _, p in fake_client.instances[-1].producers]
+    assert prod.send_many([_kib(i) for i in range(100)], None) == 100  # 40 + 40 + 20
+    assert [len(r.sent) for r in raws] == [40, 40, 20, 0]
+    assert prod.send_many([_kib(100)], None) == 1  # partition 3 has room
+    assert prod.send_many([_kib(101)], None) == 0  # partition 0 is full: the engine waits
+    raws[0].sent[-1][1](_pulsar.Result.Timeout, None)
+    prod.service()
+    assert len(errors) == 40 and all("Timeout" in e for _, e in errors) and acked == []
+
+    raws[1].reject_after = 40 + 5  # the client refuses the 6th of the next slice there
+    prod._next = 1
+    assert prod.send_many([_kib(200 + i) for i in range(10)], None) == 0  # the room is 0
+    raws[1].sent[-1][1](_pulsar.Result.Ok, None)
+    prod.service()
+    assert len(acked) == 40
+    raws[1].reject_after = 5
+    raws[1].sent.clear()
+    prod._next = 1
+    assert prod.send_many([_kib(300 + i) for i in range(6)], None) == 5  # last refused
+    assert prod.queue_depth() == 20 + 1 + 5
+    raws[1].reject, raws[1].reject_after = False, None
+    prod._next = 1
+    assert prod.send_many([_kib(400)], None) == 1
+    raws[1].sent[-1][1](_pulsar.Result.Ok, None)  # confirms the orphaned five too
+    prod.service()
+    assert acked[40:] == [_kib(300 + i) for i in range(5)] + [_kib(400)]
+
+    keyed = _slice_driver().producer("k", "p1", lambda v, lat, sent=None: None,
+                                     lambda v, e: None)
+    kraws = [p._producer for _, _, p in fake_client.instances[-1].producers]
+    keys: list[bytes | None] = [b"user-%d" % (i % 5) for i in range(50)]
+    assert keyed.send_many([_kib(i) for i in range(50)], keys) == 50
+    where = {m.data()[:6]: n for n, r in enumerate(kraws) for m, _ in r.sent}
+    for k in set(keys):
+        assert len({where[b"%06d" % i] for i in range(50) if keys[i] == k}) == 1
+    assert all(m.partition_key() for r in kraws for m, _ in r.sent)

@@ -124,6 +124,16 @@ class PulsarDriverConfig:
                 "expected <tenant>/<namespace prefix>. Fix: write e.g. "
                 "`namespacePrefix: benchmark/ns`."
             )
+        if self.producer.send_callbacks == "perSlice" and (
+            self.synchronous or not self.producer.batching_enabled
+        ):
+            why = "sendMode is sync" if self.synchronous else "batchingEnabled is false"
+            raise ConfigError(
+                f"{self._where('producer', 'sendCallbacks')}: producer.sendCallbacks = "
+                f"perSlice but {why}: a slice's one callback stands for messages that share "
+                "its Pulsar batch, so it needs asynchronous sends with batching. Fix: set "
+                "sendCallbacks: perMessage, or sendMode: async and batchingEnabled: true."
+            )
         for key in ("subscription_type", "subscription_initial_position"):
             if getattr(self.consumer, key) is None:
                 raise ConfigError(f"{self.source}: consumer.{key} must be set")
@@ -454,6 +464,13 @@ class PulsarDriverConfig:
                 f"{p.batching_partition_switch_frequency_by_publish_delay} not applied: "
                 "pulsar-client (Python) cannot set it (the C++ round-robin router switches "
                 "partition every batching delay, i.e. 1)"
+            )
+        if p.send_callbacks == "perSlice":
+            notes.append(
+                "producer: sendCallbacks=perSlice: one producer per partition, the driver "
+                "routes slices of up to batchingMaxBytes round robin (keyed messages by a "
+                "hash of the key), one callback per slice; each message's ack time is its "
+                "slice's (exact when the slice fits one Pulsar batch, else an upper bound)"
             )
         if self.synchronous:
             notes.append(

@@ -23,6 +23,9 @@ SUBSCRIPTION_TYPES = ("Exclusive", "Shared", "Failover", "Key_Shared")
 COMPRESSION_TYPES = ("NONE", "LZ4", "ZLIB", "ZSTD", "SNAPPY")
 TOPIC_TYPES = ("persistent", "non-persistent")
 SEND_MODES = ("async", "sync")
+#: ``sendCallbacks``: one Python callback per message (the client's usual use), or one per
+#: slice of messages sent together to one partition (docs/reference/pulsar.md).
+SEND_CALLBACKS = ("perMessage", "perSlice")
 INITIAL_POSITIONS = ("Earliest", "Latest")
 
 _NAMESPACE_PREFIX = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
@@ -101,6 +104,7 @@ class PulsarProducerConfig:
     send_timeout_ms: int = 0  # OMB fixes sendTimeout(0) in code
     compression_type: str = "NONE"
     send_mode: str = "async"
+    send_callbacks: str = "perMessage"
 
 
 @dataclass(frozen=True)
@@ -178,6 +182,8 @@ _PRODUCER_KEYS: tuple[_Key, ...] = (
         origin="brokerperf",
     ),
     _Key("sendMode", "send_mode", "choice", choices=SEND_MODES, origin="brokerperf"),
+    _Key("sendCallbacks", "send_callbacks", "choice", choices=SEND_CALLBACKS,
+         origin="brokerperf"),
 )
 _CONSUMER_KEYS: tuple[_Key, ...] = (
     _Key("subscriptionType", "subscription_type", "choice", choices=SUBSCRIPTION_TYPES),

@@ -66,6 +66,7 @@ from pytest_brokerperf.brokers.pulsar.client import (
 )
 from pytest_brokerperf.brokers.pulsar.consumer import _PulsarConsumer
 from pytest_brokerperf.brokers.pulsar.producer import _PulsarProducer
+from pytest_brokerperf.brokers.pulsar.slice_producer import _PulsarSliceProducer
 from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.errors import ConfigError
 
@@ -227,6 +228,8 @@ class PulsarDriver:
     def producer(
         self, topic: str, client_id: str, on_ack: AckCallback, on_error: ErrorCallback
     ) -> _PulsarProducer:
+        if self.config.producer.send_callbacks == "perSlice":
+            return _PulsarSliceProducer(self, topic, client_id, on_ack, on_error)
         return _PulsarProducer(self, topic, client_id, on_ack, on_error)
 
     def consumer(
@@ -260,6 +263,7 @@ class PulsarDriver:
             "producer": self.config.producer_kwargs(),
             "consumer": self.config.subscribe_kwargs(),
             "send_mode": self.config.producer.send_mode,
+            "send_callbacks": self.config.producer.send_callbacks,
             "consumer_model": "one partitioned-topic consumer per engine consumer (the C++ "
             "client keeps one internal consumer per partition)",
             "acks": "cumulative per partition per batch"

@@ -52,11 +52,9 @@ class _PulsarProducer:
         self._client = driver._acquire_client()
         full = driver.full_topic(topic)
         cfg = driver.config
+        self._builder: Any = getattr(_pulsar, "MessageBuilder", None)
         try:
-            self._p = self._client.create_producer(
-                full, **_with_enums(cfg.producer_kwargs(producer_name=None))
-            )
-            partitions = len(self._client.get_topic_partitions(full))
+            partitions = self._open(full, _with_enums(cfg.producer_kwargs(producer_name=None)))
         except Exception as exc:
             driver._release_client()
             raise DriverError(f"creating a Pulsar producer on {full} failed: {exc}") from exc
@@ -64,12 +62,6 @@ class _PulsarProducer:
         self.partitions = partitions
         self._limit = cfg.max_outstanding(partitions)
         self._mem_limit = 0 if cfg.synchronous else cfg.memory_limit_bytes()
-        raw = getattr(self._p, "_producer", None)
-        builder = getattr(_pulsar, "MessageBuilder", None)
-        # The wrapper's send_async type-checks ten optional arguments per call; the
-        # binding underneath takes a built message directly (~2 µs less per message).
-        self._raw_send = raw.send_async if raw is not None and builder is not None else None
-        self._builder: Any = builder
         self._done: collections.deque[tuple[bytes, int, int]] = collections.deque()
         self._failed: collections.deque[tuple[bytes, str]] = collections.deque()
         self._delivered = self._make_delivered()
@@ -79,6 +71,19 @@ class _PulsarProducer:
         self._send_tid = 0
         self._rejected = ""
         self._closed = False
+
+    def _open(self, full: str, kwargs: dict[str, Any]) -> int:
+        """Create the client producer(s) on ``full``; its partition count."""
+        self._p = self._client.create_producer(full, **kwargs)
+        raw = getattr(self._p, "_producer", None)
+        # The wrapper's send_async type-checks ten optional arguments per call; the
+        # binding underneath takes a built message directly (~2 µs less per message).
+        self._raw_send = (raw.send_async if raw is not None and self._builder is not None
+                          else None)
+        return len(self._client.get_topic_partitions(full))
+
+    def _close_producers(self) -> None:
+        self._p.close()
 
     def _make_delivered(self) -> Any:
         """The one function behind every send callback of this producer. It runs on a C++
@@ -228,7 +233,7 @@ class _PulsarProducer:
         self._closed = True
         try:
             self.flush(5.0)
-            self._p.close()
+            self._close_producers()
         finally:
             self._driver._release_client()
 
