@@ -52,6 +52,10 @@ class ToolFigures:
     p99_ms: float | None = None
     p999_ms: float | None = None
     how: str = ""  # how the steady state was taken from the output
+    #: the highest p99 of any one measured second (PerfTest's per-second lines, the
+    #: harness's 1-s periods): a stall of a few hundred ms shows here even where a
+    #: median over seconds hides it; None where the tool reports no such lines
+    worst_second_p99_ms: float | None = None
 
 
 # -- Kafka ProducerPerformance ------------------------------------------------------------
@@ -115,6 +119,9 @@ def parse_pulsar_perf(text: str, warmup_s: float,
     skip = int(-(-warmup_s // interval_s))  # lines whose interval overlaps the warm-up
     steady = periodic[skip:]
     if not steady:
+        if "OutOfMemoryError" in text:  # its reporting thread died: no line will come
+            raise ToolOutputError("pulsar-perf ran out of memory (java.lang.OutOfMemoryError) "
+                                  "before its first periodic line; give its JVM more heap")
         agg = _PULSAR_AGG_RATE.search(text)
         raise ToolOutputError(
             f"pulsar-perf printed {len(periodic)} periodic line(s), none after the "
@@ -165,7 +172,8 @@ def parse_perftest(text: str, warmup_s: float, interval_s: float = 1.0) -> ToolF
         rate, statistics.median(p50s) if p50s else None,
         statistics.median(p99s) if p99s else None, None,
         how=f"mean of {len(steady)} per-second line(s) after the warm-up; latency: median "
-            "of those lines' confirm latency (no 99.9th in PerfTest's output)")
+            "of those lines' confirm latency (no 99.9th in PerfTest's output)",
+        worst_second_p99_ms=max(p99s) if p99s else None)
 
 
 # -- the table --------------------------------------------------------------------------------
@@ -248,6 +256,13 @@ def format_report(ms: Sequence[Measurement], sides: Sequence[tuple[str, str]],
                        f"{'-' if p50 is None else f'{p50.median:.2f}':>7} "
                        f"{'-' if p99 is None else f'{p99.median:.2f}':>7} "
                        f"{'-' if p999 is None else f'{p999.median:.2f}':>8}  {note}")
+        for key, label in sides:
+            worst = [m.figures.worst_second_p99_ms for m in ms
+                     if m.side == key and m.rate == rate and m.figures is not None
+                     and m.figures.worst_second_p99_ms is not None]
+            if worst:
+                out.append(f"{rate:>6}  {'worst 1-s p99 ms, ' + label:<34} "
+                           f"{', '.join(f'{w:.1f}' for w in worst):>28}  (per run)")
         cpu = spread(m.extra.get("worker_cpu_share") for m in ms
                      if m.side == "harness" and m.rate == rate)
         if cpu is not None:

@@ -106,6 +106,15 @@ def test_pulsar_a_warmup_longer_than_the_run_is_an_error_not_the_aggregate() -> 
         parse_pulsar_perf(PULSAR, warmup_s=20)
 
 
+def test_pulsar_perf_out_of_memory_is_named_not_run_it_longer() -> None:
+    died = ("INFO  PerformanceProducer - Created 1 producers\n"
+            'Exception in thread "main" java.lang.OutOfMemoryError: Java heap space\n'
+            "INFO  PerformanceProducer - Aggregated throughput stats --- 2636974 records sent "
+            "--- 30773.385 msg/s --- 240.417 Mbit/s\n")
+    with pytest.raises(ToolOutputError, match="ran out of memory.*more heap"):
+        parse_pulsar_perf(died, warmup_s=10)
+
+
 PERFTEST = """\
 id: test-183510-816, starting consumer #0
 id: test-183510-816, starting consumer #0, channel #0
@@ -134,6 +143,19 @@ def test_perftest_mean_confirmed_rate_and_median_confirm_latency_after_warmup() 
     assert fig.p99_ms == pytest.approx(128.618)
     assert fig.p999_ms is None
     assert "5 per-second" in fig.how
+    assert fig.worst_second_p99_ms == pytest.approx(219.711)  # the 3.005 s line's
+
+
+def test_the_worst_second_is_printed_per_run_beside_the_medians() -> None:
+    """A stall in one second moves a median of per-second p99s not at all: the report
+    prints each run's worst second for every side that has one."""
+    ms = [Measurement("native", "10000", r, ToolFigures(10000, 1.5, 4.5, None,
+                                                        worst_second_p99_ms=w))
+          for r, w in enumerate((5.0, 340.0))]
+    ms.append(Measurement("harness", "10000", 0, ToolFigures(10000, 1.3, 3.5, 6.0)))
+    text = format_report(ms, [("harness", "harness"), ("native", "PerfTest")], ["10000"])
+    (row,) = [ln for ln in text.splitlines() if "worst 1-s p99" in ln]
+    assert "PerfTest" in row and "5.0, 340.0" in row and "(per run)" in row
 
 
 def test_perftest_without_confirm_lines_is_an_error() -> None:
