@@ -256,12 +256,12 @@ def format_report(ms: Sequence[Measurement], sides: Sequence[tuple[str, str]],
                        f"{'-' if p50 is None else f'{p50.median:.2f}':>7} "
                        f"{'-' if p99 is None else f'{p99.median:.2f}':>7} "
                        f"{'-' if p999 is None else f'{p999.median:.2f}':>8}  {note}")
-        for key, label in sides:
+        for key, _label in sides:
             worst = [m.figures.worst_second_p99_ms for m in ms
                      if m.side == key and m.rate == rate and m.figures is not None
                      and m.figures.worst_second_p99_ms is not None]
             if worst:
-                out.append(f"{rate:>6}  {'worst 1-s p99 ms, ' + label:<34} "
+                out.append(f"{rate:>6}  {'worst 1-s p99 ms, ' + key:<34} "
                            f"{', '.join(f'{w:.1f}' for w in worst):>28}  (per run)")
         cpu = spread(m.extra.get("worker_cpu_share") for m in ms
                      if m.side == "harness" and m.rate == rate)
