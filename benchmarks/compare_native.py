@@ -497,8 +497,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="run the harness without its subscription (Kafka, Pulsar), to see "
                     "what consuming in the worker costs")
     ap.add_argument("--profile", action="store_true",
-                    help="run py-spy on the harness worker during the first max-rate harness "
-                    "run and print its threads' and top frames' shares of the samples")
+                    help="run py-spy on the harness worker during the first harness run at "
+                    "--profile-rate and print its threads' and top frames' shares of the "
+                    "samples")
+    ap.add_argument("--profile-rate", default="max",
+                    help="the rate (one of --rates) whose first harness run --profile samples")
     ap.add_argument("--pulsar-callbacks", choices=("perMessage", "perSlice"),
                     default="perMessage",
                     help="Pulsar: the driver's sendCallbacks for the harness and the bare loop "
@@ -507,6 +510,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default=None, help="write every measurement to this file")
     args = ap.parse_args(argv)
     rates = parse_rates(args.rates)
+    profile_rate = parse_rates(args.profile_rate)[0]
+    if args.profile and profile_rate not in rates:
+        raise SystemExit(f"--profile-rate {args.profile_rate}: not one of --rates {rates}")
     sides = [s.strip() for s in args.sides.split(",") if s.strip()]
     bad = [s for s in sides if s not in SIDES]
     if bad or args.repeats < 1 or args.duration <= 0:
@@ -562,7 +568,8 @@ def main(argv: list[str] | None = None) -> int:
                 for side in order:
                     t0 = time.monotonic()
                     spy = None
-                    if args.profile and profile is None and side == "harness" and rate == "max":
+                    if (args.profile and profile is None and side == "harness"
+                            and rate == profile_rate):
                         # sample the measured part: after setup (~3 s) and the warm-up
                         spy = WorkerProfiler(workdir / "harness-profile.txt",
                                              delay_s=args.warmup + 3.0,
@@ -583,7 +590,8 @@ def main(argv: list[str] | None = None) -> int:
                     ms.append(m)
                     if spy is not None:
                         profile = spy.result()
-                        print(json.dumps({"profile": "harness max", "samples": profile.samples,
+                        print(json.dumps({"profile": f"harness {rate}",
+                                          "samples": profile.samples,
                                           "error": profile.error or None,
                                           "raw": str(workdir / "harness-profile.txt")}),
                               flush=True)
@@ -611,7 +619,7 @@ def main(argv: list[str] | None = None) -> int:
     print(format_report(ms, [(s, labels[s]) for s in sides], rates, notes), end="")
     if profile is not None:
         print()
-        print(f"Where the harness worker's time goes (max rate, repeat 0, "
+        print(f"Where the harness worker's time goes ({profile_rate} rate, repeat 0, "
               f"{'with' if consume else 'without'} its consumer):")
         print("\n".join(profile.lines()))
     if args.json:

@@ -1,8 +1,9 @@
 """Where the harness worker's time goes: py-spy on it during one run, summarised.
 
 ``compare_native.py --profile`` starts a :class:`WorkerProfiler` before the first
-max-rate harness run. It waits for the run's spawned worker process (the one child of
-this process started by ``multiprocessing``'s spawn), lets the warm-up pass, then runs
+harness run at ``--profile-rate`` (default ``max``). It waits for the run's spawned
+worker process (the one child of this process started by ``multiprocessing``'s spawn),
+lets the warm-up pass, then runs
 ``py-spy record --format raw --threads --nonblocking`` on it for the measured seconds
 (``--nonblocking``: the worker is not paused for each sample, so the profile does not
 slow what it measures much). :func:`summarise` turns the collapsed stacks into the

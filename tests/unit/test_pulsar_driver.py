@@ -393,18 +393,41 @@ def _kib(i: int) -> bytes:
     return b"%06d" % i + bytes(1018)
 
 
+class _Clock:
+    """CLOCK_MONOTONIC for the slice producer: 1 µs per reading, and jumps on demand."""
+
+    def __init__(self) -> None:
+        self.ns = 10**12
+
+    def __call__(self) -> int:
+        self.ns += 1_000
+        return self.ns
+
+    def jump_ms(self, ms: float) -> None:
+        self.ns += int(ms * 1_000_000)
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> _Clock:
+    from pytest_brokerperf.brokers.pulsar import slice_producer
+
+    c = _Clock()
+    monkeypatch.setattr(slice_producer, "_mono", c)
+    return c
+
+
 def test_per_slice_callbacks_one_per_slice_and_every_message_acked_once(
-        fake_client: type[FakeClient]) -> None:
-    """sendCallbacks: perSlice: one producer per partition, slices of batchingMaxBytes
-    round robin, a callback on each slice's last message only; the callbacks, completed
-    in any partition order, confirm every message once with its own send time."""
+        fake_client: type[FakeClient], clock: _Clock) -> None:
+    """sendCallbacks: perSlice: one producer per partition, a callback on the last
+    message of each call's run on a partition only; the callbacks, completed in any
+    partition order, confirm every message once with its own send time."""
     acks: list[tuple[bytes, int | None, int | None]] = []
     prod = _slice_driver().producer("t", "p0", lambda v, lat, sent=None: acks.append(
         (v, lat, sent)), lambda v, e: None)
     client = fake_client.instances[-1]
     assert [t.rsplit("-", 1)[-1] for t, _, _ in client.producers] == ["0", "1", "2", "3"]
     values = [_kib(i) for i in range(150)]
-    assert prod.send_many(values, None) == 150  # 64 KiB slices: 64 + 64 + 22 messages
+    assert prod.send_many(values, None) == 150  # a batch is 64 KiB: 64 + 64 + 22 messages
     raws = [p._producer for _, _, p in client.producers]
     assert [len(r.sent) for r in raws] == [64, 64, 22, 0]
     for r in raws[:3]:
@@ -419,10 +442,27 @@ def test_per_slice_callbacks_one_per_slice_and_every_message_acked_once(
     assert sorted(v for v, _, _ in acks) == values and prod.queue_depth() == 0
     assert all(lat is not None and lat > 0 and sent for _, lat, sent in acks)
     assert prod._bytes == 0
-    assert prod.send_many([_kib(1000)], None) == 1 and len(raws[3].sent) == 1  # next in turn
 
 
-def test_per_slice_failure_refusal_limits_and_keys(fake_client: type[FakeClient]) -> None:
+def test_per_slice_routing_keeps_a_partition_for_a_batching_window(
+        fake_client: type[FakeClient], clock: _Clock) -> None:
+    """At a low rate each pacer tick hands over one or two messages: they stay on one
+    partition for the batching window (1 ms) or a batch's worth, as the client's
+    round-robin router does, so batches are not cut to one message each."""
+    prod = _slice_driver().producer("t", "p0", lambda v, lat, sent=None: None,
+                                    lambda v, e: None)
+    raws = [p._producer for _, _, p in fake_client.instances[-1].producers]
+    for tick in range(20):  # 20 ticks 0.1 ms apart: 2 ms
+        assert prod.send_many([_kib(tick)], None) == 1
+        clock.jump_ms(0.1)
+    assert [len(r.sent) for r in raws] == [10, 10, 0, 0]
+    assert all(cb is not None for r in raws[:2] for _, cb in r.sent)  # a slice per call
+    assert prod.send_many([_kib(i) for i in range(100)], None) == 100  # a new window
+    assert [len(r.sent) for r in raws] == [10, 10, 64, 36]
+
+
+def test_per_slice_failure_refusal_limits_and_keys(fake_client: type[FakeClient],
+                                                   clock: _Clock) -> None:
     """A failed slice callback fails the whole slice; a refused last message leaves the
     slice's others to the next callback on that partition; the per-partition queue limit
     caps a slice; a key always goes to one partition."""
@@ -433,25 +473,31 @@ def test_per_slice_failure_refusal_limits_and_keys(fake_client: type[FakeClient]
     raws = [p._producer for _, _, p in fake_client.instances[-1].producers]
     assert prod.send_many([_kib(i) for i in range(100)], None) == 100  # 40 + 40 + 20
     assert [len(r.sent) for r in raws] == [40, 40, 20, 0]
-    assert prod.send_many([_kib(100)], None) == 1  # partition 3 has room
-    assert prod.send_many([_kib(101)], None) == 0  # partition 0 is full: the engine waits
+    clock.jump_ms(2)
+    assert prod.send_many([_kib(100)], None) == 1  # the next window: partition 3
+    clock.jump_ms(2)
+    # 0 and 1 are full: a full partition ends its window, 2 and 3 take the rest
+    assert prod.send_many([_kib(101 + i) for i in range(60)], None) == 59
+    assert [len(r.sent) for r in raws] == [40, 40, 40, 40]
+    assert prod.send_many([_kib(160)], None) == 0  # all full: the engine waits
     raws[0].sent[-1][1](_pulsar.Result.Timeout, None)
     prod.service()
     assert len(errors) == 40 and all("Timeout" in e for _, e in errors) and acked == []
 
-    raws[1].reject_after = 40 + 5  # the client refuses the 6th of the next slice there
-    prod._next = 1
-    assert prod.send_many([_kib(200 + i) for i in range(10)], None) == 0  # the room is 0
+    def to_partition_1() -> None:
+        clock.jump_ms(2)
+        prod._next = 0  # the next window goes to partition 1
+
     raws[1].sent[-1][1](_pulsar.Result.Ok, None)
     prod.service()
-    assert len(acked) == 40
-    raws[1].reject_after = 5
+    assert len(acked) == 40 and prod.queue_depth() == 80  # partitions 2 and 3
+    raws[1].reject_after = 5  # the client refuses the 6th of the next slice there
     raws[1].sent.clear()
-    prod._next = 1
+    to_partition_1()
     assert prod.send_many([_kib(300 + i) for i in range(6)], None) == 5  # last refused
-    assert prod.queue_depth() == 20 + 1 + 5
+    assert prod.queue_depth() == 80 + 5
     raws[1].reject, raws[1].reject_after = False, None
-    prod._next = 1
+    to_partition_1()
     assert prod.send_many([_kib(400)], None) == 1
     raws[1].sent[-1][1](_pulsar.Result.Ok, None)  # confirms the orphaned five too
     prod.service()

@@ -458,7 +458,8 @@ class PulsarDriverConfig:
                 "(pending payload bytes per worker process); pulsar-client (Python) cannot set "
                 "the C++ client's own limit (unlimited)"
             )
-        if p.batching_partition_switch_frequency_by_publish_delay != 1:
+        if (p.batching_partition_switch_frequency_by_publish_delay != 1
+                and p.send_callbacks != "perSlice"):
             notes.append(
                 "producer: batchingPartitionSwitchFrequencyByPublishDelay="
                 f"{p.batching_partition_switch_frequency_by_publish_delay} not applied: "
@@ -468,9 +469,10 @@ class PulsarDriverConfig:
         if p.send_callbacks == "perSlice":
             notes.append(
                 "producer: sendCallbacks=perSlice: one producer per partition, the driver "
-                "routes slices of up to batchingMaxBytes round robin (keyed messages by a "
-                "hash of the key), one callback per slice; each message's ack time is its "
-                "slice's (exact when the slice fits one Pulsar batch, else an upper bound)"
+                "routes round robin per batch or batching window (keyed messages by a hash "
+                "of the key), one callback per send call's run on a partition (slice); each "
+                "message's ack time is its slice's (exact when the slice went as one Pulsar "
+                "batch, else an upper bound)"
             )
         if self.synchronous:
             notes.append(

@@ -8,9 +8,12 @@ same loop with no callback on 99 of 100 messages sends 160k+ (docs/reference/pul
 How it stays truthful:
 
 * One client producer per partition (``<topic>-partition-<i>``), so the driver knows
-  which partition each message goes to. Unkeyed messages go round robin in slices of
-  at most one Pulsar batch (``batchingMaxBytes`` / ``batchingMaxMessages``); keyed
-  messages to ``crc32(key) % partitions`` (the same key, the same partition).
+  which partition each message goes to. Unkeyed messages go round robin as the client's
+  router sends them with batching: to one partition until a batch's worth
+  (``batchingMaxBytes`` / ``batchingMaxMessages``) or a batching window
+  (``batchingMaxPublishDelayMs`` x ``batchingPartitionSwitchFrequencyByPublishDelay``)
+  is full, then the next; keyed messages to ``crc32(key) % partitions`` (the same key,
+  the same partition). Each ``send_many`` call's run on one partition is a *slice*.
 * Only a slice's last message carries a callback. A Pulsar producer completes its
   pending messages in send order (the broker acknowledges a producer's sequence ids in
   order, and a failure fails everything still pending), so that callback with ``Ok``
@@ -61,8 +64,17 @@ class _PulsarSliceProducer(_PulsarProducer):
         self._batch_msgs = max(1, prod.batching_max_messages)
         self._pending: list[collections.deque[_Slice]] = [collections.deque() for _ in names]
         self._part_out = [0] * len(names)
+        # unkeyed messages stay on one partition for a batching window or one batch's
+        # worth, whichever ends first (the client's round-robin router with batching):
+        # one partition per call would cut the batches down to the few messages due at
+        # each pacer tick at low rates
+        delay_ms = prod.batching_max_publish_delay_ms
+        self._switch_ns = int(delay_ms * prod.batching_partition_switch_frequency_by_publish_delay
+                              * 1_000_000)
+        self._next = len(names) - 1  # the first window goes to partition 0
+        self._run_n = 0  # messages sent in the current window
+        self._run_start = 0  # when it began (monotonic ns; 0: none yet)
         self._seq = 0
-        self._next = 0
         self._refused = ""
         return len(names)
 
@@ -99,9 +111,16 @@ class _PulsarSliceProducer(_PulsarProducer):
         self._send_tid = _get_ident()
         nparts = len(self._raws)
         per = max(1, min(self._batch_msgs, self._batch_bytes // max(1, len(values[0]))))
+        now = _mono()
         taken = i = 0
+        full = 0  # partitions found at their queue limit in this call
         while i < take:
-            end = min(take, i + per)
+            unkeyed = keys is None or keys[i] is None
+            if unkeyed and (self._run_n >= per or not self._run_start
+                            or now - self._run_start >= self._switch_ns):
+                self._next = self._next + 1 if self._next + 1 < nparts else 0
+                self._run_n, self._run_start = 0, now
+            end = min(take, i + (per - self._run_n if unkeyed else per))
             if keys is None:
                 part, j = self._next, end
             else:
@@ -109,13 +128,17 @@ class _PulsarSliceProducer(_PulsarProducer):
             if self._per_limit:
                 j = min(j, i + self._per_limit - self._part_out[part])
                 if j <= i:
-                    break
+                    full += 1
+                    if not unkeyed or full >= nparts:
+                        break
+                    self._run_n = per  # a full partition ends its window: the next one
+                    continue
             n = self._send_slice(part, values, keys, i, j)
             taken += n
+            if unkeyed:
+                self._run_n += n
             if n < j - i:
                 break
-            if keys is None or keys[i] is None:
-                self._next = part + 1 if part + 1 < nparts else 0
             i = j
         self._sent += taken
         self._bytes += sum(map(len, values[:taken]))
