@@ -106,6 +106,29 @@ def _sleep_until_due(rate: float, t0: float, sent: int) -> None:
             time.sleep(min(wait, 0.001))
 
 
+class Pace:
+    """What every loop shares: its window, the count sent, what is due, the short sleep."""
+
+    def __init__(self, spec: BareSpec, acked: list[int]) -> None:
+        self.rate = spec.rate
+        self.acked = acked
+        self.win = Window(spec.warmup_s, spec.duration_s)
+        self.sent = 0
+
+    def due(self) -> int:
+        """Messages due now (a batch at max rate); -1 once the window is over."""
+        now = _mono()
+        if self.win.observe(now, self.acked[0]):
+            return -1
+        return _due(self.rate, self.win.t0, now, self.sent)
+
+    def sleep(self) -> None:
+        _sleep_until_due(self.rate, self.win.t0, self.sent)
+
+    def result(self, errors: int) -> BareResult:
+        return self.win.result(self.sent, self.acked[0], errors)
+
+
 def run_kafka(spec: BareSpec) -> BareResult:
     from confluent_kafka import Producer
 
@@ -125,24 +148,21 @@ def run_kafka(spec: BareSpec) -> BareResult:
     produce, poll = p.produce, p.poll
     payload = bytes(spec.message_size)
     topic = spec.topic
-    sent = 0
-    win = Window(spec.warmup_s, spec.duration_s)
-    t0 = win.t0
-    while True:
-        now = _mono()
-        if win.observe(now, acked[0]):
-            break
-        for _ in range(_due(spec.rate, t0, now, sent)):
+    pace = Pace(spec, acked)
+    while (due := pace.due()) >= 0:
+        n = 0
+        for _ in range(due):
             try:
                 produce(topic, payload)
             except BufferError:
                 poll(0.001)
                 continue
-            sent += 1
+            n += 1
+        pace.sent += n
         poll(0)
-        _sleep_until_due(spec.rate, t0, sent)
+        pace.sleep()
     p.flush(30)
-    return win.result(sent, acked[0], errors[0])
+    return pace.result(errors[0])
 
 
 def run_pulsar(spec: BareSpec) -> BareResult:
@@ -171,20 +191,15 @@ def run_pulsar(spec: BareSpec) -> BareResult:
         producer = client.create_producer(spec.topic, **_with_enums(dict(spec.producer)))
         send = producer.send_async
         payload = bytes(spec.message_size)
-        sent = 0
-        win = Window(spec.warmup_s, spec.duration_s)
-        t0 = win.t0
-        while True:
-            now = _mono()
-            if win.observe(now, acked[0]):
-                break
-            for _ in range(_due(spec.rate, t0, now, sent)):
+        pace = Pace(spec, acked)
+        while (due := pace.due()) >= 0:
+            for _ in range(due):
                 send(payload, delivered)  # blocks when the queue is full (blockIfQueueFull)
-                sent += 1
-            _sleep_until_due(spec.rate, t0, sent)
+            pace.sent += due
+            pace.sleep()
         producer.flush()
         producer.close()
-        return win.result(sent, acked[0], errors[0])
+        return pace.result(errors[0])
     finally:
         client.close()
 
@@ -192,7 +207,8 @@ def run_pulsar(spec: BareSpec) -> BareResult:
 def _pulsar_slices(spec: BareSpec, client: Any) -> BareResult:
     """The bare loop as ``sendCallbacks: perSlice`` sends: one producer per partition,
     slices of ``slice_bytes`` round robin, a callback on each slice's last message only
-    (pulsar-client completes a producer's messages in order)."""
+    (pulsar-client completes a producer's messages in order). At a fixed rate it sends
+    whole slices (bursts of up to 128 messages), so it is a maximum-rate reference."""
     import _pulsar
 
     from pytest_brokerperf.brokers.pulsar.client import _with_enums
@@ -212,28 +228,22 @@ def _pulsar_slices(spec: BareSpec, client: Any) -> BareResult:
     sends = [p._producer.send_async for p in producers]
     builder = _pulsar.MessageBuilder
     payload = bytes(spec.message_size)
-    sent = 0
     part = 0
-    win = Window(spec.warmup_s, spec.duration_s)
-    t0 = win.t0
-    while True:
-        now = _mono()
-        if win.observe(now, acked[0]):
-            break
-        due = _due(spec.rate, t0, now, sent)
+    pace = Pace(spec, acked)
+    while (due := pace.due()) >= 0:
         while due > 0:  # whole slices only, so every message is counted by its callback
             send = sends[part]
             part = part + 1 if part + 1 < len(sends) else 0
             for _ in range(per - 1):
                 send(builder().content(payload).build(), None)
             send(builder().content(payload).build(), delivered)
-            sent += per
+            pace.sent += per
             due -= per
-        _sleep_until_due(spec.rate, t0, sent)
+        pace.sleep()
     for p in producers:
         p.flush()
         p.close()
-    return win.result(sent, acked[0], errors[0])
+    return pace.result(errors[0])
 
 
 class _RabbitPublisher:
