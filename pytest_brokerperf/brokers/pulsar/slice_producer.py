@@ -45,6 +45,9 @@ class _PulsarSliceProducer(_PulsarProducer):
     """One client producer per partition; a callback on each slice's last message."""
 
     def _open(self, full: str, kwargs: dict[str, Any]) -> int:
+        if self._builder is None:
+            raise RuntimeError("sendCallbacks: perSlice needs pulsar-client's MessageBuilder "
+                               "binding (pulsar-client 3.x)")
         names = list(self._client.get_topic_partitions(full)) or [full]
         self._producers: list[Any] = []
         try:
@@ -53,9 +56,6 @@ class _PulsarSliceProducer(_PulsarProducer):
         except Exception:
             self._close_producers()
             raise
-        if self._builder is None:
-            raise RuntimeError("sendCallbacks: perSlice needs pulsar-client's MessageBuilder "
-                               "binding (pulsar-client 3.x)")
         self._raws = [p._producer.send_async for p in self._producers]
         self._raw_send = self._raws[0]
         prod = self._driver.config.producer
