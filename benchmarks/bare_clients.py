@@ -49,6 +49,7 @@ class BareSpec:
     persistent: bool = True
     max_pending: int = 10_000  # RabbitMQ: unconfirmed publishes allowed
     slice_bytes: int = 0  # Pulsar: >0 = sendCallbacks perSlice (a callback per slice)
+    consume: bool = False  # Kafka, Pulsar: also consume the topic in this process
 
 
 @dataclass
@@ -61,6 +62,7 @@ class BareResult:
     acked_total: int
     errors: int = 0
     error: str = ""
+    received: int = 0  # consumed in the window (``consume``), else 0
 
     @property
     def msg_s(self) -> float:
@@ -107,18 +109,27 @@ def _sleep_until_due(rate: float, t0: float, sent: int) -> None:
 
 
 class Pace:
-    """What every loop shares: its window, the count sent, what is due, the short sleep."""
+    """What every loop shares: its window, the count sent, what is due, the short sleep;
+    and, when the loop also consumes, the consumer thread's count at the window's edges."""
 
-    def __init__(self, spec: BareSpec, acked: list[int]) -> None:
+    def __init__(self, spec: BareSpec, acked: list[int],
+                 consumer: Consumer | None = None) -> None:
         self.rate = spec.rate
         self.acked = acked
         self.win = Window(spec.warmup_s, spec.duration_s)
         self.sent = 0
+        self.consumer = consumer
+        self._received: list[int] = []
 
     def due(self) -> int:
         """Messages due now (a batch at max rate); -1 once the window is over."""
         now = _mono()
-        if self.win.observe(now, self.acked[0]):
+        edges = (self.win.at_begin is None) + (self.win.at_end is None)
+        over = self.win.observe(now, self.acked[0])
+        if self.consumer is not None and (self.win.at_begin is None) + (
+                self.win.at_end is None) < edges:
+            self._received.append(self.consumer.received)
+        if over:
             return -1
         return _due(self.rate, self.win.t0, now, self.sent)
 
@@ -126,7 +137,80 @@ class Pace:
         _sleep_until_due(self.rate, self.win.t0, self.sent)
 
     def result(self, errors: int) -> BareResult:
-        return self.win.result(self.sent, self.acked[0], errors)
+        out = self.win.result(self.sent, self.acked[0], errors)
+        if self.consumer is not None:
+            self.consumer.stop()
+            if len(self._received) == 2:
+                out.received = self._received[1] - self._received[0]
+            if self.consumer.error:
+                out.error = out.error or f"consumer: {self.consumer.error}"
+        return out
+
+
+class Consumer:
+    """A consumer thread in the loop's process that only counts what it receives (the
+    work a harness worker's consumer does besides recording)."""
+
+    def __init__(self, poll: Callable[[], int], close: Callable[[], None]) -> None:
+        self.received = 0
+        self.error = ""
+        self._poll, self._close = poll, close
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="bare-consumer", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                self.received += self._poll()
+        except Exception as exc:  # reported in the result line
+            self.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            self._close()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(10.0)
+
+
+def kafka_consumer(spec: BareSpec) -> Consumer:
+    from confluent_kafka import Consumer as KafkaConsumer
+
+    c = KafkaConsumer({"bootstrap.servers": spec.address, "group.id": f"bare-{spec.topic}",
+                       "auto.offset.reset": "earliest", "enable.auto.commit": True})
+    c.subscribe([spec.topic])
+
+    def poll() -> int:
+        return sum(1 for m in c.consume(500, 0.1) if m.error() is None)
+
+    return Consumer(poll, c.close)
+
+
+def pulsar_consumer(spec: BareSpec, client: Any) -> Consumer:
+    import pulsar
+
+    c = client.subscribe(spec.topic, f"bare-{spec.topic.rsplit('/', 1)[-1]}",
+                         consumer_type=pulsar.ConsumerType.Failover,
+                         initial_position=pulsar.InitialPosition.Earliest,
+                         receiver_queue_size=10_000)
+    timeout = pulsar.Timeout
+
+    def poll() -> int:
+        try:
+            msgs = [c.receive(100)]
+        except timeout:
+            return 0
+        while len(msgs) < 500:
+            try:
+                msgs.append(c.receive(0))
+            except timeout:
+                break
+        last = {m.topic_name(): m for m in msgs}
+        for m in last.values():
+            c.acknowledge_cumulative(m)
+        return len(msgs)
+
+    return Consumer(poll, c.close)
 
 
 def run_kafka(spec: BareSpec) -> BareResult:
@@ -148,7 +232,7 @@ def run_kafka(spec: BareSpec) -> BareResult:
     produce, poll = p.produce, p.poll
     payload = bytes(spec.message_size)
     topic = spec.topic
-    pace = Pace(spec, acked)
+    pace = Pace(spec, acked, kafka_consumer(spec) if spec.consume else None)
     while (due := pace.due()) >= 0:
         n = 0
         for _ in range(due):
@@ -191,7 +275,7 @@ def run_pulsar(spec: BareSpec) -> BareResult:
         producer = client.create_producer(spec.topic, **_with_enums(dict(spec.producer)))
         send = producer.send_async
         payload = bytes(spec.message_size)
-        pace = Pace(spec, acked)
+        pace = Pace(spec, acked, pulsar_consumer(spec, client) if spec.consume else None)
         while (due := pace.due()) >= 0:
             for _ in range(due):
                 send(payload, delivered)  # blocks when the queue is full (blockIfQueueFull)
@@ -229,7 +313,7 @@ def _pulsar_slices(spec: BareSpec, client: Any) -> BareResult:
     builder = _pulsar.MessageBuilder
     payload = bytes(spec.message_size)
     part = 0
-    pace = Pace(spec, acked)
+    pace = Pace(spec, acked, pulsar_consumer(spec, client) if spec.consume else None)
     while (due := pace.due()) >= 0:
         while due > 0:  # whole slices only, so every message is counted by its callback
             send = sends[part]
@@ -365,7 +449,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     spec = BareSpec(**json.loads(args.spec))
     result = RUNNERS[args.broker](spec)
-    print(json.dumps({**asdict(result), "msg_s": result.msg_s}), flush=True)
+    print(json.dumps({**asdict(result), "msg_s": result.msg_s,
+                      "consume_msg_s": result.received / result.seconds
+                      if result.seconds > 0 else 0.0}), flush=True)
     return 0 if not result.error else 1
 
 

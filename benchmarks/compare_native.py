@@ -117,7 +117,9 @@ def mismatches(broker: str, driver: Any, consume: bool = True) -> list[str]:
     """What differs between the generators although the topic shape is the same."""
     common = [
         ("the harness consumes its topic (one subscription) in its one worker process and "
-         "records five latency views; the bare loop produces only and records nothing")
+         "records five latency views; the bare loop "
+         + ("consumes too (a thread that counts) and records nothing"
+            if BARE_CONSUMES and broker != "rabbitmq" else "produces only and records nothing"))
         if consume else ("the harness runs without a subscription (--harness-no-consumer): "
                          "publish latency views only; the bare loop records nothing"),
         "at max rate the harness offers 1,000,000 msg/s open-loop: its publish latency then "
@@ -167,6 +169,8 @@ def mismatches(broker: str, driver: Any, consume: bool = True) -> list[str]:
 #: The driver YAML every side's settings come from (None: the shipped local default);
 #: ``--pulsar-callbacks perSlice`` writes one with ``sendCallbacks: perSlice``.
 DRIVER_FILE: Path | None = None
+#: ``--bare-consumer``: the bare loop also consumes its topic in its process (Kafka, Pulsar)
+BARE_CONSUMES = False
 
 
 def _offered(rate: str) -> float:
@@ -278,6 +282,7 @@ def run_bare(endpoint: Any, broker: str, rate: str, repeat: int, warmup_s: float
     topic = f"cmp-bare-{rate}-{repeat}-{os.getpid()}"
     admin = driver.admin() if broker != "rabbitmq" else None
     spec = bare_spec(broker, driver, topic, rate, warmup_s, duration_s)
+    spec.consume = BARE_CONSUMES and broker != "rabbitmq"
     log = workdir / f"bare-{rate}-{repeat}.log"
     try:
         if admin is not None:
@@ -306,7 +311,9 @@ def run_bare(endpoint: Any, broker: str, rate: str, repeat: int, warmup_s: float
         return Measurement("bare", rate, repeat, None,
                            error=f"{doc.get('error') or 'no window'}; see {log}")
     return Measurement("bare", rate, repeat,
-                       ToolFigures(float(doc["msg_s"]), how="acks counted in the window"))
+                       ToolFigures(float(doc["msg_s"]), how="acks counted in the window"),
+                       extra={"consume_msg_s": float(doc.get("consume_msg_s") or 0.0)}
+                       if spec.consume else {})
 
 
 def _write_log4j2(path: Path) -> None:
@@ -506,6 +513,10 @@ def main(argv: list[str] | None = None) -> int:
                     default="perMessage",
                     help="Pulsar: the driver's sendCallbacks for the harness and the bare loop "
                     "(perSlice: one producer per partition, a callback per slice)")
+    ap.add_argument("--bare-consumer", action="store_true",
+                    help="Kafka, Pulsar: the bare loop also consumes its topic in its own "
+                    "process (a thread counting messages), the same client work as the "
+                    "harness's worker")
     ap.add_argument("--workdir", default=None, help="tool logs (default: a new temp dir)")
     ap.add_argument("--json", default=None, help="write every measurement to this file")
     args = ap.parse_args(argv)
@@ -519,6 +530,8 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"bad --sides {bad} / --repeats {args.repeats} / --duration "
                          f"{args.duration}: sides are {', '.join(SIDES)}, the rest positive")
     consume = not args.harness_no_consumer
+    global BARE_CONSUMES
+    BARE_CONSUMES = args.bare_consumer
     if not consume and args.broker == "rabbitmq":
         raise SystemExit("--harness-no-consumer: RabbitMQ subscription queues are created by "
                          "their consumers; without one the exchange routes to no queue and "
@@ -610,7 +623,9 @@ def main(argv: list[str] | None = None) -> int:
         notes = mismatches(args.broker, driver, consume)
     labels = {"harness": "harness (1 worker, full recording)" if consume
               else "harness (1 worker, no consumer)",
-              "bare": f"bare {_client_name(args.broker)} loop",
+              "bare": f"bare {_client_name(args.broker)} loop"
+                      + (" + consumer" if args.bare_consumer and args.broker != "rabbitmq"
+                         else ""),
               "native": tool.name if tool is not None else "native"}
     print()
     print(f"{args.broker} {endpoint.version}, single node; {args.repeats} repeat(s) x "
