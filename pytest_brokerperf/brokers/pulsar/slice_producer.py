@@ -57,7 +57,6 @@ class _PulsarSliceProducer(_PulsarProducer):
             self._close_producers()
             raise
         self._raws = [p._producer.send_async for p in self._producers]
-        self._raw_send = self._raws[0]
         prod = self._driver.config.producer
         self._per_limit = 0 if prod.pending_queue_size <= 0 else prod.pending_queue_size
         self._batch_bytes = max(1, prod.batching_max_bytes)
@@ -141,7 +140,6 @@ class _PulsarSliceProducer(_PulsarProducer):
                 break
             i = j
         self._sent += taken
-        self._bytes += sum(map(len, values[:taken]))
         return taken
 
     def _keyed_run(self, keys: list[bytes | None], i: int, end: int,
@@ -189,6 +187,7 @@ class _PulsarSliceProducer(_PulsarProducer):
         if vals:
             self._pending[part].append((seq, vals, stamps))
             self._part_out[part] += len(vals)
+            self._bytes += sum(map(len, vals))
         return len(vals)
 
     def service(self) -> None:
