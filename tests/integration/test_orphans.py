@@ -125,7 +125,10 @@ def test_sigkill_of_pytest_orphans_nothing(kind: str, tmp_path: Path) -> None:
         assert _alive(tagged_before) == [], after
         assert watchdog.tagged_pids(token) == [], after
         assert [p for p in ports if port_open(LOOPBACK, p, timeout=0.2)] == []
-        while any(Path(d).exists() for d in info["data_dirs"]) and time.monotonic() - t0 < 15:
+        # The watchdog removes the data directories, then its state file: wait for both
+        # (checking the state file the moment the directories are gone raced its unlink).
+        while (any(Path(d).exists() for d in info["data_dirs"]) or state.exists()) \
+                and time.monotonic() - t0 < 15:
             time.sleep(0.2)
         assert [d for d in info["data_dirs"] if Path(d).exists()] == []
         assert not state.exists()
