@@ -12,5 +12,5 @@ fi
 PY=${PYTHON:-python3}
 "$PY" -m ruff check pytest_brokerperf tests scenarios benchmarks
 "$PY" -m mypy
-# The 25 slowest tests in the log: where CI time goes, for keeping the run short.
-exec "$PY" -m pytest tests --durations=25 "$@"
+# The 60 slowest tests in the log: where CI time goes, for keeping the run short.
+exec "$PY" -m pytest tests --durations=60 "$@"
