@@ -200,8 +200,8 @@ def main(argv: list[str] | None = None) -> int:
             stop.set()
         print(f"2. at {a.rate:,.0f} msg/s for {a.seconds:.0f} s: publish time to the "
               f"caller (batch_receive policy: {BATCH} messages or {a.timeout_ms} ms)")
-        for mode in MODES:
-            topic = create_topic(admin_url, f"delay-{mode}", a.partitions)
+        for k, mode in enumerate((*MODES, *reversed(MODES))):  # ABBA: neither always first
+            topic = create_topic(admin_url, f"delay-{mode}-{k}", a.partitions)
             d = sorted(receive_delay(client, topic, mode, a.rate, a.seconds, a.timeout_ms))
             p99 = d[int(0.99 * (len(d) - 1))] if d else float("nan")
             print(f"   {mode:14s} {len(d):7,d} msgs  median {statistics.median(d):6.2f} ms  "
