@@ -119,7 +119,7 @@ def mismatches(broker: str, driver: Any, consume: bool = True) -> list[str]:
         ("the harness consumes its topic (one subscription) in its one worker process and "
          "records five latency views; the bare loop "
          + ("consumes too (a thread that counts) and records nothing"
-            if BARE_CONSUMES and broker != "rabbitmq" else "produces only and records nothing"))
+            if BARE_CONSUMES else "produces only and records nothing"))
         if consume else ("the harness runs without a subscription (--harness-no-consumer): "
                          "publish latency views only; the bare loop records nothing"),
         "at max rate the harness offers 1,000,000 msg/s open-loop: its publish latency then "
@@ -282,7 +282,7 @@ def run_bare(endpoint: Any, broker: str, rate: str, repeat: int, warmup_s: float
     topic = f"cmp-bare-{rate}-{repeat}-{os.getpid()}"
     admin = driver.admin() if broker != "rabbitmq" else None
     spec = bare_spec(broker, driver, topic, rate, warmup_s, duration_s)
-    spec.consume = BARE_CONSUMES and broker != "rabbitmq"
+    spec.consume = BARE_CONSUMES
     log = workdir / f"bare-{rate}-{repeat}.log"
     try:
         if admin is not None:
@@ -530,6 +530,10 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"bad --sides {bad} / --repeats {args.repeats} / --duration "
                          f"{args.duration}: sides are {', '.join(SIDES)}, the rest positive")
     consume = not args.harness_no_consumer
+    if args.bare_consumer and args.broker == "rabbitmq":
+        raise SystemExit("--bare-consumer: the bare RabbitMQ loop is one pika connection that "
+                         "only publishes (the harness's consumer has its own); use it with "
+                         "--broker kafka or pulsar.")
     global BARE_CONSUMES
     BARE_CONSUMES = args.bare_consumer
     if not consume and args.broker == "rabbitmq":
@@ -624,8 +628,7 @@ def main(argv: list[str] | None = None) -> int:
     labels = {"harness": "harness (1 worker, full recording)" if consume
               else "harness (1 worker, no consumer)",
               "bare": f"bare {_client_name(args.broker)} loop"
-                      + (" + consumer" if args.bare_consumer and args.broker != "rabbitmq"
-                         else ""),
+                      + (" + consumer" if BARE_CONSUMES else ""),
               "native": tool.name if tool is not None else "native"}
     print()
     print(f"{args.broker} {endpoint.version}, single node; {args.repeats} repeat(s) x "

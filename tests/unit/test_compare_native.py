@@ -220,3 +220,11 @@ def test_the_harness_side_runs_the_engine_with_full_recording(consume: bool) -> 
     assert m.figures.p999_ms is None
     assert m.extra["worker_cpu_share"] > 0
     assert (m.extra["consume_msg_s"] > 0) is consume
+
+
+def test_bare_consumer_with_rabbitmq_is_refused_before_a_broker_starts() -> None:
+    """The bare RabbitMQ loop cannot consume: the flag is refused, not silently ignored."""
+    from compare_native import main
+
+    with pytest.raises(SystemExit, match="--bare-consumer: the bare RabbitMQ loop"):
+        main(["--broker", "rabbitmq", "--bare-consumer", "--sides", "bare"])
