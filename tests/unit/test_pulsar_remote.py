@@ -6,6 +6,7 @@ The "cluster" is a tiny HTTP server in a thread that answers the admin REST call
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -123,16 +124,24 @@ def admin_server() -> Iterator[tuple[str, list[tuple[str, str, str | None]]]]:
         server.server_close()
 
 
-def test_remote_endpoint_with_token(tmp_path: Path,
-                                    admin_server: tuple[str, list[Any]]) -> None:
+@pytest.fixture
+def service_port() -> Iterator[str]:
+    """A listening TCP port standing in for the brokers' binary-protocol port."""
+    with socket.create_server(("127.0.0.1", 0)) as srv:
+        yield f"pulsar://127.0.0.1:{srv.getsockname()[1]}"
+
+
+def test_remote_endpoint_with_token(tmp_path: Path, admin_server: tuple[str, list[Any]],
+                                    service_port: str) -> None:
     url, calls = admin_server
     conf = tmp_path / "client.conf"
     conf.write_text("authPlugin=org.apache.pulsar.client.impl.auth.AuthenticationToken\n"
                     "authParams=token:s3cr3t\n")
-    s = resolve(pulsar_admin_url=url, pulsar_config=str(conf), broker="pulsar")
+    s = resolve(pulsar_url=service_port, pulsar_admin_url=url, pulsar_config=str(conf),
+                broker="pulsar")
     ep = start_broker("pulsar", s, tmp_path, durability=2).endpoint
     assert ep.mode == "remote" and ep.kind == "pulsar" and ep.version == "4.0.7"
-    assert ep.bootstrap == "pulsar://127.0.0.1:6650" and ep.admin_url == url
+    assert ep.bootstrap == service_port and ep.admin_url == url
     assert ep.info["clusters"] == ["prod"] and ep.durability == 2
     assert ("GET", "/admin/v2/clusters", "Bearer s3cr3t") in calls
     assert "s3cr3t" not in json.dumps(ep.redacted())
@@ -140,15 +149,64 @@ def test_remote_endpoint_with_token(tmp_path: Path,
 
 def test_unreachable_remote_is_an_error_naming_the_address(tmp_path: Path) -> None:
     s = resolve(pulsar_url="pulsar://127.0.0.1:9", pulsar_admin_url="http://127.0.0.1:9")
-    with pytest.raises(ClusterUnreachable, match=r"admin API at http://127.0.0.1:9 did not "
-                       r"answer: failed after \d+\.\d s \(URLError"):
+    with pytest.raises(ClusterUnreachable, match=r"admin API \(--pulsar-admin-url from .*\) "
+                       r"at http://127.0.0.1:9 did not answer: failed after \d+\.\d s "
+                       r"\(URLError"):
         remote_pulsar_endpoint(s)  # refused at once: never "within 15 s"
 
 
-def test_remote_run_never_creates_a_tenant(tmp_path: Path,
-                                           admin_server: tuple[str, list[Any]]) -> None:
+def test_a_derived_admin_url_is_named_with_the_users_service_url() -> None:
+    """Issue 23 item 9: the error names both URLs and which one failed."""
+    s = resolve(pulsar_url="pulsar://127.0.0.1:1")
+    with pytest.raises(ClusterUnreachable) as info:
+        remote_pulsar_endpoint(s)
+    msg = str(info.value)
+    assert "admin API (derived from --pulsar-url=pulsar://127.0.0.1:1" in msg
+    assert "at http://127.0.0.1:8080 did not answer" in msg
+    assert "the service URL pulsar://127.0.0.1:1 was not tried" in msg
+
+
+@pytest.mark.parametrize("status", [404, 500, 503])
+def test_an_admin_api_answering_an_error_status_fails_never_skips(status: int) -> None:
+    """Issue 24 item 1: a broken cluster is ClusterUnreachable (exit 4), not a skip."""
+    class Broken(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(status)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Broken)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        with pytest.raises(ClusterUnreachable, match=rf"at {url} \(--pulsar-admin-url .*\) "
+                           rf"answered HTTP {status}"):
+            remote_pulsar_endpoint(resolve(pulsar_admin_url=url))
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_closed_service_port_is_named_at_once(admin_server: tuple[str, list[Any]]) -> None:
+    """Issue 24 item 7: an answering admin API and a closed binary port fail in seconds,
+    naming the service URL (not after the client's 100 s operation timeout)."""
+    url, _ = admin_server
+    with socket.create_server(("127.0.0.1", 0)) as srv:
+        closed = srv.getsockname()[1]
+    s = resolve(pulsar_url=f"pulsar://127.0.0.1:{closed}", pulsar_admin_url=url)
+    with pytest.raises(ClusterUnreachable, match=rf"service URL \(binary protocol\) at "
+                       rf"pulsar://127.0.0.1:{closed} did not answer: failed after .*"
+                       r"the admin API at http://127.0.0.1:\d+ did answer"):
+        remote_pulsar_endpoint(s)
+
+
+def test_remote_run_never_creates_a_tenant(tmp_path: Path, admin_server: tuple[str, list[Any]],
+                                           service_port: str) -> None:
     url, calls = admin_server
-    ep = remote_pulsar_endpoint(resolve(pulsar_admin_url=url))
+    ep = remote_pulsar_endpoint(resolve(pulsar_url=service_port, pulsar_admin_url=url))
     cfg = PulsarDriverConfig.from_dict({"client": {"serviceUrl": "pulsar://ignored:1"}})
     driver = PulsarDriver(ep, cfg)
     assert driver.service_url == "pulsar://ignored:1"  # the YAML wins on a remote cluster

@@ -20,15 +20,17 @@ declares the level.
 from __future__ import annotations
 
 import json
+import socket
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from pytest_brokerperf.brokers.base import CONNECT_TIMEOUT_S, unreachable
 from pytest_brokerperf.endpoint import BrokerEndpoint
-from pytest_brokerperf.errors import BrokerUnavailable, ConfigError
+from pytest_brokerperf.errors import BrokerUnavailable, ClusterUnreachable, ConfigError
 
 if TYPE_CHECKING:
     from pytest_brokerperf.config import Settings
@@ -99,12 +101,51 @@ def _get(url: str, token: str | None, context: Any,
         return int(e.code), ""
 
 
+def _http_meaning(code: int) -> str:
+    if code == 404:
+        return "no such path, so this is not a Pulsar admin API (wrong host, port or path prefix)"
+    if 500 <= code < 600:
+        return "the cluster reports an internal error or is unavailable"
+    return "an answer a healthy admin API does not give"
+
+
+def _admin_origin(settings: Settings) -> str:
+    """Where the admin URL came from: the user's flag, or derived from ``--pulsar-url``."""
+    where = settings.sources.get("pulsar_admin_url", "default")
+    if where != "default":
+        return f"--pulsar-admin-url from {where}"
+    return (f"derived from --pulsar-url={settings.pulsar_url} (Pulsar's default admin port; "
+            "pass --pulsar-admin-url if the admin API listens elsewhere)")
+
+
+def _probe_service(service: str, admin: str, timeout_s: float) -> None:
+    """A TCP connect to the binary-protocol port: an admin API that answers says nothing
+    about the port producers and consumers use (the C++ client would wait its own 100 s
+    operation timeout and name no address)."""
+    parts = urlsplit(service)
+    host = parts.hostname or ""
+    port = parts.port or (6651 if parts.scheme == "pulsar+ssl" else 6650)
+    started = time.monotonic()
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            return
+    except OSError as e:
+        raise unreachable(
+            "Pulsar service URL (binary protocol)", service, started,
+            f"{type(e).__name__}: {e.strerror or e}; the admin API at {admin} did answer",
+            timeout_s, "--pulsar-url (host and port of the brokers' binary protocol, "
+            "6650 or 6651 with TLS) and the network path") from None
+
+
 def remote_pulsar_endpoint(settings: Settings,
                            timeout_s: float = CONNECT_TIMEOUT_S) -> BrokerEndpoint:
     """Reach the cluster named by ``--pulsar-url``/``--pulsar-admin-url`` (read-only).
 
-    Raises :class:`ClusterUnreachable` naming the admin URL when its admin API does not
-    answer within ``timeout_s``.
+    Raises :class:`ClusterUnreachable` naming the URL that failed — the admin URL (and
+    whether the user gave it or it was derived from ``--pulsar-url``) when its admin API
+    does not answer, or answers anything but 200/401/403; the service URL when the admin
+    API answers but the binary-protocol port does not. Never a skip: a CI gate pointed at a
+    broken cluster must not pass.
     """
     service, admin = settings.pulsar_url, settings.pulsar_admin_url
     if not service or not admin:
@@ -127,12 +168,14 @@ def remote_pulsar_endpoint(settings: Settings,
         "auth_plugin": client.get("auth_plugin"),
         "tls": service.startswith("pulsar+ssl://"),
     }
+    origin = _admin_origin(settings)
     started = time.monotonic()
     try:
         code, body = _get(f"{admin}/admin/v2/clusters", token, context, timeout_s)
     except (OSError, urllib.error.URLError) as e:
         raise unreachable(
-            "Pulsar admin API", admin, started, f"{type(e).__name__}: {str(e)[:200]}",
+            f"Pulsar admin API ({origin})", admin, started,
+            f"{type(e).__name__}: {str(e)[:200]}; the service URL {service} was not tried",
             timeout_s,
             "--pulsar-admin-url, --pulsar-config (authPlugin, authParams, tls*) and the "
             "network path") from None
@@ -144,7 +187,11 @@ def remote_pulsar_endpoint(settings: Settings,
         except ValueError:
             info["clusters"] = body[:200]
     else:
-        raise BrokerUnavailable(f"the remote Pulsar admin API at {admin} answered HTTP {code}")
+        raise ClusterUnreachable(
+            f"the remote Pulsar admin API at {admin} ({origin}) answered HTTP {code} to "
+            f"GET /admin/v2/clusters: {_http_meaning(code)}; the service URL {service} was "
+            "not tried. Fix: check --pulsar-admin-url points at a healthy Pulsar admin API.")
+    _probe_service(service, admin, timeout_s)
     version = "unknown (remote)"
     try:
         code, body = _get(f"{admin}/admin/v2/brokers/version", token, context, timeout_s)
