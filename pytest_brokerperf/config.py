@@ -32,9 +32,9 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
 from pytest_brokerperf.errors import ConfigError
+from pytest_brokerperf.redaction import Secret
 from pytest_brokerperf.option_parsers import (
     _PARSERS,
-    _redact_userinfo,
     _remote_flags_given,
     _resolve_path,
     _Source,
@@ -171,7 +171,8 @@ class Settings:
     #: client.conf-style file (secrets: never recorded)
     pulsar_config: Path | None = _default("pulsar_config")
     #: --rabbitmq-url: a remote RabbitMQ (may hold secrets)
-    rabbitmq_url: tuple[str, ...] = _default("rabbitmq_url")
+    #: every credential-bearing value is a Secret (repr masked; .reveal() for the client)
+    rabbitmq_url: tuple[Secret, ...] = _default("rabbitmq_url")
     dry_run: bool = _default("dry_run")
     #: as given; see effective_max_bytes
     max_bytes: int | None = _default("max_bytes")
@@ -182,7 +183,7 @@ class Settings:
     allow_cluster_changes: bool = _default("allow_cluster_changes")
     #: --brokerperf-broker-memory: each local node's memory cgroup limit in bytes
     broker_memory: int | None = _default("broker_memory")
-    prometheus: tuple[str, ...] = _default("prometheus")
+    prometheus: tuple[Secret, ...] = _default("prometheus")
     broker_metrics: bool = _default("broker_metrics")
     #: --brokerperf-powercut-fs as given; see powercut_effective
     powercut_fs: bool = _default("powercut_fs")
@@ -285,9 +286,10 @@ class Settings:
             elif f.name == "faults":
                 value = [fault.text() for fault in value]
             elif isinstance(value, tuple):
-                value = list(value)
+                value = [v.shown() if isinstance(v, Secret) else v for v in value]
+            elif isinstance(value, Secret):
+                value = value.shown()
             out[f.name] = value
-        out["rabbitmq_url"] = [_redact_userinfo(u) for u in self.rabbitmq_url]
         out["sources"] = dict(self.sources)
         return out
 

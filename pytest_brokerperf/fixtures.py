@@ -173,6 +173,7 @@ def _at_level(endpoint: BrokerEndpoint, level: int | None) -> BrokerEndpoint:
 
 @pytest.fixture(scope="session")
 def broker(
+    request: pytest.FixtureRequest,
     broker_kind: str,
     broker_durability: int | None,
     brokerperf_settings: Settings,
@@ -197,7 +198,10 @@ def broker(
     except BrokerUnavailable as exc:
         pytest.skip(str(exc))
     except ClusterUnreachable as exc:
-        pytest.exit(f"pytest-brokerperf: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
+        from pytest_brokerperf.junit import note_failure
+
+        pytest.exit(note_failure(request.config, f"pytest-brokerperf: {exc}"),
+                    returncode=pytest.ExitCode.USAGE_ERROR)
     return _at_level(endpoint, broker_durability)
 
 

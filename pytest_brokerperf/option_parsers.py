@@ -14,11 +14,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from pytest_brokerperf import brokers
 from pytest_brokerperf.errors import ConfigError
 from pytest_brokerperf.faults.spec import fault_problem
+from pytest_brokerperf.redaction import Secret, mask_url
 from pytest_brokerperf.options import (
     _FALSE,
     _LABEL_RE,
@@ -339,17 +340,38 @@ def _parse_owner(spec: OptionSpec, raw: object, src: _Source) -> str:
     return text
 
 
-def _parse_urls(spec: OptionSpec, raw: object, src: _Source) -> tuple[str, ...]:
+def _url_port_ok(parts: SplitResult) -> bool:
+    """Whether the URL's port, if any, is a number 1-65535 (``urlsplit`` checks it lazily)."""
+    try:
+        port = parts.port
+    except ValueError:
+        return False
+    return port is None or port > 0
+
+
+def _url_items(spec: OptionSpec, raw: object, src: _Source) -> list[str]:
     if isinstance(raw, list | tuple):
-        items = [str(x).strip() for x in raw]
-    else:
-        items = [x.strip() for x in _as_text(spec, raw, src).split(",")]
-    urls = tuple(x for x in items if x)
-    for url in urls:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise _invalid(spec, raw, src, f"{url!r} is not an http:// or https:// URL")
-    return urls
+        return [x for x in (str(y).strip() for y in raw) if x]
+    return [x for x in (y.strip() for y in _as_text(spec, raw, src).split(",")) if x]
+
+
+def _parse_urls(spec: OptionSpec, raw: object, src: _Source) -> tuple[Secret, ...]:
+    """Comma-separated http(s) URLs, held as :class:`Secret` (user info may be a password);
+    a message shows only the masked entry at fault, never the others."""
+    urls = _url_items(spec, raw, src)
+    for i, url in enumerate(urls, start=1):
+        try:
+            parts = urlsplit(url)
+            ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+        except ValueError:
+            ok = False
+        if not ok or not _url_port_ok(parts):
+            why = ("its port is not a number 1-65535" if ok
+                   else "it is not an http:// or https:// URL with a host")
+            raise ConfigError(
+                f"invalid {spec.what} from {src.label}: entry {i} of {len(urls)} "
+                f"{mask_url(url)!r}: {why}; {src.fix(spec)}.")
+    return tuple(Secret(u) for u in urls)
 
 
 _IMAGE_REF_RE: Final = re.compile(r"^[a-z0-9][a-z0-9._/:@-]*$")
@@ -415,45 +437,47 @@ def _parse_baseline_ref(spec: OptionSpec, raw: object, src: _Source) -> str:
 def _parse_url(spec: OptionSpec, raw: object, src: _Source) -> str:
     """One URL whose scheme is one of ``spec.choices``."""
     url = _as_text(spec, raw, src).strip()
-    parts = urlsplit(url)
-    if parts.scheme not in spec.choices or not parts.hostname:
+    try:
+        parts = urlsplit(url)
+        ok = parts.scheme in spec.choices and bool(parts.hostname) and _url_port_ok(parts)
+    except ValueError:
+        ok = False
+    if not ok:
         schemes = " or ".join(f"{c}://" for c in spec.choices)
-        raise _invalid(spec, raw, src, f"expected a {schemes} URL with a host")
+        raise ConfigError(
+            f"invalid {spec.what} {mask_url(url)!r} from {src.label}: expected a {schemes} "
+            f"URL with a host (and a port 1-65535, if any); {src.fix(spec)}.")
     return url.rstrip("/")
 
 
-def _parse_amqp_urls(spec: OptionSpec, raw: object, src: _Source) -> tuple[str, ...]:
-    """Comma-separated ``amqp://`` / ``amqps://`` URIs; messages never quote a password."""
-    if isinstance(raw, list | tuple):
-        items = [str(x).strip() for x in raw]
-    else:
-        items = [x.strip() for x in _as_text(spec, raw, src).split(",")]
-    uris = tuple(x for x in items if x)
+def _parse_amqp_urls(spec: OptionSpec, raw: object, src: _Source) -> tuple[Secret, ...]:
+    """Comma-separated ``amqp://`` / ``amqps://`` URIs held as :class:`Secret`; one set of
+    credentials per run; messages never quote a password."""
+    uris = _url_items(spec, raw, src)
     if not uris:
         raise ConfigError(f"invalid {spec.what} from {src.label}: expected amqp://HOST:PORT "
                           f"URIs; {src.fix(spec)}.")
-    for uri in uris:
+    users: list[str | None] = []
+    passwords: set[str | None] = set()
+    for i, uri in enumerate(uris, start=1):
         try:
             parts = urlsplit(uri)
             ok = parts.scheme in ("amqp", "amqps") and bool(parts.hostname)
-            _ = parts.port
         except ValueError:
             ok = False
-        if not ok:
-            shown = uri.split("@", 1)[-1]  # never echo credentials
-            raise ConfigError(f"invalid {spec.what} from {src.label}: {shown!r} is not an "
-                              f"amqp:// or amqps:// URI with a host; {src.fix(spec)}.")
-    return uris
-
-
-def _redact_userinfo(uri: str) -> str:
-    """``amqp://user:***@host:port/vhost``: the password of a URI never reaches results."""
-    scheme, sep, rest = uri.partition("://")
-    if not sep or "@" not in rest.split("/", 1)[0]:
-        return uri
-    userinfo, _, host = rest.partition("@")
-    user = userinfo.split(":", 1)[0]
-    return f"{scheme}://{user}:***@{host}" if ":" in userinfo else uri
+        if not ok or not _url_port_ok(parts):
+            raise ConfigError(f"invalid {spec.what} from {src.label}: entry {i} of {len(uris)} "
+                              f"{mask_url(uri)!r} is not an amqp:// or amqps:// URI with a "
+                              f"host (and a port 1-65535, if any); {src.fix(spec)}.")
+        users.append(parts.username)
+        passwords.add(parts.password)
+    if len(set(users)) > 1 or len(passwords) > 1:
+        shown = ", ".join(mask_url(u) for u in uris)
+        raise ConfigError(
+            f"invalid {spec.what} from {src.label}: every URI must carry the same user and "
+            f"password (one set of credentials per run), got {shown}; give each node's URI "
+            f"the same credentials; {src.fix(spec)}.")
+    return tuple(Secret(u) for u in uris)
 
 
 def _remote_flags_given(values: dict[str, Any], sources: Mapping[str, str],

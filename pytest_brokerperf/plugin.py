@@ -22,6 +22,7 @@ from pytest_brokerperf._stash import ARTEFACTS_KEY, GATE_KEY, SETTINGS_KEY, SUMM
 from pytest_brokerperf.config import KNOWN_BROKERS, OPTIONS, OptionSpec, Settings
 from pytest_brokerperf.durability import LEVELS, level_id
 from pytest_brokerperf.errors import BrokerPerfError, ConfigError
+from pytest_brokerperf.junit import note_failure, record_stop, track_test
 
 if TYPE_CHECKING:
     from pytest_brokerperf.faults.spec import FaultSpec
@@ -105,6 +106,9 @@ def pytest_configure(config: pytest.Config) -> None:
     except ConfigError as exc:
         if getattr(config.option, "help", False):
             return  # `pytest --help` must work even with a broken setting
+        from pytest_brokerperf.junit import write_early_xml
+
+        write_early_xml(config, f"pytest-brokerperf: {exc}")
         raise pytest.UsageError(f"pytest-brokerperf: {exc}") from exc
     config.stash[SETTINGS_KEY] = settings
 
@@ -313,7 +317,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             keep = False
         (remaining if keep else deselected).append(item)
     if problems:
-        raise pytest.UsageError("pytest-brokerperf: " + "\n".join(problems))
+        raise pytest.UsageError(note_failure(config, "pytest-brokerperf: " + "\n".join(problems)))
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = remaining
@@ -327,7 +331,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
         found = preflight_problems(settings)
         if found:
-            raise pytest.UsageError("pytest-brokerperf: " + "\n".join(found))
+            raise pytest.UsageError(note_failure(config, "pytest-brokerperf: " + "\n".join(found)))
     _group_by_broker_process(items)
 
 
@@ -423,6 +427,7 @@ def xdist_refusal(worker: str) -> str:
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Fail scenario tests inside xdist workers before any fixture (or broker) starts;
     then make the artefact directory of a test that runs scenarios."""
+    track_test(item.config, item.nodeid, item.location)  # a stop inside it names it in XML
     if not SCENARIO_FIXTURES.intersection(getattr(item, "fixturenames", ())):
         return
     worker = _xdist_worker(item.config)
@@ -446,6 +451,12 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
     reserved = item.stash.get(ARTEFACTS_KEY, None)
     if reserved is not None:
         reserved.release_if_unused()
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's junitxml writes its file
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A usage error or an interrupt becomes a named, failed test case in the JUnit XML."""
+    record_stop(session, exitstatus)
 
 
 @pytest.hookimpl(trylast=True)

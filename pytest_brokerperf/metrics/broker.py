@@ -350,7 +350,7 @@ class BrokerPeriod:
 class _Source:
     node: str
     kind: str  # "proc" | "prometheus"
-    target: str  # pid or URL
+    target: str = field(repr=False)  # pid or URL (user info may be a password)
 
 
 def _fetch(url: str, timeout_s: float) -> str:
@@ -418,8 +418,8 @@ class BrokerMetricsSampler:
                 sources.append((str(i), "prometheus", url))
         for i, url in enumerate(settings.prometheus, start=1):
             node = f"prom{i}" if endpoint.mode != "remote" else str(i)
-            if (node, "prometheus", url) not in sources:
-                sources.append((node, "prometheus", url))
+            if (node, "prometheus", url.reveal()) not in sources:
+                sources.append((node, "prometheus", url.reveal()))
         if not sources:
             return None
         from pytest_brokerperf import brokers

@@ -126,7 +126,7 @@ class RabbitMQBroker(BrokerType):
         """The URIs without user and password."""
         from pytest_brokerperf.brokers.rabbitmq.remote import split_credentials
 
-        return ",".join(split_credentials(u)[0] for u in settings.rabbitmq_url) or None
+        return ",".join(split_credentials(u.reveal())[0] for u in settings.rabbitmq_url) or None
 
     def check_offered(self, level: int | None, nodes: int, *, remote: bool = False) -> None:
         super().check_offered(level, nodes, remote=remote)

@@ -21,6 +21,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 from pytest_brokerperf.brokers.base import CONNECT_TIMEOUT_S, unreachable
 from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.errors import BrokerUnavailable, ConfigError
+from pytest_brokerperf.redaction import SecretDict
 
 if TYPE_CHECKING:
     from pytest_brokerperf.config import Settings
@@ -47,6 +48,17 @@ def _text(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
+def _why(exc: BaseException) -> str:
+    """The failure's type, and authentication named when the broker refused the login."""
+    import pika.exceptions as pe
+
+    if isinstance(exc, pe.ProbableAuthenticationError | pe.AuthenticationError):
+        return f"{type(exc).__name__}: the broker refused the user name or password"
+    if isinstance(exc, pe.ProbableAccessDeniedError):
+        return f"{type(exc).__name__}: the user may not open this virtual host"
+    return type(exc).__name__
+
+
 def remote_rabbitmq_endpoint(settings: Settings,
                              timeout_s: float = CONNECT_TIMEOUT_S) -> BrokerEndpoint:
     """Reach the broker named by ``--rabbitmq-url`` (one connection, then closed).
@@ -57,25 +69,20 @@ def remote_rabbitmq_endpoint(settings: Settings,
     """
     import pika
 
-    uris = list(settings.rabbitmq_url)
+    uris = list(settings.rabbitmq_url)  # Secrets: shown masked in any traceback
     if not uris:
         raise BrokerUnavailable("remote RabbitMQ needs --rabbitmq-url=amqp://HOST:5672[,...]")
-    clean: list[str] = []
-    creds: set[tuple[str | None, str | None]] = set()
-    for uri in uris:
-        bare, user, password = split_credentials(uri)
-        clean.append(bare)
-        creds.add((user, password))
-    if len(creds) > 1:
+    clean = [split_credentials(u.reveal())[0] for u in uris]
+    user = split_credentials(uris[0].reveal())[1]
+    if len({split_credentials(u.reveal())[1:] for u in uris}) > 1:  # the parser refuses it
         raise ConfigError("--rabbitmq-url: every URI must carry the same user and password "
                           "(one set of credentials per run)")
-    ((user, password),) = creds
-    client: dict[str, str] = {}
+    client: dict[str, str] = SecretDict()
     if user is not None:
-        client = {"username": user, "password": password or ""}
+        client = SecretDict(username=user, password=split_credentials(uris[0].reveal())[2] or "")
     params = pika.URLParameters(clean[0])
     if user is not None:
-        params.credentials = pika.PlainCredentials(user, password or "")
+        params.credentials = pika.PlainCredentials(user, client["password"])
     params.socket_timeout = timeout_s
     params.stack_timeout = timeout_s
     params.connection_attempts = 1
@@ -85,7 +92,7 @@ def remote_rabbitmq_endpoint(settings: Settings,
         conn = pika.BlockingConnection(params)
     except Exception as e:  # AMQPConnectionError and friends; never quote the URI
         raise unreachable(
-            "RabbitMQ", clean[0], started, type(e).__name__, timeout_s,
+            "RabbitMQ", clean[0], started, _why(e), timeout_s,
             "--rabbitmq-url (host, port, vhost, user and password) and the network path",
         ) from None
     try:
