@@ -48,6 +48,78 @@ __all__ = [
     "where",
 ]
 
+#: Bounds of a file the plugin reads (a workload, driver or SLO file is a few KiB): a
+#: hostile or broken file is refused in milliseconds, naming file:line, instead of
+#: burning CPU and memory before any check ("billion laughs": nested aliases).
+MAX_YAML_BYTES = 1024 * 1024
+MAX_YAML_ALIASES = 100
+MAX_YAML_DEPTH = 64
+MAX_YAML_NODES = 100_000  # nodes once every alias is expanded
+
+
+class _Bounds(Exception):
+    def __init__(self, line: int | None, problem: str, fix: str) -> None:
+        super().__init__(problem)
+        self.line, self.problem, self.fix = line, problem, fix
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, counting aliases and nesting while it composes nodes."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._aliases = 0
+        self._depth = 0
+        self.first_alias_line: int | None = None
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
+            self._aliases += 1
+            if self.first_alias_line is None:
+                self.first_alias_line = event.start_mark.line + 1
+            if self._aliases > MAX_YAML_ALIASES:
+                raise _Bounds(event.start_mark.line + 1,
+                              f"more than {MAX_YAML_ALIASES} aliases (*name)",
+                              "write the values out instead of repeating anchors")
+        self._depth += 1
+        try:
+            if self._depth > MAX_YAML_DEPTH:
+                raise _Bounds(event.start_mark.line + 1,
+                              f"nested deeper than {MAX_YAML_DEPTH} levels",
+                              "flatten the file; workload, driver and SLO files need a few "
+                              "levels")
+            return super().compose_node(parent, index)  # type: ignore[no-any-return]
+        finally:
+            self._depth -= 1
+
+
+def _expanded_nodes(root: yaml.Node) -> int:
+    """Nodes in the document with every alias expanded (memoized: linear in the file)."""
+    sizes: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:  # post-order without recursion: children are sized before parents
+        node, children_done = stack.pop()
+        if children_done:
+            total = 1 + sum(max(sizes.get(id(c), 1), 1) for c in _children(node))
+            sizes[id(node)] = min(total, MAX_YAML_NODES + 1)
+            continue
+        if id(node) in sizes:
+            continue
+        sizes[id(node)] = -1  # in progress (a recursive alias counts as one value)
+        stack.append((node, True))
+        stack.extend((c, False) for c in _children(node) if id(c) not in sizes)
+    return sizes[id(root)]
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return []
+
+
 #: ``line_of(*path)``: the 1-based line of the key or list item at ``path``, or None.
 LineOf = Callable[..., "int | None"]
 
@@ -102,6 +174,10 @@ class YamlDoc:
 def load_yaml(path: Path, error: type[ConfigError], what: str) -> YamlDoc:
     """Parse one YAML file, turning every failure into ``error`` with file and line."""
     try:
+        if path.stat().st_size > MAX_YAML_BYTES:
+            raise error(
+                f"{path}: the {what} file is {path.stat().st_size:,} bytes, more than the "
+                f"{MAX_YAML_BYTES:,} a {what} file may have. Fix: check it is the right file.")
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise error(
@@ -111,10 +187,20 @@ def load_yaml(path: Path, error: type[ConfigError], what: str) -> YamlDoc:
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise error(f"{path}: cannot read the {what} file: {exc}. Fix: check the file.") from None
-    loader = yaml.SafeLoader(text)
+    loader = _BoundedLoader(text)
     try:
         root = loader.get_single_node()
+        if root is not None and _expanded_nodes(root) > MAX_YAML_NODES:
+            raise _Bounds(loader.first_alias_line or root.start_mark.line + 1,
+                          f"more than {MAX_YAML_NODES:,} values once its aliases are expanded",
+                          "write the values out instead of nesting anchors in anchors")
         data = loader.construct_document(root) if root is not None else None
+    except _Bounds as exc:
+        raise error(f"{path}:{exc.line}: the {what} file is refused: {exc.problem}. "
+                    f"Fix: {exc.fix}.") from None
+    except RecursionError:
+        raise error(f"{path}: the {what} file is refused: nested too deeply to read. "
+                    "Fix: flatten the file.") from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
