@@ -311,6 +311,22 @@ def _parse_bytes(spec: OptionSpec, raw: object, src: _Source) -> int:
     return int(value)
 
 
+#: The smallest memory cap a broker node can start under: a JVM broker's heap (Kafka's
+#: default is 1 GiB, ``-Xmx`` is set from the cap), its metaspace and some page cache.
+MIN_BROKER_MEMORY = 256 * 1024**2
+
+
+def _parse_memory(spec: OptionSpec, raw: object, src: _Source) -> int:
+    """A memory cap: a size of at least :data:`MIN_BROKER_MEMORY` (``1`` is one byte, not
+    one MiB: refused with the value in MiB rather than shown as "0MiB")."""
+    value = _parse_bytes(spec, raw, src)
+    if value < MIN_BROKER_MEMORY:
+        raise _invalid(spec, raw, src, f"{value:,} bytes ({value / 1024**2:.3g} MiB) is below "
+                       f"the {MIN_BROKER_MEMORY // 1024**2} MiB a broker node needs to start; "
+                       "give a unit, e.g. 1536MiB or 2GiB")
+    return value
+
+
 def _parse_maxrate(spec: OptionSpec, raw: object, src: _Source) -> tuple[float, str]:
     """``(value, "msg/s")`` or ``(bytes per second, "B/s")``."""
     if isinstance(raw, str) and raw.strip().endswith("/s") and "B" in raw:
@@ -600,6 +616,7 @@ _PARSERS: Final[Mapping[str, Callable[[OptionSpec, object, _Source], Any]]] = {
     "version": _parse_version,
     "hostports": _parse_hostports,
     "bytes": _parse_bytes,
+    "memory": _parse_memory,
     "maxrate": _parse_maxrate,
     "owner": _parse_owner,
     "urls": _parse_urls,

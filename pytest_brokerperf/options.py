@@ -127,7 +127,7 @@ PROFILES: Final[Mapping[str, ProfileSpec]] = MappingProxyType(
 
 _Kind = Literal[
     "brokers", "choice", "int", "workers", "seconds", "rate", "bool", "dir", "file",
-    "existing_dir", "label", "version", "hostports", "bytes", "maxrate", "owner", "urls",
+    "existing_dir", "label", "version", "hostports", "bytes", "memory", "maxrate", "owner", "urls",
     "rates", "url", "amqpurls", "levels", "percent", "count", "formats", "budgets",
     "images", "faults", "baseline_ref",
 ]
@@ -487,7 +487,7 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
     ),
     OptionSpec(
         name="broker_memory", field="broker_memory", flag="--brokerperf-broker-memory",
-        kind="bytes", default=None, metavar="SIZE", what="broker memory limit",
+        kind="memory", default=None, metavar="SIZE", what="broker memory limit",
         example="1536MiB", default_text="none: brokers use what the host has",
         help="cap each local broker node's memory, page cache included (a memory cgroup "
         "around the process; the container's limit in container mode), so a backlog larger "

@@ -53,6 +53,7 @@ def check_workload(w: Workload) -> None:
             f"write `messageSize: {PAYLOAD_HEADER_BYTES}` or more (OMB's smallest shipped "
             "payload is 100 bytes)",
         )
+    _check_payload_pool(w)
     for attr in (
         "subscriptions_per_topic",
         "consumer_per_subscription",
@@ -152,6 +153,25 @@ def check_workload(w: Workload) -> None:
                 "backlog is built. Fix: remove it or set consumerBacklogSizeGB."
             ),
             stacklevel=4,
+        )
+
+
+#: What one producer worker's payload pool may hold (every worker builds its own).
+MAX_PAYLOAD_POOL_BYTES = 1024**3
+
+
+def _check_payload_pool(w: Workload) -> None:
+    """Randomized payloads are built up front, ``randomizedPayloadPoolSize`` of them."""
+    count = w.randomized_payload_pool_size if w.use_randomized_payloads else 1
+    if count * w.message_size > MAX_PAYLOAD_POOL_BYTES:
+        most = max(1, MAX_PAYLOAD_POOL_BYTES // w.message_size)
+        raise Problem(
+            "randomized_payload_pool_size",
+            w.randomized_payload_pool_size,
+            f"{count:,} payloads of {w.message_size:,} bytes would take "
+            f"{count * w.message_size / 1024**3:.1f} GiB in every producer worker "
+            f"(at most {MAX_PAYLOAD_POOL_BYTES // 1024**3} GiB)",
+            f"write `randomizedPayloadPoolSize: {most}` or less, or a smaller messageSize",
         )
 
 

@@ -72,7 +72,12 @@ def _text(value: Any, info: ValidationInfo) -> Any:
 
 
 def _int(value: Any, info: ValidationInfo) -> int:
-    return _whole(value, _field(info))
+    f = _field(info)
+    number = _whole(value, f)
+    if f.maximum is not None and number > f.maximum:
+        raise problem(f"more than the {f.maximum:,} a run can use ({f.why_max})",
+                      f"write `{f.key}: {f.maximum}` or less")
+    return number
 
 
 def _num(value: Any, info: ValidationInfo) -> int | float:

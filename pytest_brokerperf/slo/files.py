@@ -28,7 +28,10 @@ def load_slo_file(path: str | Path) -> list[SLO]:
         return f"{path}:{line}" if line else str(path)
 
     if data is None:
-        return []
+        raise _err(str(path), "slos", None, "the SLO file is empty, so nothing would be "
+                   "judged (an empty file is more often a mistake than a wish)",
+                   'write `slos:` then `  - expr: "e2e_response.p99 < 50 ms"`, or drop '
+                   "--brokerperf-slo")
     if isinstance(data, Mapping):
         from pytest_brokerperf.models.slo import SLOFile
 
@@ -37,8 +40,10 @@ def load_slo_file(path: str | Path) -> list[SLO]:
         prefix: tuple[str, ...] = ("slos",)
     else:
         entries, prefix = data, ()
-    if entries is None:
-        return []
+    if entries is None or entries == []:
+        raise _err(
+            where(*prefix), "slos", entries, "the SLO file lists no SLO, so nothing would "
+            "be judged", 'write `slos:` then `  - expr: "e2e_response.p99 < 50 ms"`')
     if not isinstance(entries, list):
         raise _err(
             where(*prefix),
