@@ -60,6 +60,48 @@ def _memory_cap_problems(settings: Settings, limit: int) -> list[str]:
     return problems
 
 
+def _session_window(settings: Settings) -> tuple[float, float] | None:
+    """``(period_s, measure_s)`` of the session's fixed-rate window as the scenarios will
+    resolve it (flags, else an OMB file's own under ``--brokerperf-profile=omb``, else the
+    profile); None when a workload file that does not load decides it (reported apart)."""
+    spec = settings.profile_spec
+    period = settings.period
+    measure = settings.duration
+    if settings.profile == "omb" and settings.workload is not None:
+        from pytest_brokerperf.workload import Workload
+
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                wl = Workload.from_yaml(Path(settings.workload), lenient=settings.lenient)
+        except (BrokerPerfError, OSError):
+            return None
+        if period is None and wl.log_interval_millis:
+            period = wl.log_interval_millis / 1000.0
+        if measure is None:
+            measure = wl.duration_s
+    return (float(period if period is not None else spec.period_s),
+            float(measure if measure is not None else spec.measure_s))
+
+
+def _fault_timing_problems(settings: Settings) -> list[str]:
+    """A ``--brokerperf-fault`` timed outside the window: refused before any broker starts
+    (it was refused only after the broker started and warmed up), and in a dry run."""
+    from pytest_brokerperf.faults.spec import timing_problem
+
+    window = _session_window(settings)
+    if window is None:
+        return []
+    period_s, measure_s = window
+    where = settings.sources.get("fault", "--brokerperf-fault")
+    out = []
+    for fault in settings.faults:
+        problem = timing_problem(fault, period_s, measure_s)
+        if problem:
+            out.append(f"--brokerperf-fault={fault.text()} (from {where}): {problem}")
+    return out
+
+
 def preflight_problems(settings: Settings) -> list[str]:
     """Every problem found in the run's input, each naming the flag, file and fix."""
 
@@ -92,6 +134,7 @@ def preflight_problems(settings: Settings) -> list[str]:
     if settings.broker_memory is not None and not settings.dry_run:
         problems.extend(_memory_cap_problems(settings, settings.broker_memory))
     if settings.faults:
+        problems.extend(_fault_timing_problems(settings))
         from pytest_brokerperf.faults.offered import power_cut_problem
 
         for fault in settings.faults:

@@ -86,6 +86,28 @@ class FaultSpec:
         return self.text()
 
 
+#: Stats periods the measured window must hold before the fault (the sound window).
+MIN_PERIODS_BEFORE = 2
+
+
+def timing_problem(fault: FaultSpec, period_s: float, measure_s: float) -> str | None:
+    """Why ``fault`` cannot strike where it is asked in a measured window of ``measure_s``
+    with stats periods of ``period_s``, or None. Checked before any broker starts (the
+    flag's faults, against the session's window) and again when the scenario's own window
+    is known."""
+    at_s = fault.at_s
+    if at_s < MIN_PERIODS_BEFORE * period_s:
+        return (f"fault {fault}: it strikes {at_s:g} s into the measured window, before "
+                f"{MIN_PERIODS_BEFORE} stats periods of {period_s:g} s showed the run sound. "
+                f"Fix: AT >= {MIN_PERIODS_BEFORE * period_s:g}s")
+    if at_s >= measure_s - period_s:
+        return (f"fault {fault}: it strikes {at_s:g} s into a measured window of "
+                f"{measure_s:g} s, leaving less than one period of {period_s:g} s to see its "
+                f"effect. Fix: an earlier AT, or --brokerperf-duration >= "
+                f"{at_s + 5 * period_s:g}")
+    return None
+
+
 def _seconds(number: str, unit: str | None) -> float:
     value = float(number)
     return value / 1000 if unit == "ms" else value

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_brokerperf.errors import BrokerDied, BrokerUnavailable, ConfigError, RunInterrupted
+from pytest_brokerperf.faults.spec import MIN_PERIODS_BEFORE
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -31,8 +32,6 @@ __all__ = ["FAULT_FAILED", "MIN_PERIODS_BEFORE", "run_with_fault", "window_befor
 
 #: The verdict of a run whose fault did not happen as asked: nothing in it is judged.
 FAULT_FAILED = "fault-failed"
-#: Stats periods the measured window must hold before the fault (the sound window).
-MIN_PERIODS_BEFORE = 2
 
 
 def window_before(outcome: RunOutcome, t_ns: int | None) -> RunOutcome:
@@ -50,17 +49,12 @@ def window_before(outcome: RunOutcome, t_ns: int | None) -> RunOutcome:
 
 
 def _check_timing(ctx: RunContext, at_s: float, period_s: float, measure_s: float) -> None:
-    fault = ctx.fault
-    if at_s < MIN_PERIODS_BEFORE * period_s:
-        raise ConfigError(
-            f"fault {fault}: it strikes {at_s:g} s into the measured window, before "
-            f"{MIN_PERIODS_BEFORE} stats periods of {period_s:g} s showed the run sound. "
-            f"Fix: AT >= {MIN_PERIODS_BEFORE * period_s:g}s")
-    if at_s >= measure_s - period_s:
-        raise ConfigError(
-            f"fault {fault}: it strikes {at_s:g} s into a measured window of "
-            f"{measure_s:g} s, leaving less than one period of {period_s:g} s to see its "
-            f"effect. Fix: an earlier AT, or --brokerperf-duration >= {at_s + 5 * period_s:g}")
+    from pytest_brokerperf.faults.spec import timing_problem
+
+    assert ctx.fault is not None and ctx.fault.at_s == at_s
+    problem = timing_problem(ctx.fault, period_s, measure_s)
+    if problem is not None:
+        raise ConfigError(problem)
 
 
 def run_with_fault(ctx: RunContext, scenario: Scenario,
