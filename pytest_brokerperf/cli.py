@@ -9,7 +9,7 @@
                                         aggregate results with Spark, gate regressions
     brokerperf cleanup --prefix P --older-than D --bootstrap HOST:PORT [--config PATH]
                                         delete topics and groups crashed runs left
-    brokerperf cleanup --local [--dry-run]
+    brokerperf cleanup --local [--all] [--dry-run]
                                         stop local brokers and workers of crashed runs,
                                         remove their data directories
 """
@@ -67,9 +67,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "and embed a run id older than --older-than (names without a run id are kept). "
         "With --local: stop the local broker and worker processes of runs whose pytest "
         "process is gone (found by pid and their BROKERPERF_LOCAL_OWNER tag, never by "
-        "name; live runs are left alone) and remove their data directories.")
+        "name; live runs are left alone) and remove their data directories. Only the runs "
+        "of this BROKERPERF_CACHE_DIR are reaped; --all reaps every run whose owner is gone.")
     p_clean.add_argument("--local", action="store_true",
                          help="clean up local processes and data dirs of crashed runs")
+    p_clean.add_argument("--all", action="store_true", dest="all_runs",
+                         help="with --local: also the crashed runs of other cache dirs "
+                         "(BROKERPERF_CACHE_DIR) on this machine")
     p_clean.add_argument("--prefix",
                          help="name prefix, e.g. bp-<owner>- (at least 3 characters)")
     p_clean.add_argument("--older-than", metavar="AGE",
@@ -122,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_USAGE
         return run(opts)
     if args.command == "cleanup" and args.local:
-        return _cleanup_local(dry_run=args.dry_run)
+        return _cleanup_local(dry_run=args.dry_run, all_runs=args.all_runs)
     if args.command == "cleanup":
         from pytest_brokerperf.brokers.kafka.cleanup import cleanup, parse_age
         from pytest_brokerperf.errors import ConfigError
@@ -148,17 +152,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 2
 
 
-def _cleanup_local(*, dry_run: bool) -> int:
+def _cleanup_local(*, dry_run: bool, all_runs: bool = False) -> int:
     from pytest_brokerperf.provision.watchdog import cleanup_local, state_dir
 
-    report = cleanup_local(dry_run=dry_run)
+    report = cleanup_local(dry_run=dry_run, all_runs=all_runs)
     for line in report.lines:
         print(line)
     if not report.lines:
         print(f"no local leftovers (state files in {state_dir()})")
     if not dry_run:
         print(f"stopped {len(report.stopped)} process(es), removed "
-              f"{len(report.removed)} data dir(s); {len(report.live)} live run(s) left alone")
+              f"{len(report.removed)} data dir(s); {len(report.live)} live run(s) left alone"
+              + (f"; {len(report.foreign)} run(s) of other cache dirs left alone (--all "
+                 "reaps them)" if report.foreign else ""))
     _cleanup_containers(dry_run=dry_run)
     return 0
 

@@ -91,18 +91,54 @@ def proc_start_time(pid: int) -> int | None:
         return None
 
 
-def proc_tag(pid: int) -> str | None:
-    """The value of :data:`TAG_ENV` in ``/proc/PID/environ`` (None if absent/unreadable)."""
+def proc_env(pid: int, name: str) -> str | None:
+    """The value of ``name`` in ``/proc/PID/environ`` (None if absent/unreadable)."""
     try:
         with open(f"/proc/{pid}/environ", "rb") as fh:
             data = fh.read()
     except OSError:
         return None
-    prefix = TAG_ENV.encode() + b"="
+    prefix = name.encode() + b"="
     for item in data.split(b"\0"):
         if item.startswith(prefix):
-            return item[len(prefix):].decode("ascii", "replace")
+            return item[len(prefix):].decode("utf-8", "replace")
     return None
+
+
+def proc_tag(pid: int) -> str | None:
+    """The value of :data:`TAG_ENV` in ``/proc/PID/environ`` (None if absent/unreadable)."""
+    return proc_env(pid, TAG_ENV)
+
+
+def _state_dir_of(pid: int) -> Path:
+    """The state directory the process's own ``BROKERPERF_CACHE_DIR`` names (its run's
+    scope: brokers inherit their pytest's environment)."""
+    env = (proc_env(pid, "BROKERPERF_CACHE_DIR") or "").strip()
+    if env:
+        return Path(env).expanduser() / STATE_SUBDIR
+    try:  # the default cache dir is under the process owner's home
+        import pwd
+
+        home = Path(pwd.getpwuid(os.stat(f"/proc/{pid}").st_uid).pw_dir)
+    except (OSError, KeyError):
+        home = Path.home()
+    return home / ".cache" / "pytest-brokerperf" / STATE_SUBDIR
+
+
+def _whose(state: Mapping[str, Any], pids: list[int]) -> str:
+    """Who started a run: its pytest's pid and command line, and the user."""
+    user = "?"
+    for pid in pids[:1]:
+        try:
+            import pwd
+
+            user = pwd.getpwuid(os.stat(f"/proc/{pid}").st_uid).pw_name
+        except (OSError, KeyError):
+            pass
+    argv = state.get("argv")
+    cmd = " ".join(str(a) for a in argv) if isinstance(argv, list) and argv else "unknown"
+    owner = state.get("owner_pid") or str(state.get("token", "?")).split(".")[0]
+    return f"owner pid {owner} (`{cmd[:120]}`, user {user})"
 
 
 def _all_pids() -> list[int]:
@@ -468,6 +504,8 @@ class LeftoverReport:
     stopped: list[int] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     live: list[str] = field(default_factory=list)
+    #: runs whose owner is gone but whose state is another cache dir's: left alone
+    foreign: list[str] = field(default_factory=list)
 
 
 def _states(directory: Path) -> Iterator[tuple[Path, dict[str, Any]]]:
@@ -483,39 +521,60 @@ def _states(directory: Path) -> Iterator[tuple[Path, dict[str, Any]]]:
 
 
 def cleanup_local(*, dry_run: bool = False, directory: Path | None = None,
-                  grace: float = 3.0) -> LeftoverReport:
+                  grace: float = 3.0, all_runs: bool = False) -> LeftoverReport:
     """Stop the processes and remove the data directories of crashed local runs.
 
     A run is crashed when its owning interpreter is gone; live runs are never touched.
     Processes are found by their tag in ``/proc/PID/environ`` (and the pids the state
     file lists, checked against their start time), never by name.
+
+    Only the runs of this state directory (``BROKERPERF_CACHE_DIR``) are reaped: a run
+    with a state file here, or tagged processes whose own ``BROKERPERF_CACHE_DIR`` names
+    this directory (a crash while writing the state file). Tagged processes of runs
+    elsewhere (another cache dir, another user's CI job) are reported and left alone
+    unless ``all_runs`` (``brokerperf cleanup --local --all``).
     """
     directory = directory or state_dir()
     rep = LeftoverReport()
     tokens: dict[str, tuple[Path | None, dict[str, Any]]] = {}
     for state_file, state in _states(directory):
         tokens[state["token"]] = (state_file, state)
-    # Tagged processes whose state file is missing (a crash while writing it) count too.
+    # Tagged processes whose state file is not here: ours (same state dir), or another's.
     me = os.getpid()
+    elsewhere: dict[str, Path] = {}
+    here = directory.resolve()
     for pid in _all_pids():
         if pid == me:
             continue
         tag = proc_tag(pid)
         if tag and tag not in tokens:
             tokens[tag] = (None, {"token": tag})
+            scope = _state_dir_of(pid)
+            if scope.resolve() != here:
+                elsewhere[tag] = scope
     for token, (f, data) in tokens.items():
+        found_tagged = tagged_pids(token)
         if owner_alive(token):
             rep.live.append(token)
             rep.lines.append(f"run {token}: owner pid {token.split('.')[0]} is alive, left alone")
             continue
         groups = {int(g["pgid"]): g.get("start") for g in data.get("groups", [])}
         pids = {int(p["pid"]): p.get("start") for p in data.get("pids", [])}
-        found = sorted(set(tagged_pids(token))
+        found = sorted(set(found_tagged)
                        | {p for p, s in pids.items() if s is not None
                           and proc_start_time(p) == s})
+        whose = _whose(data, found)
+        if token in elsewhere and not all_runs:
+            rep.foreign.append(token)
+            rep.lines.append(
+                f"run {token}: {whose} is gone, but the run is not this cache dir's (its "
+                f"state dir is {elsewhere[token]}, this is {directory}); processes {found}"
+                " left alone. Fix: run the cleanup with that BROKERPERF_CACHE_DIR, or pass "
+                "--all to reap every run whose owner is gone")
+            continue
         dirs = [d for d in data.get("data_dirs", []) if Path(d).exists()]
         ports = data.get("ports", {})
-        rep.lines.append(f"run {token}: owner gone; processes {found or 'none'}; "
+        rep.lines.append(f"run {token}: {whose} is gone; processes {found or 'none'}; "
                          f"ports {ports or 'none recorded'}; data dirs {dirs or 'none'}")
         if dry_run:
             continue

@@ -232,3 +232,51 @@ def test_a_registered_worker_without_the_tag_dies_with_its_owner(
     owner.wait(10)
     owner.stdout.close()
     assert _wait_gone([worker]) == []
+
+
+def _tagged_sleep_in(token: str, cache_dir: Path) -> subprocess.Popen[bytes]:
+    env = {k: v for k, v in os.environ.items() if k != watchdog.TAG_ENV}
+    env.update({watchdog.TAG_ENV: token, "BROKERPERF_CACHE_DIR": str(cache_dir)})
+    return subprocess.Popen(["sleep", "300"], env=env, start_new_session=True)
+
+
+def test_cleanup_local_reaps_only_this_cache_dirs_runs_unless_all(tmp_path: Path) -> None:
+    """Issue 24 item 10: a crashed run of another cache dir (another CI job, another user)
+    is named with its owner and left alone; --all reaps it."""
+    mine, other = tmp_path / "mine", tmp_path / "other"
+    ours_token, theirs_token = _dead_owner_token(), _dead_owner_token() + "2"
+    ours = _tagged_sleep_in(ours_token, mine)  # no state file: a crash while writing it
+    theirs = _tagged_sleep_in(theirs_token, other)
+    (mine / "local-runs").mkdir(parents=True)
+    try:
+        report = watchdog.cleanup_local(directory=mine / "local-runs", grace=0.5)
+        assert ours.wait(10) is not None and ours.pid in report.stopped
+        assert theirs.poll() is None and theirs_token in report.foreign
+        [line] = [x for x in report.lines if theirs_token in x]
+        assert f"its state dir is {other / 'local-runs'}" in line and "--all" in line
+        assert f"owner pid {theirs_token.split('.')[0]}" in line and "user " in line
+        report = watchdog.cleanup_local(directory=mine / "local-runs", grace=0.5,
+                                        all_runs=True)
+        assert theirs.wait(10) is not None and theirs.pid in report.stopped
+    finally:
+        for p in (ours, theirs):
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+
+
+def test_cleanup_local_says_whose_run_it_was(tmp_path: Path) -> None:
+    token = _dead_owner_token()
+    leftover = _tagged_sleep(token)
+    data = tmp_path / "data"
+    data.mkdir()
+    state = _state(tmp_path / "runs", token, data, [])
+    doc = json.loads(state.read_text())
+    state.write_text(json.dumps({**doc, "argv": ["pytest", "-m", "tailread"]}))
+    try:
+        report = watchdog.cleanup_local(directory=tmp_path / "runs", dry_run=True)
+        [line] = [x for x in report.lines if token in x]
+        assert f"owner pid {token.split('.')[0]} (`pytest -m tailread`, user " in line
+    finally:
+        leftover.kill()
+        leftover.wait()
