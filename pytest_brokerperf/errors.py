@@ -11,6 +11,7 @@ The hierarchy, httpx style, so callers catch at the level they need::
     │   ├── ClusterUnreachable a remote cluster the user named did not answer (an error)
     │   └── BrokerDied         a broker went away mid-run (the run's record is ``failed``)
     │       └── ClusterLost    a remote cluster stopped answering mid-run
+    ├── ResultsWriteError      a result file could not be written (full disk, ...)
     ├── DriverError            a client library call failed (topic creation, ...)
     └── MeasurementError       the harness measured something impossible (a bug)
 
@@ -32,6 +33,7 @@ __all__ = [
     "ClusterUnreachable",
     "ConfigError",
     "DriverError",
+    "ResultsWriteError",
     "MeasurementError",
     "ProvisionError",
     "RunInterrupted",
@@ -95,6 +97,15 @@ class ClusterLost(BrokerDied):
     A :class:`BrokerDied`, so the run stops and leaves its ``failed`` record as for a
     local broker's death; the message names the cluster, each address tried, the error
     each gave and for how long.
+    """
+
+
+class ResultsWriteError(BrokerPerfError):
+    """A result file could not be written (a full disk, a read-only directory).
+
+    The message names the file, the reason, the free space left where it lives and the
+    fix; the run's ``record.json`` is still valid (written whole or not at all, with the
+    artefacts that could not be written listed in it).
     """
 
 

@@ -38,6 +38,9 @@ class ReservedArtefacts:
     def release_if_unused(self) -> None:
         """Remove the directory when no run used it (a skipped test), and the session's
         run directory when it is empty then: a session that ran nothing leaves nothing."""
+        from pytest_brokerperf.results import release_record_space
+
+        release_record_space(self.path)  # a run that wrote its record gave it back already
         if self.claimed:
             return
         with contextlib.suppress(OSError):

@@ -36,6 +36,18 @@ def _results_dir_problem(path: Path) -> tuple[str | None, list[Path]]:
         return (f"--brokerperf-results={path}: the results directory cannot be written "
                 f"({type(exc).__name__}: {exc.strerror or exc}); nothing was started. Fix: "
                 "give a directory this user can create and write"), missing
+    from pytest_brokerperf.results import RECORD_RESERVE_BYTES, free_space
+
+    need = 2 * RECORD_RESERVE_BYTES
+    with contextlib.suppress(OSError):
+        import shutil
+
+        if shutil.disk_usage(path).free < need:
+            return (f"--brokerperf-results={path}: {free_space(path)} on its filesystem; a "
+                    f"run needs at least {need // 1024**2} MiB ({RECORD_RESERVE_BYTES // 1024**2}"
+                    " MiB is held for each test's record.json from its start); nothing was "
+                    "started. Fix: free space there, or give --brokerperf-results a directory "
+                    "on a filesystem with room"), missing
     return None, missing
 
 

@@ -10,8 +10,10 @@ appended to ``<results>/results.jsonl`` in the versioned schema below, keyed by
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import fcntl
+import io
 import json
 import os
 import platform
@@ -28,8 +30,11 @@ from pytest_brokerperf.metrics.stats import METRICS
 from pytest_brokerperf.provision.cpus import cpu_layout
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from pytest_brokerperf.endpoint import BrokerEndpoint
     from pytest_brokerperf.engine.plan import RunOutcome
+    from pytest_brokerperf.errors import ResultsWriteError
     from pytest_brokerperf.metrics.histogram import LatencyHistogram
     from pytest_brokerperf.metrics.stats import PeriodStats
     from pytest_brokerperf.scenario_library.base import PreparedRun
@@ -37,7 +42,9 @@ if TYPE_CHECKING:
 
 __all__ = ["PERIODS_HEADER", "RECORD_SCHEMA", "RUN_STATUSES", "TIMELINE_VIEWS", "ResultRecord",
            "ScenarioBlocks", "append_jsonl", "artefact_dir", "build_record", "histogram_block",
-           "period_row", "timeline_block", "write_artefacts"]
+           "RECORD_RESERVE_BYTES", "free_space", "period_row", "release_record_space",
+           "reserve_record_space", "timeline_block", "write_artefacts", "write_atomic",
+           "write_error"]
 
 #: Latency views whose per-period p50/p99 the record's ``timeline`` carries.
 TIMELINE_VIEWS = ("publish_latency", "publish_delay", "publish_response", "e2e_latency",
@@ -121,8 +128,36 @@ def _safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._=-]+", "_", text).strip("_")[:150] or "test"
 
 
+#: Space held for a run's ``record.json`` from the moment its directory is made, given
+#: back just before the record is written: a disk that fills during the run (the run's
+#: own files, a broker's logs, another process) still has room for the record.
+RECORD_RESERVE_BYTES = 1024 * 1024
+RESERVE_NAME = ".record-space"
+
+
+def reserve_record_space(directory: Path) -> None:
+    """Hold :data:`RECORD_RESERVE_BYTES` in ``directory`` (blocks allocated, not written)."""
+    path = directory / RESERVE_NAME
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.posix_fallocate(fd, 0, RECORD_RESERVE_BYTES)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        release_record_space(directory)
+        raise write_error(path, exc) from None
+
+
+def release_record_space(directory: Path) -> None:
+    """Give back the space :func:`reserve_record_space` held (idempotent)."""
+    with contextlib.suppress(OSError):
+        (directory / RESERVE_NAME).unlink()
+
+
 def artefact_dir(results: Path, run_id: str, test_id: str) -> tuple[Path, int]:
-    """A fresh directory for this test run and its attempt number (1, 2, ...)."""
+    """A fresh directory for this test run and its attempt number (1, 2, ...), holding
+    room for its record (:func:`reserve_record_space`)."""
     base = results / run_id / _safe(test_id)
     attempt = 1
     path = base
@@ -130,6 +165,7 @@ def artefact_dir(results: Path, run_id: str, test_id: str) -> tuple[Path, int]:
         attempt += 1
         path = base.with_name(f"{base.name}.attempt{attempt}")
     path.mkdir(parents=True)
+    reserve_record_space(path)
     return path, attempt
 
 
@@ -321,13 +357,12 @@ def period_row(p: PeriodStats) -> list[Any]:
 def _periods_csv(path: Path, outcome: RunOutcome) -> None:
     """The final ``periods.csv`` (the record's periods), replacing the one appended
     during the run in one rename."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
-        w.writerow(PERIODS_HEADER)
-        for p in [*outcome.warmup, *outcome.periods]:
-            w.writerow(period_row(p))
-    tmp.replace(path)
+    out = io.StringIO(newline="")
+    w = csv.writer(out)
+    w.writerow(PERIODS_HEADER)
+    for p in [*outcome.warmup, *outcome.periods]:
+        w.writerow(period_row(p))
+    write_atomic(path, out.getvalue())
 
 
 def timeline_block(outcome: RunOutcome) -> dict[str, Any]:
@@ -386,35 +421,154 @@ def _copy_logs(dest: Path, broker: BrokerEndpoint) -> list[str]:
     return copied
 
 
+def free_space(path: Path) -> str:
+    """Free space on the filesystem holding ``path`` (its nearest existing parent)."""
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        free = shutil.disk_usage(probe).free
+    except OSError:
+        return "free space unknown"
+    for unit, size in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if free >= size:
+            return f"{free / size:.1f} {unit} free"
+    return f"{free} bytes free"
+
+
+def write_error(path: Path, exc: OSError) -> ResultsWriteError:
+    """The error for a result file that could not be written: file, reason, free space
+    and the fix."""
+    from pytest_brokerperf.errors import ResultsWriteError
+
+    return ResultsWriteError(
+        f"cannot write {path}: {exc.strerror or exc} ({free_space(path)} on its "
+        f"filesystem). Fix: free space there, or give --brokerperf-results a directory "
+        "on a filesystem with room")
+
+
+def write_atomic(path: Path, data: str | bytes) -> None:
+    """Write ``path`` whole or not at all: a temporary file in the same directory, flushed
+    to disk, renamed over ``path``. A full disk leaves the old file (or none) and no
+    truncated one; raises :class:`ResultsWriteError` naming the file and the free space."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(raw)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise write_error(path, exc) from None
+
+
+#: The run's bulky artefacts, dropped (largest value last) when the disk has no room left
+#: for ``record.json``: the record names them under ``artefacts_missing``.
+_DROPPABLE = ("logs", "client-stats.jsonl", "broker-metrics.csv", "histograms", "periods.csv")
+
+
+def _remove(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+
+
 def write_artefacts(*, directory: Path, record: ResultRecord, prepared: PreparedRun,
                     outcome: RunOutcome, broker: BrokerEndpoint, results_root: Path,
                     omb_result: dict[str, Any], omb_filename: str) -> None:
-    """Write every artefact of one test run and append its JSONL record."""
+    """Write every artefact of one test run and append its JSONL record.
+
+    A full disk never leaves a truncated file: each artefact is written whole or removed,
+    the ones that could not be written are listed in the record (``artefacts_missing``,
+    ``results_error``), ``record.json`` is written atomically (dropping the run's bulky
+    artefacts to make room if it must) and the JSONL line after it; then
+    :class:`ResultsWriteError` names the file and the free space.
+    """
     import yaml
 
+    from pytest_brokerperf.errors import ResultsWriteError
     from pytest_brokerperf.metrics.hlog import write_hlogs
 
     if "durability" in record:  # an extra key, after OMB's own (OMB's readers skip it)
         omb_result = {**omb_result, "durability": record["durability"]}
-    (directory / omb_filename).write_text(json.dumps(omb_result, indent=2, allow_nan=False))
-    (directory / "workload.yaml").write_text(
-        yaml.safe_dump(prepared.workload.to_omb_dict(), sort_keys=False))
     driver_doc = dict(outcome.driver_description)
-    (directory / "driver.yaml").write_text(yaml.safe_dump(
-        {"omb_driver": _redact_doc(_driver_yaml(outcome)), "effective_client_settings":
-         driver_doc}, sort_keys=False))
-    (directory / "broker-settings.json").write_text(json.dumps(outcome.read_back, indent=2))
-    _periods_csv(directory / "periods.csv", outcome)
     record["timeline"] = timeline_block(outcome)
-    write_hlogs(directory / "histograms", outcome)
-    with open(directory / "client-stats.jsonl", "w", encoding="utf-8") as fh:
-        for doc in outcome.client_stats:
-            fh.write(doc.strip() + "\n")
-    record["manifest"]["logs"] = _copy_logs(directory / "logs", broker)
-    (directory / "manifest.json").write_text(json.dumps(record["manifest"], indent=2,
-                                                        default=str))
-    (directory / "record.json").write_text(json.dumps(record, indent=2, allow_nan=False))
-    append_jsonl(results_root / "results.jsonl", record)
+    logs_dir = directory / "logs"
+
+    def client_stats() -> None:
+        write_atomic(directory / "client-stats.jsonl",
+                     "".join(doc.strip() + "\n" for doc in outcome.client_stats))
+
+    def logs() -> None:
+        record["manifest"]["logs"] = _copy_logs(logs_dir, broker)
+
+    steps: list[tuple[str, Callable[[], None]]] = [
+        (omb_filename, lambda: write_atomic(
+            directory / omb_filename, json.dumps(omb_result, indent=2, allow_nan=False))),
+        ("workload.yaml", lambda: write_atomic(directory / "workload.yaml", yaml.safe_dump(
+            prepared.workload.to_omb_dict(), sort_keys=False))),
+        ("driver.yaml", lambda: write_atomic(directory / "driver.yaml", yaml.safe_dump(
+            {"omb_driver": _redact_doc(_driver_yaml(outcome)),
+             "effective_client_settings": driver_doc}, sort_keys=False))),
+        ("broker-settings.json", lambda: write_atomic(
+            directory / "broker-settings.json", json.dumps(outcome.read_back, indent=2))),
+        ("periods.csv", lambda: _periods_csv(directory / "periods.csv", outcome)),
+        ("histograms", lambda: write_hlogs(directory / "histograms", outcome)),
+        ("client-stats.jsonl", client_stats),
+        ("logs", logs),
+    ]
+    missing: list[str] = []
+    first: ResultsWriteError | None = None
+    for name, step in steps:
+        if first is not None:  # the disk is full: the record comes first
+            missing.append(name)
+            continue
+        try:
+            step()
+        except ResultsWriteError as exc:
+            first = exc
+        except OSError as exc:
+            first = write_error(directory / name, exc)
+        if first is not None:
+            missing.append(name)
+            if name in ("histograms", "logs", "periods.csv"):
+                _remove(directory / name)  # what was half written
+    if first is not None:
+        record["manifest"].setdefault("logs", [])
+    try:
+        write_atomic(directory / "manifest.json",
+                     json.dumps(record["manifest"], indent=2, default=str))
+    except ResultsWriteError as exc:
+        first = first or exc
+        missing.append("manifest.json")
+    record_path = directory / "record.json"
+    release_record_space(directory)  # the room held since the run began
+    for attempt in range(2):
+        if missing:
+            record["artefacts_missing"] = sorted(set(missing))
+            record["results_error"] = str(first)
+        try:
+            write_atomic(record_path, json.dumps(record, indent=2, allow_nan=False))
+            break
+        except ResultsWriteError as exc:
+            first = first or exc
+            if attempt:
+                raise first from None
+            for name in _DROPPABLE:  # make room: the record is what a run leaves
+                if (directory / name).exists():
+                    _remove(directory / name)
+                    missing.append(name)
+    try:
+        append_jsonl(results_root / "results.jsonl", record)
+    except OSError as exc:
+        first = first or write_error(results_root / "results.jsonl", exc)
+    if first is not None:
+        raise first
 
 
 def _driver_yaml(outcome: RunOutcome) -> dict[str, Any]:

@@ -88,11 +88,14 @@ class RunContext:
                 self._live = LiveArtefacts(self.artefact_directory()[0])
             self._live.append(p)
         except OSError as exc:
+            from pytest_brokerperf.results import write_error
+
             self._live_failed = True
-            self.progress(f"brokerperf: the run's periods are no longer appended to its "
-                          f"artefact directory ({exc}); they are written when it ends. "
-                          "Fix: free space in, or make writable, --brokerperf-results "
-                          f"({self.settings.results_dir})")
+            where = self.artefact_directory()[0] / (Path(exc.filename).name if exc.filename
+                                                    else "periods.csv")
+            self.progress(f"brokerperf: RESULTS NOT WRITTEN: {write_error(where, exc)}. The "
+                          "run goes on; its record is written when it ends (record.json "
+                          "first, bulky artefacts dropped if there is no room)")
 
     def close_live(self) -> None:
         """Close the files :meth:`record_period` appends to (before they are replaced)."""
