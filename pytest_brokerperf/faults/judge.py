@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from pytest_brokerperf.faults.injector import FaultInjector
 
 __all__ = ["LOSS_PROMISED_LEVELS", "WHOLE_CLUSTER_PROMISED_LEVELS", "FaultVerdict",
-           "judge_fault"]
+           "judge_fault", "questions"]
 
 #: Levels whose acknowledged messages survive a single node failure.
 LOSS_PROMISED_LEVELS = (1, 2)
@@ -97,13 +97,25 @@ def judge_fault(injector: FaultInjector, outcome: RunOutcome, level: int | None,
     struck = injector.first_ns()
     after = [p for p in outcome.periods
              if struck is not None and p.start_ns + p.elapsed_s * 1e9 > struck]
-    unavailable = [p for p in after
-                   if p.target_rate > 0 and p.publish_rate < UNAVAILABLE_SHARE * p.target_rate]
+    before = [p for p in outcome.periods
+              if struck is not None and p.start_ns + p.elapsed_s * 1e9 <= struck]
+    # what the run acknowledged before the fault: a generator that could not reach its
+    # target (an invalid latency window) still shows the broker serving, and its loss
+    # of service is measured against what it served, not against the target
+    served = sorted(p.publish_rate for p in before if p.target_rate > 0)
+    baseline = served[len(served) // 2] if served else None
+
+    def down(p: Any) -> bool:
+        if p.target_rate <= 0:
+            return False
+        reference = p.target_rate if baseline is None else min(p.target_rate, baseline)
+        return bool(p.publish_rate < UNAVAILABLE_SHARE * reference)
+
+    unavailable = [p for p in after if down(p)]
     # acknowledgements back before the window closed? If not, the messages still waiting
     # are in no histogram yet: the unavailability is a lower bound and the longest wait
     # is unknown (the acknowledged ones waited less)
-    recovered = not after or not (after[-1].target_rate > 0 and after[-1].publish_rate
-                                  < UNAVAILABLE_SHARE * after[-1].target_rate)
+    recovered = not after or not down(after[-1])
     longest = [m for p in after if (m := p.histograms["publish_response"].max()) is not None]
     if not recovered:
         longest = []
@@ -139,8 +151,10 @@ def judge_fault(injector: FaultInjector, outcome: RunOutcome, level: int | None,
             "unavailable_s is a lower bound and the longest publish wait is unknown; "
             "strike earlier or measure longer (--brokerperf-duration)"),
         "unavailable_rule": (f"periods after the fault acknowledging < "
-                             f"{UNAVAILABLE_SHARE:.0%} of their target rate (resolution: "
-                             f"one {outcome.plan.period_s:g} s period)"),
+                             f"{UNAVAILABLE_SHARE:.0%} of their target rate, or of the "
+                             "median rate acknowledged before the fault when that was "
+                             f"lower (resolution: one {outcome.plan.period_s:g} s period)"),
+        "served_before_msg_s": round(baseline, 1) if baseline is not None else None,
         "longest_publish_wait_s": round(max(longest) / 1e6, 3) if longest else None,
         "send_errors": sum(p.send_errors for p in after),
         "send_errors_total": sum(p.send_errors for p in outcome.periods),
@@ -195,4 +209,39 @@ def judge_fault(injector: FaultInjector, outcome: RunOutcome, level: int | None,
                         f"{first['first']}-{first['last']}")
     block["verdict"] = ("inconclusive" if inconclusive else "loss-forbidden" if finding
                         else "loss-allowed" if lost else "no-loss")
+    block["duplicates"] = delivery.duplicates
     return FaultVerdict(block=block, finding=finding, inconclusive=inconclusive)
+
+
+def questions(block: dict[str, Any], latency_verdict: str) -> tuple[dict[str, str], str | None]:
+    """How each question of a fault run was answered, on what it needs, and the reason the
+    test is INCONCLUSIVE, if any (docs/reference/faults.md, "What a fault run judges").
+
+    * loss: the delivery ledgers (and a power cut's read-back) against the durability
+      level; needs the drain, not a steady rate: never held back by the latency verdict;
+    * duplicates: counted (legal at-least-once), never failing;
+    * unavailability: needs acknowledgements to recover inside the window; if they had
+      not, the figure is a lower bound and the test is INCONCLUSIVE saying so;
+    * latency: the measured periods before the fault, with their own validity verdict,
+      which applies to those figures only.
+    """
+    recovered = block.get("recovered")
+    answers = {
+        "loss": block["verdict"],
+        "duplicates": f"{block.get('duplicates', 0)} (at-least-once: reported, not judged)",
+        "unavailability": ("measured" if recovered else
+                           "lower bound: acknowledgements had not recovered when the "
+                           "window ended" if recovered is False else "not judged"),
+        "latency": f"{latency_verdict} (the periods before the fault; applies to the "
+                   "latency figures only)",
+    }
+    why = None
+    if recovered is False:
+        low = block.get("unavailable_s")
+        at = float(block.get("at_s") or 0)
+        down = float(block.get("duration_s") or 0)
+        why = (f"fault {block['spec']}: acknowledgements had not recovered when the "
+               f"measured window ended, so unavailability (>= {low:g} s) is only a lower "
+               f"bound. Fix: measure longer, e.g. --brokerperf-duration="
+               f"{max(60.0, 3 * (at + down + (low or 0))):g}, or strike earlier")
+    return answers, why

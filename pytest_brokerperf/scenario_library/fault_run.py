@@ -64,7 +64,7 @@ def run_with_fault(ctx: RunContext, scenario: Scenario,
     from pytest_brokerperf.engine.coordinator import run_workload
     from pytest_brokerperf.faults.control import control_for
     from pytest_brokerperf.faults.injector import FaultInjector
-    from pytest_brokerperf.faults.judge import judge_fault
+    from pytest_brokerperf.faults.judge import judge_fault, questions
     from pytest_brokerperf.faults.offered import power_cut_problem
     from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
     from pytest_brokerperf.scenario_library.finish import (
@@ -150,12 +150,20 @@ def run_with_fault(ctx: RunContext, scenario: Scenario,
     judged = judge_fault(injector, outcome, broker.durability, control.node_count())
     thresholds = Thresholds(steal_share=settings.max_steal / 100,
                             publish_delay_q=judged_percentile(slos))
+    own_question: list[str] = []
     if judged.inconclusive is not None:
         verdict = Verdict(status=FAULT_FAILED, reasons=[judged.inconclusive])
     else:
         verdict = assess(window_before(outcome, injector.first_ns()), thresholds)
         verdict.details["window"] = ("judged on the measured periods before the fault; "
                                      "the rest is the fault's effect (record.fault)")
+        verdict.details["applies_to"] = (
+            "the latency figures only: the fault's own questions (loss, duplicates, "
+            "unavailability) are judged on what they need (record.fault.questions)")
+        answers, why = questions(judged.block, verdict.status)
+        judged.block["questions"] = answers
+        if why is not None:
+            own_question.append(why)
     ctx.progress(_progress_line(broker.kind, judged.block))
     figures: dict[str, float | None] = {
         "fault.unavailable_s": judged.block["unavailable_s"],
@@ -168,6 +176,7 @@ def run_with_fault(ctx: RunContext, scenario: Scenario,
         slos=slos, seed=run.seed, plan=splan, sampler=sampler, extra_figures=figures,
         record_extra={"fault": judged.block, "faults": judged.block["events"]},
         findings=[judged.finding] if judged.finding else [],
+        validity_gates_test=judged.inconclusive is not None, inconclusive=own_question,
         summary_scenario=f"{prepared.scenario}+{fault.short}"))
 
 

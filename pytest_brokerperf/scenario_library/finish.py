@@ -75,6 +75,12 @@ class Measured:
     failure: str | None = None
     #: the record's ``run_status``; default ``failed`` with a failure, else ``completed``
     run_status: str | None = None
+    #: whether an invalid measurement (rate not sustained, host noise) makes the test
+    #: INCONCLUSIVE; a fault run's own questions do not need it (its verdict then applies
+    #: to the latency figures only, docs/reference/faults.md)
+    validity_gates_test: bool = True
+    #: reasons the scenario's own question could not be answered (INCONCLUSIVE)
+    inconclusive: list[str] = field(default_factory=list)
     junit_figures: tuple[str, ...] = JUNIT_FIGURES
     extra_properties: list[tuple[str, object]] = field(default_factory=list)
     write_extra: ExtraWriter | None = None
@@ -161,7 +167,8 @@ def finish(ctx: RunContext, m: Measured) -> ScenarioResult:
         if layout["note"]:
             m.verdict.details["cpu_layout"] = layout["note"]
     failures = [*m.findings, *(r.message for r in slo_results if r.failed)]
-    inconclusive = list(m.verdict.reasons) if not m.verdict.judgeable else []
+    gated = m.validity_gates_test and not m.verdict.judgeable
+    inconclusive = [*(m.verdict.reasons if gated else []), *m.inconclusive]
     inconclusive += [r.message for r in slo_results if r.inconclusive]
 
     results_root = Path(settings.results_dir)

@@ -250,3 +250,32 @@ def test_a_whole_cluster_power_cut_strikes_every_node_and_gets_its_own_id(
     assert block["power_cut"]["bytes_dropped"] == 20
     assert block["power_cut"]["per_node"]["2"]["files_removed"] == 1
     assert any("loses its power at the same instant" in n for n in record["notes"])
+
+
+def test_a_fault_runs_own_questions_do_not_wait_for_a_valid_latency_window(
+        pytester: pytest.Pytester) -> None:
+    """Issue 24 item 9: a rate the generator cannot sustain makes the latency figures
+    invalid, but loss, duplicates and unavailability need no steady rate: the test is
+    judged on them (no --brokerperf-inconclusive=warn here) and the record says which
+    question was judged on what."""
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_scn="""
+import pytest
+from pytest_brokerperf import TailRead
+
+@pytest.mark.tailread
+def test_tail(brokerperf):
+    brokerperf.run(TailRead(message_size=128, partitions=2, rate=3_000_000))
+""")
+    res = pytester.path / "res"
+    result = pytester.runpytest_subprocess(
+        *FAST, f"--brokerperf-results={res}", "--brokerperf-fault=pause-broker@1s:0.5s",
+        "-v")
+    result.assert_outcomes(passed=1)
+    [rec] = _records(res)
+    assert rec["verdict"]["status"] != "valid"  # the latency figures keep their verdict
+    assert rec["verdict"]["details"]["applies_to"].startswith("the latency figures only")
+    answers = rec["fault"]["questions"]
+    assert answers["loss"] == "no-loss" and answers["unavailability"] == "measured"
+    assert answers["latency"].startswith(rec["verdict"]["status"])
+    assert answers["duplicates"].startswith("0 ")

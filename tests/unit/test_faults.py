@@ -283,3 +283,19 @@ def test_a_window_that_ends_before_acknowledgements_recover_gives_a_lower_bound(
     assert b["longest_publish_wait_s"] is None  # the waiting messages are in no histogram
     recovered = judge_fault(_struck_injector(_outcome(lost=0)), _outcome(lost=0), 1, 3)
     assert recovered.block["recovered"] is True and recovered.block["recovery_note"] is None
+
+
+def test_a_window_that_ends_before_recovery_makes_the_fault_run_inconclusive() -> None:
+    """Issue 24 item 9: the docs' power cut (@5s:2s in 20 s) ended before the
+    acknowledgements recovered, yet was judged valid; now the verdict says so."""
+    from pytest_brokerperf.faults.judge import questions
+
+    block = {"spec": "power-cut@5s:2s/leader", "verdict": "no-loss", "recovered": False,
+             "unavailable_s": 12.0, "at_s": 5.0, "duration_s": 2.0, "duplicates": 3}
+    answers, why = questions(block, "host-noise")
+    assert answers["loss"] == "no-loss"
+    assert answers["unavailability"].startswith("lower bound")
+    assert answers["latency"].startswith("host-noise (the periods before the fault")
+    assert why is not None and "only a lower bound" in why and "--brokerperf-duration=60" in why
+    answers, why = questions({**block, "recovered": True}, "valid")
+    assert why is None and answers["unavailability"] == "measured"
