@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_brokerperf.brokers.base import CONNECT_TIMEOUT_S, unreachable
 from pytest_brokerperf.endpoint import BrokerEndpoint
-from pytest_brokerperf.errors import BrokerUnavailable, ConfigError
+from pytest_brokerperf.errors import BrokerUnavailable, ClusterUnreachable, ConfigError
 from pytest_brokerperf.redaction import MASK, SecretDict, is_secret
 
 if TYPE_CHECKING:
@@ -80,15 +80,18 @@ FLAVOUR_NOTES: dict[str, str] = {
 }
 
 
-def _admin_client(settings: Settings, client: dict[str, str], bootstrap: str) -> Any:
+def _admin_client(settings: Settings, client: dict[str, str], bootstrap: str,
+                  errors: list[Any] | None = None) -> Any:
     """An AdminClient on ``client``; librdkafka checks every property as it is built
-    (no connection yet), so a bad one is a :class:`ConfigError` naming the file."""
+    (no connection yet), so a bad one is a :class:`ConfigError` naming the file. The
+    client's own errors (a refused login, a TLS handshake) are appended to ``errors``."""
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
+    extra: dict[str, Any] = {} if errors is None else {"error_cb": errors.append}
     try:
         return AdminClient(SecretDict({**client, "bootstrap.servers": bootstrap,
-                                       "log_level": 0}))
+                                       "log_level": 0, **extra}))
     except KafkaException as e:  # librdkafka refused the configuration itself
         raise ConfigError(
             f"{settings.kafka_config}: librdkafka refused the Kafka client config "
@@ -125,10 +128,22 @@ def remote_kafka_endpoint(settings: Settings, timeout_s: float = CONNECT_TIMEOUT
     from confluent_kafka import KafkaException
 
     started = time.monotonic()
-    admin = _admin_client(settings, client, bootstrap)
+    errors: list[Any] = []
+    admin = _admin_client(settings, client, bootstrap, errors)
     try:
-        desc = admin.describe_cluster(request_timeout=timeout_s).result(timeout=timeout_s + 5)
+        future = admin.describe_cluster(request_timeout=timeout_s)
+        while not future.done():  # a refused login says so at once, not after the timeout
+            admin.poll(0.1)
+            refused = _refused(errors)
+            if refused is not None:
+                raise _login_refused(kind, bootstrap, started, refused, settings)
+            if time.monotonic() - started > timeout_s + 5:
+                raise TimeoutError(f"no answer within {timeout_s:g} s")
+        desc = future.result()
     except (KafkaException, TimeoutError, RuntimeError) as e:
+        refused = _refused(errors)
+        if refused is not None:
+            raise _login_refused(kind, bootstrap, started, refused, settings) from None
         raise unreachable(
             f"{kind} cluster", bootstrap, started, f"{type(e).__name__}: {str(e)[:200]}", timeout_s,
             "--kafka-bootstrap, --kafka-config (security.protocol, sasl.*, ssl.*) and the "
@@ -151,6 +166,27 @@ def remote_kafka_endpoint(settings: Settings, timeout_s: float = CONNECT_TIMEOUT
         flavour_note=FLAVOUR_NOTES.get(kind),
         info=info,
     )
+
+
+def _refused(errors: list[Any]) -> Any | None:
+    """The client's authentication error among ``errors`` (librdkafka's
+    ``_AUTHENTICATION``, or the broker's SASL_AUTHENTICATION_FAILED), else None."""
+    from confluent_kafka import KafkaError
+
+    codes = {KafkaError._AUTHENTICATION, getattr(KafkaError, "SASL_AUTHENTICATION_FAILED", 58)}
+    return next((e for e in errors if getattr(e, "code", lambda: None)() in codes), None)
+
+
+def _login_refused(kind: str, bootstrap: str, started: float, error: Any,
+                   settings: Settings) -> ClusterUnreachable:
+    """The cluster answered and refused the credentials: say so, with librdkafka's reason
+    (which never quotes the password) and where the credentials came from."""
+    reason = error.str() if hasattr(error, "str") else str(error)
+    return ClusterUnreachable(
+        f"the remote {kind} cluster at {bootstrap} refused the login after "
+        f"{time.monotonic() - started:.1f} s: authentication failed ({reason[:300]}); check "
+        f"the user name and password in --kafka-config={settings.kafka_config} "
+        "(sasl.jaas.config or sasl.username/sasl.password) and sasl.mechanism")
 
 
 def client_config(settings: Settings) -> tuple[dict[str, str], list[str]]:
