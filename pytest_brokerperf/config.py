@@ -32,7 +32,6 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
 from pytest_brokerperf.errors import ConfigError
-from pytest_brokerperf.redaction import Secret
 from pytest_brokerperf.option_parsers import (
     _PARSERS,
     _remote_flags_given,
@@ -55,6 +54,7 @@ from pytest_brokerperf.options import (
     OptionSpec,
     ProfileSpec,
 )
+from pytest_brokerperf.redaction import Secret
 
 if TYPE_CHECKING:
     import pytest

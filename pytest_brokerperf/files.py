@@ -74,22 +74,24 @@ class _BoundedLoader(yaml.SafeLoader):
 
     def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
         event = self.peek_event()
+        line = event.start_mark.line + 1 if event.start_mark is not None else None
         if isinstance(event, yaml.AliasEvent):
             self._aliases += 1
             if self.first_alias_line is None:
-                self.first_alias_line = event.start_mark.line + 1
+                self.first_alias_line = line
             if self._aliases > MAX_YAML_ALIASES:
-                raise _Bounds(event.start_mark.line + 1,
+                raise _Bounds(line,
                               f"more than {MAX_YAML_ALIASES} aliases (*name)",
                               "write the values out instead of repeating anchors")
         self._depth += 1
         try:
             if self._depth > MAX_YAML_DEPTH:
-                raise _Bounds(event.start_mark.line + 1,
+                raise _Bounds(line,
                               f"nested deeper than {MAX_YAML_DEPTH} levels",
                               "flatten the file; workload, driver and SLO files need a few "
                               "levels")
-            return super().compose_node(parent, index)  # type: ignore[no-any-return]
+            node: yaml.Node | None = super().compose_node(parent, index)
+            return node
         finally:
             self._depth -= 1
 

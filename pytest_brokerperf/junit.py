@@ -55,10 +55,12 @@ def _fail(xml: Any, nodeid: str, location: tuple[str, int | None, str], message:
     """Add (or complete) the test case of ``nodeid`` as failed with ``message``."""
     from _pytest.reports import TestReport
 
-    for when, outcome in (("call", "failed"), ("teardown", "passed")):
-        xml.pytest_runtest_logreport(TestReport(
-            nodeid=nodeid, location=location, keywords={}, outcome=outcome,
-            longrepr=message if outcome == "failed" else None, when=when))
+    xml.pytest_runtest_logreport(TestReport(
+        nodeid=nodeid, location=location, keywords={}, outcome="failed", longrepr=message,
+        when="call"))
+    xml.pytest_runtest_logreport(TestReport(
+        nodeid=nodeid, location=location, keywords={}, outcome="passed", longrepr=None,
+        when="teardown"))
 
 
 def record_stop(session: pytest.Session, exitstatus: int) -> None:

@@ -19,7 +19,6 @@ from urllib.parse import SplitResult, urlsplit
 from pytest_brokerperf import brokers
 from pytest_brokerperf.errors import ConfigError
 from pytest_brokerperf.faults.spec import fault_problem
-from pytest_brokerperf.redaction import Secret, mask_url
 from pytest_brokerperf.options import (
     _FALSE,
     _LABEL_RE,
@@ -31,6 +30,7 @@ from pytest_brokerperf.options import (
     SERVICE_IMAGES,
     OptionSpec,
 )
+from pytest_brokerperf.redaction import Secret, mask_url
 
 if TYPE_CHECKING:
     from pytest_brokerperf.faults.spec import FaultSpec

@@ -40,11 +40,27 @@ if TYPE_CHECKING:
     from pytest_brokerperf.scenario_library.base import PreparedRun
     from pytest_brokerperf.verdict import Verdict
 
-__all__ = ["PERIODS_HEADER", "RECORD_SCHEMA", "RUN_STATUSES", "TIMELINE_VIEWS", "ResultRecord",
-           "ScenarioBlocks", "append_jsonl", "artefact_dir", "build_record", "histogram_block",
-           "RECORD_RESERVE_BYTES", "free_space", "period_row", "release_record_space",
-           "reserve_record_space", "timeline_block", "write_artefacts", "write_atomic",
-           "write_error"]
+__all__ = [
+    "PERIODS_HEADER",
+    "RECORD_RESERVE_BYTES",
+    "RECORD_SCHEMA",
+    "RUN_STATUSES",
+    "TIMELINE_VIEWS",
+    "ResultRecord",
+    "ScenarioBlocks",
+    "append_jsonl",
+    "artefact_dir",
+    "build_record",
+    "free_space",
+    "histogram_block",
+    "period_row",
+    "release_record_space",
+    "reserve_record_space",
+    "timeline_block",
+    "write_artefacts",
+    "write_atomic",
+    "write_error",
+]
 
 #: Latency views whose per-period p50/p99 the record's ``timeline`` carries.
 TIMELINE_VIEWS = ("publish_latency", "publish_delay", "publish_response", "e2e_latency",
@@ -72,6 +88,8 @@ class ScenarioBlocks(TypedDict, total=False):
     soak: dict[str, Any] | None  # the soak's resource trends: docs/reference/soak.md
     gates: list[dict[str, Any]]  # --brokerperf-fail-on: this record judged vs a baseline
     timeline: dict[str, Any]  # per-period series (written with the artefacts)
+    artefacts_missing: list[str]  # result files a full disk kept from being written
+    results_error: str  # the first of those errors (file, reason, free space, fix)
 
 
 class ResultRecord(ScenarioBlocks):
@@ -504,6 +522,9 @@ def write_artefacts(*, directory: Path, record: ResultRecord, prepared: Prepared
         write_atomic(directory / "client-stats.jsonl",
                      "".join(doc.strip() + "\n" for doc in outcome.client_stats))
 
+    def hlogs() -> None:
+        write_hlogs(directory / "histograms", outcome)
+
     def logs() -> None:
         record["manifest"]["logs"] = _copy_logs(logs_dir, broker)
 
@@ -518,7 +539,7 @@ def write_artefacts(*, directory: Path, record: ResultRecord, prepared: Prepared
         ("broker-settings.json", lambda: write_atomic(
             directory / "broker-settings.json", json.dumps(outcome.read_back, indent=2))),
         ("periods.csv", lambda: _periods_csv(directory / "periods.csv", outcome)),
-        ("histograms", lambda: write_hlogs(directory / "histograms", outcome)),
+        ("histograms", hlogs),
         ("client-stats.jsonl", client_stats),
         ("logs", logs),
     ]

@@ -416,10 +416,10 @@ class BrokerMetricsSampler:
                 sources.append((str(i), "proc", str(pid)))
             for i, url in enumerate(local.metrics_urls, start=1):
                 sources.append((str(i), "prometheus", url))
-        for i, url in enumerate(settings.prometheus, start=1):
+        for i, secret in enumerate(settings.prometheus, start=1):
             node = f"prom{i}" if endpoint.mode != "remote" else str(i)
-            if (node, "prometheus", url.reveal()) not in sources:
-                sources.append((node, "prometheus", url.reveal()))
+            if (node, "prometheus", secret.reveal()) not in sources:
+                sources.append((node, "prometheus", secret.reveal()))
         if not sources:
             return None
         from pytest_brokerperf import brokers

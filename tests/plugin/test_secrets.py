@@ -10,8 +10,6 @@ XML, and every file under the results directory (records, manifest, logs).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from pytest_brokerperf.testing.loopback import FAST_ARGS, LOOPBACK_CONFTEST
