@@ -28,10 +28,10 @@ def load_slo_file(path: str | Path) -> list[SLO]:
         return f"{path}:{line}" if line else str(path)
 
     if data is None:
-        raise _err(str(path), "slos", None, "the SLO file is empty, so nothing would be "
-                   "judged (an empty file is more often a mistake than a wish)",
-                   'write `slos:` then `  - expr: "e2e_response.p99 < 50 ms"`, or drop '
-                   "--brokerperf-slo")
+        raise SLOSyntaxError(
+            f"{path}: the SLO file is empty, so nothing would be judged (an empty file is "
+            'more often a mistake than a wish). Fix: write `slos:` then `  - expr: '
+            '"e2e_response.p99 < 50 ms"`, or drop --brokerperf-slo.')
     if isinstance(data, Mapping):
         from pytest_brokerperf.models.slo import SLOFile
 

@@ -149,9 +149,9 @@ def test_remote_endpoint_with_token(tmp_path: Path, admin_server: tuple[str, lis
 
 def test_unreachable_remote_is_an_error_naming_the_address(tmp_path: Path) -> None:
     s = resolve(pulsar_url="pulsar://127.0.0.1:9", pulsar_admin_url="http://127.0.0.1:9")
-    with pytest.raises(ClusterUnreachable, match=r"admin API \(--pulsar-admin-url from .*\) "
-                       r"at http://127.0.0.1:9 did not answer: failed after \d+\.\d s "
-                       r"\(URLError"):
+    with pytest.raises(ClusterUnreachable, match=r"admin API at http://127.0.0.1:9 did not "
+                       r"answer: failed after \d+\.\d s \(URLError.*this admin URL was given "
+                       r"by --pulsar-admin-url"):
         remote_pulsar_endpoint(s)  # refused at once: never "within 15 s"
 
 
@@ -161,8 +161,8 @@ def test_a_derived_admin_url_is_named_with_the_users_service_url() -> None:
     with pytest.raises(ClusterUnreachable) as info:
         remote_pulsar_endpoint(s)
     msg = str(info.value)
-    assert "admin API (derived from --pulsar-url=pulsar://127.0.0.1:1" in msg
-    assert "at http://127.0.0.1:8080 did not answer" in msg
+    assert "admin API at http://127.0.0.1:8080 did not answer" in msg
+    assert "this admin URL was derived from --pulsar-url=pulsar://127.0.0.1:1" in msg
     assert "the service URL pulsar://127.0.0.1:1 was not tried" in msg
 
 
@@ -182,8 +182,8 @@ def test_an_admin_api_answering_an_error_status_fails_never_skips(status: int) -
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}"
-        with pytest.raises(ClusterUnreachable, match=rf"at {url} \(--pulsar-admin-url .*\) "
-                           rf"answered HTTP {status}"):
+        with pytest.raises(ClusterUnreachable, match=rf"at {url} answered HTTP {status} .*"
+                           r"this admin URL was given by --pulsar-admin-url"):
             remote_pulsar_endpoint(resolve(pulsar_admin_url=url))
     finally:
         server.shutdown()

@@ -235,3 +235,21 @@ def test_sasl_listener_config_and_advertised_bind_port(tmp_path: Path) -> None:
     KafkaProcessCluster(extra_listeners={"SASL": 0}, listener_protocols={"SASL": "SASL_PLAINTEXT"})
     with pytest.raises(ConfigError, match="listener protocol"):
         KafkaProcessCluster(extra_listeners={"SASL": 0}, listener_protocols={"SASL": "SSL"})
+
+
+def test_a_refused_kafka_bootstrap_fails_at_once_saying_so() -> None:
+    """Every bootstrap address refusing the connection is said in a second, not after the
+    15 s timeout (issue 24: remote errors that say the wrong thing)."""
+    import time
+
+    from pytest_brokerperf.brokers.kafka.remote import remote_kafka_endpoint
+    from pytest_brokerperf.errors import ClusterUnreachable
+    from pytest_brokerperf.provision.ports import free_port
+
+    port = free_port()
+    settings = Settings.resolve({"brokerperf_kafka_bootstrap": f"127.0.0.1:{port}"}, {}, {})
+    started = time.monotonic()
+    with pytest.raises(ClusterUnreachable, match=rf"at 127.0.0.1:{port} did not answer: failed "
+                       r"after \d+\.\d s \(all brokers down: .*Connection refused"):
+        remote_kafka_endpoint(settings, timeout_s=15)
+    assert time.monotonic() - started < 10

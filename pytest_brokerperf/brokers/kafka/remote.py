@@ -137,6 +137,12 @@ def remote_kafka_endpoint(settings: Settings, timeout_s: float = CONNECT_TIMEOUT
             refused = _refused(errors)
             if refused is not None:
                 raise _login_refused(kind, bootstrap, started, refused, settings)
+            down = _all_down(errors)
+            if down is not None:  # every bootstrap address refused: no need to wait
+                raise unreachable(
+                    f"{kind} cluster", bootstrap, started, down, timeout_s,
+                    "--kafka-bootstrap, --kafka-config (security.protocol, sasl.*, ssl.*) "
+                    "and the network path")
             if time.monotonic() - started > timeout_s + 5:
                 raise TimeoutError(f"no answer within {timeout_s:g} s")
         desc = future.result()
@@ -175,6 +181,20 @@ def _refused(errors: list[Any]) -> Any | None:
 
     codes = {KafkaError._AUTHENTICATION, getattr(KafkaError, "SASL_AUTHENTICATION_FAILED", 58)}
     return next((e for e in errors if getattr(e, "code", lambda: None)() in codes), None)
+
+
+def _all_down(errors: list[Any]) -> str | None:
+    """librdkafka's "all brokers down" (every bootstrap address refused the connection),
+    with the reason it gives, else None."""
+    from confluent_kafka import KafkaError
+
+    for e in errors:
+        if getattr(e, "code", lambda: None)() == KafkaError._ALL_BROKERS_DOWN:
+            transport = [x for x in errors
+                         if getattr(x, "code", lambda: None)() == KafkaError._TRANSPORT]
+            why = transport[0].str() if transport else e.str()
+            return f"all brokers down: {why[:200]}"
+    return None
 
 
 def _login_refused(kind: str, bootstrap: str, started: float, error: Any,

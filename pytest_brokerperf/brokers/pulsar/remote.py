@@ -113,9 +113,9 @@ def _admin_origin(settings: Settings) -> str:
     """Where the admin URL came from: the user's flag, or derived from ``--pulsar-url``."""
     where = settings.sources.get("pulsar_admin_url", "default")
     if where != "default":
-        return f"--pulsar-admin-url from {where}"
-    return (f"derived from --pulsar-url={settings.pulsar_url} (Pulsar's default admin port; "
-            "pass --pulsar-admin-url if the admin API listens elsewhere)")
+        return f"given by {where}"
+    return (f"derived from --pulsar-url={settings.pulsar_url} on Pulsar's default admin "
+            "port: pass --pulsar-admin-url if the admin API listens elsewhere")
 
 
 def _probe_service(service: str, admin: str, timeout_s: float) -> None:
@@ -174,9 +174,9 @@ def remote_pulsar_endpoint(settings: Settings,
         code, body = _get(f"{admin}/admin/v2/clusters", token, context, timeout_s)
     except (OSError, urllib.error.URLError) as e:
         raise unreachable(
-            f"Pulsar admin API ({origin})", admin, started,
-            f"{type(e).__name__}: {str(e)[:200]}; the service URL {service} was not tried",
-            timeout_s,
+            "Pulsar admin API", admin, started,
+            f"{type(e).__name__}: {str(e)[:200]}; this admin URL was {origin}; the service "
+            f"URL {service} was not tried", timeout_s,
             "--pulsar-admin-url, --pulsar-config (authPlugin, authParams, tls*) and the "
             "network path") from None
     if code in (401, 403):
@@ -188,9 +188,10 @@ def remote_pulsar_endpoint(settings: Settings,
             info["clusters"] = body[:200]
     else:
         raise ClusterUnreachable(
-            f"the remote Pulsar admin API at {admin} ({origin}) answered HTTP {code} to "
-            f"GET /admin/v2/clusters: {_http_meaning(code)}; the service URL {service} was "
-            "not tried. Fix: check --pulsar-admin-url points at a healthy Pulsar admin API.")
+            f"the remote Pulsar admin API at {admin} answered HTTP {code} to GET "
+            f"/admin/v2/clusters: {_http_meaning(code)}; this admin URL was {origin}; the "
+            f"service URL {service} was not tried. Fix: check --pulsar-admin-url points at a "
+            "healthy Pulsar admin API.")
     _probe_service(service, admin, timeout_s)
     version = "unknown (remote)"
     try:
