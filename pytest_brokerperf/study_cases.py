@@ -343,15 +343,13 @@ class StudyCase:
         from pytest_brokerperf import brokers
 
         known = brokers.is_known(kind)
+        why = brokers.get(kind).cannot_run.get(self.scenario) if known else None
+        if why:
+            return ("deselect", f"the {self.scenario} scenario does not apply to {kind}: {why}")
         protocol = brokers.get(kind).protocol if known else kind
         if self.brokers and kind not in self.brokers and protocol not in self.brokers:
             return ("deselect", f"study case {self.study} {self.id} is the study's "
                     f"{'/'.join(self.brokers)} case, not {kind}'s")
-        if known:
-            why = brokers.get(kind).cannot_run.get(self.scenario)
-            if why:
-                return ("deselect", f"the {self.scenario} scenario does not apply to "
-                        f"{kind}: {why}")
         if nodes < self.min_nodes and not remote:
             return ("skip", f"study case {self.study} {self.id} needs --brokerperf-nodes >= "
                     f"{self.min_nodes}: {self.min_nodes_why}")
@@ -419,12 +417,15 @@ class StudyCase:
         rate: float | None = None
         background: float | None = None
         if self.rate is not None and self.background_rate is not None:
-            # the two topics' total within the limit, in the study's ratio
+            # the two topics' total within the limit, in the study's ratio: whole msg/s
+            # per producer, the producers split as the scenario splits them
+            from pytest_brokerperf.scenario_library.reassign import producer_split
+
+            a, b = producer_split(self.rate, self.background_rate)
             total = self.rate + self.background_rate
-            share = min(1.0, rate_cap / total)
-            rate = float(max(1, math.floor(self.rate * share)))
-            background = float(max(1, math.floor(self.background_rate * share)))
-            if share < 1.0:
+            per = max(1, math.floor(min(total, rate_cap) / (a + b)))
+            rate, background = float(a * per), float(b * per)
+            if min(total, rate_cap) < total:
                 notes.append(f"rate {_rate_id(self.rate)} + background "
                              f"{_rate_id(self.background_rate)} -> {_rate_id(rate)} + "
                              f"{_rate_id(background)} msg/s")

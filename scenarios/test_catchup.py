@@ -58,6 +58,7 @@ CATCHUP_CASES = [
     # case: the numbers are StreamNative's catch-up read's
     StudyCase("confluent", "OMB changes", "catchup", partitions=100, rate=200_000,
               backlog_bytes=512 * GIB, producers_during_drain=False,
+              brokers=("kafka", "pulsar"),
               section="OMB framework changes: consumer-only tests, backlog build and drain",
               assumptions=("200k msg/s and a 512 GB backlog are borrowed from StreamNative's "
                            "catch-up read: Confluent publishes no numbers for a drain",)),

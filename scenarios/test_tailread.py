@@ -126,11 +126,12 @@ SWEEP = ("not a case of the study: a sweep at the shape of its latency test, whi
          "ran linger 1 ms and no compression only")
 SWEEP_CASES = [
     *(StudyCase("confluent", "linger sweep", "tailread", partitions=100, rate=200_000,
-                tweak=ProducerTweak(linger_ms=ms), brokers=KAFKA_PULSAR, deviations=(SWEEP,))
+                tweak=ProducerTweak(linger_ms=ms), brokers=KAFKA_PULSAR,
+                section=CONFLUENT_LATENCY, deviations=(SWEEP,))
       for ms in (0, 1, 5, 20)),
     *(StudyCase("confluent", "compression sweep", "tailread", partitions=100,
                 rate=200_000, tweak=ProducerTweak(compression=c), brokers=KAFKA_PULSAR,
-                deviations=(SWEEP,))
+                section=CONFLUENT_LATENCY, deviations=(SWEEP,))
       for c in ("none", "lz4", "zstd")),
 ]
 
