@@ -9,7 +9,8 @@ the in-progress reassignments, its replicas equal the target and the new replica
 sync), publish and end-to-end response p99/p99.9 during versus before as ratios
 (``reassign.publish_p99_ratio`` ...), send errors. Needs kafka-python
 (``pip install 'pytest-brokerperf[reassign]'``) and at least two brokers; Pulsar,
-RabbitMQ and a single broker skip with the reason.
+RabbitMQ and a single broker skip with the reason (the study case is deselected at
+collection on Pulsar and RabbitMQ, which declare they cannot run it).
 """
 
 import pytest
