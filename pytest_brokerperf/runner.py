@@ -71,7 +71,8 @@ class BrokerPerf:
 
             cpus = default_generator_cpus(self.broker.broker_cpus())
             driver = None
-            if self.broker.mode != "remote":  # no calibration load on a remote cluster
+            dry = self.settings.dry_run  # a dry run creates nothing: cached ceilings only
+            if self.broker.mode != "remote" and not dry:  # no calibration load on a remote
                 driver = create_driver(self.broker, getattr(scenario, "driver_file", None),
                                        case.scenario)
             local = self.broker.local
@@ -80,7 +81,7 @@ class BrokerPerf:
                 scaled, self.settings, nodes=self.broker.nodes,
                 remote=self.broker.mode == "remote", data_dir=data,
                 generator=study_cases.generator_capacity(
-                    scaled, self.settings, cpus, measure=True, driver=driver,
+                    scaled, self.settings, cpus, measure=not dry, driver=driver,
                     broker=(self.broker.kind, self.broker.version)))
             if reasons:
                 pytest.skip(f"REFUSED under --brokerperf-profile=omb (nothing was created): "

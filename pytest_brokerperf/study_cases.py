@@ -535,13 +535,14 @@ class StudyCase:
 DROP_CACHES: Final = Path("/proc/sys/vm/drop_caches")
 
 
-def drop_page_cache(path: Path = DROP_CACHES) -> str | None:
+def drop_page_cache(path: Path | None = None) -> str | None:
     """Write back dirty pages and drop the host's page cache, as StreamNative did before
     each run (so a run does not read what the last one cached). None when done, else
     why not (not root, a read-only /proc in a container): the caller records that as
     the case's deviation."""
     import os
 
+    path = path or DROP_CACHES
     try:
         os.sync()
         path.write_text("3\n")
@@ -557,15 +558,16 @@ def drop_page_cache(path: Path = DROP_CACHES) -> str | None:
 
 def data_bytes(s: ScaledCase, duration_s: float, replicas: int) -> int:
     """Bytes the case leaves on the broker's disks: the backlog, or the rate over the run,
-    times the replicas (an upper bound: retention may delete some)."""
+    times the replicas (an upper bound: retention may delete some). A reassignment's
+    topics have one replica each."""
     if s.case.scenario == "reassign":
         # the moved topic and the background topic (at its own rate, else the same),
         # over the window before the move too
         rate = (s.rate or 0.0) + (s.background_rate if s.background_rate is not None
                                   else (s.rate or 0.0))
         written = rate * s.case.message_size * (duration_s + (s.reassign_delay_s or 0.0))
-    else:
-        written = (s.rate or 0.0) * s.case.message_size * s.producers * duration_s
+        return int(written)  # both topics have a single replica (the study's)
+    written = (s.rate or 0.0) * s.case.message_size * s.producers * duration_s
     total = max(written, float(s.backlog_bytes or 0))
     return int(total * max(1, replicas))
 

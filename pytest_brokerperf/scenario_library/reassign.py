@@ -425,7 +425,8 @@ def run_reassign(ctx: RunContext, scenario: Reassign,
     holder: list[KafkaDriver] = []
 
     def check(driver: Driver) -> None:
-        holder.append(movable(driver))  # skipped before any topic exists
+        # skipped before any topic exists; a dry run asks the broker nothing
+        holder.append(movable(driver, ask_broker=not settings.dry_run))
 
     run = set_up_run(ctx, scenario, extra_slos, prepared=prepared, check_driver=check)
     slos, wl, plan, payloads, workers = run.slos, run.workload, run.plan, run.payloads, run.workers
@@ -446,7 +447,9 @@ def run_reassign(ctx: RunContext, scenario: Reassign,
                 if prepared.throttle_bytes_s else "")
     ctx.progress(
         f"brokerperf: {broker.kind} reassign rate={prepared.rate:g} msg/s over 2 topics "
-        f"(half each) warm-up≤{prepared.warmup_s:g}s before={prepared.measure_s:g}s then the first "
+        f"(moved {wl.rate_for_topic(0):g}, background {wl.rate_for_topic(1):g} on "
+        f"{wl.partitions_for_topic(1)} partition(s)) "
+        f"warm-up≤{prepared.warmup_s:g}s before={prepared.measure_s:g}s then the first "
         f"topic's partition moves to another broker{throttle}, after={prepared.after_s:g}s "
         f"workers={workers}")
     thresholds = Thresholds(steal_share=settings.max_steal / 100)

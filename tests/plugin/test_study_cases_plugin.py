@@ -152,3 +152,62 @@ def test_a_case_this_setup_cannot_run_is_refused_before_any_broker_starts(pytest
     ])
     assert "BROKER STARTED" not in r.stdout.str()
     assert _records(pytester) == []
+
+
+NOTED_BODY = """
+import pytest
+from pytest_brokerperf import StudyCase
+
+CASES = [StudyCase("streamnative", "table 2", "tailread", partitions=4, rate=200_000,
+                   section="StreamNative framework", drop_page_cache=True,
+                   deviations=("bookkeeperNumberOfChannelsPerBookie=64 is not set",),
+                   assumptions=("200k msg/s is not stated",))]
+
+@pytest.mark.tailread
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_case(brokerperf, case):
+    brokerperf.run_case(case)
+"""
+
+
+def test_the_record_cites_the_study_and_every_deviation(pytester):
+    # the page cache "dropped" into a file of the test's (never the host's)
+    pytester.makeconftest(CONFTEST + """
+from pathlib import Path
+from pytest_brokerperf import study_cases
+study_cases.DROP_CACHES = Path(__file__).parent / "drop_caches"
+""")
+    pytester.makepyfile(test_cases=NOTED_BODY)
+    r = pytester.runpytest_subprocess(*FAST, f"--brokerperf-results={pytester.path}/res")
+    r.assert_outcomes(passed=1)
+    (rec,) = _records(pytester)
+    assert rec["params"]["study_source"] == "table 2"
+    notes = rec["notes"]
+    (cite,) = [n for n in notes if n.startswith("study case ")]
+    assert ('StreamNative, "Benchmarking Pulsar and Kafka – A More Accurate Perspective on '
+            "Pulsar's Performance\", table 2, StreamNative framework") in cite
+    assert "study deviation: bookkeeperNumberOfChannelsPerBookie=64 is not set" in notes
+    assert "study assumption: 200k msg/s is not stated" in notes
+    assert "the host's page cache was dropped before the run (as the study)" in notes
+    assert (pytester.path / "drop_caches").read_text() == "3\n"
+
+
+def test_the_reassignment_case_dry_runs_under_omb_with_its_delay_before_the_move(pytester):
+    """A dry run creates nothing: no calibration load, no broker asked how many brokers
+    it has. The plan's measured window is the 600 s before the move, the move's bound
+    (300 s) and the window after it (60 s)."""
+    import pytest
+
+    pytest.importorskip("kafka")  # kafka-python: the reassignment API
+    r = pytester.runpytest_subprocess(
+        str(SUITE / "test_reassign.py"), "-k", "study", "--broker=kafka",
+        "--brokerperf-profile=omb", "--brokerperf-dry-run", "--brokerperf-nodes=3",
+        "-p", "no:cacheprovider", "-rs", "-W", "ignore::DeprecationWarning")
+    r.assert_outcomes(skipped=1, deselected=2)
+    r.stdout.fnmatch_lines([
+        "*test_reassign_study?kafka-p1-4KiB-r10.24k-throttle100MiB-after600s-bg-p4-r2.56k?*"
+        "DRY RUN, nothing is created*",
+        "*1-4 partitions, replication factor 1*",
+        "*12,800 msg/s x 4,096 B = 50.00 MiB/s peak; warm-up <= 60 s + measured 960 s*",
+        "*DRY RUN: plan printed, nothing created*",
+    ])
