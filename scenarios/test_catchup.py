@@ -12,6 +12,7 @@ drained messages' age. Brokers whose driver cannot pause consumers skip with the
 import pytest
 
 from pytest_brokerperf import CatchUp, StudyCase
+from pytest_brokerperf.study_cases import STREAMNATIVE_TUNING
 
 
 @pytest.mark.catchup
@@ -47,7 +48,8 @@ CATCHUP_CASES = [
     # 100 partitions; consumers start after 512 GB
     StudyCase("streamnative", "table 1", "catchup", partitions=100, rate=200_000,
               backlog_bytes=512 * GIB, brokers=("kafka", "pulsar"),
-              section="catch-up read test", drop_page_cache=True),
+              section="catch-up read test", drop_page_cache=True,
+              deviations=STREAMNATIVE_TUNING),
     # AutoMQ, section 3.2: 300 MiB/s of 4 KiB messages on 100 partitions, 1 TiB backlog,
     # read from the earliest offset while producers go on (catch-up-read.yaml)
     StudyCase("automq", "section 3.2", "catchup", partitions=100, message_size=4 * KIB,

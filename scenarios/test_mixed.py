@@ -14,6 +14,7 @@ with the reason.
 import pytest
 
 from pytest_brokerperf import Mixed, StudyCase
+from pytest_brokerperf.study_cases import STREAMNATIVE_TUNING
 
 
 @pytest.mark.mixed
@@ -30,7 +31,8 @@ MIXED_CASES = [
     # after 512 GB a second subscription reads from the start
     StudyCase("streamnative", "table 4", "mixed", partitions=100, rate=200_000,
               backlog_bytes=512 * GIB, brokers=("kafka", "pulsar"),
-              section="mixed workload test", drop_page_cache=True),
+              section="mixed workload test", drop_page_cache=True,
+              deviations=STREAMNATIVE_TUNING),
 ]
 
 

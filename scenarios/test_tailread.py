@@ -9,6 +9,7 @@ p99 response times within seconds); real targets come from ``--brokerperf-slo``.
 import pytest
 
 from pytest_brokerperf import ProducerTweak, StudyCase, TailRead
+from pytest_brokerperf.study_cases import STREAMNATIVE_TUNING
 
 
 @pytest.mark.tailread
@@ -41,14 +42,6 @@ RABBITMQ_CLASSIC = dict(
 
 SN_RATE = ("200k msg/s: the study does not state its latency tests' rate; 200k msg/s "
            "is the rate it states for its catch-up and mixed workloads")
-SN_PULSAR = (
-    "bookkeeperNumberOfChannelsPerBookie=64 (Pulsar broker) is not set: a broker this "
-    "suite starts keeps Pulsar's 16",
-    "batchingPartitionSwitchFrequencyByPublishDelay=2 (Pulsar producer) is not applied: "
-    "the Python client cannot set it (the driver's notes say so)",
-)
-SN_LOCAL = ("managedLedgerNewEntriesCheckDelayInMillis=0 (Pulsar broker) is set by the "
-            "local Pulsar this suite starts; on a remote cluster it is the operator's")
 #: StreamNative's journal bypass (BookKeeper PR 2401): levels 2 and 4 with the bookie
 #: journal skipped, not only left unsynced. Bookie-wide: a local standalone cannot.
 BYPASS = ("journalWriteData=false", "journalSyncData=false")
@@ -59,7 +52,7 @@ def streamnative(source, **kw):
     kw.setdefault("brokers", KAFKA_PULSAR)
     return StudyCase("streamnative", source, "tailread", rate=200_000,
                      section="StreamNative framework: broker, bookie and producer tuning",
-                     drop_page_cache=True, deviations=(*SN_PULSAR, SN_LOCAL),
+                     drop_page_cache=True, deviations=STREAMNATIVE_TUNING,
                      assumptions=(SN_RATE,), **kw)
 
 
