@@ -321,6 +321,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = remaining
+    _apply_study_case_refusals(config, settings, items)
+    remaining = list(items)
     if settings.profile == "omb" and settings.provision != "remote":
         _refuse_omb_cases(config, settings, remaining)
     if (not config.getoption("collectonly", False)
@@ -333,6 +335,52 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if found:
             raise pytest.UsageError(note_failure(config, "pytest-brokerperf: " + "\n".join(found)))
     _group_by_broker_process(items)
+
+
+STUDY_DESELECTED_KEY = pytest.StashKey[list[str]]()
+
+
+def _apply_study_case_refusals(config: pytest.Config, settings: Settings,
+                               items: list[pytest.Item]) -> None:
+    """Study cases that do not apply to their item's broker kind (the study's RabbitMQ
+    case on Kafka, a reassignment on Pulsar) are deselected, with the reason printed
+    after collection; those this setup cannot run (too few nodes, broker settings a
+    local broker cannot take) are skipped with the reason. Before any broker starts."""
+    from pytest_brokerperf.study_cases import StudyCase
+
+    dropped: list[pytest.Item] = []
+    reasons: list[str] = []
+    remote = settings.provision == "remote"
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        kind = params.get("broker_kind")
+        for value in params.values():
+            if not isinstance(value, StudyCase) or kind is None:
+                continue
+            refusal = value.refusal(str(kind), nodes=settings.nodes, remote=remote)
+            if refusal is None:
+                continue
+            action, why = refusal
+            if action == "deselect":
+                dropped.append(item)
+                reasons.append(f"{item.nodeid}: {why}")
+            else:
+                item.add_marker(pytest.mark.skip(reason=f"REFUSED before any broker started: "
+                                                 f"{why}"))
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        gone = set(map(id, dropped))
+        items[:] = [i for i in items if id(i) not in gone]
+        config.stash[STUDY_DESELECTED_KEY] = reasons
+
+
+def pytest_report_collectionfinish(config: pytest.Config) -> list[str]:
+    """Say which study cases were deselected because they do not apply, and why."""
+    reasons = config.stash.get(STUDY_DESELECTED_KEY, [])
+    if not reasons:
+        return []
+    return ([f"brokerperf: {len(reasons)} study case(s) deselected, they do not apply:"]
+            + [f"  {r}" for r in reasons])
 
 
 def _refuse_omb_cases(config: pytest.Config, settings: Settings,

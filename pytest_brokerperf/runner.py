@@ -71,7 +71,8 @@ class BrokerPerf:
 
             cpus = default_generator_cpus(self.broker.broker_cpus())
             driver = None
-            if self.broker.mode != "remote":  # no calibration load on a remote cluster
+            dry = self.settings.dry_run  # a dry run creates nothing: cached ceilings only
+            if self.broker.mode != "remote" and not dry:  # no calibration load on a remote
                 driver = create_driver(self.broker, getattr(scenario, "driver_file", None),
                                        case.scenario)
             local = self.broker.local
@@ -80,13 +81,28 @@ class BrokerPerf:
                 scaled, self.settings, nodes=self.broker.nodes,
                 remote=self.broker.mode == "remote", data_dir=data,
                 generator=study_cases.generator_capacity(
-                    scaled, self.settings, cpus, measure=True, driver=driver,
+                    scaled, self.settings, cpus, measure=not dry, driver=driver,
                     broker=(self.broker.kind, self.broker.version)))
             if reasons:
                 pytest.skip(f"REFUSED under --brokerperf-profile=omb (nothing was created): "
                             f"study case {case.study} {case.id}: " + "; ".join(reasons))
-        return self.run(scenario, check=check, slos=slos, labels=scaled.labels,
-                        notes=[scaled.note()])
+        notes = scaled.all_notes()
+        if case.server_settings:  # reached only on a remote cluster (refused locally)
+            notes.append("study deviation: not verified that the cluster runs with the "
+                         f"study's broker settings: {'; '.join(case.server_settings)}")
+        study_driver = dict(case.drivers).get(self.broker.kind)
+        if study_driver is not None and self.settings.driver:
+            notes.append(f"study deviation: --brokerperf-driver={self.settings.driver} "
+                         f"replaces the study's driver file {study_driver}.yaml")
+        if case.drop_page_cache and not self.settings.dry_run:
+            if self.broker.mode == "remote":
+                notes.append("study deviation: the page cache of the remote brokers was not "
+                             "dropped before the run (drop it on their hosts)")
+            else:
+                why = study_cases.drop_page_cache()
+                notes.append(f"study deviation: {why}" if why else
+                             "the host's page cache was dropped before the run (as the study)")
+        return self.run(scenario, check=check, slos=slos, labels=scaled.labels, notes=notes)
 
     def run(self, scenario: Scenario, *, check: bool = True, slos: tuple[str, ...] = (),
             labels: dict[str, Any] | None = None, notes: list[str] | None = None

@@ -14,10 +14,18 @@ run under the session's ``--brokerperf-profile``:
   generator reaches (the harness ceiling per process times the worker processes), or
   data that does not fit on the local broker's disk.
 
-The studies (docs/reference/study-cases.md): Confluent's "Benchmarking Apache Kafka,
-Apache Pulsar, and RabbitMQ", StreamNative's "Benchmarking Pulsar and Kafka", AutoMQ's
-evaluation against Apache Kafka 3.4 (tail read, catch-up read, partition reassignment)
-and the "Apache Pulsar performance limit" test (pulsar-perf, sync versus async).
+The studies (:data:`STUDIES`, docs/reference/study-cases.md): Confluent's "Benchmarking
+Apache Kafka, Apache Pulsar, and RabbitMQ: Which is the Fastest?", StreamNative's
+"Benchmarking Pulsar and Kafka – A More Accurate Perspective on Pulsar's Performance",
+Xiaohongshu's and AutoMQ's OpenMessaging Benchmark evaluation of AutoMQ against Apache
+Kafka 3.4 (tail read, catch-up read, partition reassignment) and the "Apache Pulsar
+performance limit test" (pulsar-perf, sync versus async).
+
+A case never deviates silently: what this suite cannot do as the study did is either a
+refusal at collection (:meth:`StudyCase.refusal`: the wrong broker kind is deselected,
+too few nodes or a broker setting a local broker cannot take is skipped with the reason)
+or a ``deviations`` entry that reaches the record's notes; numbers the study does not
+state are ``assumptions``, also in the notes.
 """
 
 from __future__ import annotations
@@ -40,10 +48,14 @@ if TYPE_CHECKING:
 __all__ = [
     "SCALE_LIMITS",
     "SCENARIO_KINDS",
+    "STREAMNATIVE_TUNING",
+    "STUDIES",
     "ProducerTweak",
     "ScaleLimits",
     "ScaledCase",
+    "Study",
     "StudyCase",
+    "drop_page_cache",
     "generator_capacity",
     "omb_refusals",
     "refusals",
@@ -56,6 +68,60 @@ GIB: Final = 1024**3
 SCENARIO_KINDS: Final = ("tailread", "throughput", "catchup", "mixed", "reassign")
 COMPRESSIONS: Final = ("none", "lz4", "zstd", "snappy", "gzip")
 SEND_MODES: Final = ("async", "sync")
+
+
+@dataclass(frozen=True)
+class Study:
+    """A published study: who published it, its title, and the setup its figures come
+    from (the hardware a reader holds our figures against)."""
+
+    key: str
+    publisher: str
+    title: str
+    hardware: str
+
+    def cite(self) -> str:
+        return f'{self.publisher}, "{self.title}"'
+
+
+#: The four studies, by the key cases and published figures use.
+STUDIES: Final[Mapping[str, Study]] = {
+    "confluent": Study(
+        "confluent", "Confluent",
+        "Benchmarking Apache Kafka, Apache Pulsar, and RabbitMQ: Which is the Fastest?",
+        "3 broker instances i3en.2xlarge (8 vCPU, 64 GB, 2 x 2,500 GB NVMe SSD, 25 Gbps), "
+        "4 client instances, 3 ZooKeeper instances; Kafka 2.6, Pulsar 2.6, RabbitMQ 3.8.5"),
+    "streamnative": Study(
+        "streamnative", "StreamNative",
+        "Benchmarking Pulsar and Kafka – A More Accurate Perspective on Pulsar's "
+        "Performance",
+        "Confluent's testbed: 3 x i3en.2xlarge (8 vCPU, 64 GB, 2 x 2,500 GB NVMe SSD), "
+        "the same instances for both systems, page cache dropped before each run; Pulsar "
+        "2.6.1-sn-16"),
+    "automq": Study(
+        "automq", "Xiaohongshu and AutoMQ",
+        "AutoMQ versus Apache Kafka 3.4 on the OpenMessaging Benchmark (tail read, "
+        "catch-up read, partition reassignment)",
+        "6 data nodes (2 for the reassignment), each 16 cores, 800 MB/s network, one "
+        "150 MB/s cloud disk; Kafka 3.4.0 with acks=all, 3 replicas, min.insync.replicas=2"),
+    "pulsar-limit": Study(
+        "pulsar-limit", "pulsar-perf article",
+        "Apache Pulsar performance limit test",
+        "2 brokers (4 cores, 16 GB, 25 Gb network), 3 bookies (4 x 4 TB NVMe, 25 Gb "
+        "network); namespace persistence 2/2/2"),
+}
+
+
+#: StreamNative's Pulsar tuning ("StreamNative framework") this suite does not apply, as
+#: deviation notes every StreamNative case carries
+STREAMNATIVE_TUNING: Final = (
+    "bookkeeperNumberOfChannelsPerBookie=64 (Pulsar broker) is not set: a broker this "
+    "suite starts keeps Pulsar's 16",
+    "batchingPartitionSwitchFrequencyByPublishDelay=2 (Pulsar producer) is not applied: "
+    "the Python client cannot set it (the driver's notes say so)",
+    "managedLedgerNewEntriesCheckDelayInMillis=0 (Pulsar broker) is set by the local "
+    "Pulsar this suite starts; on a remote cluster it is the operator's",
+)
 
 
 def size_id(n: int) -> str:
@@ -131,16 +197,18 @@ class ScaleLimits:
     rate: float  # msg/s
     bytes_rate: float  # B/s, so large messages shrink their rate too
     backlog_bytes: int
-    reassign_after_s: float
+    reassign_after_s: float  # the window after a move
+    reassign_delay_s: float = 30.0  # the measured window before it
 
 
 #: smoke: seconds on a laptop; standard: minutes. ``omb`` has no limits (study numbers).
 SCALE_LIMITS: Final[Mapping[str, ScaleLimits]] = {
     "smoke": ScaleLimits(partitions=16, clients=2, subscriptions=10, rate=1000.0,
-                         bytes_rate=2.0 * MIB, backlog_bytes=32 * MIB, reassign_after_s=5.0),
+                         bytes_rate=2.0 * MIB, backlog_bytes=32 * MIB, reassign_after_s=5.0,
+                         reassign_delay_s=5.0),
     "standard": ScaleLimits(partitions=1000, clients=4, subscriptions=10, rate=5000.0,
                             bytes_rate=20.0 * MIB, backlog_bytes=GIB,
-                            reassign_after_s=30.0),
+                            reassign_after_s=30.0, reassign_delay_s=30.0),
 }
 
 
@@ -158,29 +226,55 @@ class ScaledCase:
     rates: tuple[float, ...] | None  # the throughput ladder, when the case needs its own
     backlog_bytes: int | None
     reassign_after_s: float | None
+    reassign_delay_s: float | None = None
+    background_rate: float | None = None
     notes: tuple[str, ...] = ()
 
     @property
     def labels(self) -> dict[str, Any]:
-        """The record's ``params.study`` and ``params.case`` (part of its matrix key)."""
-        return {"study": self.case.study, "case": self.case.id}
+        """The record's ``params.study``, ``params.case`` and ``params.study_source`` (the
+        study's table or figure, as in the published figures' data)."""
+        return {"study": self.case.study, "case": self.case.id,
+                "study_source": self.case.source}
 
     def note(self) -> str:
         """The record's note on where the case comes from and what the profile changed."""
         scaled = (f"; scaled for --brokerperf-profile={self.profile}: "
                   + ", ".join(self.notes)) if self.notes else ""
-        return (f"study case {self.case.study} {self.case.id} ({self.case.source})"
+        return (f"study case {self.case.study} {self.case.id} ({self.case.cite()})"
                 f"{scaled}")
+
+    def all_notes(self) -> list[str]:
+        """:meth:`note`, then each deviation and assumption of the case, one note each."""
+        return ([self.note()]
+                + [f"study deviation: {d}" for d in self.case.deviations]
+                + [f"study assumption: {a}" for a in self.case.assumptions])
 
 
 @dataclass(frozen=True)
 class StudyCase:
     """One case of a published study at the study's numbers.
 
-    ``scenario`` is one of :data:`SCENARIO_KINDS`. ``rate`` is the study's offered rate in
-    msg/s (None: the scenario's own, e.g. a throughput ladder); ``backlog_bytes`` the
-    catch-up or mixed backlog; ``tweak`` the producer settings swept. ``after_s`` and
-    ``throttle_bytes_s`` are the reassignment's delay and replication throttle.
+    ``study`` is a key of :data:`STUDIES` for the shipped cases (any name for your own),
+    ``source`` the table or figure (the published figures' ``table``), ``section`` where
+    in the study the case's settings are stated. ``scenario`` is one of
+    :data:`SCENARIO_KINDS`. ``rate`` is the study's offered rate in msg/s (None: the
+    scenario's own, e.g. a throughput ladder); ``rates`` the study's own ladder;
+    ``backlog_bytes`` the catch-up or mixed backlog; ``tweak`` the producer settings.
+
+    Reassignment: ``delay_s`` is the measured load *before* the move (the study's "moved
+    after 10 minutes"), ``after_s`` the window after it, ``throttle_bytes_s`` the
+    replication throttle, ``background_partitions`` and ``background_rate`` (msg/s) the
+    background topic beside the moved one (``rate`` is then the moved topic's own).
+
+    How the study ran it: ``drivers`` (broker kind, shipped driver name) pairs: the driver
+    file the case starts from on that kind (``--brokerperf-driver`` wins, with a note);
+    ``brokers`` the broker kinds or protocols the case is for (empty: any; ``kafka``
+    includes the Kafka-protocol brokers; another kind is deselected at collection);
+    ``min_nodes`` with ``min_nodes_why``; ``server_settings`` broker or
+    bookie settings a broker this suite starts cannot take (refused on a local broker,
+    a note on a remote one); ``drop_page_cache`` drop the host's page cache first;
+    ``deviations`` and ``assumptions`` what differs from the study or is not stated in it.
     """
 
     study: str
@@ -197,6 +291,20 @@ class StudyCase:
     producers_during_drain: bool = True
     after_s: float | None = None
     throttle_bytes_s: int | None = None
+    delay_s: float | None = None
+    background_partitions: int | None = None
+    background_rate: float | None = None
+    rates: tuple[float, ...] | None = None
+    section: str = ""
+    drivers: tuple[tuple[str, str], ...] = ()
+    brokers: tuple[str, ...] = ()
+    min_nodes: int = 1
+    min_nodes_why: str = ""
+    server_settings: tuple[str, ...] = ()
+    drop_page_cache: bool = False
+    deviations: tuple[str, ...] = ()
+    assumptions: tuple[str, ...] = ()
+    variant: str = ""
 
     def __post_init__(self) -> None:
         if self.scenario not in SCENARIO_KINDS:
@@ -210,6 +318,60 @@ class StudyCase:
                              "scenario's own)")
         if self.scenario in ("catchup", "mixed") and not self.backlog_bytes:
             raise ValueError(f"StudyCase(scenario={self.scenario!r}) needs backlog_bytes")
+        for name in ("delay_s", "background_partitions", "background_rate"):
+            value = getattr(self, name)
+            if value is not None and self.scenario != "reassign":
+                raise ValueError(f"StudyCase({name}={value!r}) is a reassignment setting; "
+                                 f"scenario={self.scenario!r} has no move")
+            if value is not None and value <= 0:
+                raise ValueError(f"StudyCase({name}={value!r}): must be > 0")
+        if self.background_rate is not None and self.rate is None:
+            raise ValueError(f"StudyCase(background_rate={self.background_rate!r}) needs "
+                             "rate= (the moved topic's own msg/s)")
+        if self.rates is not None and (self.scenario != "throughput" or not self.rates
+                                       or any(r <= 0 for r in self.rates)):
+            raise ValueError(f"StudyCase(rates={self.rates!r}): a throughput ladder of "
+                             "rates > 0 msg/s")
+        if self.min_nodes < 1 or (self.min_nodes > 1 and not self.min_nodes_why):
+            raise ValueError(f"StudyCase(min_nodes={self.min_nodes}) needs >= 1 and, above "
+                             "1, min_nodes_why (the reason a refusal gives)")
+
+    @property
+    def study_info(self) -> Study | None:
+        """The study in :data:`STUDIES` (None for a study of your own)."""
+        return STUDIES.get(self.study)
+
+    def cite(self) -> str:
+        """Where the case comes from: the study's title, its table or figure, the section
+        stating the settings."""
+        info = self.study_info
+        where = self.source + (f", {self.section}" if self.section else "")
+        return f"{info.cite()}, {where}" if info else where
+
+    def refusal(self, kind: str, *, nodes: int, remote: bool) -> tuple[str, str] | None:
+        """Why this case does not run on a broker of ``kind`` with ``nodes`` nodes, as
+        ``("deselect", reason)`` (the case is not for this broker kind: it cannot apply)
+        or ``("skip", reason)`` (it could, on another setup); None: it runs. Decided at
+        collection, before any broker starts."""
+        from pytest_brokerperf import brokers
+
+        known = brokers.is_known(kind)
+        why = brokers.get(kind).cannot_run.get(self.scenario) if known else None
+        if why:
+            return ("deselect", f"the {self.scenario} scenario does not apply to {kind}: {why}")
+        protocol = brokers.get(kind).protocol if known else kind
+        if self.brokers and kind not in self.brokers and protocol not in self.brokers:
+            return ("deselect", f"study case {self.study} {self.id} is the study's "
+                    f"{'/'.join(self.brokers)} case, not {kind}'s")
+        if nodes < self.min_nodes and not remote:
+            return ("skip", f"study case {self.study} {self.id} needs --brokerperf-nodes >= "
+                    f"{self.min_nodes}: {self.min_nodes_why}")
+        if self.server_settings and not remote:
+            return ("skip", f"study case {self.study} {self.id} needs broker settings a "
+                    f"broker this suite starts cannot take: {'; '.join(self.server_settings)}"
+                    ". Fix: run it against a cluster configured so (--brokerperf-provision="
+                    "remote)")
+        return None
 
     @property
     def id(self) -> str:
@@ -230,6 +392,15 @@ class StudyCase:
             parts.append(self.tweak.id)
         if self.throttle_bytes_s:
             parts.append(f"throttle{size_id(self.throttle_bytes_s)}")
+        if self.delay_s is not None:
+            parts.append(f"after{self.delay_s:g}s")
+        if self.background_partitions is not None or self.background_rate is not None:
+            bg = f"bg-p{self.background_partitions or 1}"
+            if self.background_rate is not None:
+                bg += f"-r{_rate_id(self.background_rate)}"
+            parts.append(bg)
+        if self.variant:
+            parts.append(self.variant)
         return "-".join(parts)
 
     def __str__(self) -> str:
@@ -244,8 +415,9 @@ class StudyCase:
             return ScaledCase(
                 case=self, profile=profile, partitions=self.partitions,
                 producers=self.producers, consumers=self.consumers,
-                subscriptions=self.subscriptions, rate=self.rate, rates=None,
-                backlog_bytes=self.backlog_bytes, reassign_after_s=self.after_s)
+                subscriptions=self.subscriptions, rate=self.rate, rates=self.rates,
+                backlog_bytes=self.backlog_bytes, reassign_after_s=self.after_s,
+                reassign_delay_s=self.delay_s, background_rate=self.background_rate)
         notes: list[str] = []
 
         def cap(what: str, value: int, limit: int) -> int:
@@ -256,7 +428,21 @@ class StudyCase:
 
         rate_cap = min(limits.rate, limits.bytes_rate / self.message_size)
         rate: float | None = None
-        if self.rate is not None or self.scenario != "throughput":
+        background: float | None = None
+        if self.rate is not None and self.background_rate is not None:
+            # the two topics' total within the limit, in the study's ratio: whole msg/s
+            # per producer, the producers split as the scenario splits them
+            from pytest_brokerperf.scenario_library.reassign import producer_split
+
+            a, b = producer_split(self.rate, self.background_rate)
+            total = self.rate + self.background_rate
+            per = max(1, math.floor(min(total, rate_cap) / (a + b)))
+            rate, background = float(a * per), float(b * per)
+            if min(total, rate_cap) < total:
+                notes.append(f"rate {_rate_id(self.rate)} + background "
+                             f"{_rate_id(self.background_rate)} -> {_rate_id(rate)} + "
+                             f"{_rate_id(background)} msg/s")
+        elif self.rate is not None or self.scenario != "throughput":
             wanted = self.rate if self.rate is not None else limits.rate
             rate = float(max(1, math.floor(min(wanted, rate_cap))))
             if self.rate is not None and rate < self.rate:
@@ -275,11 +461,19 @@ class StudyCase:
                 notes.append(f"backlog {format_bytes(backlog)} -> "
                              f"{format_bytes(limits.backlog_bytes)}")
                 backlog = limits.backlog_bytes
+        if rates is None and self.rates is not None:
+            notes.append(f"ladder {', '.join(_rate_id(r) for r in self.rates)} msg/s -> "
+                         "the profile's")
         after = None
         if self.after_s is not None:
             after = min(self.after_s, limits.reassign_after_s)
             if after < self.after_s:
-                notes.append(f"reassign after {self.after_s:g} s -> {after:g} s")
+                notes.append(f"window after the move {self.after_s:g} s -> {after:g} s")
+        delay = None
+        if self.delay_s is not None:
+            delay = min(self.delay_s, limits.reassign_delay_s)
+            if delay < self.delay_s:
+                notes.append(f"move after {self.delay_s:g} s -> {delay:g} s of load")
         return ScaledCase(
             case=self, profile=profile,
             partitions=cap("partitions", self.partitions, limits.partitions),
@@ -287,7 +481,7 @@ class StudyCase:
             consumers=cap("consumers", self.consumers, limits.clients),
             subscriptions=cap("subscriptions", self.subscriptions, limits.subscriptions),
             rate=rate, rates=rates, backlog_bytes=backlog, reassign_after_s=after,
-            notes=tuple(notes))
+            reassign_delay_s=delay, background_rate=background, notes=tuple(notes))
 
     # ----------------------------------------------------------------- scenario
 
@@ -301,6 +495,7 @@ class StudyCase:
         setting.
         """
         from pytest_brokerperf import brokers
+        from pytest_brokerperf.brokers.kafka.config import shipped_driver
         from pytest_brokerperf.scenario_library import (
             CatchUp,
             Mixed,
@@ -311,10 +506,13 @@ class StudyCase:
 
         s = self.scaled(settings.profile)
         driver: Path | None = None
+        study_driver = dict(self.drivers).get(endpoint.kind)
+        if study_driver is not None and not settings.driver:
+            driver = shipped_driver(study_driver)
         if self.tweak:
-            base = (Path(settings.driver) if settings.driver
-                    else brokers.get(endpoint.kind).default_driver_file(endpoint.nodes,
-                                                                        self.scenario))
+            base = (Path(settings.driver) if settings.driver else driver
+                    or brokers.get(endpoint.kind).default_driver_file(endpoint.nodes,
+                                                                      self.scenario))
             driver_dir.mkdir(parents=True, exist_ok=True)
             driver = brokers.get(endpoint.kind).tweak_driver_file(
                 base, self.tweak, driver_dir / f"driver-{self.tweak.id}.yaml")
@@ -333,8 +531,10 @@ class StudyCase:
         elif self.scenario == "mixed":
             run = Mixed(rate=s.rate, backlog_bytes=s.backlog_bytes, **clients, **common)
         else:
-            run = Reassign(rate=s.rate, after_s=s.reassign_after_s,
-                                throttle_bytes_s=self.throttle_bytes_s, **common)
+            run = Reassign(rate=s.rate, delay_s=s.reassign_delay_s, after_s=s.reassign_after_s,
+                           throttle_bytes_s=self.throttle_bytes_s,
+                           background_partitions=self.background_partitions,
+                           background_rate=s.background_rate, **common)
         return run, s
 
     def with_(self, **changes: Any) -> StudyCase:
@@ -342,16 +542,45 @@ class StudyCase:
         return replace(self, **changes)
 
 
+# --------------------------------------------------------------------- the page cache
+
+
+DROP_CACHES: Final = Path("/proc/sys/vm/drop_caches")
+
+
+def drop_page_cache(path: Path | None = None) -> str | None:
+    """Write back dirty pages and drop the host's page cache, as StreamNative did before
+    each run (so a run does not read what the last one cached). None when done, else
+    why not (not root, a read-only /proc in a container): the caller records that as
+    the case's deviation."""
+    import os
+
+    path = path or DROP_CACHES
+    try:
+        os.sync()
+        path.write_text("3\n")
+    except OSError as exc:
+        return (f"the page cache was not dropped before the run: writing 3 to {path} "
+                f"failed ({exc.strerror or exc}); it needs root on the broker's host "
+                "outside a container")
+    return None
+
+
 # --------------------------------------------------------------------- omb refusal
 
 
 def data_bytes(s: ScaledCase, duration_s: float, replicas: int) -> int:
     """Bytes the case leaves on the broker's disks: the backlog, or the rate over the run,
-    times the replicas (an upper bound: retention may delete some)."""
-    written = (s.rate or 0.0) * s.case.message_size * s.producers * duration_s
+    times the replicas (an upper bound: retention may delete some). A reassignment's
+    topics have one replica each."""
     if s.case.scenario == "reassign":
-        # the moved topic and the background topic, each at the rate
-        written *= 2
+        # the moved topic and the background topic (at its own rate, else the same),
+        # over the window before the move too
+        rate = (s.rate or 0.0) + (s.background_rate if s.background_rate is not None
+                                  else (s.rate or 0.0))
+        written = rate * s.case.message_size * (duration_s + (s.reassign_delay_s or 0.0))
+        return int(written)  # both topics have a single replica (the study's)
+    written = (s.rate or 0.0) * s.case.message_size * s.producers * duration_s
     total = max(written, float(s.backlog_bytes or 0))
     return int(total * max(1, replicas))
 

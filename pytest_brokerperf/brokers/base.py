@@ -113,6 +113,11 @@ class BrokerType:
     no_durability: ClassVar[str | None] = (
         "durability levels are not mapped for {name} in this version")
 
+    #: scenario kinds (``reassign``, ``mixed`` ...) this kind cannot run, and why: a
+    #: study case of such a kind is deselected at collection with the reason (a plain
+    #: scenario test still skips when its run finds out)
+    cannot_run: ClassVar[Mapping[str, str]] = {}
+
     #: the flags naming a remote cluster of this kind (None: no remote mode)
     remote_flags: ClassVar[RemoteFlags | None] = None
     #: node counts container mode offers (empty: no container mode)

@@ -70,7 +70,7 @@ if TYPE_CHECKING:
     from pytest_brokerperf.workload import Workload
 
 __all__ = ["REASSIGN_INCOMPLETE", "Reassign", "ReassignPrepared", "ReassignReport",
-           "judge_reassign", "reassign_figures", "window_ratios"]
+           "judge_reassign", "producer_split", "reassign_figures", "window_ratios"]
 
 #: verdict status (and flag): the move did not complete within its bound
 REASSIGN_INCOMPLETE = "reassign-incomplete"
@@ -179,6 +179,14 @@ class Reassign(Scenario):
     ``throttle_bytes_s``: replication throttle (bytes/s) during the move, None for an
     unthrottled one; ``target_broker``: the broker id to move to (default the lowest id
     holding no replica of the partition).
+
+    The background topic: by default it is shaped like the moved one (one partition) and
+    ``rate`` is split evenly over the two. ``background_partitions`` gives it its own
+    partition count; ``background_rate`` (msg/s) its own rate, and then ``rate`` is the
+    moved topic's alone (AutoMQ: 40 MiB/s on the moved topic, 10 MiB/s on a
+    4-partition background topic). The two rates are carried by producers in the same
+    ratio (OMB's ``producersPerTopicList``: each producer offers the same rate), so
+    their ratio must be one of small whole numbers (at most 16 producers in all).
     """
 
     workload: Workload | None = None
@@ -189,6 +197,8 @@ class Reassign(Scenario):
     timeout_s: float | None = None
     throttle_bytes_s: int | None = None
     target_broker: int | None = None
+    background_partitions: int | None = None
+    background_rate: float | None = None
     driver_file: Path | None = None
     slos: tuple[str, ...] = ()
     name: str = "reassign"
@@ -205,8 +215,32 @@ class Reassign(Scenario):
             partitions=1, message_size=self.message_size, producers_per_topic=1,
             consumer_per_subscription=1, subscriptions_per_topic=1)
         wl = wl.replace(topics=2)
+        producers = (1, 1)
+        total_rate = self.rate
+        if self.background_rate is not None:
+            if self.background_rate <= 0:
+                raise ValueError(f"Reassign(background_rate={self.background_rate!r}): the "
+                                 "background topic's rate must be > 0 msg/s")
+            if self.rate is None:
+                raise ValueError(
+                    f"Reassign(background_rate={self.background_rate!r}) needs rate= (the "
+                    "moved topic's own msg/s): the two rates set the producers' ratio")
+            producers = producer_split(float(self.rate), float(self.background_rate))
+            total_rate = float(self.rate) + float(self.background_rate)
+        parts = (1, 1)
+        if self.background_partitions is not None:
+            if self.background_partitions < 1:
+                raise ValueError(f"Reassign(background_partitions={self.background_partitions!r})"
+                                 ": a topic has at least one partition")
+            parts = (1, int(self.background_partitions))
+        if producers != (1, 1) or parts != (1, 1):
+            wl = wl.replace(partitions_per_topic_list=parts, producers_per_topic_list=producers)
+            notes.append(
+                f"background topic: {parts[1]} partition(s), {producers[1]} producer(s) "
+                f"beside the moved topic's {producers[0]} (each producer offers the same "
+                f"rate, so the moved topic takes {producers[0]}/{sum(producers)} of it)")
         rate, period, warmup, measure = fixed_rate_window(
-            settings, endpoint, wl, wl_file, self.rate, notes, what="reassign")
+            settings, endpoint, wl, wl_file, total_rate, notes, what="reassign")
         if self.delay_s is not None:
             if self.delay_s <= 0:
                 raise ValueError(f"Reassign(delay_s={self.delay_s!r}): the window before the "
@@ -243,6 +277,21 @@ class Reassign(Scenario):
 
 
 # --------------------------------------------------------------------------- figures
+
+
+def producer_split(moved: float, background: float, most: int = 16) -> tuple[int, int]:
+    """Producers (moved topic, background topic) whose ratio is ``moved / background``:
+    the smallest pair within 1 %; ValueError when none has at most ``most`` producers."""
+    want = moved / background
+    for total in range(2, most + 1):
+        for a in range(1, total):
+            b = total - a
+            if abs(a / b - want) <= 0.01 * want:
+                return a, b
+    raise ValueError(
+        f"Reassign(rate={moved:g}, background_rate={background:g}): a ratio of {want:.3g} "
+        f"needs more than {most} producers (each producer offers the same rate). Fix: "
+        "rates in a ratio of small whole numbers, e.g. 4:1")
 
 
 def _count(periods: Sequence[PeriodStats], metric: str) -> int:
@@ -376,7 +425,8 @@ def run_reassign(ctx: RunContext, scenario: Reassign,
     holder: list[KafkaDriver] = []
 
     def check(driver: Driver) -> None:
-        holder.append(movable(driver))  # skipped before any topic exists
+        # skipped before any topic exists; a dry run asks the broker nothing
+        holder.append(movable(driver, ask_broker=not settings.dry_run))
 
     run = set_up_run(ctx, scenario, extra_slos, prepared=prepared, check_driver=check)
     slos, wl, plan, payloads, workers = run.slos, run.workload, run.plan, run.payloads, run.workers
@@ -397,7 +447,9 @@ def run_reassign(ctx: RunContext, scenario: Reassign,
                 if prepared.throttle_bytes_s else "")
     ctx.progress(
         f"brokerperf: {broker.kind} reassign rate={prepared.rate:g} msg/s over 2 topics "
-        f"(half each) warm-up≤{prepared.warmup_s:g}s before={prepared.measure_s:g}s then the first "
+        f"(moved {wl.rate_for_topic(0):g}, background {wl.rate_for_topic(1):g} on "
+        f"{wl.partitions_for_topic(1)} partition(s)) "
+        f"warm-up≤{prepared.warmup_s:g}s before={prepared.measure_s:g}s then the first "
         f"topic's partition moves to another broker{throttle}, after={prepared.after_s:g}s "
         f"workers={workers}")
     thresholds = Thresholds(steal_share=settings.max_steal / 100)

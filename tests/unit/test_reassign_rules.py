@@ -220,6 +220,34 @@ def test_prepare_two_single_partition_topics_and_bounds() -> None:
             _prepared(**bad)
 
 
+def test_a_background_topic_of_its_own_partitions_and_rate() -> None:
+    """AutoMQ: the moved topic at 40 MiB/s, a 4-partition background topic at 10 MiB/s;
+    the producers carry the two rates in their ratio (each offers the same rate)."""
+    p = _prepared(background_partitions=4, background_rate=250)
+    wl = p.workload
+    assert wl.partitions_per_topic_list == (1, 4) and wl.producers_per_topic_list == (4, 1)
+    assert (wl.rate_for_topic(0), wl.rate_for_topic(1)) == (1000.0, 250.0)
+    assert p.rate == 1250
+    assert any("background topic: 4 partition(s), 1 producer(s)" in n for n in p.notes)
+    for bad, match in (({"background_rate": 0}, "background_rate=0"),
+                       ({"background_partitions": 0}, "background_partitions=0"),
+                       ({"background_rate": 1}, "needs more than 16 producers")):
+        with pytest.raises(ValueError, match=match):
+            _prepared(**bad)
+    with pytest.raises(ValueError, match="needs rate="):
+        Reassign(message_size=1024, background_rate=10).prepare(_settings(), EP)
+
+
+def test_a_dry_run_asks_no_broker_whether_a_partition_can_move() -> None:
+    pytest.importorskip("kafka")
+    from pytest_brokerperf import brokers
+
+    nowhere = BrokerEndpoint(kind="kafka", bootstrap="127.0.0.1:1", mode="process")
+    driver = brokers.get("kafka").create_driver(nowhere, None, scenario="reassign")
+    single = movable(driver, ask_broker=False)  # returns at once: nothing listens there
+    assert single.config.replication_factor == 1
+
+
 def test_only_kafka_protocol_drivers_can_move_a_partition() -> None:
     with pytest.raises(BrokerUnavailable, match="reassign on loopback: partition reassign"):
         movable(LoopbackDriver())

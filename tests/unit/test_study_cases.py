@@ -102,7 +102,7 @@ def test_smoke_shrinks_every_dimension_and_says_so() -> None:
     assert "partitions 2000 -> 16" in s.notes
     assert "rate 200k -> 1k msg/s" in s.notes
     assert any(n.startswith("backlog 512 GiB -> 32 MiB") for n in s.notes)
-    assert s.labels == {"study": "streamnative", "case": case.id}
+    assert s.labels == {"study": "streamnative", "case": case.id, "study_source": "t"}
     assert "scaled for --brokerperf-profile=smoke" in s.note()
 
 
@@ -123,10 +123,23 @@ def test_a_throughput_case_of_large_messages_gets_a_ladder_in_bytes() -> None:
     assert StudyCase("c", "t", "throughput").scaled("smoke").rates is None
 
 
-def test_reassign_delay_shrinks() -> None:
-    s = StudyCase("automq", "t", "reassign", partitions=1, rate=10_240,
-                  after_s=600.0).scaled("standard")
+def test_reassign_delay_and_after_window_shrink_apart() -> None:
+    s = StudyCase("automq", "t", "reassign", partitions=1, rate=10_240, delay_s=600.0,
+                  after_s=900.0).scaled("standard")
+    assert s.reassign_delay_s == SCALE_LIMITS["standard"].reassign_delay_s
     assert s.reassign_after_s == SCALE_LIMITS["standard"].reassign_after_s
+    assert "move after 600 s -> 30 s of load" in s.notes
+    assert "window after the move 900 s -> 30 s" in s.notes
+
+
+def test_reassign_background_scales_in_the_studys_ratio() -> None:
+    case = StudyCase("automq", "t", "reassign", partitions=1, message_size=4 * KIB,
+                     rate=10_240, background_partitions=4, background_rate=2_560)
+    s = case.scaled("smoke")
+    assert s.rate is not None and s.background_rate is not None
+    assert s.rate == 4 * s.background_rate  # 40 : 10 MiB/s
+    assert (s.rate + s.background_rate) * 4 * KIB <= SCALE_LIMITS["smoke"].bytes_rate
+    assert case.scaled("omb").background_rate == 2_560
 
 
 # --------------------------------------------------------------------------- omb refusal
@@ -159,6 +172,10 @@ def test_data_bytes_counts_the_rate_over_the_run_and_the_replicas() -> None:
     assert data_bytes(s, 100.0, 3) == 1000 * 1024 * 2 * 100 * 3
     moved = StudyCase("a", "t", "reassign", partitions=1, rate=1000).scaled("omb")
     assert data_bytes(moved, 10.0, 1) == 2 * 1000 * 1024 * 10  # plus the background topic
+    # the background topic's own rate, and the load before the move
+    bg = StudyCase("a", "t", "reassign", partitions=1, rate=1000, background_rate=250,
+                   delay_s=90.0).scaled("omb")
+    assert data_bytes(bg, 10.0, 3) == 1250 * 1024 * (10 + 90)  # single-replica topics
 
 
 # --------------------------------------------------------------------------- tweaks
@@ -221,10 +238,10 @@ def test_build_gives_each_scenario_its_scaled_numbers(tmp_path: Path) -> None:
     assert isinstance(tp, Throughput) and tp.driver_file is not None
     assert KafkaDriverConfig.from_yaml(tp.driver_file).producer_config.get("batch.size") \
         == "1024"
-    mv, _ = StudyCase("a", "t", "reassign", partitions=1, rate=10_240, after_s=600.0,
+    mv, _ = StudyCase("a", "t", "reassign", partitions=1, rate=10_240, delay_s=600.0,
                       throttle_bytes_s=100 * MIB).build(smoke, KAFKA, tmp_path)
     assert isinstance(mv, Reassign)
-    assert (mv.after_s, mv.throttle_bytes_s) == (5.0, 100 * MIB)
+    assert (mv.delay_s, mv.after_s, mv.throttle_bytes_s) == (5.0, None, 100 * MIB)
 
 
 def test_the_shipped_suite_declares_the_studies_cases() -> None:
@@ -271,3 +288,239 @@ def test_the_generator_capacity_is_the_lower_process_bound_ceiling_times_workers
     assert got is not None and got[0] == 600_000
     # calibration off: nothing is claimed
     assert generator_capacity(s, _settings(calibration="off"), (0, 1), measure=True) is None
+
+
+# --------------------------------------------------------------------------- the studies as run
+
+SUITE = Path(__file__).resolve().parents[2] / "scenarios"
+PULSAR = BrokerEndpoint(kind="pulsar", bootstrap="pulsar://localhost:6650", mode="process")
+RABBITMQ = BrokerEndpoint(kind="rabbitmq", bootstrap="amqp://localhost:5672", mode="process")
+ENDPOINTS = {"kafka": KAFKA, "pulsar": PULSAR, "rabbitmq": RABBITMQ}
+
+
+def _suite_cases() -> dict[str, list[StudyCase]]:
+    """The study cases of this checkout's scenarios/, by list name (loaded by path: the
+    installed ``pytest_brokerperf.suite`` may be another checkout's)."""
+    import importlib.util
+
+    found: dict[str, list[StudyCase]] = {}
+    for path in sorted(SUITE.glob("test_*.py")):
+        spec = importlib.util.spec_from_file_location(f"_suite_{path.stem}", path)
+        assert spec is not None and spec.loader is not None
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        for name, value in vars(mod).items():
+            if isinstance(value, list) and value and isinstance(value[0], StudyCase):
+                found[name] = value
+    return found
+
+
+def _case(listing: str, study: str, case_id: str) -> StudyCase:
+    (hit,) = [c for c in _suite_cases()[listing] if c.study == study and c.id == case_id]
+    return hit
+
+
+def _omb(case: StudyCase, kind: str, tmp_path: Path) -> Any:
+    run, scaled = case.build(_settings(profile="omb"), ENDPOINTS[kind], tmp_path)
+    assert scaled.notes == ()  # omb keeps the study's numbers
+    return run
+
+
+def test_automq_reassignment_moves_after_ten_minutes_beside_its_background_topic(
+        tmp_path: Path) -> None:
+    """AutoMQ 3.3: topic A (1 partition) at 40 MiB/s, topic B (4 partitions) at 10 MiB/s,
+    A's partition moved after 10 minutes of load, throttled to 100 MiB/s."""
+    (case,) = _suite_cases()["REASSIGN_CASES"]
+    run = _omb(case, "kafka", tmp_path)
+    assert isinstance(run, Reassign)
+    assert run.delay_s == 600.0  # the delay before the move, not the window after it
+    assert run.after_s is None  # the scenario's own window after the move
+    assert run.throttle_bytes_s == 100 * MIB and run.message_size == 4 * KIB
+    prepared = run.prepare(_settings(profile="omb"), KAFKA)
+    wl = prepared.workload
+    assert prepared.measure_s == 600.0  # the load before the move
+    assert wl.partitions_per_topic_list == (1, 4)
+    assert wl.rate_for_topic(0) * 4 * KIB == 40 * MIB
+    assert wl.rate_for_topic(1) * 4 * KIB == 10 * MIB
+    # the moved partition holds the study's order of data at the move (~30 GiB)
+    assert wl.rate_for_topic(0) * 4 * KIB * (prepared.warmup_s + prepared.measure_s) \
+        > 20 * GIB
+
+
+def test_confluent_throughput_batches_as_the_study(tmp_path: Path) -> None:
+    ladder = [10_000.0, 50_000.0, 100_000.0, 200_000.0, 500_000.0, 1_000_000.0]
+    kafka = _omb(_case("THROUGHPUT_CASES", "confluent", "p100-4x4-1KiB-batch1MiB-linger10ms"),
+                 "kafka", tmp_path / "k")
+    assert isinstance(kafka, Throughput) and list(kafka.rates or ()) == ladder
+    assert (kafka.partitions, kafka.producers, kafka.consumers) == (100, 4, 4)
+    cfg = KafkaDriverConfig.from_yaml(kafka.driver_file)
+    assert cfg.producer_config.get("batch.size") == str(1024 * KIB)
+    assert cfg.producer_config.get("linger.ms") == "10"
+    pulsar = _omb(_case("THROUGHPUT_CASES", "confluent", "p100-4x4-1KiB-batch1MiB-linger50ms"),
+                  "pulsar", tmp_path / "p")
+    pcfg = PulsarDriverConfig.from_yaml(pulsar.driver_file)
+    assert pcfg.producer.batching_max_bytes == 1024 * KIB
+    assert pcfg.producer.batching_max_publish_delay_ms == 50
+
+
+def _rabbitmq_driver(run: Any) -> Any:
+    from pytest_brokerperf.brokers.rabbitmq.config import RabbitMQDriverConfig
+
+    return RabbitMQDriverConfig.from_yaml(run.driver_file)
+
+
+def test_confluent_rabbitmq_runs_its_own_cases(tmp_path: Path) -> None:
+    """24 queues on a direct exchange, mirrored to all nodes, not persisted, auto-ack,
+    30k msg/s; figure 14 mirrored versus classic at 10k-40k; no 200k case."""
+    lat = _omb(_case("TAILREAD_CASES", "confluent", "p24-4x4-1KiB-r30k-mirrored"),
+               "rabbitmq", tmp_path)
+    assert isinstance(lat, TailRead) and lat.rate == 30_000 and lat.partitions == 24
+    cfg = _rabbitmq_driver(lat)
+    assert cfg.exchange_type == "DIRECT" and cfg.queue_type == "CLASSIC"
+    assert dict(cfg.ha_policy)["ha-mode"] == "all"
+    assert cfg.message_persistence is False and cfg.auto_ack is True
+    fig14 = [c for c in _suite_cases()["TAILREAD_CASES"]
+             if c.source in ("figure 13", "figure 14") and "rabbitmq" in c.brokers]
+    assert sorted((c.variant, c.rate) for c in fig14) == sorted(
+        (v, float(r)) for v in ("mirrored", "classic") for r in (10_000, 20_000, 30_000, 40_000))
+    classic = _rabbitmq_driver(_omb(_case("TAILREAD_CASES", "confluent",
+                                          "p24-4x4-1KiB-r40k-classic"), "rabbitmq",
+                                    tmp_path / "c"))
+    assert classic.ha_policy == () and classic.auto_ack is True
+    for cases in _suite_cases().values():
+        for c in cases:
+            if c.refusal("rabbitmq", nodes=3, remote=False) is None:
+                assert c.rate is None or c.rate <= 40_000, c.id
+
+
+def test_pulsar_perf_cases_carry_the_commands_settings(tmp_path: Path) -> None:
+    cases = _suite_cases()["PULSAR_LIMIT"]
+    assert sorted((c.tweak.send_mode, c.message_size) for c in cases) == sorted(
+        [("sync", s) for s in (128, KIB, 16 * KIB, 512 * KIB)]
+        + [("async", s) for s in (128, KIB, 16 * KIB)])
+    asyn = _omb(_case("PULSAR_LIMIT", "pulsar-limit", "p1-1KiB-lz4-async"), "pulsar", tmp_path)
+    cfg = PulsarDriverConfig.from_yaml(asyn.driver_file)
+    assert cfg.producer.compression_type == "LZ4"
+    assert cfg.producer.batching_max_messages == 10_000
+    assert cfg.memory_limit_bytes() == 2 * GIB
+    assert (cfg.client.persistence.ensemble_size, cfg.client.persistence.write_quorum,
+            cfg.client.persistence.ack_quorum) == (2, 2, 2)
+    sync = _omb(_case("PULSAR_LIMIT", "pulsar-limit", "p1-1KiB-none-sync"), "pulsar",
+                tmp_path / "s")
+    scfg = PulsarDriverConfig.from_yaml(sync.driver_file)
+    assert scfg.synchronous and scfg.producer.batching_enabled is False
+    assert scfg.producer.compression_type == "NONE"
+    for c in cases:  # the bookie tuning: refused on a local Pulsar, with the settings
+        refusal = c.refusal("pulsar", nodes=3, remote=False)
+        assert refusal is not None and refusal[0] == "skip"
+        assert "journalFlushWhenQueueEmpty=true" in refusal[1]
+        assert "journalAlignmentSize=4096" in refusal[1]
+
+
+def test_streamnative_cases_say_what_differs(tmp_path: Path) -> None:
+    cases = [c for cs in _suite_cases().values() for c in cs if c.study == "streamnative"]
+    assert all(c.drop_page_cache for c in cases)
+    for c in cases:  # every case: the Pulsar tuning this suite does not apply
+        notes = " ".join(c.deviations)
+        for setting in ("bookkeeperNumberOfChannelsPerBookie=64",
+                        "batchingPartitionSwitchFrequencyByPublishDelay=2",
+                        "managedLedgerNewEntriesCheckDelayInMillis=0"):
+            assert setting in notes, (c.id, setting)
+    latency = [c for c in cases if c.source in ("table 2", "table 3")]
+    for c in latency:
+        assert c.rate == 200_000
+        assert any("does not state" in a for a in c.assumptions), c.id
+    bypass = [c for c in latency if c.variant == "journal-bypass"]
+    assert {c.subscriptions for c in bypass} == {1, 10}
+    for c in bypass:
+        assert c.server_settings == ("journalWriteData=false", "journalSyncData=false")
+        assert c.refusal("pulsar", nodes=1, remote=False) is not None
+        assert c.refusal("pulsar", nodes=1, remote=True) is None
+        assert c.refusal("kafka", nodes=1, remote=False) == (
+            "deselect", f"study case streamnative {c.id} is the study's pulsar case, not "
+            "kafka's")
+
+
+def test_automq_extreme_throughput_and_the_borrowed_drain(tmp_path: Path) -> None:
+    run = _omb(_case("TAILREAD_CASES", "automq", "p100-4KiB-r230.4k-batch200KiB"), "kafka",
+               tmp_path)
+    assert run.rate * 4 * KIB == 900 * MIB
+    drain = _case("CATCHUP_CASES", "confluent", "p100-1KiB-r200k-backlog512GiB-consumer-only")
+    assert any("borrowed from StreamNative" in a for a in drain.assumptions)
+
+
+def test_every_shipped_case_names_its_study_and_table() -> None:
+    from pytest_brokerperf import published
+    from pytest_brokerperf.study_cases import STUDIES
+
+    unpublished = {"linger sweep", "compression sweep", "OMB changes"}
+    for cases in _suite_cases().values():
+        for c in cases:
+            assert c.study in STUDIES
+            assert STUDIES[c.study].title in c.cite() and c.section, c.id
+            if c.source in unpublished:  # no published figure: the case says why
+                assert c.deviations or c.assumptions, c.id
+            else:
+                assert (c.study, c.source) in published.layouts(), (c.study, c.source)
+
+
+# --------------------------------------------------------------------------- refusals
+
+
+def test_inapplicable_scenarios_are_deselected_by_the_brokers_declaration() -> None:
+    moved = StudyCase("automq", "t", "reassign", partitions=1, rate=1000, delay_s=60.0)
+    for kind in ("pulsar", "rabbitmq"):
+        refusal = moved.refusal(kind, nodes=3, remote=False)
+        assert refusal is not None and refusal[0] == "deselect"
+        assert "does not apply to " + kind in refusal[1]
+    assert moved.refusal("kafka", nodes=3, remote=False) is None
+    mixed = StudyCase("s", "t", "mixed", backlog_bytes=GIB)
+    assert mixed.refusal("rabbitmq", nodes=1, remote=False)[0] == "deselect"  # type: ignore[index]
+    assert mixed.refusal("pulsar", nodes=1, remote=False) is None
+    # a case for Kafka takes the Kafka-protocol brokers
+    assert StudyCase("s", "t", "tailread", brokers=("kafka",)).refusal(
+        "redpanda", nodes=1, remote=False) is None
+
+
+def test_a_case_needing_more_nodes_is_refused_with_the_reason() -> None:
+    case = StudyCase("c", "t", "tailread", min_nodes=2, min_nodes_why="mirrors need a node")
+    assert case.refusal("rabbitmq", nodes=1, remote=False) == (
+        "skip", f"study case c {case.id} needs --brokerperf-nodes >= 2: mirrors need a node")
+    assert case.refusal("rabbitmq", nodes=3, remote=False) is None
+    with pytest.raises(ValueError, match="min_nodes_why"):
+        StudyCase("c", "t", "tailread", min_nodes=2)
+
+
+def test_reassign_settings_on_another_scenario_are_refused() -> None:
+    with pytest.raises(ValueError, match="reassignment setting"):
+        StudyCase("c", "t", "tailread", delay_s=60.0)
+    with pytest.raises(ValueError, match="needs rate="):
+        StudyCase("c", "t", "reassign", background_rate=100.0)
+
+
+def test_the_producer_split_carries_the_two_rates() -> None:
+    from pytest_brokerperf.scenario_library.reassign import producer_split
+
+    assert producer_split(40.0, 10.0) == (4, 1)
+    assert producer_split(1.0, 1.0) == (1, 1)
+    assert producer_split(30.0, 20.0) == (3, 2)
+    with pytest.raises(ValueError, match="more than 16 producers"):
+        producer_split(1000.0, 1.0)
+
+
+def test_dropping_the_page_cache_says_why_it_could_not(tmp_path: Path) -> None:
+    from pytest_brokerperf.study_cases import drop_page_cache
+
+    target = tmp_path / "drop_caches"
+    assert drop_page_cache(target) is None and target.read_text() == "3\n"
+    why = drop_page_cache(tmp_path / "absent" / "drop_caches")
+    assert why is not None and "was not dropped" in why and "needs root" in why
+
+
+def test_deviations_and_assumptions_reach_the_record_notes() -> None:
+    case = StudyCase("streamnative", "table 2", "tailread", rate=200_000,
+                     deviations=("x is not set",), assumptions=("rate assumed",))
+    notes = case.scaled("omb").all_notes()
+    assert notes[0].startswith("study case streamnative p100-1KiB-r200k (StreamNative, "
+                               '"Benchmarking Pulsar and Kafka')
+    assert notes[1:] == ["study deviation: x is not set", "study assumption: rate assumed"]

@@ -6,6 +6,7 @@ tests see the generator's ceiling and latency floor without any broker in the wa
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -22,6 +23,10 @@ class LoopbackBroker(BrokerType):
     """The harness's no-broker driver (tests and calibration)."""
 
     name: ClassVar[str] = "loopback"
+    cannot_run: ClassVar[Mapping[str, str]] = {
+        "reassign": (
+            "the in-process loopback broker has no partitions to move"),
+    }
     protocol: ClassVar[str] = "loopback"
     #: the plugin's own tests give it clusters of sleeping processes that simulate a
     #: power cut; it holds no messages to read back

