@@ -9,6 +9,7 @@ and unit; a broker or capability that is missing skips it.
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -62,6 +63,10 @@ class BrokerPerf:
         if not isinstance(case, study_cases.StudyCase):
             raise TypeError(f"brokerperf.run_case() takes a StudyCase, got {case!r}")
         workdir = Path(self.request.getfixturevalue("tmp_path"))
+        if self.settings.workload is not None:
+            # a case runs its study's numbers, never the user's workload file: its record
+            # must not name that file (the plugin deselects cases when a file is given)
+            self.settings = replace(self.settings, workload=None)
         try:
             scenario, scaled = case.build(self.settings, self.broker, workdir / "drivers")
         except BrokerUnavailable as exc:
