@@ -110,7 +110,8 @@ def test_tailread_refuses_a_backlog_workload(tmp_path: Path) -> None:
                  "subscriptionsPerTopic: 1\nproducersPerTopic: 1\nconsumerPerSubscription: 1\n"
                  "producerRate: 1000\nconsumerBacklogSizeGB: 1\nbacklogDrainRatio: 0.9\n"
                  "testDurationMinutes: 1\n")
-    with pytest.raises(ValueError, match=r"consumerBacklogSizeGB: 1 .*-m catchup"):
+    with pytest.raises(ValueError,
+                       match=r"backlog.yaml:9: consumerBacklogSizeGB = 1: .*-m catchup"):
         TailRead().prepare(_settings(workload=str(f)), EP)
     with pytest.raises(ValueError, match=r"throughput scenario would ignore.*-m catchup"):
         Throughput().prepare(_settings(workload=str(f)), EP)
