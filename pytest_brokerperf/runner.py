@@ -76,7 +76,10 @@ class BrokerPerf:
 
             cpus = default_generator_cpus(self.broker.broker_cpus())
             driver = None
-            if self.broker.mode != "remote":  # no calibration load on a remote cluster
+            # no calibration load on a remote cluster, nor in a dry run (which starts,
+            # loads and writes nothing: a cached ceiling is used when there is one)
+            measure = not self.settings.dry_run
+            if self.broker.mode != "remote" and measure:
                 driver = create_driver(self.broker, getattr(scenario, "driver_file", None),
                                        case.scenario)
             local = self.broker.local
@@ -85,7 +88,7 @@ class BrokerPerf:
                 scaled, self.settings, nodes=self.broker.nodes,
                 remote=self.broker.mode == "remote", data_dir=data,
                 generator=study_cases.generator_capacity(
-                    scaled, self.settings, cpus, measure=True, driver=driver,
+                    scaled, self.settings, cpus, measure=measure, driver=driver,
                     broker=(self.broker.kind, self.broker.version)))
             if reasons:
                 pytest.skip(f"REFUSED under --brokerperf-profile=omb (nothing was created): "

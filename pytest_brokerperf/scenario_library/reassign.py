@@ -376,7 +376,8 @@ def run_reassign(ctx: RunContext, scenario: Reassign,
     holder: list[KafkaDriver] = []
 
     def check(driver: Driver) -> None:
-        holder.append(movable(driver))  # skipped before any topic exists
+        # skipped before any topic exists; a dry run asks the cluster nothing
+        holder.append(movable(driver, ask_cluster=not settings.dry_run))
 
     run = set_up_run(ctx, scenario, extra_slos, prepared=prepared, check_driver=check)
     slos, wl, plan, payloads, workers = run.slos, run.workload, run.plan, run.payloads, run.workers

@@ -56,10 +56,11 @@ def move_complete(state: MoveState, target: Sequence[int]) -> bool:
             and set(state.replicas) == want and want <= set(state.isr))
 
 
-def movable(driver: Driver) -> KafkaDriver:
+def movable(driver: Driver, *, ask_cluster: bool = True) -> KafkaDriver:
     """The run's driver with single-replica topics, or ``BrokerUnavailable`` (a skip)
     where partitions cannot be moved: not a Kafka-protocol driver, a single broker,
-    kafka-python missing."""
+    kafka-python missing. ``ask_cluster=False`` (a dry run: nothing is contacted) leaves
+    the broker count unchecked."""
     from pytest_brokerperf.brokers.kafka.driver import KafkaDriver
     from pytest_brokerperf.errors import BrokerUnavailable
 
@@ -79,6 +80,8 @@ def movable(driver: Driver) -> KafkaDriver:
     single = replace(driver, config=driver.config.with_overrides(
         replication_factor=1, topic={"min.insync.replicas": "1"},
         reason="reassign: the moved topic has one replica (AutoMQ's study)"))
+    if not ask_cluster:
+        return single
     admin = single.admin()
     try:
         n = admin.broker_count()
