@@ -343,7 +343,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         # the user's input, checked before any broker starts (exit code 4 when bad)
         from pytest_brokerperf.preflight import preflight_problems
 
-        kinds = {m for i in remaining if SCENARIO_FIXTURES.intersection(i.fixturenames)
+        kinds = {m for i in remaining
+                 if SCENARIO_FIXTURES.intersection(getattr(i, "fixturenames", ()))
                  for m in SCENARIO_MARKERS if i.get_closest_marker(m) is not None}
         found = preflight_problems(settings, scenarios=kinds)
         if found:

@@ -279,3 +279,15 @@ def test_disk_reads_are_read_only_for_local_brokers() -> None:
     assert broker_disk_reads(remote) is None
     local = BrokerEndpoint(kind="kafka", bootstrap="h:9092", mode="process", local=mine)
     assert isinstance(broker_disk_reads(local), int)  # this process's own read_bytes
+
+
+def test_residual_is_never_negative() -> None:
+    """Messages received before their acks reached the counters (read while both go on)
+    once made ``residual_messages: -20`` (issue 23, item 8)."""
+    build = _phase("build", {"acked": 0, "received": 0}, {"acked": 5000, "received": 0}, 5.0)
+    drain = _phase("drain", {"acked": 5000, "received": 0, "received_bytes": 0},
+                   {"acked": 9000, "received": 9020, "received_bytes": 9020 * 1024}, 6.0)
+    report, _ = catchup_figures(_prepared(), subs_per_topic=1, build=build, drain=drain,
+                                before_p99=None, consumer_pause="test")
+    assert report.residual_messages == 0
+    assert report.net_drain_rate_msg_s == pytest.approx(5000 / 6.0)
