@@ -27,7 +27,6 @@ The class keeps construction, output and derived numbers; the checks across keys
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,7 +49,7 @@ from pytest_brokerperf.models.workload_fields import FIELDS, KeyDistributor
 from pytest_brokerperf.rate_schedule import RateSchedule
 from pytest_brokerperf.warnings import BrokerPerfWarning
 from pytest_brokerperf.workload_checks import check_workload
-from pytest_brokerperf.workload_keys import BY_ATTR, BY_KEY, read_keys
+from pytest_brokerperf.workload_keys import BY_ATTR, BY_KEY, read_keys, warn_at
 from pytest_brokerperf.workload_payloads import (
     PAYLOAD_HEADER_BYTES,
     payload_path,
@@ -161,13 +160,8 @@ class Workload:
                 "`topics: 1`, `partitionsPerTopic: 16`, `messageSize: 1024`."
             )
         for key, line in doc.duplicate_keys():
-            warnings.warn(
-                BrokerPerfWarning(
-                    f"{path}:{line}: key {key!r} appears twice; the last value wins. "
-                    "Fix: remove one of them."
-                ),
-                stacklevel=2,
-            )
+            warn_at(BrokerPerfWarning(f"{path}:{line}: key {key!r} appears twice; the last "
+                                      "value wins. Fix: remove one of them."), str(path), line)
         return cls._from_mapping(doc.data, str(path), doc.line, lenient)
 
     @classmethod

@@ -9,11 +9,11 @@ file:line, key, value and fix.
 
 from __future__ import annotations
 
-import warnings
 from typing import TYPE_CHECKING
 
+from pytest_brokerperf.files import LINES
 from pytest_brokerperf.warnings import BrokerPerfWarning
-from pytest_brokerperf.workload_keys import BY_ATTR, Problem
+from pytest_brokerperf.workload_keys import BY_ATTR, Problem, warn_at
 from pytest_brokerperf.workload_payloads import PAYLOAD_HEADER_BYTES, read_payload_file
 
 if TYPE_CHECKING:
@@ -159,14 +159,13 @@ def check_workload(w: Workload) -> list[Problem]:
         except Problem as p:
             found.append(p)
     if w.consumer_only and w.consumer_backlog_size_gb == 0:
-        warnings.warn(
-            BrokerPerfWarning(
-                f"{w.source}: consumerOnly = True has no effect without a backlog "
-                "phase (consumerBacklogSizeGB is 0); it only pauses producers after the "
-                "backlog is built. Fix: remove it or set consumerBacklogSizeGB."
-            ),
-            stacklevel=4,
-        )
+        line_of = LINES.get()
+        line = line_of("consumerOnly") if line_of is not None else None
+        where = f"{w.source}:{line}" if line else w.source
+        warn_at(BrokerPerfWarning(
+            f"{where}: consumerOnly = True has no effect without a backlog "
+            "phase (consumerBacklogSizeGB is 0); it only pauses producers after the "
+            "backlog is built. Fix: remove it or set consumerBacklogSizeGB."), w.source, line)
     return found
 
 

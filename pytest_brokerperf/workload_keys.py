@@ -27,7 +27,7 @@ from pytest_brokerperf.files import PYTHON_SOURCE, closest, joined, parse_label,
 from pytest_brokerperf.models.workload_fields import FIELDS
 from pytest_brokerperf.warnings import BrokerPerfWarning
 
-__all__ = ["BY_ATTR", "BY_KEY", "FOREIGN_KEYS", "Problem", "read_keys"]
+__all__ = ["BY_ATTR", "BY_KEY", "FOREIGN_KEYS", "Problem", "read_keys", "warn_at"]
 
 BY_ATTR = {f.attr: f for f in FIELDS}
 BY_KEY = {f.key: f for f in FIELDS}
@@ -68,6 +68,16 @@ class Problem(Exception):
             key = f"{self.key} (Python: {self.attr})"
         unset = " (not in the file: OMB's default)" if line_of and line is None else ""
         return f"{where}: {key} = {self.value!r}{unset}: {self.problem}. Fix: {self.fix}."
+
+
+def warn_at(warning: Warning, source: str, line: int | None) -> None:
+    """Warn with the user's file and line as the warning's location (pytest's warnings
+    summary names it), not the harness's code that read the file."""
+    if source.startswith("<"):  # built in Python: no file to point at
+        warnings.warn(warning, stacklevel=3)
+        return
+    warnings.warn_explicit(warning, type(warning), filename=source, lineno=line or 1,
+                           module=source)
 
 
 def read_keys(data: Any, source: str, line_of: Callable[[str], int | None] | None, *,
@@ -118,9 +128,9 @@ def read_keys(data: Any, source: str, line_of: Callable[[str], int | None] | Non
             problems.append(f"{where}: {key} = {value!r}: {problem}. Fix: {fix}.")
             continue
         ignored.append(str(key))
-        warnings.warn(BrokerPerfWarning(
+        warn_at(BrokerPerfWarning(
             f"{where}: {key} = {value!r}: {problem}; ignored (--brokerperf-lenient)."),
-            stacklevel=4)
+            source, line)
     if refused is not None:
         refused.extend(problems)
     elif problems:

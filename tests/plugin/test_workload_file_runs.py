@@ -125,3 +125,25 @@ def test_it(brokerperf):
     result = pytester.runpytest_subprocess("--broker=kafka", "--brokerperf-workload=backlog.yaml",
                                            "-p", "no:cacheprovider")
     assert result.ret == 0, result.stdout.str() + result.stderr.str()
+
+
+def test_a_lenient_warning_points_at_the_users_file_and_line(pytester):
+    """It pointed at the plugin's scenario_library/base.py:150 (issue 23, item 8)."""
+    pytester.makeconftest(CONFTEST)
+    pytester.makefile(".yaml", mine=USER_FILE + "futureKey: 7\n")
+    pytester.makepyfile(test_scn="""
+import pytest
+from pytest_brokerperf import TailRead
+
+@pytest.mark.tailread
+def test_it(brokerperf):
+    brokerperf.run(TailRead(), check=False)
+""")
+    result = pytester.runpytest_subprocess("--broker=kafka", "--brokerperf-workload=mine.yaml",
+                                           "--brokerperf-lenient",
+                                           f"--brokerperf-results={pytester.path / 'res'}",
+                                           *FAST)
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["*mine.yaml:10: BrokerPerfWarning: *mine.yaml:10: futureKey = 7:"
+                                 "*ignored (--brokerperf-lenient).*"])
+    assert "base.py" not in result.stdout.str()
