@@ -63,44 +63,49 @@ class BrokerPerf:
         if not isinstance(case, study_cases.StudyCase):
             raise TypeError(f"brokerperf.run_case() takes a StudyCase, got {case!r}")
         workdir = Path(self.request.getfixturevalue("tmp_path"))
-        if self.settings.workload is not None:
-            # a case runs its study's numbers, never the user's workload file: its record
-            # must not name that file (the plugin deselects cases when a file is given)
-            self.settings = replace(self.settings, workload=None)
+        # a case runs its study's numbers, never the user's workload file: its record
+        # must not name that file (the plugin deselects cases when a file is given)
+        settings = replace(self.settings, workload=None)
         try:
-            scenario, scaled = case.build(self.settings, self.broker, workdir / "drivers")
+            scenario, scaled = case.build(settings, self.broker, workdir / "drivers")
         except BrokerUnavailable as exc:
             pytest.skip(str(exc))
-        if self.settings.profile == "omb":
+        if settings.profile == "omb":
             from pytest_brokerperf.brokers import create_driver
 
             cpus = default_generator_cpus(self.broker.broker_cpus())
             driver = None
             # no calibration load on a remote cluster, nor in a dry run (which starts,
             # loads and writes nothing: a cached ceiling is used when there is one)
-            measure = not self.settings.dry_run
+            measure = not settings.dry_run
             if self.broker.mode != "remote" and measure:
                 driver = create_driver(self.broker, getattr(scenario, "driver_file", None),
                                        case.scenario)
             local = self.broker.local
             data = Path(local.data_dirs[0]) if local is not None and local.data_dirs else workdir
             reasons = study_cases.refusals(
-                scaled, self.settings, nodes=self.broker.nodes,
+                scaled, settings, nodes=self.broker.nodes,
                 remote=self.broker.mode == "remote", data_dir=data,
                 generator=study_cases.generator_capacity(
-                    scaled, self.settings, cpus, measure=measure, driver=driver,
+                    scaled, settings, cpus, measure=measure, driver=driver,
                     broker=(self.broker.kind, self.broker.version)))
             if reasons:
                 pytest.skip(f"REFUSED under --brokerperf-profile=omb (nothing was created): "
                             f"study case {case.study} {case.id}: " + "; ".join(reasons))
-        return self.run(scenario, check=check, slos=slos, labels=scaled.labels,
-                        notes=[scaled.note()])
+        return self._run(scenario, settings, check=check, slos=slos, labels=scaled.labels,
+                         notes=[scaled.note()])
 
     def run(self, scenario: Scenario, *, check: bool = True, slos: tuple[str, ...] = (),
             labels: dict[str, Any] | None = None, notes: list[str] | None = None
             ) -> ScenarioResult:
         """Run ``scenario`` on this test's broker; judge it unless ``check=False``.
         ``labels`` join the record's ``params`` (its matrix key), ``notes`` its notes."""
+        return self._run(scenario, self.settings, check=check, slos=slos, labels=labels,
+                         notes=notes)
+
+    def _run(self, scenario: Scenario, settings: Settings, *, check: bool,
+             slos: tuple[str, ...], labels: dict[str, Any] | None,
+             notes: list[str] | None) -> ScenarioResult:
         if not isinstance(scenario, Scenario):
             raise TypeError(f"brokerperf.run() takes a Scenario (TailRead(), Throughput(), "
                             f"...), got {scenario!r}")
@@ -117,7 +122,7 @@ class BrokerPerf:
                         f"scenario {scenario.name!r}, which does not inject faults; faults "
                         "run with the tail-read scenario (docs/reference/faults.md)",
                         pytrace=False)
-        ctx = RunContext(self.request, self.broker, self.settings, self.session_info,
+        ctx = RunContext(self.request, self.broker, settings, self.session_info,
                          fault=self.fault, labels=dict(labels or {}), notes=list(notes or ()))
         from pytest_brokerperf.interrupts import sigterm_interrupts
 
