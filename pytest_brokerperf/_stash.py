@@ -35,3 +35,7 @@ GATE_KEY: pytest.StashKey[SessionGate] = pytest.StashKey()
 #: A scenario test's artefact directory, reserved (made) before its fixtures start the
 #: broker; the test's first run writes into it (``item.stash``).
 ARTEFACTS_KEY: pytest.StashKey[ReservedArtefacts] = pytest.StashKey()
+
+#: How many study, sweep and ``own_workload`` tests a ``--brokerperf-workload`` file
+#: deselected (they never run the file); said after collection.
+OWN_WORKLOAD_KEY: pytest.StashKey[int] = pytest.StashKey()

@@ -1,6 +1,6 @@
 """The ``brokerperf`` command: run the shipped suite, fetch broker jars, show facts.
 
-    brokerperf smoke [PYTEST ARGS...]   tail-read smoke scenario on a local Kafka
+    brokerperf smoke [PYTEST ARGS...]   the tail-read smoke scenario (one test) on Kafka
     brokerperf run [PYTEST ARGS...]     the shipped scenario suite with your options
     brokerperf fetch kafka [--version V]  resolve and cache the broker jars
     brokerperf info                     versions, machine, clock and fsync facts (JSON)
@@ -27,27 +27,75 @@ from pathlib import Path
 __all__ = ["main"]
 
 
-def _suite_args() -> list[str]:
-    """Run the suite from a checkout's scenarios/ when present, else the installed copy."""
+#: The smoke: the plain tail-read scenario alone (what ci/smoke.sh runs), not the
+#: tail-read studies and sweeps, which are a run of their own (``brokerperf run -m tailread``).
+SMOKE_TEST = "test_tailread.py::test_tailread"
+
+#: The help's first line: plain text (the docstring's reStructuredText stays in the docs).
+DESCRIPTION = "brokerperf: run the shipped scenario suite, fetch broker jars, show facts."
+
+#: Commands whose arguments all go to pytest, unparsed (``brokerperf run -m catchup``).
+PYTEST_COMMANDS = ("smoke", "run")
+
+
+def _suite_dir() -> Path | None:
+    """A checkout's ``scenarios/`` in the working directory, else None (installed copy)."""
     local = Path.cwd() / "scenarios"
-    if (local / "test_tailread.py").is_file():
-        return [str(local)]
-    return ["--pyargs", "pytest_brokerperf.suite"]
+    return local if (local / "test_tailread.py").is_file() else None
 
 
-def _pytest(args: list[str]) -> int:
-    import pytest
+def pytest_argv(command: str, args: Sequence[str]) -> list[str]:
+    """The pytest arguments ``brokerperf smoke|run ARGS`` stand for.
 
-    return int(pytest.main(args))
+    Every argument goes to pytest as given (``--brokerperf-provision=process``, ``-q``,
+    ``-m catchup``); one leading ``--`` is dropped, so ``brokerperf smoke -- -q`` works too.
+    The suite is a checkout's ``scenarios/`` when the working directory has one, else the
+    installed copy (``--pyargs pytest_brokerperf.suite``).
+    """
+    rest = list(args)
+    if rest[:1] == ["--"]:
+        rest = rest[1:]
+    local = _suite_dir()
+    if command == "smoke":
+        target = (str(local / SMOKE_TEST) if local is not None
+                  else "pytest_brokerperf.suite." + SMOKE_TEST.replace(".py::", "::"))
+        head = [target] if local is not None else ["--pyargs", target]
+        return [*head, "--broker=kafka", *rest]
+    head = [str(local)] if local is not None else ["--pyargs", "pytest_brokerperf.suite"]
+    return [*head, *rest]
+
+
+def _exec_pytest(args: list[str]) -> int:
+    """Replace this process with ``python -m pytest ARGS``.
+
+    A fresh interpreter, not ``pytest.main()`` here: this module has already imported
+    ``pytest_brokerperf``, so pytest could not rewrite the plugin's asserts and would warn
+    (``PytestAssertRewriteWarning: Module already imported``) on every run. ``exec`` keeps
+    the exit code and Ctrl-C as pytest's own.
+    """
+    argv = [sys.executable, "-m", "pytest", *args]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(sys.executable, argv)
+    return 0  # pragma: no cover  (execv does not return)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="brokerperf", description=__doc__.splitlines()[0])
+    args_in = list(sys.argv[1:] if argv is None else argv)
+    if args_in[:1] and args_in[0] in PYTEST_COMMANDS:
+        # pytest's options are pytest's to parse (argparse would refuse `--brokerperf-*`)
+        return _exec_pytest(pytest_argv(args_in[0], args_in[1:]))
+    parser = argparse.ArgumentParser(
+        prog="brokerperf", description=DESCRIPTION,
+        epilog="smoke and run hand every argument after them to pytest, e.g. "
+        "brokerperf smoke --brokerperf-provision=process -q; "
+        "brokerperf run -m catchup --broker=kafka; "
+        "brokerperf run --help shows pytest's help with every --brokerperf-* option.")
     sub = parser.add_subparsers(dest="command", required=True)
-    p_smoke = sub.add_parser("smoke", help="tail-read smoke scenario on a local Kafka")
-    p_smoke.add_argument("pytest_args", nargs=argparse.REMAINDER)
-    p_run = sub.add_parser("run", help="the shipped scenario suite (pass pytest options)")
-    p_run.add_argument("pytest_args", nargs=argparse.REMAINDER)
+    sub.add_parser("smoke", help="the tail-read smoke scenario alone (one test, ~1 minute) "
+                   "on a Kafka broker it starts; PYTEST ARGS follow")
+    sub.add_parser("run", help="the shipped scenario suite; PYTEST ARGS follow (e.g. -m "
+                   "catchup --broker=kafka)")
     p_fetch = sub.add_parser("fetch", help="resolve and cache broker jars")
     p_fetch.add_argument("broker", choices=["kafka"])
     p_fetch.add_argument("--version", default=None)
@@ -90,10 +138,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                          help="list what would be deleted, delete nothing")
     args = parser.parse_args(argv)
 
-    if args.command == "smoke":
-        return _pytest([*_suite_args(), "-m", "tailread", "--broker=kafka", *args.pytest_args])
-    if args.command == "run":
-        return _pytest([*_suite_args(), *args.pytest_args])
     if args.command == "fetch":
         from pytest_brokerperf.errors import BrokerPerfError
         from pytest_brokerperf.provision import maven

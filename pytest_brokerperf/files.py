@@ -38,11 +38,13 @@ __all__ = [
     "LineOf",
     "YamlDoc",
     "closest",
+    "joined",
     "lines",
     "load_yaml",
     "parse_label",
     "problem",
     "render",
+    "split_joined",
     "type_name",
     "validate",
     "where",
@@ -331,7 +333,8 @@ def validate(
     label_prefix: str = "",
     unset_note: str = "the default",
 ) -> M:
-    """``model.model_validate(data)``; the first error becomes ``error`` with file:line.
+    """``model.model_validate(data)``; every error becomes one line of ``error``, each with
+    file:line (one per key: a union's alternatives would repeat it).
 
     ``line_of(*path)`` finds lines (``YamlDoc.line``; None for data built in Python).
     ``prefix`` is the path of ``data`` inside the file (for lines), ``label_prefix`` how keys
@@ -343,10 +346,27 @@ def validate(
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise error(
-            render(exc.errors()[0], model, data, source=source, line_of=line_of, prefix=prefix,
-                   label_prefix=label_prefix, unset_note=unset_note)
-        ) from None
+        seen: dict[tuple[Any, ...], str] = {}
+        for err in exc.errors():
+            seen.setdefault(tuple(err["loc"]), render(
+                err, model, data, source=source, line_of=line_of, prefix=prefix,
+                label_prefix=label_prefix, unset_note=unset_note))
+        raise error(joined(list(seen.values()), source)) from None
+
+
+def joined(problems: list[str], source: str) -> str:
+    """One problem as it is; several under a line that counts them, one per line."""
+    if len(problems) == 1:
+        return problems[0]
+    return f"{len(problems)} problems in {source}:\n  " + "\n  ".join(problems)
+
+
+def split_joined(text: str) -> list[str]:
+    """The problems of a message :func:`joined` made (to join them with more)."""
+    first, _, rest = text.partition("\n  ")
+    if rest and first.endswith(":") and " problems in " in first:
+        return rest.split("\n  ")
+    return [text]
 
 
 def render(

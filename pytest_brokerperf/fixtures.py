@@ -15,7 +15,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -151,17 +152,39 @@ class _BrokerProcesses:
 
 @pytest.fixture(scope="session")
 def _brokerperf_processes(
+    request: pytest.FixtureRequest,
     brokerperf_settings: Settings,
     brokerperf_session_info: dict[str, Any],
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[_BrokerProcesses]:
-    """The session's broker processes; whatever still runs is stopped at session end."""
+    """The session's broker processes; whatever still runs is stopped at session end.
+    Jars fetched on a broker's first use say so on the terminal, as they go."""
+    from pytest_brokerperf.provision import maven
+
     processes = _BrokerProcesses(brokerperf_settings, brokerperf_session_info,
                                  tmp_path_factory)
+    maven.progress_to(_terminal_lines(request.config))
     try:
         yield processes
     finally:
+        maven.progress_to(None)
         processes.stop()
+
+
+def _terminal_lines(config: pytest.Config) -> Callable[[str], None]:
+    """Write a line to the terminal past pytest's output capture (a broker's start runs
+    in a fixture, whose output pytest would hold until the test ends)."""
+
+    def write(line: str) -> None:
+        tr = config.pluginmanager.getplugin("terminalreporter")
+        capman = config.pluginmanager.getplugin("capturemanager")
+        if tr is None:
+            return
+        with capman.global_and_fixture_disabled() if capman is not None \
+                else contextlib.nullcontext():
+            tr.write_line(line)
+
+    return write
 
 
 def _at_level(endpoint: BrokerEndpoint, level: int | None) -> BrokerEndpoint:

@@ -18,7 +18,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_brokerperf import brokers
-from pytest_brokerperf._stash import ARTEFACTS_KEY, GATE_KEY, SETTINGS_KEY, SUMMARY_ROWS_KEY
+from pytest_brokerperf._stash import (
+    ARTEFACTS_KEY,
+    GATE_KEY,
+    OWN_WORKLOAD_KEY,
+    SETTINGS_KEY,
+    SUMMARY_ROWS_KEY,
+)
 from pytest_brokerperf.config import KNOWN_BROKERS, OPTIONS, OptionSpec, Settings
 from pytest_brokerperf.durability import LEVELS, level_id
 from pytest_brokerperf.errors import BrokerPerfError, ConfigError
@@ -29,6 +35,9 @@ if TYPE_CHECKING:
 
 #: Fixtures that make a test a performance scenario (refused inside xdist workers).
 SCENARIO_FIXTURES = frozenset({"broker_kind", "broker", "brokerperf", "broker_durability"})
+
+#: The scenario markers: each names the scenario kind its tests run.
+SCENARIO_MARKERS = ("tailread", "throughput", "catchup", "mixed", "reassign", "soak")
 
 MARKERS = (
     "tailread: tail-read latency scenario (fixed-rate publishing, tailing consumers)",
@@ -42,6 +51,9 @@ MARKERS = (
     "soak: soak scenario (a tail read held at a moderate rate, 10 minutes by default, "
     "failing when a worker's or local broker's memory, open files or threads grow "
     "without bound)",
+    "own_workload: this test runs its own parameters, not the --brokerperf-workload "
+    "file (a variant of its scenario's plain test); deselected, like study and sweep "
+    "cases, when a workload file is given",
     "broker(*names): run this test only for these brokers "
     f"(known: {', '.join(KNOWN_BROKERS)}); a test none of whose brokers is selected "
     "by --broker is deselected",
@@ -318,6 +330,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         (remaining if keep else deselected).append(item)
     if problems:
         raise pytest.UsageError(note_failure(config, "pytest-brokerperf: " + "\n".join(problems)))
+    if settings.workload is not None:
+        own = [i for i in remaining if _runs_own_workload(i)]
+        if own:
+            deselected += own
+            remaining = [i for i in remaining if i not in own]
+            config.stash[OWN_WORKLOAD_KEY] = len(own)
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = remaining
@@ -331,7 +349,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         # the user's input, checked before any broker starts (exit code 4 when bad)
         from pytest_brokerperf.preflight import preflight_problems
 
-        found = preflight_problems(settings)
+        kinds = {m for i in remaining
+                 if SCENARIO_FIXTURES.intersection(getattr(i, "fixturenames", ()))
+                 for m in SCENARIO_MARKERS if i.get_closest_marker(m) is not None}
+        found = preflight_problems(settings, scenarios=kinds)
         if found:
             raise pytest.UsageError(note_failure(config, "pytest-brokerperf: " + "\n".join(found)))
     _group_by_broker_process(items)
@@ -374,13 +395,42 @@ def _apply_study_case_refusals(config: pytest.Config, settings: Settings,
         config.stash[STUDY_DESELECTED_KEY] = reasons
 
 
-def pytest_report_collectionfinish(config: pytest.Config) -> list[str]:
-    """Say which study cases were deselected because they do not apply, and why."""
+def _study_deselection_lines(config: pytest.Config) -> list[str]:
+    """Which study cases were deselected because they do not apply, and why."""
     reasons = config.stash.get(STUDY_DESELECTED_KEY, [])
     if not reasons:
         return []
     return ([f"brokerperf: {len(reasons)} study case(s) deselected, they do not apply:"]
             + [f"  {r}" for r in reasons])
+
+
+def _runs_own_workload(item: pytest.Item) -> bool:
+    """A study or sweep case (a ``StudyCase`` parameter: its study's published numbers)
+    or a test marked ``own_workload``: neither runs the ``--brokerperf-workload`` file."""
+    if item.get_closest_marker("own_workload") is not None:
+        return True
+    from pytest_brokerperf.study_cases import StudyCase
+
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    return any(isinstance(v, StudyCase) for v in params.values())
+
+
+def _own_workload_lines(config: pytest.Config) -> list[str]:
+    """Why tests were deselected for a workload file (pytest only counts them)."""
+    count = config.stash.get(OWN_WORKLOAD_KEY, 0)
+    settings = config.stash.get(SETTINGS_KEY, None)
+    if not count or settings is None:
+        return []
+    return [f"brokerperf: {count} study, sweep and variant test(s) deselected: they run "
+            f"their own parameters, not --brokerperf-workload={settings.workload}, which "
+            "runs once per scenario kind (in its plain test); run them without "
+            "--brokerperf-workload"]
+
+
+def pytest_report_collectionfinish(config: pytest.Config) -> list[str]:
+    """Say why tests were deselected (pytest only counts them): study cases that do not
+    apply to a broker kind, and cases that would not run a ``--brokerperf-workload`` file."""
+    return _study_deselection_lines(config) + _own_workload_lines(config)
 
 
 def _refuse_omb_cases(config: pytest.Config, settings: Settings,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import warnings
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -114,8 +115,13 @@ def _fault_timing_problems(settings: Settings) -> list[str]:
     return out
 
 
-def preflight_problems(settings: Settings) -> list[str]:
-    """Every problem found in the run's input, each naming the flag, file and fix."""
+def preflight_problems(settings: Settings, scenarios: Iterable[str] = ()) -> list[str]:
+    """Every problem found in the run's input, each naming the flag, file and fix.
+
+    ``scenarios``: the scenario kinds (marker names) of the selected tests that run the
+    workload file; a file one of them cannot run as written (a backlog under ``-m
+    tailread``) is refused here, not after the broker started.
+    """
 
     problems: list[str] = []
     created: list[Path] = []
@@ -134,6 +140,12 @@ def preflight_problems(settings: Settings) -> list[str]:
             wl.payloads(path.parent, seed=0)  # a payload file that is missing or wrong
         except (BrokerPerfError, OSError) as exc:
             problems.append(f"--brokerperf-workload={path}: {exc}")
+        else:
+            from pytest_brokerperf.scenario_library.base import workload_refusals
+
+            for kind in sorted(set(scenarios)):
+                problems.extend(f"--brokerperf-workload={path} (selected {kind} tests): "
+                                f"{problem}" for problem in workload_refusals(kind, wl))
     if settings.driver is not None:
         from pytest_brokerperf import brokers
 

@@ -9,6 +9,7 @@ and unit; a broker or capability that is missing skips it.
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -62,26 +63,31 @@ class BrokerPerf:
         if not isinstance(case, study_cases.StudyCase):
             raise TypeError(f"brokerperf.run_case() takes a StudyCase, got {case!r}")
         workdir = Path(self.request.getfixturevalue("tmp_path"))
+        # a case runs its study's numbers, never the user's workload file: its record
+        # must not name that file (the plugin deselects cases when a file is given)
+        settings = replace(self.settings, workload=None)
         try:
-            scenario, scaled = case.build(self.settings, self.broker, workdir / "drivers")
+            scenario, scaled = case.build(settings, self.broker, workdir / "drivers")
         except BrokerUnavailable as exc:
             pytest.skip(str(exc))
-        if self.settings.profile == "omb":
+        if settings.profile == "omb":
             from pytest_brokerperf.brokers import create_driver
 
             cpus = default_generator_cpus(self.broker.broker_cpus())
             driver = None
-            dry = self.settings.dry_run  # a dry run creates nothing: cached ceilings only
-            if self.broker.mode != "remote" and not dry:  # no calibration load on a remote
+            # no calibration load on a remote cluster, nor in a dry run (which starts,
+            # loads and writes nothing: a cached ceiling is used when there is one)
+            measure = not settings.dry_run
+            if self.broker.mode != "remote" and measure:
                 driver = create_driver(self.broker, getattr(scenario, "driver_file", None),
                                        case.scenario)
             local = self.broker.local
             data = Path(local.data_dirs[0]) if local is not None and local.data_dirs else workdir
             reasons = study_cases.refusals(
-                scaled, self.settings, nodes=self.broker.nodes,
+                scaled, settings, nodes=self.broker.nodes,
                 remote=self.broker.mode == "remote", data_dir=data,
                 generator=study_cases.generator_capacity(
-                    scaled, self.settings, cpus, measure=not dry, driver=driver,
+                    scaled, settings, cpus, measure=measure, driver=driver,
                     broker=(self.broker.kind, self.broker.version)))
             if reasons:
                 pytest.skip(f"REFUSED under --brokerperf-profile=omb (nothing was created): "
@@ -91,10 +97,10 @@ class BrokerPerf:
             notes.append("study deviation: not verified that the cluster runs with the "
                          f"study's broker settings: {'; '.join(case.server_settings)}")
         study_driver = dict(case.drivers).get(self.broker.kind)
-        if study_driver is not None and self.settings.driver:
-            notes.append(f"study deviation: --brokerperf-driver={self.settings.driver} "
+        if study_driver is not None and settings.driver:
+            notes.append(f"study deviation: --brokerperf-driver={settings.driver} "
                          f"replaces the study's driver file {study_driver}.yaml")
-        if case.drop_page_cache and not self.settings.dry_run:
+        if case.drop_page_cache and not settings.dry_run:
             if self.broker.mode == "remote":
                 notes.append("study deviation: the page cache of the remote brokers was not "
                              "dropped before the run (drop it on their hosts)")
@@ -102,13 +108,20 @@ class BrokerPerf:
                 why = study_cases.drop_page_cache()
                 notes.append(f"study deviation: {why}" if why else
                              "the host's page cache was dropped before the run (as the study)")
-        return self.run(scenario, check=check, slos=slos, labels=scaled.labels, notes=notes)
+        return self._run(scenario, settings, check=check, slos=slos, labels=scaled.labels,
+                         notes=notes)
 
     def run(self, scenario: Scenario, *, check: bool = True, slos: tuple[str, ...] = (),
             labels: dict[str, Any] | None = None, notes: list[str] | None = None
             ) -> ScenarioResult:
         """Run ``scenario`` on this test's broker; judge it unless ``check=False``.
         ``labels`` join the record's ``params`` (its matrix key), ``notes`` its notes."""
+        return self._run(scenario, self.settings, check=check, slos=slos, labels=labels,
+                         notes=notes)
+
+    def _run(self, scenario: Scenario, settings: Settings, *, check: bool,
+             slos: tuple[str, ...], labels: dict[str, Any] | None,
+             notes: list[str] | None) -> ScenarioResult:
         if not isinstance(scenario, Scenario):
             raise TypeError(f"brokerperf.run() takes a Scenario (TailRead(), Throughput(), "
                             f"...), got {scenario!r}")
@@ -125,7 +138,7 @@ class BrokerPerf:
                         f"scenario {scenario.name!r}, which does not inject faults; faults "
                         "run with the tail-read scenario (docs/reference/faults.md)",
                         pytrace=False)
-        ctx = RunContext(self.request, self.broker, self.settings, self.session_info,
+        ctx = RunContext(self.request, self.broker, settings, self.session_info,
                          fault=self.fault, labels=dict(labels or {}), notes=list(notes or ()))
         from pytest_brokerperf.interrupts import sigterm_interrupts
 

@@ -19,8 +19,10 @@ if TYPE_CHECKING:
     import pytest
 
 __all__ = [
+    "CatchupFigures",
     "LadderRow",
     "SummaryRow",
+    "format_catchup_table",
     "format_ladder_table",
     "format_ms",
     "format_progress",
@@ -57,6 +59,19 @@ class SummaryRow:
     verdict: str
     slo: str
     topology_check: bool = False  # several broker nodes on this one machine
+    catchup: CatchupFigures | None = None  # a catch-up run's build, drain, rate, cache
+
+
+@dataclass(frozen=True)
+class CatchupFigures:
+    """A catch-up run's own figures, shown under the summary table."""
+
+    backlog_bytes: int  # at the drain's start
+    build_s: float
+    drain_s: float | None  # None: the drain did not finish in time
+    rate_msg_s: float | None  # messages read per second of the drain
+    mib_s: float | None
+    cache: str  # where the drained bytes came from: hot, cold, mixed or unknown
 
 
 @dataclass
@@ -76,7 +91,7 @@ class LadderRow:
     verdict: str
 
 
-def format_ladder_table(rows: Sequence[LadderRow]) -> list[str]:
+def format_ladder_table(rows: Sequence[LadderRow], width: int | None = None) -> list[str]:
     """The throughput ladders: one line per ladder, after a header."""
     head = ("test", "broker", "mode", "rungs", "max sustainable msg/s", "MiB/s", "limit",
             "at msg/s", "knee msg/s", "worker cpu", "verdict")
@@ -86,14 +101,48 @@ def format_ladder_table(rows: Sequence[LadderRow]) -> list[str]:
          _format_rate(r.knee), NA if r.cpu_top is None else f"{r.cpu_top:.0%}", r.verdict)
         for r in rows
     ]
+    return _plain_table(head, cells, {4, 5, 7, 8, 9}, width)
+
+
+def format_catchup_table(rows: Sequence[SummaryRow], width: int | None = None) -> list[str]:
+    """The catch-up runs' own figures: backlog, build and drain times, catch-up rate and
+    where the drained bytes came from (the page cache or the disk)."""
+    head = ("test", "backlog MiB", "build s", "drain s", "catch-up msg/s", "MiB/s", "cache")
+    cells = [
+        (_test_name(r), _format_mib(c.backlog_bytes / 1024**2), f"{c.build_s:.1f}",
+         "not done" if c.drain_s is None else f"{c.drain_s:.1f}", _format_rate(c.rate_msg_s),
+         _format_mib(c.mib_s), c.cache)
+        for r in rows if (c := r.catchup) is not None
+    ]
+    return _plain_table(head, cells, {1, 2, 3, 4, 5}, width)
+
+
+def _plain_table(head: Sequence[str], cells: Sequence[Sequence[str]], right: set[int],
+                 width: int | None) -> list[str]:
+    """A header and rows; wider than ``width``, each row's first cell (the test) goes on
+    a line of its own above the rest, and what is still too wide is cut with "…"."""
+    lines = _plain_lines(head, cells, right, names=False)
+    if width is None or _fits(lines, width):
+        return lines
+    return [_clip(line, width) for line in _plain_lines(head, cells, right, names=True)]
+
+
+def _plain_lines(head: Sequence[str], cells: Sequence[Sequence[str]], right: set[int], *,
+                 names: bool) -> list[str]:
+    first = 1 if names else 0
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(head)]
-    right = {4, 5, 7, 8, 9}
 
     def render(values: Sequence[str]) -> str:
-        return _SEP.join(v.rjust(w) if i in right else v.ljust(w)
-                         for i, (v, w) in enumerate(zip(values, widths, strict=True))).rstrip()
+        parts = [v.rjust(widths[i]) if i in right else v.ljust(widths[i])
+                 for i, v in enumerate(values) if i >= first]
+        return ((_INDENT if names else "") + _SEP.join(parts)).rstrip()
 
-    return [render(head), *(render(c) for c in cells)]
+    lines = [render(head)]
+    for c in cells:
+        if names:
+            lines.append(c[0])
+        lines.append(render(c))
+    return lines
 
 
 # --------------------------------------------------------------------------- numbers
@@ -136,6 +185,7 @@ class _Column:
     cell: Callable[[SummaryRow], str]
     right: bool = False  # numbers are right-aligned
     group: str = ""  # a label spanning adjacent columns of the same group
+    short: str = ""  # the title in the compact layout (a narrow terminal), if shorter
 
 
 def _test_name(row: SummaryRow) -> str:
@@ -143,56 +193,98 @@ def _test_name(row: SummaryRow) -> str:
     return row.nodeid.rsplit("/", 1)[-1]
 
 
+_PUB, _E2E = "publish response ms", "e2e response ms"
+
 _COLUMNS: tuple[_Column, ...] = (
     _Column("test", _test_name),
     _Column("broker", lambda r: r.broker),
     _Column("scenario", lambda r: r.scenario),
     _Column("params", lambda r: r.params),
-    _Column("ack msg/s", lambda r: _format_rate(r.ack_rate), right=True),
+    _Column("ack msg/s", lambda r: _format_rate(r.ack_rate), right=True, short="msg/s"),
     _Column("MiB/s", lambda r: _format_mib(r.mib_s), right=True),
-    _Column("p50", lambda r: format_ms(r.pub_p50), True, "publish response ms"),
-    _Column("p99", lambda r: format_ms(r.pub_p99), True, "publish response ms"),
-    _Column("p99.9", lambda r: format_ms(r.pub_p999), True, "publish response ms"),
-    _Column("p50", lambda r: format_ms(r.e2e_p50), True, "e2e response ms"),
-    _Column("p99", lambda r: format_ms(r.e2e_p99), True, "e2e response ms"),
-    _Column("p99.9", lambda r: format_ms(r.e2e_p999), True, "e2e response ms"),
+    _Column("p50", lambda r: format_ms(r.pub_p50), True, _PUB),
+    _Column("p99", lambda r: format_ms(r.pub_p99), True, _PUB),
+    _Column("p99.9", lambda r: format_ms(r.pub_p999), True, _PUB),
+    _Column("p50", lambda r: format_ms(r.e2e_p50), True, _E2E),
+    _Column("p99", lambda r: format_ms(r.e2e_p99), True, _E2E),
+    _Column("p99.9", lambda r: format_ms(r.e2e_p999), True, _E2E),
     _Column("verdict", lambda r: r.verdict + (f" {TOPOLOGY_MARK}" if r.topology_check else "")),
     _Column("SLO", lambda r: r.slo),
 )
 
+#: Group labels in the compact layout.
+_SHORT_GROUPS = {_PUB: "publish ms", _E2E: "e2e ms"}
+
 _SEP = "  "
+_INDENT = "  "  # rows under their test's name, in the layouts for narrow terminals
 
 
-def format_table(rows: Sequence[SummaryRow]) -> list[str]:
-    """The summary table as lines: a group header, a column header, one line per row."""
-    cells = [[col.cell(row) for col in _COLUMNS] for row in rows]
-    widths = [
-        max([len(col.title), *(len(r[i]) for r in cells)]) for i, col in enumerate(_COLUMNS)
-    ]
+def format_table(rows: Sequence[SummaryRow], width: int | None = None) -> list[str]:
+    """The summary table as lines: a group header, a column header, one line per row.
+
+    ``width``: the terminal's columns. A table wider than that puts each test's name on
+    a line of its own above its row, then shortens titles and group labels, then moves
+    the parameters, and then the verdict and SLO before them, onto the name's line; a
+    line still too wide (a very narrow terminal) is cut with "…", parameters first (they
+    are in the record; an SLO failure is in the test's report).
+    """
+    lines = _render(rows, _COLUMNS, compact=False)
+    if width is None or _fits(lines, width):
+        return lines
+    def moved(*titles: str) -> tuple[list[_Column], list[_Column]]:
+        by_title = {c.title: c for c in _COLUMNS}  # in the order given: a cut takes the last
+        return ([c for c in _COLUMNS[1:] if c.title not in titles],
+                [by_title[t] for t in titles])
+
+    for (columns, on_name_line), compact in (((_COLUMNS[1:], []), False),
+                                             ((_COLUMNS[1:], []), True),
+                                             (moved("params"), True),
+                                             (moved("verdict", "SLO", "params"), True)):
+        lines = _render(rows, columns, compact=compact, names=True, name_extra=on_name_line)
+        if _fits(lines, width):
+            return lines
+    return [_clip(line, width) for line in lines]
+
+
+def _fits(lines: Sequence[str], width: int) -> bool:
+    return all(len(line) <= width for line in lines)
+
+
+def _clip(line: str, width: int) -> str:
+    return line if len(line) <= width else line[:max(width - 1, 0)] + "…"
+
+
+def _render(rows: Sequence[SummaryRow], columns: Sequence[_Column], *, compact: bool,
+            names: bool = False, name_extra: Sequence[_Column] = ()) -> list[str]:
+    """The table with ``columns``; ``names``: each row under a line with its test's name
+    (and the cells of ``name_extra`` after it)."""
+    titles = [(c.short or c.title) if compact else c.title for c in columns]
+    groups = [(_SHORT_GROUPS.get(c.group, c.group) if compact else c.group) for c in columns]
+    cells = [[col.cell(row) for col in columns] for row in rows]
+    widths = [max([len(t), *(len(r[i]) for r in cells)]) for i, t in enumerate(titles)]
     # A group label is drawn as "-- label --" over its columns; widen the group's
     # columns evenly when the label needs more room than they give it.
     spans: dict[str, list[int]] = {}
-    for i, col in enumerate(_COLUMNS):
-        if col.group:
-            spans.setdefault(col.group, []).append(i)
+    for i, label in enumerate(groups):
+        if label:
+            spans.setdefault(label, []).append(i)
     for label, idx in spans.items():
         span = sum(widths[i] for i in idx) + len(_SEP) * (len(idx) - 1)
-        needed = len(label) + 6
-        extra = max(0, needed - span)
+        extra = max(0, len(label) + 6 - span)
         for k, i in enumerate(idx):
             widths[i] += extra // len(idx) + (1 if k < extra % len(idx) else 0)
+    aligns = [c.right for c in columns]
+    indent = _INDENT if names else ""
 
-    def render(values: Iterable[str], right: Sequence[bool]) -> str:
-        parts = [
-            v.rjust(w) if r else v.ljust(w) for v, w, r in zip(values, widths, right, strict=True)
-        ]
-        return _SEP.join(parts).rstrip()
+    def render(values: Iterable[str]) -> str:
+        parts = [v.rjust(w) if r else v.ljust(w)
+                 for v, w, r in zip(values, widths, aligns, strict=True)]
+        return (indent + _SEP.join(parts)).rstrip()
 
-    aligns = [c.right for c in _COLUMNS]
     group_line: list[str] = []
     i = 0
-    while i < len(_COLUMNS):
-        label = _COLUMNS[i].group
+    while i < len(columns):
+        label = groups[i]
         if not label:
             group_line.append(" " * widths[i])
             i += 1
@@ -201,9 +293,11 @@ def format_table(rows: Sequence[SummaryRow]) -> list[str]:
         span = sum(widths[j] for j in idx) + len(_SEP) * (len(idx) - 1)
         group_line.append(f" {label} ".center(span, "-"))
         i = idx[-1] + 1
-    lines = [_SEP.join(group_line).rstrip()]
-    lines.append(render([c.title for c in _COLUMNS], aligns))
-    lines.extend(render(r, aligns) for r in cells)
+    lines = [(indent + _SEP.join(group_line)).rstrip(), render(titles)]
+    for row, values in zip(rows, cells, strict=True):
+        if names:
+            lines.append(_SEP.join([_test_name(row), *(c.cell(row) for c in name_extra)]))
+        lines.append(render(values))
     return lines
 
 
@@ -224,20 +318,39 @@ def _tally(rows: Sequence[SummaryRow]) -> str:
     )
 
 
+def _terminal_width(tr: pytest.TerminalReporter) -> int | None:
+    """The terminal's columns (``COLUMNS`` wins), None when the output is no terminal
+    (a CI log or a pipe: rows stay whole lines there, to be read and grepped)."""
+    tw = tr.config.get_terminal_writer()
+    stream = getattr(tw, "_file", None)
+    try:
+        tty = bool(stream is not None and stream.isatty())
+    except (AttributeError, ValueError):
+        tty = False
+    return tw.fullwidth if tty or os.environ.get("COLUMNS", "").strip() else None
+
+
 def write_summary(terminalreporter: pytest.TerminalReporter, rows: Sequence[SummaryRow]) -> None:
-    """Write the "brokerperf summary" section: the table and where results went."""
+    """Write the "brokerperf summary" section: the table and where results went, fitted
+    to the terminal's width as pytest's own lines are."""
 
     tr = terminalreporter
+    width = _terminal_width(tr)
     tr.section("brokerperf summary")
-    for line in format_table(rows):
+    for line in format_table(rows, width):
         tr.write_line(line)
     tr.write_line(_tally(rows))
 
+    if any(r.catchup is not None for r in rows):
+        tr.write_line("")
+        tr.write_line("catch-up (backlog built with consumers paused, then drained):")
+        for line in format_catchup_table(rows, width):
+            tr.write_line(line)
     ladders = tr.config.stash.get(LADDER_ROWS_KEY, [])
     if ladders:
         tr.write_line("")
         tr.write_line("throughput (rungs: + sustainable, x not sustainable, - refused):")
-        for line in format_ladder_table(ladders):
+        for line in format_ladder_table(ladders, width):
             tr.write_line(line)
     if any(r.topology_check for r in rows):
         tr.write_line(f"{TOPOLOGY_MARK}: several broker nodes share this one machine; a "
@@ -309,8 +422,8 @@ def format_progress_line(
     return "  ".join(parts)
 
 
-def _p99(period: _Period, metric: str) -> float | None:
-    hist = period.histograms.get(metric)
+def _p99(histograms: Mapping[str, Any], metric: str) -> float | None:
+    hist = histograms.get(metric)
     if hist is None:
         return None
     try:
@@ -320,8 +433,14 @@ def _p99(period: _Period, metric: str) -> float | None:
     return None if value is None else float(value)
 
 
-def format_progress(broker: str, scenario: str, period: _Period) -> str:
-    """The progress line of one stats period of ``broker``/``scenario`` (response p99s)."""
+def format_progress(broker: str, scenario: str, period: _Period,
+                    histograms: Mapping[str, Any] | None = None) -> str:
+    """The progress line of one stats period of ``broker``/``scenario`` (response p99s).
+
+    ``histograms``: the latencies since the previous progress line (several periods
+    merged), so a p99 has the samples it needs at low rates; else the period's own.
+    """
+    hists = period.histograms if histograms is None else histograms
     return format_progress_line(
         period.index,
         period.phase,
@@ -329,8 +448,8 @@ def format_progress(broker: str, scenario: str, period: _Period) -> str:
         publish_rate=period.publish_rate,
         consume_rate=period.consume_rate,
         mib_s=period.publish_mib_s,
-        publish_response_p99_us=_p99(period, "publish_response"),
-        e2e_response_p99_us=_p99(period, "e2e_response"),
+        publish_response_p99_us=_p99(hists, "publish_response"),
+        e2e_response_p99_us=_p99(hists, "e2e_response"),
         backlog=period.backlog,
         label=f"{broker} {scenario}",
     )

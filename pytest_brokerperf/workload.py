@@ -27,7 +27,6 @@ The class keeps construction, output and derived numbers; the checks across keys
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,12 +35,21 @@ from typing import Any, ClassVar
 import yaml
 
 from pytest_brokerperf.errors import WorkloadError
-from pytest_brokerperf.files import LINES, PYTHON_SOURCE, closest, lines, load_yaml, validate
+from pytest_brokerperf.files import (
+    LINES,
+    PYTHON_SOURCE,
+    closest,
+    joined,
+    lines,
+    load_yaml,
+    split_joined,
+    validate,
+)
 from pytest_brokerperf.models.workload_fields import FIELDS, KeyDistributor
 from pytest_brokerperf.rate_schedule import RateSchedule
 from pytest_brokerperf.warnings import BrokerPerfWarning
 from pytest_brokerperf.workload_checks import check_workload
-from pytest_brokerperf.workload_keys import BY_ATTR, BY_KEY, Problem, read_keys
+from pytest_brokerperf.workload_keys import BY_ATTR, BY_KEY, read_keys, warn_at
 from pytest_brokerperf.workload_payloads import (
     PAYLOAD_HEADER_BYTES,
     payload_path,
@@ -135,10 +143,10 @@ class Workload:
             value = getattr(model, f.attr)
             if value is not getattr(self, f.attr):
                 object.__setattr__(self, f.attr, value)
-        try:
-            check_workload(self)
-        except Problem as p:
-            raise WorkloadError(p.render(self.source, line_of)) from None
+        found = check_workload(self)
+        if found:
+            raise WorkloadError(joined([p.render(self.source, line_of) for p in found],
+                                       self.source))
 
     @classmethod
     def from_yaml(cls, path: str | Path, *, lenient: bool = False) -> Workload:
@@ -152,13 +160,8 @@ class Workload:
                 "`topics: 1`, `partitionsPerTopic: 16`, `messageSize: 1024`."
             )
         for key, line in doc.duplicate_keys():
-            warnings.warn(
-                BrokerPerfWarning(
-                    f"{path}:{line}: key {key!r} appears twice; the last value wins. "
-                    "Fix: remove one of them."
-                ),
-                stacklevel=2,
-            )
+            warn_at(BrokerPerfWarning(f"{path}:{line}: key {key!r} appears twice; the last "
+                                      "value wins. Fix: remove one of them."), str(path), line)
         return cls._from_mapping(doc.data, str(path), doc.line, lenient)
 
     @classmethod
@@ -170,9 +173,18 @@ class Workload:
     @classmethod
     def _from_mapping(cls, data: Any, source: str,
                       line_of: Callable[[str], int | None] | None, lenient: bool) -> Workload:
-        kwargs, ignored = read_keys(data, source, line_of, lenient=lenient)
-        with lines(line_of):
-            return cls(**kwargs, source=source, ignored_keys=ignored)
+        refused: list[str] = []  # keys not honoured, reported with every other problem
+        kwargs, ignored = read_keys(data, source, line_of, lenient=lenient, refused=refused)
+        try:
+            with lines(line_of):
+                workload = cls(**kwargs, source=source, ignored_keys=ignored)
+        except WorkloadError as exc:
+            if not refused:
+                raise
+            raise WorkloadError(joined([*refused, *split_joined(str(exc))], source)) from None
+        if refused:
+            raise WorkloadError(joined(refused, source))
+        return workload
 
     def replace(self, **changes: Any) -> Workload:
         """A copy with ``changes`` applied and validated; camelCase OMB keys are accepted too."""

@@ -9,11 +9,11 @@ file:line, key, value and fix.
 
 from __future__ import annotations
 
-import warnings
 from typing import TYPE_CHECKING
 
+from pytest_brokerperf.files import LINES
 from pytest_brokerperf.warnings import BrokerPerfWarning
-from pytest_brokerperf.workload_keys import BY_ATTR, Problem
+from pytest_brokerperf.workload_keys import BY_ATTR, Problem, warn_at
 from pytest_brokerperf.workload_payloads import PAYLOAD_HEADER_BYTES, read_payload_file
 
 if TYPE_CHECKING:
@@ -22,29 +22,38 @@ if TYPE_CHECKING:
 __all__ = ["check_workload"]
 
 
-def check_workload(w: Workload) -> None:
-    """Cross-field checks: everything that would make a run fail or mislead."""
+def check_workload(w: Workload) -> list[Problem]:
+    """Cross-field checks: everything that would make a run fail or mislead, every one
+    found (a file with two mistakes names both at once)."""
+    found: list[Problem] = []
     if w.topics < 1:
-        raise Problem(
+        found.append(Problem(
             "topics",
             w.topics,
             "a workload needs at least one topic (the harness creates its own topics; "
             "pre-existing topic lists are not supported)",
             "write `topics: 1` or more",
-        )
-    _check_per_topic(w, "partitions_per_topic", "partitions_per_topic_list", minimum=1,
-                     what="partition")
-    _check_per_topic(w, "producers_per_topic", "producers_per_topic_list", minimum=0,
-                     what="producer")
+        ))
+    for check in (
+        lambda: _check_per_topic(w, "partitions_per_topic", "partitions_per_topic_list",
+                                 minimum=1, what="partition"),
+        lambda: _check_per_topic(w, "producers_per_topic", "producers_per_topic_list",
+                                 minimum=0, what="producer"),
+        lambda: _check_payload_pool(w),
+    ):
+        try:
+            check()
+        except Problem as p:
+            found.append(p)
     if w.total_producers < 1:
-        raise Problem(
+        found.append(Problem(
             "producers_per_topic_list",
             w.producers_per_topic_list,
             "no topic has a producer, so nothing would be sent",
             "give at least one topic a producer",
-        )
+        ))
     if w.message_size < PAYLOAD_HEADER_BYTES:
-        raise Problem(
+        found.append(Problem(
             "message_size",
             w.message_size,
             f"messages must be at least {PAYLOAD_HEADER_BYTES} bytes: pytest-brokerperf "
@@ -52,8 +61,7 @@ def check_workload(w: Workload) -> None:
             "producer id, sequence) at the start of every payload",
             f"write `messageSize: {PAYLOAD_HEADER_BYTES}` or more (OMB's smallest shipped "
             "payload is 100 bytes)",
-        )
-    _check_payload_pool(w)
+        ))
     for attr in (
         "subscriptions_per_topic",
         "consumer_per_subscription",
@@ -62,98 +70,104 @@ def check_workload(w: Workload) -> None:
     ):
         value = getattr(w, attr)
         if value < 0:
-            raise Problem(attr, value, "must not be negative", "use 0 or a positive number")
+            found.append(Problem(attr, value, "must not be negative", "use 0 or a positive number"))
     if w.subscriptions_per_topic > 0 and w.consumer_per_subscription < 1:
-        raise Problem(
+        found.append(Problem(
             "consumer_per_subscription",
             w.consumer_per_subscription,
             f"subscriptionsPerTopic is {w.subscriptions_per_topic} but no subscription "
             "would have a consumer, so nothing would be received",
             "write `consumerPerSubscription: 1` or more (or `subscriptionsPerTopic: 0` "
             "for a producer-only test)",
-        )
+        ))
     if w.consumer_backlog_size_gb < 0:
-        raise Problem(
+        found.append(Problem(
             "consumer_backlog_size_gb",
             w.consumer_backlog_size_gb,
             "must not be negative",
             "use 0 (no backlog phase) or a positive size in GiB",
-        )
+        ))
     if w.consumer_backlog_size_gb > 0:
         if w.producer_rate == 0:
-            raise Problem(
+            found.append(Problem(
                 "producer_rate",
                 w.producer_rate,
                 "Cannot probe producer sustainable rate when building backlog "
                 f"(consumerBacklogSizeGB is {w.consumer_backlog_size_gb}; OMB refuses "
                 "this combination too)",
                 "set a fixed `producerRate:` (e.g. 10000) or `consumerBacklogSizeGB: 0`",
-            )
+            ))
         if w.subscriptions_per_topic < 1:
-            raise Problem(
+            found.append(Problem(
                 "consumer_backlog_size_gb",
                 w.consumer_backlog_size_gb,
                 "a backlog needs at least one subscription to build up behind",
                 "write `subscriptionsPerTopic: 1` or `consumerBacklogSizeGB: 0`",
-            )
+            ))
     for attr in ("backlog_drain_ratio", "random_bytes_ratio"):
         value = getattr(w, attr)
         if not 0.0 <= value <= 1.0:
-            raise Problem(
+            found.append(Problem(
                 attr,
                 value,
                 "must be between 0.0 and 1.0",
                 f"write e.g. `{BY_ATTR[attr].key}: 1.0`",
-            )
+            ))
     if w.use_randomized_payloads and w.randomized_payload_pool_size < 1:
-        raise Problem(
+        found.append(Problem(
             "randomized_payload_pool_size",
             w.randomized_payload_pool_size,
             "useRandomizedPayloads is true but the pool would be empty",
             "write `randomizedPayloadPoolSize: 1000` (or another positive number)",
-        )
+        ))
     if w.test_duration_minutes <= 0:
-        raise Problem(
+        found.append(Problem(
             "test_duration_minutes",
             w.test_duration_minutes,
             "OMB treats <= 0 as 'run forever'; a test needs a finite measured phase",
             "write `testDurationMinutes: 5` (fractions such as 0.5 are allowed)",
-        )
+        ))
     if w.warmup_duration_minutes < 0:
-        raise Problem(
+        found.append(Problem(
             "warmup_duration_minutes",
             w.warmup_duration_minutes,
             "must not be negative",
             "write `warmupDurationMinutes: 0` to disable warm-up, or a positive number",
-        )
+        ))
     if w.log_interval_millis < 1:
-        raise Problem(
+        found.append(Problem(
             "log_interval_millis",
             w.log_interval_millis,
             "the stats period must be positive",
             "write `logIntervalMillis: 10000` (OMB's period) or 1000 for 1-s series",
-        )
-    _check_rate_list(w)
+        ))
+    try:
+        _check_rate_list(w)
+    except Problem as p:
+        found.append(p)
     if not w.random_topic_names:
-        raise Problem(
+        found.append(Problem(
             "random_topic_names",
             w.random_topic_names,
             "fixed topic names cannot be honoured: pytest-brokerperf creates topics named "
             "bp-<owner>-<run id>-<scenario>-<test>-NNN for every run and deletes them "
             "afterwards (what AutoMQ's default `true` does: a unique name per run)",
             "remove the key or write `randomTopicNames: true`",
-        )
+        ))
     if not w.use_randomized_payloads and w.payload_file is not None:
-        read_payload_file(w, None)
+        try:
+            read_payload_file(w, None)
+        except Problem as p:
+            found.append(p)
     if w.consumer_only and w.consumer_backlog_size_gb == 0:
-        warnings.warn(
-            BrokerPerfWarning(
-                f"{w.source}: consumerOnly = True has no effect without a backlog "
-                "phase (consumerBacklogSizeGB is 0); it only pauses producers after the "
-                "backlog is built. Fix: remove it or set consumerBacklogSizeGB."
-            ),
-            stacklevel=4,
-        )
+        line_of = LINES.get()
+        line = line_of("consumerOnly") if line_of is not None else None
+        where = f"{w.source}:{line}" if line else w.source
+        warn_at(BrokerPerfWarning(
+            f"{where}: consumerOnly = True has no effect without a backlog "
+            "phase (consumerBacklogSizeGB is 0); it only pauses producers after the "
+            "backlog is built. Fix: remove it or set consumerBacklogSizeGB."), w.source, line)
+    return found
 
 
 #: What one producer worker's payload pool may hold (every worker builds its own).

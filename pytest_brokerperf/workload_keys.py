@@ -23,11 +23,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pytest_brokerperf.errors import WorkloadError
-from pytest_brokerperf.files import PYTHON_SOURCE, closest, parse_label, type_name
+from pytest_brokerperf.files import PYTHON_SOURCE, closest, joined, parse_label, type_name
 from pytest_brokerperf.models.workload_fields import FIELDS
 from pytest_brokerperf.warnings import BrokerPerfWarning
 
-__all__ = ["BY_ATTR", "BY_KEY", "FOREIGN_KEYS", "Problem", "read_keys"]
+__all__ = ["BY_ATTR", "BY_KEY", "FOREIGN_KEYS", "Problem", "read_keys", "warn_at"]
 
 BY_ATTR = {f.attr: f for f in FIELDS}
 BY_KEY = {f.key: f for f in FIELDS}
@@ -70,13 +70,26 @@ class Problem(Exception):
         return f"{where}: {key} = {self.value!r}{unset}: {self.problem}. Fix: {self.fix}."
 
 
+def warn_at(warning: Warning, source: str, line: int | None) -> None:
+    """Warn with the user's file and line as the warning's location (pytest's warnings
+    summary names it), not the harness's code that read the file."""
+    if source.startswith("<"):  # built in Python: no file to point at
+        warnings.warn(warning, stacklevel=3)
+        return
+    warnings.warn_explicit(warning, type(warning), filename=source, lineno=line or 1,
+                           module=source)
+
+
 def read_keys(data: Any, source: str, line_of: Callable[[str], int | None] | None, *,
-              lenient: bool = False) -> tuple[dict[str, Any], tuple[str, ...]]:
+              lenient: bool = False, refused: list[str] | None = None
+              ) -> tuple[dict[str, Any], tuple[str, ...]]:
     """The Workload's keyword arguments from an OMB mapping, and the keys left out.
 
-    Refuses (:class:`WorkloadError`) the first key that is not honoured, unless
-    ``lenient``: then every such key is left out with a :class:`BrokerPerfWarning` and
-    returned. ``null`` values leave OMB's default in place (as Jackson does).
+    Refuses (:class:`WorkloadError`) every key that is not honoured, all named at once,
+    unless ``lenient``: then every such key is left out with a :class:`BrokerPerfWarning`
+    and returned. Given ``refused``, the refusals are appended there instead of raised
+    (so the caller reports them with the file's other problems). ``null`` values leave
+    OMB's default in place (as Jackson does).
     """
     if not isinstance(data, Mapping):
         raise WorkloadError(
@@ -85,6 +98,7 @@ def read_keys(data: Any, source: str, line_of: Callable[[str], int | None] | Non
         )
     kwargs: dict[str, Any] = {}
     ignored: list[str] = []
+    problems: list[str] = []
     known = [f.key for f in FIELDS]
     for key, value in data.items():
         f = BY_KEY.get(key) if isinstance(key, str) else None
@@ -96,11 +110,12 @@ def read_keys(data: Any, source: str, line_of: Callable[[str], int | None] | Non
         where = f"{source}:{line}" if line else source
         foreign = FOREIGN_KEYS.get(key) if isinstance(key, str) else None
         if foreign is not None and key.startswith("existing") and value:
-            raise WorkloadError(
+            problems.append(
                 f"{where}: {key} = {value!r}: pre-existing topic lists ({foreign}) are not "
                 "supported; the harness creates and deletes its own topics. "
                 "Fix: remove the key and set `topics:`."
             )
+            continue
         if foreign is not None:
             problem = f"{foreign}; pytest-brokerperf does not implement it"
             fix = f"remove the key, {LENIENT_FIX}"
@@ -110,9 +125,14 @@ def read_keys(data: Any, source: str, line_of: Callable[[str], int | None] | Non
                        "OMB would ignore it silently and run another test than the file says")
             fix = (f"rename it to `{near}`" if near else "remove it") + f", {LENIENT_FIX}"
         if not lenient:
-            raise WorkloadError(f"{where}: {key} = {value!r}: {problem}. Fix: {fix}.")
+            problems.append(f"{where}: {key} = {value!r}: {problem}. Fix: {fix}.")
+            continue
         ignored.append(str(key))
-        warnings.warn(BrokerPerfWarning(
+        warn_at(BrokerPerfWarning(
             f"{where}: {key} = {value!r}: {problem}; ignored (--brokerperf-lenient)."),
-            stacklevel=4)
+            source, line)
+    if refused is not None:
+        refused.extend(problems)
+    elif problems:
+        raise WorkloadError(joined(problems, source))
     return kwargs, tuple(ignored)

@@ -21,6 +21,7 @@ def test_catchup(brokerperf):
 
 
 @pytest.mark.catchup
+@pytest.mark.own_workload
 def test_catchup_consumer_only(brokerperf):
     """Producers stop once the backlog is built (Confluent's ``consumerOnly``)."""
     brokerperf.run(CatchUp(producers_during_drain=False))
@@ -32,6 +33,7 @@ KIB, MIB, GIB = 1024, 1024**2, 1024**3
 
 @pytest.mark.catchup
 @pytest.mark.broker("kafka", "pulsar")
+@pytest.mark.own_workload
 def test_catchup_cold_read(brokerperf):
     """A 1 GiB backlog of 4 KiB messages: more than the page cache one broker node has
     under ``--brokerperf-broker-memory=1536MiB`` (or in a container, whose default limit

@@ -24,6 +24,7 @@ def test_reassign(brokerperf):
 
 
 @pytest.mark.reassign
+@pytest.mark.own_workload
 def test_reassign_throttled(brokerperf):
     # 1 MiB/s of replication: the move of a smoke-sized partition takes seconds
     brokerperf.run(Reassign(throttle_bytes_s=1024**2))

@@ -28,7 +28,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape
@@ -47,6 +47,7 @@ __all__ = [
     "kafka_artifacts",
     "kafka_version_of",
     "main",
+    "progress_to",
     "pulsar_artifacts",
     "pulsar_version_of",
     "render_pom",
@@ -71,6 +72,34 @@ PULSAR_LOG4J2_VERSION = "2.23.1"
 CACHE_ENV = "BROKERPERF_CACHE_DIR"
 MARKER = "resolved.json"
 DEFAULT_MAVEN_TIMEOUT_S = 1800.0
+#: Seconds between progress lines while Maven fetches jars on first use.
+PROGRESS_EVERY_S = 10.0
+
+#: Where first-use progress lines go: stderr, unless the plugin points them at the
+#: terminal past pytest's capture (:func:`progress_to`).
+_progress: Callable[[str], None] | None = None
+
+
+def progress_to(sink: Callable[[str], None] | None) -> None:
+    """Send first-use fetch progress lines to ``sink`` (None: back to stderr)."""
+    global _progress
+    _progress = sink
+
+
+def _say(line: str) -> None:
+    if _progress is not None:
+        _progress(line)
+    else:
+        print(line, file=sys.stderr, flush=True)
+
+
+def _tree_bytes(root: Path) -> int:
+    total = 0
+    for dirpath, _, files in os.walk(root):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(dirpath, name)).st_size
+    return total
 
 _SAFE_VERSION = re.compile(r"^[0-9A-Za-z][0-9A-Za-z._-]*$")
 _SAFE_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
@@ -208,8 +237,11 @@ def _remove_tree(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def _run_maven(mvn: str, work: Path, timeout: float) -> None:
-    """Run copy-dependencies for ``work/pom.xml`` into ``work/lib``; ProvisionError on failure."""
+def _run_maven(mvn: str, work: Path, timeout: float, what: str = "jars") -> None:
+    """Run copy-dependencies for ``work/pom.xml`` into ``work/lib``; ProvisionError on failure.
+
+    A line every :data:`PROGRESS_EVERY_S` says how long it has run and how much Maven's
+    local repository (``~/.m2/repository``, where it downloads to) has grown."""
     log = work / "mvn.log"
     argv = [
         mvn,
@@ -221,8 +253,19 @@ def _run_maven(mvn: str, work: Path, timeout: float) -> None:
         "-DincludeScope=runtime",
         f"-DoutputDirectory={work / 'lib'}",
     ]
+    repo = Path.home() / ".m2" / "repository"
+    before = _tree_bytes(repo)
+    start = time.monotonic()
     proc = ManagedProcess(argv, log_file=log, name="mvn", cwd=work).start()
-    rc = proc.wait(timeout)
+    rc: int | None = None
+    while True:
+        left = timeout - (time.monotonic() - start)
+        rc = proc.wait(max(0.0, min(PROGRESS_EVERY_S, left)))
+        if rc is not None or left <= PROGRESS_EVERY_S:
+            break
+        grown = max(0, _tree_bytes(repo) - before) / 1024**2
+        _say(f"brokerperf: fetching {what}: {time.monotonic() - start:.0f} s, "
+             f"{grown:,.0f} MB downloaded so far")
     if rc is None:
         proc.stop(timeout=10.0)
         raise ProvisionError(
@@ -278,7 +321,11 @@ def resolve_classpath(
         try:
             (work / "pom.xml").write_text(render_pom(name, version, artifacts), encoding="utf-8")
             (work / "lib").mkdir()
-            _run_maven(mvn_path, work, timeout)
+            _say(f"brokerperf: fetching {name} {version} jars with Maven into {target} "
+                 "(first use only; cached afterwards)")
+            _run_maven(mvn_path, work, timeout, what=f"{name} {version} jars")
+            _say(f"brokerperf: {name} {version} jars cached in {target} "
+                 f"({_tree_bytes(work / 'lib') / 1024**2:,.0f} MB)")
             missing = [a.jar_name for a in artifacts if not (work / "lib" / a.jar_name).is_file()]
             if missing:
                 raise ProvisionError(

@@ -33,9 +33,10 @@ if TYPE_CHECKING:
     from pytest_brokerperf.workload import Workload
 
 __all__ = [
-    "DEFAULT_PER_PROCESS_RATE", "PreparedRun", "Scenario", "ScenarioResult", "auto_workers",
-    "durability_param", "key_source", "refuse_rate_schedule", "resolve_period",
-    "resolve_workload", "workload_block",
+    "DEFAULT_PER_PROCESS_RATE", "NO_BACKLOG", "NO_RATE_SCHEDULE", "PreparedRun", "Scenario",
+    "ScenarioResult", "auto_workers", "backlog_problem", "durability_param", "key_source",
+    "refuse_rate_schedule", "resolve_period", "resolve_workload", "workload_block",
+    "workload_refusals",
 ]
 
 #: Rough per-process ceiling used to size worker pools until calibration measures one.
@@ -184,15 +185,52 @@ def key_source(wl: Workload, key: str) -> str:
 def refuse_rate_schedule(wl: Workload, scenario: str, why: str) -> None:
     """A workload with AutoMQ's ``producerRateList`` is an error in a scenario that sets
     its own rates (``why``): the schedule would be dropped."""
+    problem = _rate_schedule_problem(wl, scenario, why)
+    if problem:
+        raise ValueError(problem)
+
+
+def _rate_schedule_problem(wl: Workload, scenario: str, why: str) -> str | None:
     if wl.producer_rate_list is None:
-        return
+        return None
     value = [list(e) for e in wl.producer_rate_list]
-    raise ValueError(
+    return (
         f"{key_source(wl, 'producerRateList')}: producerRateList = {value}: the {scenario} "
         f"scenario cannot follow a rate schedule ({why}), so it would be dropped. Fix: run "
         "it as a tail-read (`-m tailread`, TailRead()), which follows the schedule, or "
         "remove producerRateList from the workload"
     )
+
+
+#: Scenarios that would ignore a workload's backlog (``consumerBacklogSizeGB``).
+NO_BACKLOG = ("tailread", "soak", "throughput")
+#: Scenarios that set their own rates, and why: a ``producerRateList`` would be dropped.
+NO_RATE_SCHEDULE = {
+    "throughput": "it finds the rate itself (ladder or rate discovery)",
+    "catchup": "it publishes at one rate while the backlog builds and drains",
+    "mixed": "its before/during ratios compare windows at one fixed rate",
+}
+
+
+def backlog_problem(wl: Workload, scenario: str) -> str | None:
+    """Why ``scenario`` cannot run ``wl``'s backlog (it would ignore it), or None."""
+    if scenario not in NO_BACKLOG or wl.consumer_backlog_size_gb <= 0:
+        return None
+    return (
+        f"{key_source(wl, 'consumerBacklogSizeGB')}: consumerBacklogSizeGB = "
+        f"{wl.consumer_backlog_size_gb}: a backlog to build and drain, which the {scenario} "
+        "scenario would ignore. Fix: run it as a catch-up read (`-m catchup`, CatchUp()), "
+        "or set consumerBacklogSizeGB: 0"
+    )
+
+
+def workload_refusals(scenario: str, wl: Workload) -> list[str]:
+    """Why the ``scenario`` kind (its marker's name) cannot run ``wl`` as the file says:
+    checked before any broker starts (the plugin's preflight) and again in ``prepare``."""
+    problems = [backlog_problem(wl, scenario)]
+    if scenario in NO_RATE_SCHEDULE:
+        problems.append(_rate_schedule_problem(wl, scenario, NO_RATE_SCHEDULE[scenario]))
+    return [p for p in problems if p]
 
 
 def workload_block(prepared: PreparedRun) -> dict[str, Any]:

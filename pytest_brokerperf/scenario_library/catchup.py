@@ -307,7 +307,9 @@ def catchup_figures(prepared: CatchUpPrepared, *, subs_per_topic: int, build: Ph
     from pytest_brokerperf.verdict import window_steal_share
 
     def backlog(t: dict[str, int]) -> int:
-        return subs_per_topic * t.get("acked", 0) - t.get("received", 0)
+        # never negative: a message received before its acknowledgement reached the
+        # counters is no backlog (the counters are read while both go on)
+        return max(0, subs_per_topic * t.get("acked", 0) - t.get("received", 0))
 
     s, e = drain.start_totals, drain.end_totals
     b0 = backlog(s)
@@ -389,6 +391,7 @@ def run_catchup(ctx: RunContext, scenario: CatchUp,
         PhaseLog,
         record_if_stopped,
     )
+    from pytest_brokerperf.summary import CatchupFigures
     from pytest_brokerperf.verdict import (
         HOT_CACHE,
         Remeasure,
@@ -531,4 +534,9 @@ def run_catchup(ctx: RunContext, scenario: CatchUp,
         noise_retries=discarded,
         extra_figures=extra, record_extra={"catchup": report.as_dict()},
         summary_params=row_params, junit_figures=junit,
+        summary_catchup=CatchupFigures(
+            backlog_bytes=report.backlog_at_drain_start_bytes, build_s=report.build_s,
+            drain_s=report.drain_s, rate_msg_s=report.catchup_rate_msg_s,
+            mib_s=report.catchup_mib_s,
+            cache=report.cache.state if report.cache is not None else "unknown"),
     ))

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from pytest_brokerperf.safety import ScenarioPlan
     from pytest_brokerperf.scenario_library.context import RunContext
     from pytest_brokerperf.slo import SLO, SLOResult
+    from pytest_brokerperf.summary import CatchupFigures
     from pytest_brokerperf.verdict import Verdict
 
 __all__ = ["BROKER_DIED", "INTERRUPTED", "JUNIT_FIGURES", "Measured", "finish", "finish_failed",
@@ -67,6 +68,8 @@ class Measured:
     noise_retries: list[dict[str, Any]] = field(default_factory=list)
     summary_scenario: str | None = None  # summary table label; default the scenario name
     summary_params: str | None = None  # summary table parameters; default short_params
+    #: a catch-up run's build, drain, rate and cache state, for the summary's own table
+    summary_catchup: CatchupFigures | None = None
     #: findings that fail the test beside the SLOs (acknowledged messages lost where the
     #: durability level forbids it)
     findings: list[str] = field(default_factory=list)
@@ -228,7 +231,7 @@ def finish(ctx: RunContext, m: Measured) -> ScenarioResult:
         e2e_p50=figures["e2e_response.p50"], e2e_p99=figures["e2e_response.p99"],
         e2e_p999=figures["e2e_response.p99.9"], verdict=m.verdict.status,
         slo=_slo_text(slo_results, failures, inconclusive),
-        topology_check=broker.topology_check,
+        topology_check=broker.topology_check, catchup=m.summary_catchup,
     ))
     props: list[tuple[str, object]] = [(f"brokerperf.{k}", figures.get(k))
                                        for k in m.junit_figures]

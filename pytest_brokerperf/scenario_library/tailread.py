@@ -17,6 +17,7 @@ from pytest_brokerperf.scenario_library.base import (
     PreparedRun,
     Scenario,
     ScenarioResult,
+    backlog_problem,
     base_params,
     driver_file,
     key_source,
@@ -68,13 +69,9 @@ class TailRead(Scenario):
             partitions=self.partitions, message_size=self.message_size,
             producers_per_topic=self.producers, consumer_per_subscription=self.consumers,
             subscriptions_per_topic=self.subscriptions)
-        if wl.consumer_backlog_size_gb > 0:
-            raise ValueError(
-                f"workload {wl_file or wl.source} sets consumerBacklogSizeGB: "
-                f"{wl.consumer_backlog_size_gb} (a backlog to build and drain), which the "
-                "tail-read scenario would ignore; run it as a catch-up read: "
-                "`pytest scenarios -m catchup` (CatchUp()), or set consumerBacklogSizeGB: 0"
-            )
+        problem = backlog_problem(wl, self.name)
+        if problem:
+            raise ValueError(problem)
         schedule = wl.rate_schedule()
         if schedule is not None:
             given = ("--brokerperf-rate" if settings.rate is not None

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from pytest_brokerperf import ladder as lad
 from pytest_brokerperf.scenario_library.base import (
     Scenario,
+    backlog_problem,
     base_params,
     driver_file,
     refuse_rate_schedule,
@@ -100,13 +101,9 @@ class Throughput(Scenario):
             consumer_per_subscription=self.consumers)
         refuse_rate_schedule(wl, "throughput", "it finds the rate itself (ladder or rate "
                              "discovery)")
-        if wl.consumer_backlog_size_gb > 0:
-            raise ValueError(
-                f"workload {wl_file or wl.source} sets consumerBacklogSizeGB: "
-                f"{wl.consumer_backlog_size_gb} (a backlog to build and drain), which the "
-                "throughput scenario would ignore; run it as a catch-up read: "
-                "`pytest scenarios -m catchup` (CatchUp()), or set consumerBacklogSizeGB: 0"
-            )
+        problem = backlog_problem(wl, "throughput")
+        if problem:
+            raise ValueError(problem)
         mode = self._mode(settings, wl, notes)
         spec = settings.profile_spec
         from_file = settings.profile == "omb"

@@ -434,7 +434,9 @@ def add_row(request):
 """
 
 
-def test_terminal_summary_section(pytester: pytest.Pytester) -> None:
+def test_terminal_summary_section(pytester: pytest.Pytester,
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # the full layout (narrower: test_summary_width.py)
     pytester.makeconftest(SUMMARY_CONFTEST)
     pytester.makepyfile("""
         from pytest_brokerperf.summary import SummaryRow

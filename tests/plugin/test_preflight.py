@@ -50,7 +50,9 @@ def test_a_bad_workload_file_is_a_usage_error_with_its_line(pytester: pytest.Pyt
                   f"--brokerperf-results={pytester.path / 'res'}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        ["*--brokerperf-workload=*bad.yaml: *bad.yaml:4: messageSize = -5*"])
+        ["*--brokerperf-workload=*bad.yaml: 2 problems in *bad.yaml:",
+         "  *bad.yaml:4: messageSize = -5*",
+         "  *bad.yaml: testDurationMinutes = 0 (not in the file: OMB's default)*"])
     assert not (pytester.path / "broker-started").exists()
     assert not (pytester.path / "res").exists()  # refused: nothing created, not even that
 

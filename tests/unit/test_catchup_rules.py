@@ -110,7 +110,8 @@ def test_tailread_refuses_a_backlog_workload(tmp_path: Path) -> None:
                  "subscriptionsPerTopic: 1\nproducersPerTopic: 1\nconsumerPerSubscription: 1\n"
                  "producerRate: 1000\nconsumerBacklogSizeGB: 1\nbacklogDrainRatio: 0.9\n"
                  "testDurationMinutes: 1\n")
-    with pytest.raises(ValueError, match=r"consumerBacklogSizeGB: 1 .*-m catchup"):
+    with pytest.raises(ValueError,
+                       match=r"backlog.yaml:9: consumerBacklogSizeGB = 1: .*-m catchup"):
         TailRead().prepare(_settings(workload=str(f)), EP)
     with pytest.raises(ValueError, match=r"throughput scenario would ignore.*-m catchup"):
         Throughput().prepare(_settings(workload=str(f)), EP)
@@ -278,3 +279,15 @@ def test_disk_reads_are_read_only_for_local_brokers() -> None:
     assert broker_disk_reads(remote) is None
     local = BrokerEndpoint(kind="kafka", bootstrap="h:9092", mode="process", local=mine)
     assert isinstance(broker_disk_reads(local), int)  # this process's own read_bytes
+
+
+def test_residual_is_never_negative() -> None:
+    """Messages received before their acks reached the counters (read while both go on)
+    once made ``residual_messages: -20`` (issue 23, item 8)."""
+    build = _phase("build", {"acked": 0, "received": 0}, {"acked": 5000, "received": 0}, 5.0)
+    drain = _phase("drain", {"acked": 5000, "received": 0, "received_bytes": 0},
+                   {"acked": 9000, "received": 9020, "received_bytes": 9020 * 1024}, 6.0)
+    report, _ = catchup_figures(_prepared(), subs_per_topic=1, build=build, drain=drain,
+                                before_p99=None, consumer_pause="test")
+    assert report.residual_messages == 0
+    assert report.net_drain_rate_msg_s == pytest.approx(5000 / 6.0)

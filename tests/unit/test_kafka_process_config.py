@@ -727,3 +727,31 @@ def test_port_open_and_wait() -> None:
     t0 = time.monotonic()
     assert not wait_for_port("127.0.0.1", closed, timeout=10, alive=lambda: False)
     assert time.monotonic() - t0 < 2
+
+
+def test_a_first_use_fetch_shows_its_progress(fake_mvn: Path, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Jars fetched when a broker is first used (Pulsar's ~235 MB) say so as they go,
+    instead of a silent minute (issue 23, item 6)."""
+    lines: list[str] = []
+    monkeypatch.setenv("FAKE_MVN_SLEEP", "1.0")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # an empty ~/.m2 to watch
+    monkeypatch.setattr(maven, "PROGRESS_EVERY_S", 0.3)
+    maven.progress_to(lines.append)
+    try:
+        maven.resolve_kafka("4.3.1")
+    finally:
+        maven.progress_to(None)
+    target = tmp_path / "cache" / "kafka-4.3.1"
+    assert lines[0] == (f"brokerperf: fetching kafka 4.3.1 jars with Maven into {target} "
+                        "(first use only; cached afterwards)")
+    assert any(line.startswith("brokerperf: fetching kafka 4.3.1 jars: ")
+               and line.endswith("MB downloaded so far") for line in lines[1:-1])
+    assert lines[-1].startswith(f"brokerperf: kafka 4.3.1 jars cached in {target}")
+    lines.clear()
+    maven.progress_to(lines.append)
+    try:
+        maven.resolve_kafka("4.3.1")  # cached: nothing to say
+    finally:
+        maven.progress_to(None)
+    assert lines == []

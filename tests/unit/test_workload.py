@@ -488,7 +488,7 @@ def test_python_errors_name_attribute_too() -> None:
     with pytest.raises(WorkloadError) as info:
         Workload(topics=1, partitions_per_topic=0, message_size=1024, producers_per_topic=1)
     msg = str(info.value)
-    assert msg.startswith("<python>: partitionsPerTopic (Python: partitions_per_topic) = 0")
+    assert "\n  <python>: partitionsPerTopic (Python: partitions_per_topic) = 0" in msg
 
 
 def test_from_dict_source_is_used() -> None:
@@ -635,3 +635,33 @@ def test_record_params_carry_the_per_topic_lists() -> None:
     plain = base_params(wl.replace(partitions_per_topic_list=None,
                                    producers_per_topic_list=None), ep, 1000.0)
     assert plain["partitions"] == 1 and "producers_per_topic" not in plain
+
+
+def test_every_problem_in_a_file_is_reported_at_once(tmp_path: Path) -> None:
+    """A negative backlog and a drain ratio of 1.5 (and a typo'd key): all three, each
+    with its line; validation used to stop at the first (issue 23, item 5)."""
+    f = tmp_path / "two.yaml"
+    f.write_text("name: two\ntopics: 1\npartitionsPerTopic: 1\nmessageSize: 1024\n"
+                 "subscriptionsPerTopic: 1\nconsumerPerSubscription: 1\nproducersPerTopic: 1\n"
+                 "producerRate: 1000\nconsumerBacklogSizeGB: -1\nbacklogDrainRatio: 1.5\n"
+                 "messageSzie: 3\ntestDurationMinutes: 1\n")
+    with pytest.raises(WorkloadError) as info:
+        Workload.from_yaml(f)
+    lines = str(info.value).splitlines()
+    assert lines[0] == f"3 problems in {f}:"
+    assert any(x.startswith(f"  {f}:9: consumerBacklogSizeGB = -1: must not be negative")
+               for x in lines)
+    assert any(x.startswith(f"  {f}:10: backlogDrainRatio = 1.5: must be between 0.0 and 1.0")
+               for x in lines)
+    assert any(x.startswith(f"  {f}:11: messageSzie = 3: unknown workload key") for x in lines)
+
+
+def test_every_type_error_is_reported_at_once(tmp_path: Path) -> None:
+    f = tmp_path / "types.yaml"
+    f.write_text("name: t\ntopics: one\npartitionsPerTopic: 1\nmessageSize: big\n"
+                 "producersPerTopic: 1\ntestDurationMinutes: 1\n")
+    with pytest.raises(WorkloadError) as info:
+        Workload.from_yaml(f)
+    msg = str(info.value)
+    assert msg.startswith(f"2 problems in {f}:")
+    assert f"{f}:2: topics = 'one'" in msg and f"{f}:4: messageSize = 'big'" in msg
