@@ -34,3 +34,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if HERE in item.path.parents:
             item.add_marker(STRICT_WARNINGS)
+
+
+#: what an xdist worker sets in its environment (ci/test.sh runs the tests that start no
+#: broker with ``-n 2``)
+_XDIST_ENV = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
+
+
+@pytest.fixture(autouse=True)
+def _outside_xdist(request: pytest.FixtureRequest) -> None:
+    """A pytester session is a session of its own, not an xdist worker: the worker's
+    environment would make the plugin refuse every scenario in it (and reach the
+    subprocesses it starts)."""
+    if "pytester" in request.fixturenames and os.environ.get("PYTEST_XDIST_WORKER"):
+        mp = request.getfixturevalue("monkeypatch")
+        for name in _XDIST_ENV:
+            mp.delenv(name, raising=False)
