@@ -98,9 +98,13 @@ def test_tailread_on_kafka_to_html_report_in_chromium(
 
     # the record's figures, as the run wrote them (one record: pooled = its own)
     row = next(line for line in summary.splitlines() if line.startswith("| kafka | tailread"))
-    assert f"{rec['ack_rate_msg_s']:,.1f}" in row
-    assert f"| {_ms(rec['latency']['e2e_response']['p99_us'])} |" in row
-    assert _num(rec["ack_rate_msg_s"]) in page and rec["run_id"] in page
+    if status == "valid":
+        assert f"{rec['ack_rate_msg_s']:,.1f}" in row
+        assert f"| {_ms(rec['latency']['e2e_response']['p99_us'])} |" in row
+        assert _num(rec["ack_rate_msg_s"]) in page
+    else:  # a host-noise window is counted, never pooled into the figures
+        assert "| 1 | 0/1 |" in row and row.count("| n/a ") == 6, row
+    assert rec["run_id"] in page
 
     # charts over time: the one broker, one point per period that has the figure
     times = re.findall(r"<figure data-chart='time' data-column='([a-z0-9_]+)'>(.*?)</figure>",
