@@ -42,11 +42,11 @@ _XDIST_ENV = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_
 
 
 @pytest.fixture(autouse=True)
-def _outside_xdist(request: pytest.FixtureRequest) -> None:
-    """A pytester session is a session of its own, not an xdist worker: the worker's
-    environment would make the plugin refuse every scenario in it (and reach the
-    subprocesses it starts)."""
-    if "pytester" in request.fixturenames and os.environ.get("PYTEST_XDIST_WORKER"):
-        mp = request.getfixturevalue("monkeypatch")
+def _outside_xdist(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pytest session a test starts (pytester, in process or as a subprocess, or a
+    subprocess of its own) is a session of its own, not an xdist worker: the worker's
+    environment would make the plugin refuse every scenario in it. The worker itself
+    keeps knowing it is one (xdist tells it through ``config.workerinput``)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
         for name in _XDIST_ENV:
-            mp.delenv(name, raising=False)
+            monkeypatch.delenv(name, raising=False)
