@@ -67,8 +67,9 @@ class SharedBrokers:
     def get(self, name: str) -> KafkaProcessCluster:
         if name not in self._running:
             self.release(keep=set())
-            self._running[name] = cluster = SHARED[name].cluster()
-            cluster.start()
+            cluster = SHARED[name].cluster()
+            cluster.start()  # a failed start stops what it started and raises
+            self._running[name] = cluster
         return self._running[name]
 
     def release(self, keep: set[str]) -> None:
@@ -78,11 +79,17 @@ class SharedBrokers:
             ep = cluster.endpoint
             pids, dirs = list(ep.info["pids"]), [Path(d) for d in ep.info["data_dirs"]]
             cluster.stop()
-            alive = [p for p in pids if psutil.pid_exists(p)
-                     and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+            alive = [p for p in pids if _alive(p)]
             left = [str(d) for d in dirs if d.exists()]
             assert not alive and not left, (
                 f"shared broker {name} left processes {alive} and data directories {left}")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 _SHARED = SharedBrokers()
@@ -140,31 +147,6 @@ def kafka_one(_broker_session_lock: None) -> BrokerEndpoint:
 def kafka_three(_broker_session_lock: None) -> BrokerEndpoint:
     """A three-node local Kafka (512 MiB heaps) shared with every test that asks for it."""
     return _SHARED.get("kafka_three").endpoint
-
-
-_REMOTE_BROKER_CONFTEST = """
-import pytest
-
-@pytest.fixture(scope="session")
-def broker(broker_kind):
-    from pytest_brokerperf.endpoint import BrokerEndpoint, LocalProcesses
-    # the outer test's broker, with its process ids (what the scenario reads /proc of)
-    yield BrokerEndpoint(kind="kafka", bootstrap="{bootstrap}", mode="process",
-                         nodes={nodes}, local=LocalProcesses(pids=tuple({pids})))
-"""
-
-
-@pytest.fixture
-def on_broker() -> Callable[[pytest.Pytester, BrokerEndpoint], None]:
-    """``on_broker(pytester, endpoint)``: the pytester session's scenarios run on the outer
-    test's (shared) broker instead of starting their own."""
-
-    def write(pytester: pytest.Pytester, endpoint: BrokerEndpoint) -> None:
-        pytester.makeconftest(_REMOTE_BROKER_CONFTEST.format(
-            bootstrap=endpoint.bootstrap, nodes=endpoint.nodes,
-            pids=list(endpoint.processes_record().pids)))
-
-    return write
 
 
 @pytest.fixture(scope="session")
