@@ -34,3 +34,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if HERE in item.path.parents:
             item.add_marker(STRICT_WARNINGS)
+
+
+#: what an xdist worker sets in its environment (ci/test.sh runs the tests that start no
+#: broker with ``-n 2``)
+_XDIST_ENV = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
+
+
+@pytest.fixture(autouse=True)
+def _outside_xdist(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pytest session a test starts (pytester, in process or as a subprocess, or a
+    subprocess of its own) is a session of its own, not an xdist worker: the worker's
+    environment would make the plugin refuse every scenario in it. The worker itself
+    keeps knowing it is one (xdist tells it through ``config.workerinput``)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        for name in _XDIST_ENV:
+            monkeypatch.delenv(name, raising=False)

@@ -4,6 +4,13 @@ Two sets of broker JVMs on a 2-core machine make each other miss start-up timeou
 distort every figure, so the whole integration session holds an exclusive file lock
 (also across separate pytest runs and xdist workers), and brokers that cannot be
 provided here skip with the reason.
+
+Shared brokers: a test that only needs *a* broker of a given shape (kind, nodes, heap)
+asks for one of the fixtures in :data:`SHARED` instead of starting its own. The broker
+starts at the first test that asks, serves every following test that asks too (the
+tests of every file that asks are run next to each other), and stops — checked to leave
+no process and no data directory — before the first test that does not ask, so two
+brokers never run at once.
 """
 
 from __future__ import annotations
@@ -11,8 +18,11 @@ from __future__ import annotations
 import fcntl
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import psutil
 import pytest
 
 from pytest_brokerperf.errors import BrokerUnavailable
@@ -20,14 +30,123 @@ from pytest_brokerperf.provision.maven import cache_root, resolve_kafka
 from pytest_brokerperf.verdict import Verdict, assess
 
 if TYPE_CHECKING:
+    from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster
     from pytest_brokerperf.brokers.rabbitmq.process import RabbitMQProcessCluster
+    from pytest_brokerperf.endpoint import BrokerEndpoint
     from pytest_brokerperf.engine.plan import RunOutcome
 
 
+@dataclass(frozen=True)
+class SharedShape:
+    """What a shared broker is: its kind, nodes and heap (the fixture's name is its key)."""
+
+    kind: str
+    nodes: int
+    heap: str | None = None
+
+    def cluster(self) -> KafkaProcessCluster:
+        from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster
+
+        assert self.kind == "kafka", self.kind
+        return KafkaProcessCluster(nodes=self.nodes, **({"heap": self.heap} if self.heap else {}))
+
+
+#: fixture name -> the broker it yields, shared by every test that asks for it
+SHARED = {
+    "kafka_one": SharedShape("kafka", 1),
+    "kafka_three": SharedShape("kafka", 3, heap="512m"),
+}
+
+
+class SharedBrokers:
+    """The shared brokers running now (at most one: see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._running: dict[str, KafkaProcessCluster] = {}
+
+    def get(self, name: str) -> KafkaProcessCluster:
+        if name not in self._running:
+            self.release(keep=set())
+            cluster = SHARED[name].cluster()
+            cluster.start()  # a failed start stops what it started and raises
+            self._running[name] = cluster
+        return self._running[name]
+
+    def release(self, keep: set[str]) -> None:
+        """Stop every shared broker not in ``keep``; each must leave nothing behind."""
+        for name in [n for n in self._running if n not in keep]:
+            cluster = self._running.pop(name)
+            ep = cluster.endpoint
+            pids, dirs = list(ep.info["pids"]), [Path(d) for d in ep.info["data_dirs"]]
+            cluster.stop()
+            alive = [p for p in pids if _alive(p)]
+            left = [str(d) for d in dirs if d.exists()]
+            assert not alive and not left, (
+                f"shared broker {name} left processes {alive} and data directories {left}")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+_SHARED = SharedBrokers()
+
+
+def _shared_of(item: pytest.Item | None) -> set[str]:
+    return set() if item is None else set(getattr(item, "fixturenames", ())) & SHARED.keys()
+
+
+def _is_integration(item: pytest.Item) -> bool:
+    return "tests/integration/" in item.nodeid.replace("\\", "/")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the integration tests; run the files that share a broker next to each other
+    (a file's place is that of the first file sharing its broker; order within a file
+    and of every other file is kept)."""
+    modules: dict[Path, list[pytest.Item]] = {}
     for item in items:
-        if "tests/integration/" in item.nodeid.replace("\\", "/"):
+        if _is_integration(item):
             item.add_marker(pytest.mark.integration)
+            modules.setdefault(item.path, []).append(item)
+    first: dict[str, int] = {}
+    rank: dict[Path, tuple[int, int]] = {}
+    for i, (path, its) in enumerate(modules.items()):
+        names = sorted(set().union(*(_shared_of(it) for it in its)))
+        key = names[0] if names else None
+        if key is not None:
+            first.setdefault(key, i)
+        rank[path] = (first[key] if key is not None else i, i)
+    ordered = sorted(modules, key=rank.__getitem__)
+    integration = [it for path in ordered for it in modules[path]]
+    slots = iter(integration)
+    items[:] = [next(slots) if _is_integration(it) else it for it in items]
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """Stop a shared broker the next test does not ask for (before it starts its own)."""
+    _SHARED.release(keep=_shared_of(nextitem))
+
+
+def pytest_sessionfinish() -> None:
+    _SHARED.release(keep=set())
+
+
+@pytest.fixture
+def kafka_one(_broker_session_lock: None) -> BrokerEndpoint:
+    """A one-node local Kafka shared with every test that asks for it (never stopped or
+    reconfigured by a test: topics are the test's own, under its own prefix)."""
+    return _SHARED.get("kafka_one").endpoint
+
+
+@pytest.fixture
+def kafka_three(_broker_session_lock: None) -> BrokerEndpoint:
+    """A three-node local Kafka (512 MiB heaps) shared with every test that asks for it."""
+    return _SHARED.get("kafka_three").endpoint
 
 
 @pytest.fixture(scope="session")

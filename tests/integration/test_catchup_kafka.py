@@ -17,24 +17,22 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_brokerperf.brokers import create_driver
-from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster
 from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.engine.coordinator import LoadSession, default_generator_cpus
 from pytest_brokerperf.engine.plan import Rung, RunPlan
 from pytest_brokerperf.workload import Workload
 
 
-@pytest.fixture(scope="module")
-def kafka() -> Iterator[BrokerEndpoint]:
-    with KafkaProcessCluster(nodes=1) as cluster:
-        yield cluster.endpoint
+@pytest.fixture
+def kafka(kafka_one: BrokerEndpoint) -> BrokerEndpoint:
+    """The one-node Kafka these tests share with others (tests/integration/conftest.py)."""
+    return kafka_one
 
 
 def _offsets(endpoint: BrokerEndpoint, topic: str, group: str) -> tuple[int, int]:

@@ -15,14 +15,13 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_brokerperf.brokers.kafka.container import KafkaContainerCluster, default_images
-from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.errors import ProvisionError
 from pytest_brokerperf.provision import containers
 from pytest_brokerperf.testing.containers import (
@@ -123,53 +122,6 @@ def test_tailread_smoke_in_container_mode_through_pytest(
     valid_or_noise(rec)
 
 
-# -- one container for the rest of the module (started after the tests above, so no
-# other broker runs while they measure) ------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerEndpoint]:
-    cluster = KafkaContainerCluster(version=KAFKA_DEFAULT_VERSION,
-                                    workdir=tmp_path_factory.mktemp("kafka-container"),
-                                    run_id="it-containers")
-    try:
-        yield cluster.start()
-    finally:
-        cluster.stop()
-    assert leftovers("it-containers") == []
-
-
-def test_host_clients_see_the_advertised_published_port(kafka: BrokerEndpoint) -> None:
-    from confluent_kafka.admin import AdminClient
-
-    md = AdminClient({"bootstrap.servers": kafka.bootstrap}).list_topics(timeout=10)
-    assert [f"{b.host}:{b.port}" for b in md.brokers.values()] == [kafka.bootstrap]
-    assert kafka.bootstrap.startswith("127.0.0.1:")
-
-
-def test_clients_on_the_container_network_reach_the_in_network_listener(
-        kafka: BrokerEndpoint, _kafka_image: str) -> None:
-    host, port = kafka.info["in_network_bootstrap"].split(":")
-    probe = subprocess.run(
-        ["docker", "run", "--rm", "--network", kafka.info["network"], "--entrypoint", "bash",
-         _kafka_image, "-c", f"exec 3<>/dev/tcp/{host}/{port} && echo reached"],
-        capture_output=True, text=True, timeout=120, check=False)
-    assert probe.stdout.strip() == "reached", probe.stderr
-
-
-def test_the_broker_is_pinned_and_sampled_like_a_process_mode_broker(
-        kafka: BrokerEndpoint) -> None:
-    import psutil
-
-    affinity = kafka.info["cpu_affinity"]
-    (pid,) = kafka.info["pids"]  # the JVM as the host sees it: /proc sampling works
-    assert "java" in " ".join(psutil.Process(pid).cmdline())
-    assert "-XX:MaxGCPauseMillis=20" in psutil.Process(pid).cmdline()
-    if affinity["broker_cpus"]:
-        assert affinity["cpuset_cpus"] == ",".join(map(str, affinity["broker_cpus"]))
-        assert sorted(psutil.Process(pid).cpu_affinity()) == affinity["broker_cpus"]
-
-
 def _settled_partition(admin: Any, topic: str, *, within_s: float = 60.0
                        ) -> tuple[list[int], list[int]]:
     """Replicas and in-sync replicas of partition 0 once the metadata names them.
@@ -194,8 +146,11 @@ def _settled_partition(admin: Any, topic: str, *, within_s: float = 60.0
 def test_three_nodes_form_one_cluster_reachable_from_host_and_network(
         tmp_path: Path, _kafka_image: str) -> None:
     """Three KRaft nodes on the session's network: the host sees each at its published
-    loopback address, a replicated topic gets all three in sync, and containers on the
-    network reach every node by its alias."""
+    loopback address (the advertised listener), a replicated topic gets all three in
+    sync, containers on the network reach every node by its alias (the in-network
+    listener), and each broker JVM is pinned and sampled like a process-mode broker.
+    (One node's container is started by the plugin in the tail-read test above.)"""
+    import psutil
     from confluent_kafka.admin import AdminClient, NewTopic
 
     cluster = KafkaContainerCluster(version=KAFKA_DEFAULT_VERSION, workdir=tmp_path,
@@ -207,6 +162,7 @@ def test_three_nodes_form_one_cluster_reachable_from_host_and_network(
         md = admin.list_topics(timeout=10)
         assert sorted(f"{b.host}:{b.port}" for b in md.brokers.values()) == sorted(
             ep.bootstrap.split(","))
+        assert all(a.startswith("127.0.0.1:") for a in ep.bootstrap.split(","))
         admin.create_topics([NewTopic("it-three", 1, 3)])["it-three"].result(timeout=60)
         replicas, isrs = _settled_partition(admin, "it-three")
         assert replicas == [1, 2, 3]
@@ -220,6 +176,13 @@ def test_three_nodes_form_one_cluster_reachable_from_host_and_network(
             capture_output=True, text=True, timeout=120, check=False)
         assert probe.stdout.strip() == "reached", probe.stderr
         assert len(ep.info["container_names"]) == 3 and len(ep.info["pids"]) == 3
+        affinity = ep.info["cpu_affinity"]
+        for pid in ep.info["pids"]:  # each JVM as the host sees it: /proc sampling works
+            cmdline = psutil.Process(pid).cmdline()
+            assert "java" in " ".join(cmdline) and "-XX:MaxGCPauseMillis=20" in cmdline
+            if affinity["broker_cpus"]:
+                assert affinity["cpuset_cpus"] == ",".join(map(str, affinity["broker_cpus"]))
+                assert sorted(psutil.Process(pid).cpu_affinity()) == affinity["broker_cpus"]
     finally:
         cluster.stop()
     assert leftovers("it-containers-three") == []

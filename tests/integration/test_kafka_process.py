@@ -230,32 +230,6 @@ def test_single_node_produce_consume(
     assert Path(info["log_files"][0]).is_file()  # logs are kept
 
 
-def test_three_nodes_rf3_acks_all(cluster_factory: list[KafkaProcessCluster]) -> None:
-    cluster = KafkaProcessCluster(nodes=3, heap="512m")
-    cluster_factory.append(cluster)
-    ep = cluster.start()
-    assert ep.nodes == 3 and ep.topology_check
-    assert len(ep.bootstrap.split(",")) == 3
-    assert len(set(ep.info["pids"])) == 3
-    assert len(broker_ports(ep.bootstrap)) == 3
-
-    create_topic(ep.bootstrap, "rf3", partitions=3, rf=3, **{"min.insync.replicas": "2"})
-    admin = AdminClient({"bootstrap.servers": ep.bootstrap})
-    md = admin.list_topics("rf3", timeout=20)
-    for part in md.topics["rf3"].partitions.values():
-        assert sorted(part.replicas) == [1, 2, 3]
-    assert produce(ep.bootstrap, "rf3", 100, acks="all", **{"enable.idempotence": True}) == []
-    md = admin.list_topics("rf3", timeout=20)
-    for part in md.topics["rf3"].partitions.values():
-        assert len(part.isrs) == 3
-    assert sorted(consume(ep.bootstrap, "rf3", 100)) == sorted(f"msg-{i}" for i in range(100))
-
-    pids, workdir = list(ep.info["pids"]), ep.info["workdir"]
-    cluster.stop()
-    assert_all_gone(pids, workdir)
-    assert not any(Path(d).exists() for d in ep.info["data_dirs"])
-
-
 def test_broken_override_fails_with_log_text(tmp_path: Path) -> None:
     workdir = tmp_path / "kafka"
     cluster = KafkaProcessCluster(
@@ -376,3 +350,27 @@ def test_extra_listener_through_proxy() -> None:
             proxy.close()
     assert not cluster.running
     assert_all_gone(ep.info["pids"], ep.info["workdir"])
+
+
+def test_three_nodes_rf3_acks_all(kafka_three: BrokerEndpoint) -> None:
+    """Last in this file: the shared three-node cluster then serves the next file's tests
+    (tests/integration/conftest.py) too. Its stop is checked when it is released (no
+    process, no data directory), as a single node's is in
+    test_single_node_produce_consume."""
+    ep = kafka_three
+    assert ep.nodes == 3 and ep.topology_check
+    assert len(ep.bootstrap.split(",")) == 3
+    assert len(set(ep.info["pids"])) == 3
+    assert len(broker_ports(ep.bootstrap)) == 3
+
+    create_topic(ep.bootstrap, "rf3", partitions=3, rf=3, **{"min.insync.replicas": "2"})
+    admin = AdminClient({"bootstrap.servers": ep.bootstrap})
+    md = admin.list_topics("rf3", timeout=20)
+    for part in md.topics["rf3"].partitions.values():
+        assert sorted(part.replicas) == [1, 2, 3]
+    assert produce(ep.bootstrap, "rf3", 100, acks="all", **{"enable.idempotence": True}) == []
+    md = admin.list_topics("rf3", timeout=20)
+    for part in md.topics["rf3"].partitions.values():
+        assert len(part.isrs) == 3
+    assert sorted(consume(ep.bootstrap, "rf3", 100)) == sorted(f"msg-{i}" for i in range(100))
+    admin.delete_topics(["rf3"])["rf3"].result(30)  # the cluster is shared

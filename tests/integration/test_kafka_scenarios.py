@@ -1,4 +1,8 @@
-"""The engine and the tail-read scenario against a real local Kafka.
+"""The engine against a real local Kafka (the one-node broker these tests share).
+
+The tail-read scenario through pytest on a Kafka the plugin starts (record, JUnit,
+artefacts, no orphan) is checked in test_report_end_to_end.py, on the run the report is
+made from.
 
 Assertions that can fail: every acknowledged message received exactly once per
 subscription, e2e above zero and bounded, publish delay near zero at a low rate, the
@@ -7,33 +11,26 @@ verdict valid, and nothing left behind on the broker afterwards.
 
 from __future__ import annotations
 
-import json
-import xml.etree.ElementTree as ET
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 
 from pytest_brokerperf.brokers import create_driver
 from pytest_brokerperf.brokers.kafka.config import KafkaDriverConfig, shipped_driver
 from pytest_brokerperf.brokers.kafka.driver import KafkaDriver
-from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster
 from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.engine.coordinator import default_generator_cpus, run_workload
 from pytest_brokerperf.engine.plan import RunPlan
 from pytest_brokerperf.errors import ConfigError
-from pytest_brokerperf.omb_result import read_omb_result
-from pytest_brokerperf.testing import PLAIN_SCENARIOS
 from pytest_brokerperf.workload import Workload
 
 
-@pytest.fixture(scope="module")
-def kafka() -> Iterator[BrokerEndpoint]:
-    with KafkaProcessCluster(nodes=1) as cluster:
-        yield cluster.endpoint
+@pytest.fixture
+def kafka(kafka_one: BrokerEndpoint) -> BrokerEndpoint:
+    """The one-node Kafka these tests share with others (tests/integration/conftest.py)."""
+    return kafka_one
 
 
 def _topics(endpoint: BrokerEndpoint) -> set[str]:
@@ -92,45 +89,6 @@ def test_replication_factor_the_cluster_cannot_satisfy_is_an_error(
     with pytest.raises(ConfigError, match=r"replicationFactor 3 .* 1 broker.*never lowered"):
         run_workload(KafkaDriver(kafka, cfg), wl, plan, payloads=wl.payloads(None))
     assert not any(t.startswith("it-rf3") for t in _topics(kafka))
-
-
-def test_tailread_scenario_end_to_end_through_pytest(
-        pytester: pytest.Pytester, valid_or_noise: Callable[..., tuple[str, str]]) -> None:
-    """The README's main job, shortened: a real broker, results, JUnit, no orphans."""
-    repo = Path(__file__).resolve().parents[2]
-    results = pytester.path / "res"
-    junit = pytester.path / "junit.xml"
-    pytester.makeini("[pytest]\n")
-    run = pytester.runpytest_subprocess(
-        str(repo / "scenarios"), "-m", "tailread", "-k", PLAIN_SCENARIOS, "--broker=kafka",
-        f"--brokerperf-results={results}", f"--junitxml={junit}",
-        "--brokerperf-duration=6", "--brokerperf-warmup=5", "-p", "no:cacheprovider",
-        "--rootdir", str(pytester.path), timeout=600,
-    )
-    (rec,) = [json.loads(x) for x in (results / "results.jsonl").read_text().splitlines()]
-    status, slo = valid_or_noise(rec)  # host-noise: INCONCLUSIVE, a failed test
-    run.assert_outcomes(**{"passed" if status == "valid" else "failed": 1})
-    run.stdout.fnmatch_lines(["*brokerperf summary*", f"*kafka*tailread*{status}*{slo}*"])
-    assert rec["broker"] == "kafka" and rec["broker_version"] == "4.3.1"
-    assert rec["delivery"]["lost"] == 0 and rec["delivery"]["acknowledged"] > 3000
-    assert rec["latency"]["e2e_response"]["p50_us"] > 0
-    assert rec["manifest"]["broker_warmup"]["acknowledged"] > 0
-    art = Path(rec["artefacts"])
-    (omb_file,) = [p for p in art.glob("*.json")
-                   if p.name not in ("manifest.json", "record.json", "broker-settings.json")]
-    omb = read_omb_result(omb_file)
-    assert len(omb["publishRate"]) == 6 and omb["sampleRateMillis"] == 1000
-    assert (art / "logs").is_dir() and any((art / "logs").iterdir())
-    settings = json.loads((art / "broker-settings.json").read_text())
-    assert settings["cluster"]["brokers"] == 1
-    props = {p.get("name"): p.get("value") for p in ET.parse(junit).iter("property")}
-    assert float(props["brokerperf.ack_rate"]) > 0
-    assert props["brokerperf.verdict"] == status
-    # no broker JVM of that session survives it
-    leftovers = [p for p in psutil.process_iter(["cmdline"])
-                 if "kafka.Kafka" in " ".join(p.info["cmdline"] or [])
-                 and str(pytester.path) in " ".join(p.info["cmdline"] or [])]
-    assert leftovers == []
 
 
 def test_an_ack_is_stamped_when_the_broker_answers_not_at_the_next_service_call(

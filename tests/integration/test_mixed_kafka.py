@@ -17,20 +17,18 @@ require:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster
 from pytest_brokerperf.endpoint import BrokerEndpoint
 
 
-@pytest.fixture(scope="module")
-def kafka() -> Iterator[BrokerEndpoint]:
-    with KafkaProcessCluster(nodes=1) as cluster:
-        yield cluster.endpoint
+@pytest.fixture
+def kafka(kafka_one: BrokerEndpoint) -> BrokerEndpoint:
+    """The one-node Kafka these tests share with others (tests/integration/conftest.py)."""
+    return kafka_one
 
 
 def _offsets(endpoint: BrokerEndpoint, topic: str, group: str) -> tuple[int, int, int]:

@@ -17,22 +17,20 @@ scenario's record, and require:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster
 from pytest_brokerperf.endpoint import BrokerEndpoint
 
 pytest.importorskip("kafka", reason="kafka-python (the reassign extra) is not installed")
 
 
-@pytest.fixture(scope="module")
-def kafka3() -> Iterator[BrokerEndpoint]:
-    with KafkaProcessCluster(nodes=3, heap="512m") as cluster:
-        yield cluster.endpoint
+@pytest.fixture
+def kafka3(kafka_three: BrokerEndpoint) -> BrokerEndpoint:
+    """The three-node Kafka these tests share with others (tests/integration/conftest.py)."""
+    return kafka_three
 
 
 CONFTEST = """

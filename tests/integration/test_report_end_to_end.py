@@ -1,10 +1,12 @@
 """From a real scenario run on a local Kafka to the HTML report, opened in Chromium.
 
-A short tail-read smoke run (the shipped ``scenarios/``, ``--broker=kafka``: the plugin
-starts its own broker) writes its results; ``brokerperf report DIR --html --markdown``
-turns them into the report; headless Chromium opens the page with no network. Only
-functional truths are asserted — the report exists, each chart has one series (the one
-broker) with one point per recorded period, the record's figures appear — never speed.
+The README's main job, shortened: a short tail-read smoke run (the shipped
+``scenarios/``, ``--broker=kafka``: the plugin starts its own broker) writes its results,
+JUnit properties and artefacts and leaves no broker JVM behind; ``brokerperf report DIR
+--html --markdown`` turns the results into the report; headless Chromium opens the page
+with no network. Only functional truths are asserted — the record, its artefacts and
+JUnit properties, the report exists, each chart has one series (the one broker) with one
+point per recorded period, the record's figures appear — never speed.
 """
 
 from __future__ import annotations
@@ -14,10 +16,13 @@ import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
 
+import psutil
 import pytest
 
+from pytest_brokerperf.omb_result import read_omb_result
 from pytest_brokerperf.report.render import _ms, _num
 from pytest_brokerperf.testing import PLAIN_SCENARIOS
 from pytest_brokerperf.testing.chromium import (
@@ -37,20 +42,47 @@ def _markers(svg: str, gid: str) -> int:
     return sum(1 for u in el.iter() if u.tag.rsplit("}", 1)[-1] == "use")
 
 
-def test_tailread_on_kafka_to_html_report_in_chromium(pytester: pytest.Pytester) -> None:
+def test_tailread_on_kafka_to_html_report_in_chromium(
+        pytester: pytest.Pytester, valid_or_noise: Callable[..., tuple[str, str]]) -> None:
     repo = Path(__file__).resolve().parents[2]
     results = pytester.path / "res"
+    junit = pytester.path / "junit.xml"
     pytester.makeini("[pytest]\n")
     run = pytester.runpytest_subprocess(
         str(repo / "scenarios"), "-m", "tailread", "-k", PLAIN_SCENARIOS, "--broker=kafka",
-        f"--brokerperf-results={results}", "--brokerperf-warmup=5",
-        "--brokerperf-duration=8", "--brokerperf-rate=2000", "--brokerperf-calibration=off",
+        f"--brokerperf-results={results}", f"--junitxml={junit}", "--brokerperf-warmup=5",
+        "--brokerperf-duration=6", "--brokerperf-rate=2000", "--brokerperf-calibration=off",
         "--brokerperf-inconclusive=warn", "-p", "no:cacheprovider",
         "-W", "default::pytest_brokerperf.warnings.BrokerPerfWarning",
         "--rootdir", str(pytester.path), timeout=600)
     lines = (results / "results.jsonl").read_text().splitlines()
     assert len(lines) == 1, run.stdout.str()
     rec = json.loads(lines[0])
+    # the run: a record, its artefacts, JUnit properties, the summary, no orphan
+    status, slo = valid_or_noise(rec)  # host-noise: INCONCLUSIVE, warned here
+    run.assert_outcomes(passed=1, warnings=run.parseoutcomes().get("warnings", 0))
+    run.stdout.fnmatch_lines(["*brokerperf summary*", f"*kafka*tailread*{status}*{slo}*"])
+    assert rec["broker"] == "kafka" and rec["broker_version"] == "4.3.1"
+    assert rec["delivery"]["lost"] == 0 and rec["delivery"]["acknowledged"] > 3000
+    assert rec["latency"]["e2e_response"]["p50_us"] > 0
+    assert rec["manifest"]["broker_warmup"]["acknowledged"] > 0
+    art = Path(rec["artefacts"])
+    (omb_file,) = [p for p in art.glob("*.json")
+                   if p.name not in ("manifest.json", "record.json", "broker-settings.json")]
+    omb = read_omb_result(omb_file)
+    assert len(omb["publishRate"]) == 6 and omb["sampleRateMillis"] == 1000
+    assert (art / "logs").is_dir() and any((art / "logs").iterdir())
+    settings = json.loads((art / "broker-settings.json").read_text())
+    assert settings["cluster"]["brokers"] == 1
+    props = {p.get("name"): p.get("value") for p in ET.parse(junit).iter("property")}
+    assert float(props["brokerperf.ack_rate"]) > 0
+    assert props["brokerperf.verdict"] == status
+    leftovers = [p for p in psutil.process_iter(["cmdline"])
+                 if "kafka.Kafka" in " ".join(p.info["cmdline"] or [])
+                 and str(pytester.path) in " ".join(p.info["cmdline"] or [])]
+    assert leftovers == []
+
+    # the report
     timeline = rec["timeline"]
     assert len(timeline["t_s"]) == timeline["periods"] > rec["warmup_periods"]
     assert timeline["phase"].count("warmup") == rec["warmup_periods"]
@@ -66,9 +98,13 @@ def test_tailread_on_kafka_to_html_report_in_chromium(pytester: pytest.Pytester)
 
     # the record's figures, as the run wrote them (one record: pooled = its own)
     row = next(line for line in summary.splitlines() if line.startswith("| kafka | tailread"))
-    assert f"{rec['ack_rate_msg_s']:,.1f}" in row
-    assert f"| {_ms(rec['latency']['e2e_response']['p99_us'])} |" in row
-    assert _num(rec["ack_rate_msg_s"]) in page and rec["run_id"] in page
+    if status == "valid":
+        assert f"{rec['ack_rate_msg_s']:,.1f}" in row
+        assert f"| {_ms(rec['latency']['e2e_response']['p99_us'])} |" in row
+        assert _num(rec["ack_rate_msg_s"]) in page
+    else:  # a host-noise window is counted, never pooled into the figures
+        assert "| 1 | 0/1 |" in row and row.count("| n/a ") == 6, row
+    assert rec["run_id"] in page
 
     # charts over time: the one broker, one point per period that has the figure
     times = re.findall(r"<figure data-chart='time' data-column='([a-z0-9_]+)'>(.*?)</figure>",
