@@ -57,6 +57,9 @@ class SummaryRow:
     verdict: str
     slo: str
     topology_check: bool = False  # several broker nodes on this one machine
+    #: against a baseline (--brokerperf-fail-on): "-" (no gate), "pass",
+    #: "REGRESSION: <metric>, ..." or "inconclusive"; a column only when a gate ran
+    baseline: str = "-"
 
 
 @dataclass
@@ -159,20 +162,29 @@ _COLUMNS: tuple[_Column, ...] = (
     _Column("verdict", lambda r: r.verdict + (f" {TOPOLOGY_MARK}" if r.topology_check else "")),
     _Column("SLO", lambda r: r.slo),
 )
+#: shown only when a baseline gate ran (--brokerperf-fail-on)
+_BASELINE_COLUMN = _Column("vs baseline", lambda r: r.baseline)
+
+
+def _columns(rows: Sequence[SummaryRow]) -> tuple[_Column, ...]:
+    if any(r.baseline != "-" for r in rows):
+        return (*_COLUMNS, _BASELINE_COLUMN)
+    return _COLUMNS
 
 _SEP = "  "
 
 
 def format_table(rows: Sequence[SummaryRow]) -> list[str]:
     """The summary table as lines: a group header, a column header, one line per row."""
-    cells = [[col.cell(row) for col in _COLUMNS] for row in rows]
+    columns = _columns(rows)
+    cells = [[col.cell(row) for col in columns] for row in rows]
     widths = [
-        max([len(col.title), *(len(r[i]) for r in cells)]) for i, col in enumerate(_COLUMNS)
+        max([len(col.title), *(len(r[i]) for r in cells)]) for i, col in enumerate(columns)
     ]
     # A group label is drawn as "-- label --" over its columns; widen the group's
     # columns evenly when the label needs more room than they give it.
     spans: dict[str, list[int]] = {}
-    for i, col in enumerate(_COLUMNS):
+    for i, col in enumerate(columns):
         if col.group:
             spans.setdefault(col.group, []).append(i)
     for label, idx in spans.items():
@@ -188,11 +200,11 @@ def format_table(rows: Sequence[SummaryRow]) -> list[str]:
         ]
         return _SEP.join(parts).rstrip()
 
-    aligns = [c.right for c in _COLUMNS]
+    aligns = [c.right for c in columns]
     group_line: list[str] = []
     i = 0
-    while i < len(_COLUMNS):
-        label = _COLUMNS[i].group
+    while i < len(columns):
+        label = columns[i].group
         if not label:
             group_line.append(" " * widths[i])
             i += 1
@@ -202,7 +214,7 @@ def format_table(rows: Sequence[SummaryRow]) -> list[str]:
         group_line.append(f" {label} ".center(span, "-"))
         i = idx[-1] + 1
     lines = [_SEP.join(group_line).rstrip()]
-    lines.append(render([c.title for c in _COLUMNS], aligns))
+    lines.append(render([c.title for c in columns], aligns))
     lines.extend(render(r, aligns) for r in cells)
     return lines
 
@@ -218,10 +230,16 @@ def _tally(rows: Sequence[SummaryRow]) -> str:
     failed = sum(1 for r in rows if r.slo.startswith("FAIL"))
     inconclusive = sum(1 for r in rows if r.slo == "inconclusive")
     runs = f"{len(rows)} scenario run{'s' if len(rows) != 1 else ''}"
-    return (
+    text = (
         f"{runs}: {valid} valid, {len(rows) - valid} with an invalid measurement; "
         f"SLO failed in {failed}, inconclusive in {inconclusive}"
     )
+    gated = [r for r in rows if r.baseline != "-"]
+    if gated:  # the baseline's findings, counted apart from the budgets'
+        regressed = sum(1 for r in gated if r.baseline.startswith("REGRESSION"))
+        unjudged = sum(1 for r in gated if r.baseline == "inconclusive")
+        text += f"; regression against the baseline in {regressed}, not judged in {unjudged}"
+    return text
 
 
 def write_summary(terminalreporter: pytest.TerminalReporter, rows: Sequence[SummaryRow]) -> None:

@@ -227,7 +227,14 @@ def load_series(spark: SparkSession, dirs: Sequence[str | Path], *,
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    from pytest_brokerperf.report.spark import CELL, _upgrade, _with_cell, find_result_files
+    from pytest_brokerperf.report.spark import (
+        CELL,
+        _upgrade,
+        _with_cell,
+        cell_key,
+        find_result_files,
+        manifest_schema,
+    )
 
     s, d, long_ = T.StringType(), T.DoubleType(), T.LongType()
 
@@ -240,7 +247,8 @@ def load_series(spark: SparkSession, dirs: Sequence[str | Path], *,
         params=T.MapType(s, s), env=s, durability=struct(level=long_), end_time=s,
         artefacts=s, verdict=struct(status=s), run_status=s,
         throughput=struct(highest_sustainable_rate_msg_s=d),
-        manifest=struct(machine=struct(cpu_model=s, logical_cpus=long_)),
+        nodes=long_, broker_version=s, profile=s, period_s=d, provision=s, driver=s,
+        driver_file=s, driver_settings_sha256=s, manifest=manifest_schema(),
         _corrupt_record=s, **{f: s for f in raw_fields})
     files = find_result_files(dirs)
     df = (spark.read.schema(schema).option("mode", "PERMISSIVE")
@@ -261,8 +269,7 @@ def load_series(spark: SparkSession, dirs: Sequence[str | Path], *,
             .collect())
     out: dict[CellKey, RunSeries] = {}
     for r in rows:
-        key = CellKey(r["broker"], r["scenario"], r["params_key"] or "", r["durability_key"],
-                      r["fault"], r["env"])
+        key = cell_key(r)
         record: dict[str, Any] = {
             "run_id": r["run_id"], "test_id": r["test_id"], "attempt": r["attempt"],
             "verdict": {"status": r["status"]}, "artefacts": r["artefacts"],
