@@ -137,16 +137,16 @@ def run(opts: ReportOptions, *, out: TextIO | None = None, err: TextIO | None = 
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
     started = None
+    failed = True
     try:
         budgets = _budgets(opts)
         _require_extra(opts.html is not None)
         from pytest_brokerperf.report.render import Report, csv_text, html_page, markdown
         from pytest_brokerperf.report.spark import QuietSpark, progress, run_job
 
-        quiet = QuietSpark(opts.master, verbose=opts.verbose)
+        started = QuietSpark(opts.master, verbose=opts.verbose)
         with progress("starting Spark", err):
-            spark = quiet.start()
-        started = quiet
+            spark = started.start()
         with progress(f"aggregating {len(opts.dirs)} result director"
                       f"{'y' if len(opts.dirs) == 1 else 'ies'}", err):
             current = run_job(spark, opts.dirs, run_id=opts.run_id)
@@ -174,6 +174,7 @@ def run(opts: ReportOptions, *, out: TextIO | None = None, err: TextIO | None = 
         if baseline is not None:
             aligned = align(current.cells, baseline.cells, across=opts.across)
             report.aligned = aligned.cells
+            report.baseline_of = aligned.sources
             report.comparison_notes = aligned.notes
             if budgets:
                 report.gates = evaluate(current.cells, aligned.cells, budgets,
@@ -184,12 +185,12 @@ def run(opts: ReportOptions, *, out: TextIO | None = None, err: TextIO | None = 
         if opts.csv:
             _write(opts.csv, csv_text(current), out)
         if opts.html:
-            from pytest_brokerperf.report.series import load_series
+            from pytest_brokerperf.report.series import load_history_series, load_series
 
             with progress("reading per-period series", err):
                 report.series = load_series(spark, opts.dirs, run_id=opts.run_id)
                 if opts.baseline:
-                    report.baseline_series = load_series(spark, opts.baseline)
+                    report.baseline_series = load_history_series(spark, opts.baseline)
             _write(opts.html, html_page(report), out)
         for w in current.warnings:
             err.write(f"brokerperf report: warning: {w}\n")
@@ -202,6 +203,7 @@ def run(opts: ReportOptions, *, out: TextIO | None = None, err: TextIO | None = 
                 err.write(f"brokerperf report: {g.status.upper()}: {g.cell.label()}: "
                           f"{g.message}\n")
             err.write(f"brokerperf report: {gate_tally(report.gates)}: exit {code}\n")
+        failed = False
         return code
     except (BrokerPerfError, OSError) as exc:
         err.write(f"brokerperf report: {exc}\n")
@@ -214,7 +216,7 @@ def run(opts: ReportOptions, *, out: TextIO | None = None, err: TextIO | None = 
         return EXIT_USAGE
     finally:
         if started is not None:
-            started.stop()
+            started.stop(keep_log=failed)
 
 
 def gate_tally(gates: Sequence[GateResult]) -> str:

@@ -32,6 +32,7 @@ from pytest_brokerperf.report.model import (
     VIEWS,
     CellKey,
     CellStats,
+    natural_key,
 )
 
 __all__ = [
@@ -225,7 +226,7 @@ def evaluate(current: Mapping[CellKey, CellStats], baseline: Mapping[CellKey, Ce
     """Every budget on every cell of either side, in cell order; ``baseline`` keyed as
     :func:`align` keys it, ``hints`` its reasons a current cell has no baseline."""
     out: list[GateResult] = []
-    for key in sorted(set(current) | set(baseline)):
+    for key in sorted(set(current) | set(baseline), key=natural_key):
         cur, base = current.get(key), baseline.get(key)
         for budget in budgets:
             if cur is None:
@@ -314,6 +315,8 @@ class Alignment:
     cells: dict[CellKey, CellStats]
     notes: list[str] = field(default_factory=list)
     hints: dict[CellKey, str] = field(default_factory=dict)
+    #: current cell → the baseline cell's own key (to find its series)
+    sources: dict[CellKey, CellKey] = field(default_factory=dict)
 
 
 def _differences(cur: CellKey, base: CellKey) -> list[tuple[str, str, str]]:
@@ -350,6 +353,7 @@ def align(current: Collection[CellKey], baseline: Mapping[CellKey, CellStats], *
         near.update(same)
         if cur in baseline:
             out.cells[cur] = baseline[cur]
+            out.sources[cur] = cur
             used.add(cur)
             continue
         ok = [b for b in same if _crossable(_differences(cur, b), across)]
@@ -363,6 +367,7 @@ def align(current: Collection[CellKey], baseline: Mapping[CellKey, CellStats], *
             b = ok[0]
             used.add(b)
             out.cells[cur] = replace(baseline[b], key=cur)
+            out.sources[cur] = b
             for f, bv, cv in _differences(cur, b):
                 why = (f"--across-{_FLAG_OF[f]}" if _FLAG_OF[f] in across
                        else "a side's records do not say")

@@ -30,7 +30,9 @@ from pytest_brokerperf.report.charts import (
     fault_chart,
     group_cells,
     matrix_chart,
+    median_series,
     quantile_chart,
+    tail_gaps,
     throughput_chart,
     time_chart,
     without_rate,
@@ -83,8 +85,23 @@ class Report:
     #: (``gates.align``), and the differences those comparisons cross
     aligned: dict[CellKey, CellStats] = field(default_factory=dict)
     comparison_notes: list[str] = field(default_factory=list)
-    #: the baseline's series per baseline cell (its median over time is drawn)
-    baseline_series: dict[CellKey, RunSeries] = field(default_factory=dict)
+    #: current cell → the key of the baseline cell it is compared with
+    baseline_of: dict[CellKey, CellKey] = field(default_factory=dict)
+    #: the baseline's runs' series per baseline cell (their median over time is drawn)
+    baseline_series: dict[CellKey, list[RunSeries]] = field(default_factory=dict)
+
+    def history(self, key: CellKey) -> list[RunSeries]:
+        """The baseline runs' series of the cell ``key`` is compared with (none: [])."""
+        from dataclasses import replace
+
+        src = self.baseline_of.get(key)
+        if src is None:
+            return []
+        if src in self.baseline_series:
+            return self.baseline_series[src]
+        # a baseline of another --brokerperf-env label, compared across on purpose
+        return next((v for k, v in self.baseline_series.items()
+                     if replace(k, env=src.env) == src), [])
 
     @property
     def exit_code(self) -> int:
@@ -258,6 +275,16 @@ def csv_text(result: ReportResult) -> str:
 # --------------------------------------------------------------------------- html
 
 
+def _whole_window(cell: CellStats, column: str) -> float | None:
+    """The cell's figure over its whole measured window for a timeline percentile
+    column (``e2e_latency_p99_us`` → ``e2e_latency.p99``), or None."""
+    name = column.removesuffix("_us")
+    view, _, stat = name.rpartition("_")
+    if view not in VIEWS or not stat.startswith("p"):
+        return None
+    return cell.figures.metric(f"{view}.{stat}")
+
+
 def _series_sections(report: Report) -> list[str]:
     """Over-time charts, before/during bars and fault timelines (one record per cell)."""
     cur = report.current
@@ -269,7 +296,8 @@ def _series_sections(report: Report) -> list[str]:
     for rs in chosen:
         k = rs.key
         groups[(k.scenario, k.params, k.durability, k.fault, k.env)].append(rs)
-    timed = {g: ss for g, ss in sorted(groups.items()) if any(rs.periods for rs in ss)}
+    timed = {g: ss for g, ss in sorted(groups.items(), key=lambda kv: tuple(
+        natural_key(part) for part in kv[0])) if any(rs.periods for rs in ss)}
     if timed:
         parts.append("<h2>Over time (one run per cell)</h2>")
         parts.append("<p>Per stats period, the latest valid record of each cell (else its "
@@ -284,12 +312,19 @@ def _series_sections(report: Report) -> list[str]:
                      "</p>")
         parts += [f"<div class='warn'>{html.escape(w)}</div>"
                   for w in fairness_warnings([cur.cells[rs.key] for rs in ss])]
+        history = {rs.key: report.history(rs.key) for rs in ss}
         for column, ylabel, divisor, log in TIME_CHARTS:
-            svg = time_chart(column, ylabel, ss, divisor=divisor, log=log)
+            whole = {rs.key: _whole_window(cur.cells[rs.key], column) for rs in ss}
+            svg = time_chart(column, ylabel, ss, divisor=divisor, log=log,
+                             baseline=history, whole=whole)
             if svg:
+                gaps = "".join(f"<br><span class='gap'>{html.escape(g)}</span>"
+                               for g in tail_gaps(column, ss))
+                base = ("; dashed: the baseline's median per period"
+                        if any(median_series(column, h) for h in history.values()) else "")
                 parts.append(f"<figure data-chart='time' data-column='{column}'>{svg}"
-                             f"<figcaption>{html.escape(ylabel)} over time</figcaption>"
-                             "</figure>")
+                             f"<figcaption>{html.escape(ylabel)} over time{base}{gaps}"
+                             "</figcaption></figure>")
     bars = []
     for block in BLOCKS:
         by_group: dict[tuple[str, ...], list[RunSeries]] = defaultdict(list)
@@ -329,12 +364,13 @@ _CSS = """
 body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
 table{border-collapse:collapse;font-size:0.85em;margin:1em 0}
 th,td{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}
-th{background:#f3f3f3} .regression,.missing{color:#b00;font-weight:bold}
-.inconclusive,.no-baseline{color:#5a5a5a;font-weight:bold;font-style:italic}
+th{background:#f3f3f3} .regression{color:#b00;font-weight:bold}
+.inconclusive,.no-baseline,.missing{color:#5a5a5a;font-weight:bold;font-style:italic}
 .pass{color:#070}
 .note{background:#eef4ff;border-left:4px solid #4a7fd0;padding:4px 8px;margin:4px 0}
 .warn{background:#fff4d6;border-left:4px solid #e0a000;padding:4px 8px;margin:4px 0}
-figure{display:inline-block;margin:0.5em;vertical-align:top} figcaption{font-size:0.85em}
+figure{display:inline-block;margin:0.5em;vertical-align:top;max-width:720px}
+figcaption{font-size:0.85em} .gap{color:#5a5a5a}
 svg{max-width:100%;height:auto}
 """
 
@@ -411,10 +447,14 @@ def html_page(report: Report) -> str:
         caption = f"{scenario} [{params}] {durability} fault={fault} env={env}"
         parts.append(f"<h3>{html.escape(caption)}</h3>")
         parts += [f"<div class='warn'>{html.escape(w)}</div>" for w in fairness_warnings(cells)]
+        with_base = any(c.key in report.aligned for c in cells)
         for view in CHART_VIEWS:
-            svg = quantile_chart(view, cells)
+            svg = quantile_chart(view, cells, report.aligned)
             if svg:
-                parts.append(f"<figure>{svg}<figcaption>{view}</figcaption></figure>")
+                what = (" — dashed: the baseline's pooled curve; band: its runs' range"
+                        if with_base else "")
+                parts.append(f"<figure data-chart='quantiles'>{svg}<figcaption>{view}{what}"
+                             "</figcaption></figure>")
 
     parts += _series_sections(report)
 
@@ -433,7 +473,7 @@ def html_page(report: Report) -> str:
     parts.append("<h2>Matrix: e2e_response p99 per parameter set and broker</h2>")
     for (scenario, env), cells in group_cells(cur.cells.values(),
                                          lambda k: (k.scenario, k.env)).items():
-        svg = matrix_chart(cells)
+        svg = matrix_chart(cells, baseline=report.aligned)
         if svg:
             parts += [f"<div class='warn'>{html.escape(w)}</div>" for w in fairness_warnings(cells)]
             parts.append(f"<figure>{svg}<figcaption>{html.escape(scenario)} env="

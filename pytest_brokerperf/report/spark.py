@@ -195,14 +195,14 @@ class QuietSpark:
             os.close(fd)
         return self._spark
 
-    def stop(self) -> None:
-        """Stop the session this object started (none: nothing to do); an empty log
-        file is removed."""
+    def stop(self, *, keep_log: bool = False) -> None:
+        """Stop the session this object started (none: nothing to do); its log file is
+        removed unless ``keep_log`` (something failed and the path was printed)."""
         if self._spark is not None:
             self._spark.stop()
             self._spark = None
-        if self.log is not None and self.log.exists() and self.log.stat().st_size == 0:
-            self.log.unlink()
+        if self.log is not None and not keep_log:
+            self.log.unlink(missing_ok=True)
 
 
 @contextlib.contextmanager
