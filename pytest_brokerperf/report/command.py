@@ -91,6 +91,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="only cells with this --brokerperf-env label, on both sides")
     p.add_argument("--master", metavar="URL",
                    help="Spark master (default: embedded local[*]; e.g. spark://host:7077)")
+    p.add_argument("--run", metavar="RUN_ID", default=None,
+                   help="only this run's records of DIR (a results directory several runs "
+                   "wrote into)")
     p.add_argument("--title", default="brokerperf report", help="report title")
 
 
@@ -105,7 +108,8 @@ def options_from(args: argparse.Namespace) -> ReportOptions:
                          csv=args.csv, baseline=baseline, fail_on=list(args.fail_on),
                          env=args.env, master=args.master, title=args.title,
                          across_env=args.across_env, current_env=args.env,
-                         across=frozenset(args.across), verbose=args.verbose)
+                         across=frozenset(args.across), verbose=args.verbose,
+                         run_id=args.run)
 
 
 def _budgets(opts: ReportOptions) -> list[Budget]:

@@ -21,7 +21,8 @@ from pytest_brokerperf.metrics.histogram import LatencyHistogram
 from pytest_brokerperf.metrics.stats import METRICS
 
 __all__ = ["SyntheticRun", "latency_block_from_samples", "record_with_timeline",
-           "report_of_records", "synthetic_record", "synthetic_timeline", "write_jsonl"]
+           "report_of_records", "slowed_record", "synthetic_record", "synthetic_timeline",
+           "write_jsonl"]
 
 
 def latency_block_from_samples(samples: Mapping[str, Sequence[int] | npt.NDArray[np.int64]]
@@ -199,3 +200,28 @@ def report_of_records(records: Sequence[Mapping[str, Any]],
             report.gates = evaluate(result.cells, aligned.cells, report.budgets,
                                     hints=aligned.hints)
     return report
+
+
+def slowed_record(record: Mapping[str, Any], factor: float, run_id: str) -> dict[str, Any]:
+    """A fabricated regression: ``record`` as run ``run_id`` with every latency sample
+    multiplied by ``factor`` (its histograms rebuilt from the recorded buckets, so the
+    report merges them as it would a real run's)."""
+    from pytest_brokerperf.metrics.hdr_layout import midpoint_at_index
+
+    out = json.loads(json.dumps(record))
+    samples: dict[str, npt.NDArray[np.int64]] = {}
+    for view, block in (record.get("latency") or {}).items():
+        pairs = block.get("sparse") or []
+        if not pairs:
+            continue
+        values = np.repeat([midpoint_at_index(int(i)) for i, _ in pairs],
+                           [int(c) for _, c in pairs]).astype(np.float64)
+        samples[view] = np.maximum(values * factor, 1).astype(np.int64)
+    out["latency"] = latency_block_from_samples(samples)
+    out["run_id"] = run_id
+    timeline = out.get("timeline")
+    if isinstance(timeline, dict):  # the charts over time show the same slowdown
+        for k, col in timeline.items():
+            if k.endswith("_us") and isinstance(col, list):
+                timeline[k] = [None if v is None else v * factor for v in col]
+    return out
