@@ -182,7 +182,7 @@ def apply_gate(config: pytest.Config, record: Any, regressions: list[str],
     results = judge_record(gate, record)
     record["gates"] = gate_dicts(results)
     regressed = [g for g in results if g.status == "regression"]
-    regressions += [f"regression against the baseline: {g.message}" for g in regressed]
+    regressions += [g.message for g in regressed]  # under "REGRESSION against the baseline:"
     unjudged = [g for g in results if g.status not in ("pass", "regression")]
     inconclusive += [f"gate {g.status}: {g.message}" for g in unjudged]
     if regressed:
