@@ -325,6 +325,9 @@ def _series_sections(report: Report) -> list[str]:
                 parts.append(f"<figure data-chart='time' data-column='{column}'>{svg}"
                              f"<figcaption>{html.escape(ylabel)} over time{base}{gaps}"
                              "</figcaption></figure>")
+            else:  # nothing to draw: still say why the tail is missing
+                parts += [f"<p class='gap'>{html.escape(ylabel)}: {html.escape(g)}</p>"
+                          for g in tail_gaps(column, ss)]
     bars = []
     for block in BLOCKS:
         by_group: dict[tuple[str, ...], list[RunSeries]] = defaultdict(list)
