@@ -350,7 +350,6 @@ def align(current: Collection[CellKey], baseline: Mapping[CellKey, CellStats], *
     for cur in sorted(current):
         same = [b for b in baseline
                 if all(getattr(b, f) == getattr(cur, f) for f in _IDENTITY)]
-        near.update(same)
         if cur in baseline:
             out.cells[cur] = baseline[cur]
             out.sources[cur] = cur
@@ -374,7 +373,8 @@ def align(current: Collection[CellKey], baseline: Mapping[CellKey, CellStats], *
                 notes.setdefault(f"{f}: baseline {bv}, this run {cv} ({why})",
                                  set()).add(cur.label())
             continue
-        if same:
+        if same:  # explained by the hint: not also "missing"
+            near.update(same)
             b = min(same, key=lambda k: len(_differences(cur, k)))
             diffs = _differences(cur, b)
             flags = sorted({f"--across-{_FLAG_OF[f]}" for f, *_ in diffs})

@@ -202,3 +202,14 @@ def test_the_history_appends_one_directory_per_run_and_prunes_by_run(tmp_path: P
     assert append_run(history, results, run_id="20260106-000000-aaaaaa").run_ids == ()
     with pytest.raises(ValueError, match="at least 3"):
         append_run(history, results, keep=2)
+
+
+def test_a_baseline_set_up_this_run_did_not_run_is_missing() -> None:
+    base = _cells(*[_record(f"2026010{i}-000000-aaaaaa", nodes=n)
+                    for i in range(1, 4) for n in (1, 3)])
+    cur = _cells(_record("20260201-000000-bbbbbb", nodes=1))
+    aligned = align(cur, base)
+    gates = evaluate(cur, aligned.cells, parse_fail_on("e2e_response.p99:+15%"))
+    assert sorted(g.status for g in gates) == ["missing", "pass"]
+    [missing] = [g for g in gates if g.status == "missing"]
+    assert missing.cell.nodes == "3"
