@@ -112,6 +112,8 @@ class ResultRecord(ScenarioBlocks):
     profile: str
     env: str
     driver: str | None
+    driver_file: str | None
+    driver_settings_sha256: str | None
     durability: dict[str, Any]
     begin_time: str | None
     measure_begin_time: str | None
@@ -242,6 +244,7 @@ def build_record(*, run_id: str, test_id: str, attempt: int, broker: BrokerEndpo
                  profile: str, env_label: str, artefacts: Path,
                  manifest: dict[str, Any]) -> ResultRecord:
     """One JSONL record (schema ``RECORD_SCHEMA``); unit-suffixed field names."""
+    from pytest_brokerperf.driver_identity import driver_file_name, settings_hash
     from pytest_brokerperf.durability import result_block
     from pytest_brokerperf.scenario_library.base import workload_block
 
@@ -262,6 +265,12 @@ def build_record(*, run_id: str, test_id: str, attempt: int, broker: BrokerEndpo
         "profile": profile,
         "env": env_label,
         "driver": outcome.driver_description.get("driver"),
+        # the driver file and a hash of the effective client settings: cells key on both
+        "driver_file": driver_file_name(outcome.driver_description.get("source")),
+        "driver_settings_sha256": settings_hash(
+            outcome.driver_description.get("omb_driver_yaml"),
+            fallback={k: v for k, v in outcome.driver_description.items()
+                      if k != "source"} or None),
         # level (None = driver-defined), settings applied, settings read back
         "durability": result_block(broker, outcome.driver_description, outcome.read_back),
         "begin_time": outcome.begin_time,

@@ -170,5 +170,11 @@ class BrokerPerf:
                 warnings.warn(BrokerPerfWarning(msg), stacklevel=2)
             else:
                 pytest.fail(msg, pytrace=False)
+        problems = []
         if result.failures:
-            pytest.fail("SLO violated:\n  " + "\n  ".join(result.failures), pytrace=False)
+            problems.append("SLO violated:\n  " + "\n  ".join(result.failures))
+        if result.regressions:  # a baseline's finding, never called an SLO
+            problems.append("REGRESSION against the baseline:\n  "
+                            + "\n  ".join(result.regressions))
+        if problems:
+            pytest.fail("\n".join(problems), pytrace=False)

@@ -60,6 +60,9 @@ class SummaryRow:
     slo: str
     topology_check: bool = False  # several broker nodes on this one machine
     catchup: CatchupFigures | None = None  # a catch-up run's build, drain, rate, cache
+    #: against a baseline (--brokerperf-fail-on): "-" (no gate), "pass",
+    #: "REGRESSION: <metric>, ..." or "inconclusive"; a column only when a gate ran
+    baseline: str = "-"
 
 
 @dataclass(frozen=True)
@@ -211,6 +214,15 @@ _COLUMNS: tuple[_Column, ...] = (
     _Column("verdict", lambda r: r.verdict + (f" {TOPOLOGY_MARK}" if r.topology_check else "")),
     _Column("SLO", lambda r: r.slo),
 )
+#: shown only when a baseline gate ran (--brokerperf-fail-on)
+_BASELINE_COLUMN = _Column("vs baseline", lambda r: r.baseline)
+
+
+def _columns(rows: Sequence[SummaryRow]) -> tuple[_Column, ...]:
+    if any(r.baseline != "-" for r in rows):
+        return (*_COLUMNS, _BASELINE_COLUMN)
+    return _COLUMNS
+
 
 #: Group labels in the compact layout.
 _SHORT_GROUPS = {_PUB: "publish ms", _E2E: "e2e ms"}
@@ -228,16 +240,17 @@ def format_table(rows: Sequence[SummaryRow], width: int | None = None) -> list[s
     line still too wide (a very narrow terminal) is cut with "…", parameters first (they
     are in the record; an SLO failure is in the test's report).
     """
-    lines = _render(rows, _COLUMNS, compact=False)
+    everything = _columns(rows)  # with "vs baseline" when a gate ran
+    lines = _render(rows, everything, compact=False)
     if width is None or _fits(lines, width):
         return lines
     def moved(*titles: str) -> tuple[list[_Column], list[_Column]]:
-        by_title = {c.title: c for c in _COLUMNS}  # in the order given: a cut takes the last
-        return ([c for c in _COLUMNS[1:] if c.title not in titles],
+        by_title = {c.title: c for c in everything}  # in the order given: a cut takes the last
+        return ([c for c in everything[1:] if c.title not in titles],
                 [by_title[t] for t in titles])
 
-    for (columns, on_name_line), compact in (((_COLUMNS[1:], []), False),
-                                             ((_COLUMNS[1:], []), True),
+    for (columns, on_name_line), compact in (((everything[1:], []), False),
+                                             ((everything[1:], []), True),
                                              (moved("params"), True),
                                              (moved("verdict", "SLO", "params"), True)):
         lines = _render(rows, columns, compact=compact, names=True, name_extra=on_name_line)
@@ -312,10 +325,16 @@ def _tally(rows: Sequence[SummaryRow]) -> str:
     failed = sum(1 for r in rows if r.slo.startswith("FAIL"))
     inconclusive = sum(1 for r in rows if r.slo == "inconclusive")
     runs = f"{len(rows)} scenario run{'s' if len(rows) != 1 else ''}"
-    return (
+    text = (
         f"{runs}: {valid} valid, {len(rows) - valid} with an invalid measurement; "
         f"SLO failed in {failed}, inconclusive in {inconclusive}"
     )
+    gated = [r for r in rows if r.baseline != "-"]
+    if gated:  # the baseline's findings, counted apart from the budgets'
+        regressed = sum(1 for r in gated if r.baseline.startswith("REGRESSION"))
+        unjudged = sum(1 for r in gated if r.baseline == "inconclusive")
+        text += f"; regression against the baseline in {regressed}, not judged in {unjudged}"
+    return text
 
 
 def _terminal_width(tr: pytest.TerminalReporter) -> int | None:

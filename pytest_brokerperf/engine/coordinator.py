@@ -455,7 +455,7 @@ class LoadSession:
             end_time=_now_iso(), measure_begin_time=measure_begin,
             probe_wait_s=self.probe_wait_s, read_back=self.read_back,
             worker_errors=self.errors[errors_before:],
-            driver_description=self.driver.describe(),
+            driver_description={**self.driver.describe(), "source": self.driver.source},
             coordinator_cpus=self.coordinator_cpus,
         )
 

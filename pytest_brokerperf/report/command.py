@@ -17,14 +17,17 @@ from pytest_brokerperf.errors import BrokerPerfError, ConfigError
 from pytest_brokerperf.report.gates import (
     MIN_BASELINE_RUNS,
     Budget,
+    GateResult,
+    align,
     evaluate,
     parse_fail_on,
     same_environment,
 )
+from pytest_brokerperf.report.model import SETUP_DIMENSIONS
 from pytest_brokerperf.report.storage import DEFAULT_STORAGE
 
 __all__ = ["EXIT_INCONCLUSIVE", "EXIT_OK", "EXIT_REGRESSION", "EXIT_USAGE", "ReportOptions",
-           "add_arguments", "run"]
+           "add_arguments", "gate_tally", "run"]
 
 EXIT_OK, EXIT_REGRESSION, EXIT_USAGE, EXIT_INCONCLUSIVE = 0, 1, 2, 3
 
@@ -50,6 +53,10 @@ class ReportOptions:
     master: str | None = None
     title: str = "brokerperf report"
     run_id: str | None = None  # only this run's records (the pytest session's report)
+    #: set-up dimensions compared across on purpose (``--across-nodes`` …: SETUP_DIMENSIONS)
+    across: frozenset[str] = frozenset()
+    #: Spark's own log on stderr at its level (else: errors only, into a log file)
+    verbose: bool = False
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -70,6 +77,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--across-env", action="store_true",
                    help="compare with a baseline of another environment label (refused "
                    "by default)")
+    for dim, fields in SETUP_DIMENSIONS.items():
+        p.add_argument(f"--across-{dim}", action="append_const", const=dim, dest="across",
+                       default=[],
+                       help=f"compare with baseline cells of another {' / '.join(fields)} "
+                       "(refused by default; the difference is printed)")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="show Spark's own log (warnings included) on stderr")
     p.add_argument("--fail-on", action="append", default=[], metavar="EXPR",
                    help="budgets, e.g. 'e2e_response.p99:+15%%,ack_rate:-10%%' (needs "
                    "--baseline; repeatable)")
@@ -77,6 +91,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="only cells with this --brokerperf-env label, on both sides")
     p.add_argument("--master", metavar="URL",
                    help="Spark master (default: embedded local[*]; e.g. spark://host:7077)")
+    p.add_argument("--run", metavar="RUN_ID", default=None,
+                   help="only this run's records of DIR (a results directory several runs "
+                   "wrote into)")
     p.add_argument("--title", default="brokerperf report", help="report title")
 
 
@@ -90,7 +107,9 @@ def options_from(args: argparse.Namespace) -> ReportOptions:
     return ReportOptions(dirs=list(args.dirs), html=args.html, markdown=args.markdown,
                          csv=args.csv, baseline=baseline, fail_on=list(args.fail_on),
                          env=args.env, master=args.master, title=args.title,
-                         across_env=args.across_env, current_env=args.env)
+                         across_env=args.across_env, current_env=args.env,
+                         across=frozenset(args.across), verbose=args.verbose,
+                         run_id=args.run)
 
 
 def _budgets(opts: ReportOptions) -> list[Budget]:
@@ -109,17 +128,29 @@ def _write(path: Path, text: str, out: TextIO) -> None:
     path.write_text(text, encoding="utf-8")
 
 
+def _require_extra(html: bool) -> None:
+    """Say the report extra is missing before anything starts (ImportError)."""
+    import importlib
+
+    for name in ("pyspark", *(("matplotlib",) if html else ())):
+        importlib.import_module(name)
+
+
 def run(opts: ReportOptions, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """The whole command; returns its exit code (errors are printed, never raised)."""
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
+    started = None
+    failed = True
     try:
         budgets = _budgets(opts)
+        _require_extra(opts.html is not None)
         from pytest_brokerperf.report.render import Report, csv_text, html_page, markdown
-        from pytest_brokerperf.report.spark import progress, run_job, spark_session
+        from pytest_brokerperf.report.spark import QuietSpark, progress, run_job
 
+        started = QuietSpark(opts.master, verbose=opts.verbose)
         with progress("starting Spark", err):
-            spark = spark_session(opts.master)
+            spark = started.start()
         with progress(f"aggregating {len(opts.dirs)} result director"
                       f"{'y' if len(opts.dirs) == 1 else 'ies'}", err):
             current = run_job(spark, opts.dirs, run_id=opts.run_id)
@@ -144,36 +175,63 @@ def run(opts: ReportOptions, *, out: TextIO | None = None, err: TextIO | None = 
             if not current.cells:
                 raise ConfigError(f"--env {opts.env!r}: no cell of the input has this label")
         report = Report(current=current, baseline=baseline, budgets=budgets, title=opts.title)
-        if budgets and baseline is not None:
-            report.gates = evaluate(current.cells, baseline.cells, budgets)
+        if baseline is not None:
+            aligned = align(current.cells, baseline.cells, across=opts.across)
+            report.aligned = aligned.cells
+            report.baseline_of = aligned.sources
+            report.comparison_notes = aligned.notes
+            if budgets:
+                report.gates = evaluate(current.cells, aligned.cells, budgets,
+                                        hints=aligned.hints)
         md = markdown(report)
         if opts.markdown:
             _write(opts.markdown, md, out)
         if opts.csv:
             _write(opts.csv, csv_text(current), out)
         if opts.html:
-            from pytest_brokerperf.report.series import load_series
+            from pytest_brokerperf.report.series import load_history_series, load_series
 
             with progress("reading per-period series", err):
                 report.series = load_series(spark, opts.dirs, run_id=opts.run_id)
+                if opts.baseline:
+                    report.baseline_series = load_history_series(spark, opts.baseline)
             _write(opts.html, html_page(report), out)
         for w in current.warnings:
             err.write(f"brokerperf report: warning: {w}\n")
+        for note in report.comparison_notes:
+            err.write(f"brokerperf report: note: {note}\n")
         code = report.exit_code
         if budgets:
             bad = [g for g in report.gates if g.status != "pass"]
             for g in bad:
-                err.write(f"brokerperf report: {g.status}: {g.cell.label()}: {g.message}\n")
-            err.write(f"brokerperf report: {len(report.gates)} gate check(s), "
-                      f"{len(bad)} not passed: exit {code}\n")
+                err.write(f"brokerperf report: {g.status.upper()}: {g.cell.label()}: "
+                          f"{g.message}\n")
+            err.write(f"brokerperf report: {gate_tally(report.gates)}: exit {code}\n")
+        failed = False
         return code
     except (BrokerPerfError, OSError) as exc:
         err.write(f"brokerperf report: {exc}\n")
+        if started is not None and started.log is not None:
+            err.write(f"brokerperf report: Spark's log: {started.log}\n")
         return EXIT_USAGE
     except ImportError as exc:
         err.write(f"brokerperf report: {exc}; install the report extra: "
                   "pip install 'pytest-brokerperf[report]'\n")
         return EXIT_USAGE
+    finally:
+        if started is not None:
+            started.stop(keep_log=failed)
+
+
+def gate_tally(gates: Sequence[GateResult]) -> str:
+    """``4 gate checks: 1 regression, 2 inconclusive, 1 passed``."""
+    from collections import Counter
+
+    counts: Counter[str] = Counter(g.status for g in gates)
+    order = ("regression", "missing", "no-baseline", "inconclusive", "pass")
+    parts = [f"{counts[s]} {'passed' if s == 'pass' else s}" for s in order if counts[s]]
+    n = len(gates)
+    return f"{n} gate check{'s' if n != 1 else ''}: {', '.join(parts) or 'none'}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

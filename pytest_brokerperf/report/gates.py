@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 import statistics
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Literal
 
@@ -27,17 +27,22 @@ from pytest_brokerperf.errors import ConfigError
 from pytest_brokerperf.report.model import (
     LATENCY_STATS,
     RATE_METRICS,
+    SETUP_DIMENSIONS,
+    UNKNOWN,
     VIEWS,
     CellKey,
     CellStats,
+    natural_key,
 )
 
 __all__ = [
     "MIN_BASELINE_RUNS",
     "NOISE_SIGMAS",
+    "Alignment",
     "Budget",
     "GateResult",
     "GateStatus",
+    "align",
     "evaluate",
     "exit_code",
     "parse_fail_on",
@@ -216,10 +221,12 @@ def _judge(cell: CellKey, budget: Budget, cur: CellStats, base: CellStats) -> Ga
 
 
 def evaluate(current: Mapping[CellKey, CellStats], baseline: Mapping[CellKey, CellStats],
-             budgets: Sequence[Budget]) -> list[GateResult]:
-    """Every budget on every cell of either side, in cell order."""
+             budgets: Sequence[Budget], *,
+             hints: Mapping[CellKey, str] | None = None) -> list[GateResult]:
+    """Every budget on every cell of either side, in cell order; ``baseline`` keyed as
+    :func:`align` keys it, ``hints`` its reasons a current cell has no baseline."""
     out: list[GateResult] = []
-    for key in sorted(set(current) | set(baseline)):
+    for key in sorted(set(current) | set(baseline), key=natural_key):
         cur, base = current.get(key), baseline.get(key)
         for budget in budgets:
             if cur is None:
@@ -227,9 +234,11 @@ def evaluate(current: Mapping[CellKey, CellStats], baseline: Mapping[CellKey, Ce
                                       f"{budget.metric}: cell in the baseline but not in "
                                       "this run (test not run, renamed or crashed?)"))
             elif base is None:
+                hint = (hints or {}).get(key)
                 out.append(GateResult(key, budget, "no-baseline", None, None, None, None, 0,
-                                      f"{budget.metric}: no baseline for this cell (new "
-                                      "test, parameters or --brokerperf-env label?)"))
+                                      f"{budget.metric}: " + (hint or "no baseline for this "
+                                      "cell (new test, parameters or --brokerperf-env "
+                                      "label?)")))
             else:
                 out.append(_judge(key, budget, cur, base))
     return out
@@ -285,3 +294,97 @@ def same_environment(cells: Mapping[CellKey, CellStats], env: str, *, across: bo
             "comparing across environments needs a baseline of one label")
     return {replace(k, env=env): replace(c, key=replace(k, env=env))
             for k, c in cells.items()}
+
+
+#: The cell key's identity: what is compared is always alike in these.
+_IDENTITY = ("broker", "scenario", "params", "fault", "env")
+#: The set-up fields, each with the ``--across-<name>`` that lets it differ.
+_FLAG_OF = {f: name for name, fields in SETUP_DIMENSIONS.items() for f in fields}
+
+
+@dataclass
+class Alignment:
+    """The baseline's cells keyed by the run's cells they are compared with.
+
+    ``cells``: each current cell's baseline (re-keyed to the current key), plus baseline
+    cells no current cell is near (``missing``). ``notes``: every difference a
+    comparison crosses (an ``--across-*`` flag, or a field an older record lacks), to be
+    printed. ``hints``: for a current cell without a baseline, the nearest baseline
+    cell's differences and the flags that would compare them."""
+
+    cells: dict[CellKey, CellStats]
+    notes: list[str] = field(default_factory=list)
+    hints: dict[CellKey, str] = field(default_factory=dict)
+    #: current cell → the baseline cell's own key (to find its series)
+    sources: dict[CellKey, CellKey] = field(default_factory=dict)
+
+
+def _differences(cur: CellKey, base: CellKey) -> list[tuple[str, str, str]]:
+    """(field, baseline value, this run's value) for each set-up field that differs."""
+    return [(f, getattr(base, f), getattr(cur, f)) for f in _FLAG_OF
+            if getattr(base, f) != getattr(cur, f)]
+
+
+def _crossable(diffs: Sequence[tuple[str, str, str]], across: Collection[str]) -> bool:
+    return all(_FLAG_OF[f] in across or UNKNOWN in (b, c) for f, b, c in diffs)
+
+
+def align(current: Collection[CellKey], baseline: Mapping[CellKey, CellStats], *,
+          across: Collection[str] = ()) -> Alignment:
+    """Pair each current cell with the baseline cell of the same set-up.
+
+    Set-up fields (nodes, broker version, profile and period, provisioning, driver file
+    and settings hash, durability, client versions) must be equal, unless
+    ``across`` names their dimension (``--across-nodes`` …) or one side does not record
+    the field (an older record: ``?``); each such crossing is a note. Two baseline
+    cells that could stand for one current cell are an error: it would pool different
+    set-ups."""
+    unknown = sorted(set(across) - set(SETUP_DIMENSIONS))
+    if unknown:
+        raise ConfigError(f"unknown --across dimension(s) {', '.join(unknown)}; known: "
+                          f"{', '.join(SETUP_DIMENSIONS)}")
+    out = Alignment(cells={})
+    used: set[CellKey] = set()
+    near: set[CellKey] = set()
+    notes: dict[str, set[str]] = {}
+    for cur in sorted(current):
+        same = [b for b in baseline
+                if all(getattr(b, f) == getattr(cur, f) for f in _IDENTITY)]
+        if cur in baseline:
+            out.cells[cur] = baseline[cur]
+            out.sources[cur] = cur
+            used.add(cur)
+            continue
+        ok = [b for b in same if _crossable(_differences(cur, b), across)]
+        if len(ok) > 1:
+            raise ConfigError(
+                f"{cur.label()}: {len(ok)} baseline cells could stand for this cell "
+                f"({'; '.join(b.setup() for b in ok)}); comparing with them would pool "
+                "different set-ups. Fix: narrow the baseline (--env, fewer --across-* "
+                "flags, or a baseline of one set-up)")
+        if ok:
+            b = ok[0]
+            used.add(b)
+            out.cells[cur] = replace(baseline[b], key=cur)
+            out.sources[cur] = b
+            for f, bv, cv in _differences(cur, b):
+                why = (f"--across-{_FLAG_OF[f]}" if _FLAG_OF[f] in across
+                       else "a side's records do not say")
+                notes.setdefault(f"{f}: baseline {bv}, this run {cv} ({why})",
+                                 set()).add(cur.label())
+            continue
+        if same:  # explained by the hint: not also "missing"
+            near.update(same)
+            b = min(same, key=lambda k: len(_differences(cur, k)))
+            diffs = _differences(cur, b)
+            flags = sorted({f"--across-{_FLAG_OF[f]}" for f, *_ in diffs})
+            out.hints[cur] = (
+                "no baseline of this set-up: the baseline's cell differs by "
+                + ", ".join(f"{f} {bv} (baseline) vs {cv} (this run)" for f, bv, cv in diffs)
+                + f"; not pooled. To compare across on purpose: {' '.join(flags)}")
+    for k, c in baseline.items():
+        if k not in used and k not in near:
+            out.cells[k] = c
+    out.notes = [f"comparing across {what}, in {len(cells)} cell(s)"
+                 for what, cells in sorted(notes.items())]
+    return out

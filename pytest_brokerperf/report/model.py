@@ -8,14 +8,18 @@ feed the noise floor of gates.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from pytest_brokerperf.errors import BrokerPerfError
 
 __all__ = [
     "LATENCY_STATS",
     "RATE_METRICS",
+    "SETUP_DIMENSIONS",
+    "UNKNOWN",
     "VIEWS",
     "CellKey",
     "CellStats",
@@ -27,9 +31,13 @@ __all__ = [
     "ReportInputError",
     "ReportResult",
     "cell_key_of",
+    "clients_text",
     "figures_of",
     "machine_label",
+    "natural_key",
+    "period_text",
     "record_status",
+    "setup_split",
 ]
 
 #: Latency views of a record (the same names as ``pytest_brokerperf.metrics.stats``).
@@ -56,9 +64,19 @@ class ReportInputError(BrokerPerfError):
     """The report's input cannot be read or used (exit code 2); the message says why."""
 
 
+#: What a cell's key says beyond broker × scenario × parameters × durability × fault ×
+#: env: the set-up that changes the figure. Each is compared only with its like unless
+#: an ``--across-<dimension>`` flag says otherwise (``SETUP_DIMENSIONS``).
+UNKNOWN = "?"
+
+
 @dataclass(frozen=True, order=True)
 class CellKey:
-    """One matrix cell. ``params`` is canonical ``key=value`` text, sorted by key."""
+    """One matrix cell. ``params`` is canonical ``key=value`` text, sorted by key.
+
+    The set-up fields (nodes … clients) default to :data:`UNKNOWN`: a record written
+    before a field existed says nothing about it, and a comparison treats it as
+    matching anything (saying so)."""
 
     broker: str
     scenario: str
@@ -66,10 +84,38 @@ class CellKey:
     durability: str  # "d1".."d4" or "driver-defined"
     fault: str  # "none" when no fault was injected
     env: str
+    nodes: str = UNKNOWN
+    broker_version: str = UNKNOWN
+    profile: str = UNKNOWN
+    period: str = UNKNOWN  # the stats period, e.g. "10.0s"
+    provision: str = UNKNOWN  # process | container | remote
+    driver: str = UNKNOWN  # the driver's name
+    driver_file: str = UNKNOWN
+    driver_settings: str = UNKNOWN  # 12 hex digits of the effective settings' SHA-256
+    clients: str = UNKNOWN  # "confluent-kafka 2.16.1 librdkafka 2.16.0"
 
     def label(self) -> str:
         return (f"{self.broker} {self.scenario} [{self.params}] {self.durability} "
                 f"fault={self.fault} env={self.env}")
+
+    def setup(self) -> str:
+        """The set-up part of the key, for tables: ``nodes=1 v=3.9.0 smoke/10.0s …``."""
+        return (f"nodes={self.nodes} version={self.broker_version} "
+                f"profile={self.profile}/{self.period} {self.provision} "
+                f"driver={self.driver}:{self.driver_file}#{self.driver_settings} "
+                f"clients={self.clients}")
+
+
+#: ``--across-<name>``: the cell key fields it lets differ between run and baseline.
+SETUP_DIMENSIONS: Mapping[str, tuple[str, ...]] = {
+    "nodes": ("nodes",),
+    "broker-version": ("broker_version",),
+    "profile": ("profile", "period"),
+    "provision": ("provision",),
+    "driver": ("driver", "driver_file", "driver_settings"),
+    "durability": ("durability",),
+    "clients": ("clients",),
+}
 
 
 @dataclass(frozen=True)
@@ -208,6 +254,25 @@ def record_status(record: Mapping[str, object]) -> str:
     return str(status or "unknown")
 
 
+def _text(x: object) -> str:
+    return UNKNOWN if x is None or x == "" else str(x)
+
+
+def period_text(period_s: object) -> str:
+    """The stats period as the Spark job spells it (``10.0s``)."""
+    if period_s is None:
+        return UNKNOWN
+    return f"{float(period_s)!r}s"  # type: ignore[arg-type]
+
+
+def clients_text(client: object, version: object, librdkafka: object) -> str:
+    """``confluent-kafka 2.16.1 librdkafka 2.16.0`` from ``manifest.driver``."""
+    parts = [str(x) for x in (client, version) if x not in (None, "")]
+    if librdkafka not in (None, ""):
+        parts.append(f"librdkafka {librdkafka}")
+    return " ".join(parts) or UNKNOWN
+
+
 def cell_key_of(record: Mapping[str, object]) -> CellKey:
     """The matrix cell of one JSONL record, exactly as the Spark job keys it."""
     params = record.get("params") or {}
@@ -219,11 +284,25 @@ def cell_key_of(record: Mapping[str, object]) -> CellKey:
     if level is None:
         level = params.get("durability")
     fault = params.get("fault")
+    manifest = record.get("manifest")
+    drv = manifest.get("driver") if isinstance(manifest, Mapping) else None
+    drv = drv if isinstance(drv, Mapping) else {}
+    sha = record.get("driver_settings_sha256")
     return CellKey(broker=str(record.get("broker") or "?"),
                    scenario=str(record.get("scenario") or "?"), params=text,
                    durability="driver-defined" if level is None else f"d{level}",
                    fault="none" if fault is None else _param_text(fault),
-                   env=str(record.get("env") or "local"))
+                   env=str(record.get("env") or "local"),
+                   nodes=_text(record.get("nodes")),
+                   broker_version=_text(record.get("broker_version")),
+                   profile=_text(record.get("profile")),
+                   period=period_text(record.get("period_s")),
+                   provision=_text(record.get("provision")),
+                   driver=_text(record.get("driver")),
+                   driver_file=_text(record.get("driver_file")),
+                   driver_settings=_text(sha),
+                   clients=clients_text(drv.get("client"), drv.get("client_version"),
+                                        drv.get("librdkafka_version")))
 
 
 def _opt_float(x: object) -> float | None:
@@ -253,3 +332,38 @@ def figures_of(record: Mapping[str, object]) -> Figures:
         v = _opt_float(node)
         rates[name] = RateStats(n=0 if v is None else 1, mean=v, stddev=None, min=v, max=v)
     return Figures(latency=latency, rates=rates)
+
+
+#: The set-up fields of a cell key, in the order tables show them.
+SETUP_FIELDS: tuple[str, ...] = ("nodes", "broker_version", "profile", "period", "provision",
+                                 "driver", "driver_file", "driver_settings", "clients")
+
+
+def setup_split(keys: Iterable[CellKey]) -> tuple[str, dict[CellKey, str]]:
+    """What the cells' set-ups share (``nodes=1 broker_version=3.9.0 …``), and per cell
+    the fields that vary among them (empty text when none does): tables show the shared
+    part once and a column for the rest."""
+    ks = sorted(set(keys), key=natural_key)
+    varying = [f for f in SETUP_FIELDS if len({getattr(k, f) for k in ks}) > 1]
+    common = " ".join(f"{f}={getattr(ks[0], f)}" for f in SETUP_FIELDS
+                      if f not in varying) if ks else ""
+    return common, {k: " ".join(f"{f}={getattr(k, f)}" for f in varying) for k in ks}
+
+
+_NUM = re.compile(r"(-?\d+(?:\.\d+)?)")
+
+
+def natural_key(key: CellKey | str) -> tuple[Any, ...]:
+    """Sort key that orders numbers by value (``rate=500`` before ``rate=1000``)."""
+    fields = [key] if isinstance(key, str) else [getattr(key, f) for f in CELL_FIELDS]
+    out: list[Any] = []
+    for text in fields:
+        parts = _NUM.split(str(text))
+        out.append(tuple((0, float(p), "") if i % 2 else (1, 0.0, p)
+                         for i, p in enumerate(parts) if p != ""))
+    return tuple(out)
+
+
+#: Every field of a cell key, in its order.
+CELL_FIELDS: tuple[str, ...] = ("broker", "scenario", "params", "durability", "fault", "env",
+                                *SETUP_FIELDS)

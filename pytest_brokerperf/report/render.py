@@ -30,7 +30,9 @@ from pytest_brokerperf.report.charts import (
     fault_chart,
     group_cells,
     matrix_chart,
+    median_series,
     quantile_chart,
+    tail_gaps,
     throughput_chart,
     time_chart,
     without_rate,
@@ -39,9 +41,13 @@ from pytest_brokerperf.report.gates import Budget, GateResult, exit_code
 from pytest_brokerperf.report.model import (
     LATENCY_STATS,
     RATE_METRICS,
+    SETUP_FIELDS,
     VIEWS,
     CellKey,
+    CellStats,
     ReportResult,
+    natural_key,
+    setup_split,
 )
 from pytest_brokerperf.report.series import BLOCKS, RunSeries
 
@@ -51,6 +57,8 @@ __all__ = ["TIME_CHARTS", "Report", "csv_text", "html_page", "markdown"]
 #: plus the coordinated-omission-corrected end-to-end response).
 CHART_VIEWS = ("publish_latency", "publish_delay", "e2e_latency", "e2e_response")
 VERDICT_WORDS = {0: "ok", 1: "REGRESSION", 3: "INCONCLUSIVE"}
+#: The page's CSS class of a gate verdict: a regression red, could-not-judge amber.
+VERDICT_CLASS = {0: "pass", 1: "regression", 3: "inconclusive"}
 #: Charts over time (OMB's): record timeline column, y label, divisor (µs → ms), log y.
 TIME_CHARTS: tuple[tuple[str, str, float, bool], ...] = (
     ("publish_rate_msg_s", "publish rate (msg/s)", 1.0, False),
@@ -73,6 +81,27 @@ class Report:
     #: one record's series per cell of ``current`` (``series.load_series``); empty: no
     #: charts over time, no before/during bars, no fault timelines
     series: dict[CellKey, RunSeries] = field(default_factory=dict)
+    #: the baseline's cells keyed by the current cells they are compared with
+    #: (``gates.align``), and the differences those comparisons cross
+    aligned: dict[CellKey, CellStats] = field(default_factory=dict)
+    comparison_notes: list[str] = field(default_factory=list)
+    #: current cell → the key of the baseline cell it is compared with
+    baseline_of: dict[CellKey, CellKey] = field(default_factory=dict)
+    #: the baseline's runs' series per baseline cell (their median over time is drawn)
+    baseline_series: dict[CellKey, list[RunSeries]] = field(default_factory=dict)
+
+    def history(self, key: CellKey) -> list[RunSeries]:
+        """The baseline runs' series of the cell ``key`` is compared with (none: [])."""
+        from dataclasses import replace
+
+        src = self.baseline_of.get(key)
+        if src is None:
+            return []
+        if src in self.baseline_series:
+            return self.baseline_series[src]
+        # a baseline of another --brokerperf-env label, compared across on purpose
+        return next((v for k, v in self.baseline_series.items()
+                     if replace(k, env=src.env) == src), [])
 
     @property
     def exit_code(self) -> int:
@@ -114,8 +143,18 @@ def _input_line(r: ReportResult) -> str:
     if r.malformed_lines:
         extra.append(f"{r.malformed_lines} malformed line(s) skipped")
     tail = f" ({'; '.join(extra)})" if extra else ""
-    return (f"{r.records_read} records from {len(r.files)} file(s){tail}; "
-            f"{len(r.cells)} matrix cell(s)")
+    return (f"{_n(r.records_read, 'record')} from {_n(len(r.files), 'file')}{tail}; "
+            f"{_n(len(r.cells), 'matrix cell')}")
+
+
+def _n(n: int, noun: str) -> str:
+    """``1 record``, ``2 records``."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
+def _cells(result: ReportResult) -> list[tuple[CellKey, CellStats]]:
+    """The cells in natural order: numbers by value (rate=500 before rate=1000)."""
+    return sorted(result.cells.items(), key=lambda kv: natural_key(kv[0]))
 
 
 # --------------------------------------------------------------------------- markdown
@@ -129,20 +168,21 @@ def markdown(report: Report) -> str:
         lines.append(f"Baseline: {_input_line(report.baseline)}.")
     for w in cur.warnings:
         lines.append(f"> warning: {_md_escape(w)}")
+    for note in report.comparison_notes:
+        lines.append(f"> note: {_md_escape(note)}")
     lines.append("")
     if report.budgets:
+        from pytest_brokerperf.report.command import gate_tally
+
         code = report.exit_code
-        counts: dict[str, int] = defaultdict(int)
-        for g in report.gates:
-            counts[g.status] += 1
-        tally = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
-        lines += [f"**Gate: {VERDICT_WORDS.get(code, str(code))}** "
-                  f"(`{', '.join(b.text for b in report.budgets)}`: {tally})", "",
+        lines += [f"**Regression gate: {VERDICT_WORDS.get(code, str(code))}** "
+                  f"(budgets `{', '.join(b.text for b in report.budgets)}` against the "
+                  f"baseline; {gate_tally(report.gates)})", "",
                   "| verdict | cell | metric | observed | baseline | change | budget | "
                   "noise floor | limit |",
                   "|---|---|---|---|---|---|---|---|---|"]
         order = {"regression": 0, "missing": 1, "no-baseline": 2, "inconclusive": 3, "pass": 4}
-        for g in sorted(report.gates, key=lambda g: (order[g.status], g.cell)):
+        for g in sorted(report.gates, key=lambda g: (order[g.status], natural_key(g.cell))):
             change = ("n/a" if g.observed is None or not g.baseline
                       else f"{(g.observed - g.baseline) / g.baseline * 100:+.1f}%")
             m = g.budget.metric
@@ -157,24 +197,32 @@ def markdown(report: Report) -> str:
             if g.status not in ("pass", "regression"):
                 lines.append(f"|  | {_md_escape(g.message)} | | | | | | | |")
         lines.append("")
+    common, varying = setup_split(cur.cells)
+    show_setup = any(varying.values())
     lines += ["### Matrix cells (valid results only)", "",
-              "| broker | scenario | parameters | durability | fault | env | runs | valid/records "
-              "| ack msg/s (mean ± sd) | spread | e2e p50 ms | e2e p99 ms | e2e p99.9 ms | "
-              "publish p99 ms |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for key, c in sorted(cur.cells.items()):
+              f"Set-up{' shared by every cell' if show_setup else ''}: "
+              f"`{_md_escape(common)}`", "",
+              "| broker | scenario | parameters | durability | fault | env | "
+              + ("set-up | " if show_setup else "")
+              + "runs | valid/records | ack msg/s (mean ± sd) | spread | e2e p50 ms | "
+              "e2e p99 ms | e2e p99.9 ms | publish p99 ms |",
+              "|---|---|---|---|---|---|" + ("---|" if show_setup else "")
+              + "---|---|---|---|---|---|---|---|"]
+    for key, c in _cells(cur):
         ack = c.figures.rates.get("ack_rate")
         e2e, pub = c.figures.latency.get("e2e_response"), c.figures.latency.get("publish_response")
         ack_text = "n/a" if ack is None or ack.mean is None else (
             f"{ack.mean:,.1f}" + (f" ± {ack.stddev:,.1f}" if ack.stddev is not None else ""))
         lines.append(
             f"| {key.broker} | {key.scenario} | {_md_escape(key.params)} | {key.durability} "
-            f"| {key.fault} | {key.env} | {c.runs} | {c.valid}/{c.records} | {ack_text} | "
+            f"| {key.fault} | {key.env} | "
+            + (f"{_md_escape(varying[key])} | " if show_setup else "")
+            + f"{c.runs} | {c.valid}/{c.records} | {ack_text} | "
             f"{_pct(ack.spread if ack else None)} | "
             f"{_ms(e2e.get('p50') if e2e else None)} | {_ms(e2e.get('p99') if e2e else None)} "
             f"| {_ms(e2e.get('p99.9') if e2e else None)} | "
             f"{_ms(pub.get('p99') if pub else None)} |")
-    left_out = [(k, r) for k, c in sorted(cur.cells.items()) for r in c.invalid]
+    left_out = [(k, r) for k, c in _cells(cur) for r in c.invalid]
     if left_out:
         lines += ["", "### Left out of verdicts", "",
                   "| cell | run | test | status | reasons |", "|---|---|---|---|---|"]
@@ -190,8 +238,8 @@ def markdown(report: Report) -> str:
 
 
 def csv_columns() -> list[str]:
-    cols = ["broker", "scenario", "params", "durability", "fault", "env", "records", "valid",
-            "runs", "valid_runs", "machines"]
+    cols = ["broker", "scenario", "params", "durability", "fault", "env", *SETUP_FIELDS,
+            "records", "valid", "runs", "valid_runs", "machines"]
     for name in RATE_METRICS:
         cols += [f"{name}_mean", f"{name}_stddev", f"{name}_min", f"{name}_max",
                  f"{name}_spread"]
@@ -207,10 +255,10 @@ def csv_text(result: ReportResult) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(csv_columns())
-    for key, c in sorted(result.cells.items()):
+    for key, c in _cells(result):
         row: list[Any] = [key.broker, key.scenario, key.params, key.durability, key.fault,
-                          key.env, c.records, c.valid, c.runs, c.valid_runs,
-                          "; ".join(c.machines)]
+                          key.env, *(getattr(key, f) for f in SETUP_FIELDS), c.records,
+                          c.valid, c.runs, c.valid_runs, "; ".join(c.machines)]
         for name in RATE_METRICS:
             r = c.figures.rates.get(name)
             row += ([r.mean, r.stddev, r.min, r.max, r.spread] if r is not None
@@ -227,6 +275,16 @@ def csv_text(result: ReportResult) -> str:
 # --------------------------------------------------------------------------- html
 
 
+def _whole_window(cell: CellStats, column: str) -> float | None:
+    """The cell's figure over its whole measured window for a timeline percentile
+    column (``e2e_latency_p99_us`` → ``e2e_latency.p99``), or None."""
+    name = column.removesuffix("_us")
+    view, _, stat = name.rpartition("_")
+    if view not in VIEWS or not stat.startswith("p"):
+        return None
+    return cell.figures.metric(f"{view}.{stat}")
+
+
 def _series_sections(report: Report) -> list[str]:
     """Over-time charts, before/during bars and fault timelines (one record per cell)."""
     cur = report.current
@@ -238,7 +296,8 @@ def _series_sections(report: Report) -> list[str]:
     for rs in chosen:
         k = rs.key
         groups[(k.scenario, k.params, k.durability, k.fault, k.env)].append(rs)
-    timed = {g: ss for g, ss in sorted(groups.items()) if any(rs.periods for rs in ss)}
+    timed = {g: ss for g, ss in sorted(groups.items(), key=lambda kv: tuple(
+        natural_key(part) for part in kv[0])) if any(rs.periods for rs in ss)}
     if timed:
         parts.append("<h2>Over time (one run per cell)</h2>")
         parts.append("<p>Per stats period, the latest valid record of each cell (else its "
@@ -253,12 +312,22 @@ def _series_sections(report: Report) -> list[str]:
                      "</p>")
         parts += [f"<div class='warn'>{html.escape(w)}</div>"
                   for w in fairness_warnings([cur.cells[rs.key] for rs in ss])]
+        history = {rs.key: report.history(rs.key) for rs in ss}
         for column, ylabel, divisor, log in TIME_CHARTS:
-            svg = time_chart(column, ylabel, ss, divisor=divisor, log=log)
+            whole = {rs.key: _whole_window(cur.cells[rs.key], column) for rs in ss}
+            svg = time_chart(column, ylabel, ss, divisor=divisor, log=log,
+                             baseline=history, whole=whole)
             if svg:
+                gaps = "".join(f"<br><span class='gap'>{html.escape(g)}</span>"
+                               for g in tail_gaps(column, ss))
+                base = ("; dashed: the baseline's median per period"
+                        if any(median_series(column, h) for h in history.values()) else "")
                 parts.append(f"<figure data-chart='time' data-column='{column}'>{svg}"
-                             f"<figcaption>{html.escape(ylabel)} over time</figcaption>"
-                             "</figure>")
+                             f"<figcaption>{html.escape(ylabel)} over time{base}{gaps}"
+                             "</figcaption></figure>")
+            else:  # nothing to draw: still say why the tail is missing
+                parts += [f"<p class='gap'>{html.escape(ylabel)}: {html.escape(g)}</p>"
+                          for g in tail_gaps(column, ss)]
     bars = []
     for block in BLOCKS:
         by_group: dict[tuple[str, ...], list[RunSeries]] = defaultdict(list)
@@ -298,10 +367,13 @@ _CSS = """
 body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
 table{border-collapse:collapse;font-size:0.85em;margin:1em 0}
 th,td{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}
-th{background:#f3f3f3} .regression,.missing{color:#b00;font-weight:bold}
-.inconclusive,.no-baseline{color:#a60;font-weight:bold} .pass{color:#070}
+th{background:#f3f3f3} .regression{color:#b00;font-weight:bold}
+.inconclusive,.no-baseline,.missing{color:#5a5a5a;font-weight:bold;font-style:italic}
+.pass{color:#070}
+.note{background:#eef4ff;border-left:4px solid #4a7fd0;padding:4px 8px;margin:4px 0}
 .warn{background:#fff4d6;border-left:4px solid #e0a000;padding:4px 8px;margin:4px 0}
-figure{display:inline-block;margin:0.5em;vertical-align:top} figcaption{font-size:0.85em}
+figure{display:inline-block;margin:0.5em;vertical-align:top;max-width:720px}
+figcaption{font-size:0.85em} .gap{color:#5a5a5a}
 svg{max-width:100%;height:auto}
 """
 
@@ -332,10 +404,16 @@ def html_page(report: Report) -> str:
     if report.baseline is not None:
         parts.append(f"<p>Baseline: {html.escape(_input_line(report.baseline))}.</p>")
     parts += [f"<div class='warn'>{html.escape(w)}</div>" for w in cur.warnings]
+    parts += [f"<div class='note'>{html.escape(n)}</div>" for n in report.comparison_notes]
     if report.budgets:
+        from pytest_brokerperf.report.command import gate_tally
+
         code = report.exit_code
-        parts.append(f"<h2>Gate: <span class='{'pass' if code == 0 else 'regression'}'>"
+        parts.append(f"<h2>Regression gate: <span class='{VERDICT_CLASS.get(code, '')}'>"
                      f"{VERDICT_WORDS.get(code, str(code))}</span></h2>")
+        parts.append(f"<p>Budgets <code>{html.escape(', '.join(b.text for b in report.budgets))}"
+                     f"</code> against the baseline: {html.escape(gate_tally(report.gates))}"
+                     ".</p>")
         parts.append(_table(
             ["verdict", "cell", "metric", "observed", "baseline", "budget", "noise floor",
              "limit", "message"],
@@ -347,18 +425,23 @@ def html_page(report: Report) -> str:
               g.message] for g in report.gates),
             (g.status for g in report.gates)))
     parts.append("<h2>Matrix cells</h2>")
+    common, varying = setup_split(cur.cells)
+    show_setup = any(varying.values())
+    parts.append(f"<p>Set-up{' shared by every cell' if show_setup else ''}: "
+                 f"<code>{html.escape(common)}</code></p>")
     rows = []
-    for key, c in sorted(cur.cells.items()):
+    for key, c in _cells(cur):
         ack = c.figures.rates.get("ack_rate")
         e2e = c.figures.latency.get("e2e_response")
         rows.append([key.broker, key.scenario, key.params, key.durability, key.fault, key.env,
-                     str(c.runs), f"{c.valid}/{c.records}",
+                     *([varying[key]] if show_setup else []), str(c.runs), f"{c.valid}/{c.records}",
                      _num(ack.mean if ack else None), _pct(ack.spread if ack else None),
                      *[_ms(e2e.get(n) if e2e else None) for n in ("p50", "p99", "p99.9")],
                      _pct(c.p99_spread), "; ".join(c.machines)])
     parts.append(_table(["broker", "scenario", "parameters", "durability", "fault", "env",
-                         "runs", "valid/records", "ack msg/s", "spread", "e2e p50 ms",
-                         "e2e p99 ms", "e2e p99.9 ms", "p99 spread", "machine"], rows))
+                         *(["set-up"] if show_setup else []), "runs", "valid/records",
+                         "ack msg/s", "spread", "e2e p50 ms", "e2e p99 ms", "e2e p99.9 ms",
+                         "p99 spread", "machine"], rows))
 
     parts.append("<h2>Latency quantiles</h2>")
     groups = group_cells(cur.cells.values(), lambda k: (k.scenario, k.params, k.durability,
@@ -367,10 +450,14 @@ def html_page(report: Report) -> str:
         caption = f"{scenario} [{params}] {durability} fault={fault} env={env}"
         parts.append(f"<h3>{html.escape(caption)}</h3>")
         parts += [f"<div class='warn'>{html.escape(w)}</div>" for w in fairness_warnings(cells)]
+        with_base = any(c.key in report.aligned for c in cells)
         for view in CHART_VIEWS:
-            svg = quantile_chart(view, cells)
+            svg = quantile_chart(view, cells, report.aligned)
             if svg:
-                parts.append(f"<figure>{svg}<figcaption>{view}</figcaption></figure>")
+                what = (" — dashed: the baseline's pooled curve; band: its runs' range"
+                        if with_base else "")
+                parts.append(f"<figure data-chart='quantiles'>{svg}<figcaption>{view}{what}"
+                             "</figcaption></figure>")
 
     parts += _series_sections(report)
 
@@ -389,13 +476,13 @@ def html_page(report: Report) -> str:
     parts.append("<h2>Matrix: e2e_response p99 per parameter set and broker</h2>")
     for (scenario, env), cells in group_cells(cur.cells.values(),
                                          lambda k: (k.scenario, k.env)).items():
-        svg = matrix_chart(cells)
+        svg = matrix_chart(cells, baseline=report.aligned)
         if svg:
             parts += [f"<div class='warn'>{html.escape(w)}</div>" for w in fairness_warnings(cells)]
             parts.append(f"<figure>{svg}<figcaption>{html.escape(scenario)} env="
                          f"{html.escape(env)}</figcaption></figure>")
 
-    left_out = [(k, r) for k, c in sorted(cur.cells.items()) for r in c.invalid]
+    left_out = [(k, r) for k, c in _cells(cur) for r in c.invalid]
     if left_out:
         parts.append("<h2>Left out of verdicts</h2>")
         parts.append(_table(["cell", "run", "test", "status", "reasons"],

@@ -38,6 +38,7 @@ __all__ = [
     "FaultEvent",
     "RunSeries",
     "before_during",
+    "load_history_series",
     "load_series",
     "pick_series",
     "series_from_record",
@@ -223,11 +224,36 @@ def load_series(spark: SparkSession, dirs: Sequence[str | Path], *,
     A narrow read: the cell's fields, the ranking fields, and ``timeline``, the blocks
     and ``faults`` as raw JSON text (parsed in Python for the chosen records only).
     """
+    return {k: v[0] for k, v in _read_series(spark, dirs, run_id=run_id, newest=1,
+                                             valid_only=False).items()}
+
+
+#: How many of a baseline cell's newest valid runs its median over time is taken over.
+HISTORY_RUNS = 20
+
+
+def load_history_series(spark: SparkSession, dirs: Sequence[str | Path], *,
+                        newest: int = HISTORY_RUNS) -> dict[CellKey, list[RunSeries]]:
+    """Per cell, the series of its ``newest`` valid records (a baseline's history, whose
+    median per period the charts over time draw)."""
+    return _read_series(spark, dirs, run_id=None, newest=newest, valid_only=True)
+
+
+def _read_series(spark: SparkSession, dirs: Sequence[str | Path], *, run_id: str | None,
+                 newest: int, valid_only: bool) -> dict[CellKey, list[RunSeries]]:
+    """Per cell, the series of its ``newest`` records by the :func:`pick_series` rank."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    from pytest_brokerperf.report.spark import CELL, _upgrade, _with_cell, find_result_files
+    from pytest_brokerperf.report.spark import (
+        CELL,
+        _upgrade,
+        _with_cell,
+        cell_key,
+        find_result_files,
+        manifest_schema,
+    )
 
     s, d, long_ = T.StringType(), T.DoubleType(), T.LongType()
 
@@ -240,7 +266,8 @@ def load_series(spark: SparkSession, dirs: Sequence[str | Path], *,
         params=T.MapType(s, s), env=s, durability=struct(level=long_), end_time=s,
         artefacts=s, verdict=struct(status=s), run_status=s,
         throughput=struct(highest_sustainable_rate_msg_s=d),
-        manifest=struct(machine=struct(cpu_model=s, logical_cpus=long_)),
+        nodes=long_, broker_version=s, profile=s, period_s=d, provision=s, driver=s,
+        driver_file=s, driver_settings_sha256=s, manifest=manifest_schema(),
         _corrupt_record=s, **{f: s for f in raw_fields})
     files = find_result_files(dirs)
     df = (spark.read.schema(schema).option("mode", "PERMISSIVE")
@@ -252,23 +279,25 @@ def load_series(spark: SparkSession, dirs: Sequence[str | Path], *,
     if run_id is not None:
         df = df.filter(F.col("run_id") == run_id)
     df = _with_cell(_upgrade(df))
+    if valid_only:
+        df = df.filter(F.col("status") == "valid")
     w = Window.partitionBy(*CELL).orderBy(
         (F.col("status") == "valid").desc(), F.col("end_time").desc_nulls_last(),
         F.col("run_id").desc(), F.col("attempt").desc(), F.col("test_id").desc())
-    rows = (df.withColumn("_rank", F.row_number().over(w)).filter(F.col("_rank") == 1)
-            .select(*CELL, "run_id", "test_id", "attempt", "status", "artefacts", "_file",
-                    *raw_fields)
+    rows = (df.withColumn("_rank", F.row_number().over(w)).filter(F.col("_rank") <= newest)
+            .select(*CELL, "_rank", "run_id", "test_id", "attempt", "status", "artefacts",
+                    "_file", *raw_fields)
+            .orderBy("_rank")
             .collect())
-    out: dict[CellKey, RunSeries] = {}
+    out: dict[CellKey, list[RunSeries]] = {}
     for r in rows:
-        key = CellKey(r["broker"], r["scenario"], r["params_key"] or "", r["durability_key"],
-                      r["fault"], r["env"])
+        key = cell_key(r)
         record: dict[str, Any] = {
             "run_id": r["run_id"], "test_id": r["test_id"], "attempt": r["attempt"],
             "verdict": {"status": r["status"]}, "artefacts": r["artefacts"],
             **{f: _json_or_none(r[f]) for f in raw_fields}}
         results_file = _local_path(str(r["_file"]))
-        out[key] = series_from_record(record, results_file, key)
+        out.setdefault(key, []).append(series_from_record(record, results_file, key))
     return dict(sorted(out.items()))
 
 

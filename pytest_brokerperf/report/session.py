@@ -64,10 +64,14 @@ def load_gate(settings: Settings) -> SessionGate | None:
     budgets = parse_fail_on(settings.fail_on)
     dirs = baseline_dirs(settings)
     from pytest_brokerperf.report.gates import same_environment
-    from pytest_brokerperf.report.spark import progress, run_job, spark_session
+    from pytest_brokerperf.report.spark import QuietSpark, progress, run_job
 
-    with progress(f"aggregating the baseline {settings.baseline}", sys.stderr):
-        baseline = run_job(spark_session(), dirs)
+    quiet = QuietSpark()
+    try:
+        with progress(f"aggregating the baseline {settings.baseline}", sys.stderr):
+            baseline = run_job(quiet.start(), dirs)
+    finally:
+        quiet.stop()  # the session-end report, if asked for, starts its own
     cells = same_environment(baseline.cells, settings.env,
                              across=settings.compare_across_env,
                              source=f"--brokerperf-baseline={settings.baseline}",
@@ -110,10 +114,19 @@ def cell_of_record(record: Mapping[str, Any]) -> CellStats:
 
 def judge_record(gate: SessionGate, record: Mapping[str, Any]) -> list[GateResult]:
     """Every budget on this record's cell (``no-baseline`` when the baseline lacks it)."""
+    from dataclasses import replace
+
+    from pytest_brokerperf.report.gates import align
+
     cell = cell_of_record(record)
     gate.seen.add(cell.key)
-    base = {cell.key: gate.baseline[cell.key]} if cell.key in gate.baseline else {}
-    return evaluate({cell.key: cell}, base, gate.budgets)
+    aligned = align([cell.key], gate.baseline)
+    base = {cell.key: aligned.cells[cell.key]} if cell.key in aligned.cells else {}
+    results = evaluate({cell.key: cell}, base, gate.budgets, hints=aligned.hints)
+    if aligned.notes:  # a field an older baseline record does not record
+        results = [replace(g, message=f"{g.message} ({'; '.join(aligned.notes)})")
+                   for g in results]
+    return results
 
 
 def gate_dicts(results: list[GateResult]) -> list[dict[str, Any]]:
@@ -151,21 +164,27 @@ def session_report(settings: Settings) -> tuple[int, list[str]]:
     return code, lines
 
 
-def apply_gate(config: pytest.Config, record: Any, failures: list[str],
-               inconclusive: list[str]) -> None:
+def apply_gate(config: pytest.Config, record: Any, regressions: list[str],
+               inconclusive: list[str]) -> str:
     """``--brokerperf-fail-on``: judge one scenario's record against the baseline's cell.
 
-    A regression joins the test's failures; a gate that cannot judge (no baseline cell,
-    fewer than 3 baseline runs, an undersampled figure) makes the test INCONCLUSIVE,
-    never a silent pass. The results go into the record's ``gates`` list.
+    A regression joins the test's ``regressions`` (it fails the test, called a
+    regression, never an SLO); a gate that cannot judge (no baseline cell, fewer than 3
+    baseline runs, an undersampled figure) makes the test INCONCLUSIVE, never a silent
+    pass. The results go into the record's ``gates`` list. Returns the summary's
+    ``baseline`` column: ``-`` (no gate), ``pass``, ``REGRESSION: <metric>, ...`` or
+    ``inconclusive``.
     """
 
     gate = config.stash.get(GATE_KEY, None)
     if gate is None:
-        return
+        return "-"
     results = judge_record(gate, record)
     record["gates"] = gate_dicts(results)
-    failures += [f"regression against the baseline: {g.message}" for g in results
-                 if g.status == "regression"]
-    inconclusive += [f"gate {g.status}: {g.message}" for g in results
-                     if g.status not in ("pass", "regression")]
+    regressed = [g for g in results if g.status == "regression"]
+    regressions += [g.message for g in regressed]  # under "REGRESSION against the baseline:"
+    unjudged = [g for g in results if g.status not in ("pass", "regression")]
+    inconclusive += [f"gate {g.status}: {g.message}" for g in unjudged]
+    if regressed:
+        return "REGRESSION: " + ", ".join(dict.fromkeys(g.budget.metric for g in regressed))
+    return "inconclusive" if unjudged else "pass"

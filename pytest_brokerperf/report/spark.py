@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_brokerperf.metrics.hdr_layout import min_samples_for
 from pytest_brokerperf.report.model import (
     PERCENTILE_NAMES,
+    UNKNOWN,
     VIEWS,
     CellKey,
     CellStats,
@@ -44,6 +45,7 @@ __all__ = [
     "CURRENT_SCHEMA",
     "SUPPORTED_SCHEMAS",
     "LoadedRecords",
+    "QuietSpark",
     "aggregate",
     "find_result_files",
     "load_records",
@@ -56,7 +58,9 @@ __all__ = [
 CURRENT_SCHEMA = "brokerperf.result/1"
 #: Versions it can read, each upgraded to ``CURRENT_SCHEMA`` on read (see ``_upgrade``).
 SUPPORTED_SCHEMAS = (CURRENT_SCHEMA,)
-CELL = ("broker", "scenario", "params_key", "durability_key", "fault", "env")
+CELL = ("broker", "scenario", "params_key", "durability_key", "fault", "env", "nodes_key",
+        "broker_version_key", "profile_key", "period_key", "provision_key", "driver_key",
+        "driver_file_key", "driver_settings_key", "clients_key")
 _RATES = {
     "ack_rate": "ack_rate_msg_s",
     "consume_rate": "consume_rate_msg_s",
@@ -69,11 +73,36 @@ _RATES = {
 # --------------------------------------------------------------------------- session
 
 
-def spark_session(master: str | None = None, *, app: str = "brokerperf-report") -> SparkSession:
+#: Spark's log4j 2 configuration when not verbose: errors only, to the console (which
+#: :class:`QuietSpark` points at a log file).
+_LOG4J2_ERRORS = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n%ex
+"""
+
+
+def _quiet_log4j() -> str:
+    """A log4j 2 file (errors only), written once per process; its path."""
+    import tempfile
+
+    path = Path(tempfile.gettempdir()) / f"brokerperf-log4j2-{os.getpid()}.properties"
+    if not path.exists():
+        path.write_text(_LOG4J2_ERRORS, encoding="utf-8")
+    return str(path)
+
+
+def spark_session(master: str | None = None, *, app: str = "brokerperf-report",
+                  verbose: bool = True) -> SparkSession:
     """A SparkSession: embedded ``local[*]`` by default, or ``master`` (spark://, yarn...).
 
     Quiet (no UI, no console progress bar: the caller prints its own progress line) and
-    with few shuffle partitions, since cells and buckets are few.
+    with few shuffle partitions, since cells and buckets are few. Not ``verbose``: the
+    JVMs log errors only (log4j 2 from start-up on, driver and executors).
     """
     from pyspark.sql import SparkSession
 
@@ -94,8 +123,12 @@ def spark_session(master: str | None = None, *, app: str = "brokerperf-report") 
     local_dir = os.environ.get("BROKERPERF_SPARK_LOCAL_DIR")
     if local_dir:  # shuffle and spill files: a tmpfs spares a busy disk
         builder = builder.config("spark.local.dir", local_dir)
+    if not verbose:
+        opt = f"-Dlog4j2.configurationFile=file:{_quiet_log4j()}"
+        builder = (builder.config("spark.driver.extraJavaOptions", opt)
+                   .config("spark.executor.extraJavaOptions", opt))
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    spark.sparkContext.setLogLevel("WARN" if verbose else "ERROR")
     chosen = master or os.environ.get("BROKERPERF_SPARK_MASTER") or "local[*]"
     if not chosen.startswith("local["):  # executors in other processes or machines
         ship_package(spark)
@@ -124,6 +157,54 @@ def ship_package(spark: SparkSession) -> Path:
     return Path(name)
 
 
+class QuietSpark:
+    """The report's own Spark: started quietly, stopped when the report is done.
+
+    Not ``verbose``, the JVM (and the executors and Python workers it starts) gets a
+    log file as its stderr and logs errors only, so its lines never interleave with the
+    progress line or pytest's output; the file's path is printed when something fails.
+    A session that was already running (a caller's) is used as is and left running.
+    """
+
+    def __init__(self, master: str | None = None, *, verbose: bool = False) -> None:
+        self.master = master
+        self.verbose = verbose
+        self.log: Path | None = None
+        self._spark: SparkSession | None = None
+
+    def start(self) -> SparkSession:
+        from pyspark import SparkContext
+
+        if SparkContext._active_spark_context is not None:  # a caller's session
+            return spark_session(self.master, verbose=self.verbose)
+        if self.verbose:
+            self._spark = spark_session(self.master, verbose=True)
+            return self._spark
+        import tempfile
+
+        fd, name = tempfile.mkstemp(prefix="brokerperf-spark-", suffix=".log")
+        self.log = Path(name)
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(fd, 2)  # the JVM started now inherits the log file as its stderr
+        try:
+            self._spark = spark_session(self.master, verbose=False)
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            os.close(fd)
+        return self._spark
+
+    def stop(self, *, keep_log: bool = False) -> None:
+        """Stop the session this object started (none: nothing to do); its log file is
+        removed unless ``keep_log`` (something failed and the path was printed)."""
+        if self._spark is not None:
+            self._spark.stop()
+            self._spark = None
+        if self.log is not None and not keep_log:
+            self.log.unlink(missing_ok=True)
+
+
 @contextlib.contextmanager
 def progress(what: str, stream: Any = None) -> Iterator[None]:
     """A one-line ``brokerperf report: <what> ... 12 s`` ticker while Spark works."""
@@ -142,12 +223,14 @@ def progress(what: str, stream: Any = None) -> Iterator[None]:
     out.flush()
     thread = threading.Thread(target=tick, daemon=True)
     thread.start()
+    ok = False
     try:
         yield
+        ok = True
     finally:
         done.set()
         thread.join()
-        took = f"done in {time.monotonic() - start:.1f} s"
+        took = f"{'done' if ok else 'failed'} in {time.monotonic() - start:.1f} s"
         out.write(f"\rbrokerperf report: {what} ... {took}\n" if tty else f" {took}\n")
         out.flush()
 
@@ -183,9 +266,23 @@ def record_schema() -> StructType:
         verdict=struct(status=s, reasons=T.ArrayType(s)), run_status=s,
         throughput=struct(mode=s, highest_sustainable_rate_msg_s=d, limit=s, outcome=s),
         ladder=struct(curve=T.ArrayType(curve_point), knee=struct(rate_msg_s=d)),
-        manifest=struct(machine=struct(cpu_model=s, logical_cpus=long_)),
+        manifest=manifest_schema(),
+        driver_file=s, driver_settings_sha256=s,
         _corrupt_record=s,
     )
+
+
+def manifest_schema() -> StructType:
+    """The manifest fields cells are keyed by: the machine, the client libraries."""
+    from pyspark.sql import types as T
+
+    s, long_ = T.StringType(), T.LongType()
+
+    def struct(**fields: Any) -> T.StructType:
+        return T.StructType([T.StructField(k, v, True) for k, v in fields.items()])
+
+    return struct(machine=struct(cpu_model=s, logical_cpus=long_),
+                  driver=struct(client=s, client_version=s, librdkafka_version=s))
 
 
 # --------------------------------------------------------------------------- input
@@ -349,8 +446,26 @@ def _with_cell(df: DataFrame) -> DataFrame:
     machine = F.concat_ws(" × ", F.coalesce(F.col("manifest.machine.cpu_model"), F.lit("?")),
                           F.concat(F.coalesce(F.col("manifest.machine.logical_cpus")
                                               .cast("string"), F.lit("?")), F.lit(" cpus")))
+    def known(col: Column) -> Column:  # model.UNKNOWN for absent or empty
+        return F.when(col.isNull() | (col == ""), F.lit(UNKNOWN)).otherwise(col)
+
+    drv = "manifest.driver."
+    lib = F.col(drv + "librdkafka_version")
+    clients = F.concat_ws(" ", F.col(drv + "client"), F.col(drv + "client_version"),
+                          F.when(lib.isNotNull() & (lib != ""),
+                                 F.concat(F.lit("librdkafka "), lib)))
     return (df.withColumn("broker", F.coalesce(F.col("broker"), F.lit("?")))
             .withColumn("scenario", F.coalesce(F.col("scenario"), F.lit("?")))
+            .withColumn("nodes_key", known(F.col("nodes").cast("string")))
+            .withColumn("broker_version_key", known(F.col("broker_version")))
+            .withColumn("profile_key", known(F.col("profile")))
+            .withColumn("period_key", F.when(F.col("period_s").isNull(), F.lit(UNKNOWN))
+                        .otherwise(F.concat(F.col("period_s").cast("string"), F.lit("s"))))
+            .withColumn("provision_key", known(F.col("provision")))
+            .withColumn("driver_key", known(F.col("driver")))
+            .withColumn("driver_file_key", known(F.col("driver_file")))
+            .withColumn("driver_settings_key", known(F.col("driver_settings_sha256")))
+            .withColumn("clients_key", known(clients))
             .withColumn("params_key", params_key)
             .withColumn("durability_key", durability_key)
             .withColumn("fault", F.coalesce(F.col("params")["fault"], F.lit("none")))
@@ -479,9 +594,17 @@ def _rate_aggs() -> list[Column]:
     return aggs
 
 
-def _key(row: Any) -> CellKey:
+def cell_key(row: Any) -> CellKey:
+    """The cell key of a row carrying the :data:`CELL` columns."""
     return CellKey(row["broker"], row["scenario"], row["params_key"] or "",
-                   row["durability_key"], row["fault"], row["env"])
+                   row["durability_key"], row["fault"], row["env"], nodes=row["nodes_key"],
+                   broker_version=row["broker_version_key"], profile=row["profile_key"],
+                   period=row["period_key"], provision=row["provision_key"],
+                   driver=row["driver_key"], driver_file=row["driver_file_key"],
+                   driver_settings=row["driver_settings_key"], clients=row["clients_key"])
+
+
+_key = cell_key
 
 
 def _latency(row: Any) -> LatencyStats:

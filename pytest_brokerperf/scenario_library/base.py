@@ -73,12 +73,14 @@ class ScenarioResult:
     slo_results: list[SLOResult]
     record: ResultRecord  # the results.jsonl line (docs/reference/results.md)
     artefacts: Path
-    failures: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)  # SLOs violated, findings
     inconclusive: list[str] = field(default_factory=list)
+    #: regressions against a baseline (``--brokerperf-fail-on``): never SLO failures
+    regressions: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
-        return not self.failures and not self.inconclusive
+        return not self.failures and not self.inconclusive and not self.regressions
 
 
 class Scenario(ABC):

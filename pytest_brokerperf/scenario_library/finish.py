@@ -128,6 +128,7 @@ def omb_document(prepared: PreparedRun, driver_name: str, out: RunOutcome) -> di
 
 def _slo_text(slo_results: list[SLOResult], failures: list[str],
               inconclusive: list[str]) -> str:
+    """The summary's SLO column: budgets only (a baseline's regression has its own)."""
     if failures:
         failed = [r.slo.metric for r in slo_results if r.failed]
         return "FAIL: " + (", ".join(failed) if failed else "finding")
@@ -202,7 +203,9 @@ def finish(ctx: RunContext, m: Measured) -> ScenarioResult:
     record.update(m.record_extra)
     from pytest_brokerperf.report.session import apply_gate
 
-    apply_gate(ctx.request.config, record, failures, inconclusive)
+    slo_text = _slo_text(slo_results, failures, inconclusive)  # before the gate's lines
+    regressions: list[str] = []
+    gate_text = apply_gate(ctx.request.config, record, regressions, inconclusive)
     if m.sampler is not None:
         m.sampler.write_csv(directory / "broker-metrics.csv")
         record["broker_metrics"] = m.sampler.summary("broker-metrics.csv")
@@ -230,8 +233,9 @@ def finish(ctx: RunContext, m: Measured) -> ScenarioResult:
         pub_p999=figures["publish_response.p99.9"],
         e2e_p50=figures["e2e_response.p50"], e2e_p99=figures["e2e_response.p99"],
         e2e_p999=figures["e2e_response.p99.9"], verdict=m.verdict.status,
-        slo=_slo_text(slo_results, failures, inconclusive),
+        slo=slo_text,
         topology_check=broker.topology_check, catchup=m.summary_catchup,
+        baseline=gate_text,
     ))
     props: list[tuple[str, object]] = [(f"brokerperf.{k}", figures.get(k))
                                        for k in m.junit_figures]
@@ -243,7 +247,8 @@ def finish(ctx: RunContext, m: Measured) -> ScenarioResult:
     ctx.add_properties(props)
     return ScenarioResult(prepared=prepared, outcome=headline, verdict=m.verdict,
                           figures=figures, slo_results=slo_results, record=record,
-                          artefacts=directory, failures=failures, inconclusive=inconclusive)
+                          artefacts=directory, failures=failures, inconclusive=inconclusive,
+                          regressions=regressions)
 
 
 def _periods_done(m: Measured) -> tuple[int, int]:

@@ -21,7 +21,8 @@ from pytest_brokerperf.metrics.histogram import LatencyHistogram
 from pytest_brokerperf.metrics.stats import METRICS
 
 __all__ = ["SyntheticRun", "latency_block_from_samples", "record_with_timeline",
-           "report_of_records", "synthetic_record", "synthetic_timeline", "write_jsonl"]
+           "report_of_records", "slowed_record", "synthetic_record", "synthetic_timeline",
+           "write_jsonl"]
 
 
 def latency_block_from_samples(samples: Mapping[str, Sequence[int] | npt.NDArray[np.int64]]
@@ -147,20 +148,80 @@ def record_with_timeline(broker: str, periods: int | None, *,
     return rec
 
 
-def report_of_records(records: Sequence[Mapping[str, Any]]) -> Any:
-    """A ``render.Report`` of records without Spark: one cell per record, its own figures
-    (each record its own cell), and the records' series."""
-    from pytest_brokerperf.report.model import CellStats, ReportResult, cell_key_of, figures_of
-    from pytest_brokerperf.report.render import Report
-    from pytest_brokerperf.report.series import pick_series
+def _cells_of(records: Sequence[Mapping[str, Any]]) -> dict[Any, Any]:
+    """Cells of records without Spark, one run per record; a cell's pooled figures are
+    its first record's (an approximation for chart tests: Spark merges histograms)."""
+    from pytest_brokerperf.report.model import CellStats, cell_key_of, figures_of
 
-    cells = {}
+    by_cell: dict[Any, list[Mapping[str, Any]]] = {}
     for r in records:
-        k = cell_key_of(r)
-        cells[k] = CellStats(key=k, records=1, valid=1, runs=1, figures=figures_of(r),
-                             run_figures={str(r["run_id"]): figures_of(r)}, p99_spread=None,
-                             machines=(f"{r['manifest']['machine']['cpu_model']} × "
-                                       f"{r['manifest']['machine']['logical_cpus']} cpus",))
-    result = ReportResult(cells=cells, files=["(in memory)"], records_read=len(records),
-                          duplicates_dropped=0, malformed_lines=0)
-    return Report(current=result, series=pick_series(records))
+        by_cell.setdefault(cell_key_of(r), []).append(r)
+    cells = {}
+    for k, rs in by_cell.items():
+        m = rs[0]["manifest"]["machine"]
+        cells[k] = CellStats(key=k, records=len(rs), valid=len(rs), runs=len(rs),
+                             figures=figures_of(rs[0]),
+                             run_figures={str(r["run_id"]): figures_of(r) for r in rs},
+                             p99_spread=None,
+                             machines=(f"{m['cpu_model']} × {m['logical_cpus']} cpus",))
+    return cells
+
+
+def report_of_records(records: Sequence[Mapping[str, Any]],
+                      baseline: Sequence[Mapping[str, Any]] = (),
+                      fail_on: str | None = None) -> Any:
+    """A ``render.Report`` of records without Spark (one cell per record, its own
+    figures, and the records' series), compared with ``baseline`` records when given
+    (aligned as ``brokerperf report`` aligns them, gated by ``fail_on``)."""
+    from pytest_brokerperf.report.gates import align, evaluate, parse_fail_on
+    from pytest_brokerperf.report.model import ReportResult
+    from pytest_brokerperf.report.render import Report
+    from pytest_brokerperf.report.series import pick_series, series_from_record
+
+    result = ReportResult(cells=_cells_of(records), files=["(in memory)"],
+                          records_read=len(records), duplicates_dropped=0,
+                          malformed_lines=0)
+    report = Report(current=result, series=pick_series(records))
+    if baseline:
+        from pytest_brokerperf.report.model import cell_key_of
+
+        base = ReportResult(cells=_cells_of(baseline), files=["(in memory)"],
+                            records_read=len(baseline), duplicates_dropped=0,
+                            malformed_lines=0)
+        aligned = align(result.cells, base.cells)
+        report.baseline = base
+        report.aligned, report.baseline_of = aligned.cells, aligned.sources
+        report.comparison_notes = aligned.notes
+        for r in baseline:
+            report.baseline_series.setdefault(cell_key_of(r), []).append(
+                series_from_record(r))
+        if fail_on:
+            report.budgets = parse_fail_on(fail_on)
+            report.gates = evaluate(result.cells, aligned.cells, report.budgets,
+                                    hints=aligned.hints)
+    return report
+
+
+def slowed_record(record: Mapping[str, Any], factor: float, run_id: str) -> dict[str, Any]:
+    """A fabricated regression: ``record`` as run ``run_id`` with every latency sample
+    multiplied by ``factor`` (its histograms rebuilt from the recorded buckets, so the
+    report merges them as it would a real run's)."""
+    from pytest_brokerperf.metrics.hdr_layout import midpoint_at_index
+
+    out = json.loads(json.dumps(record))
+    samples: dict[str, npt.NDArray[np.int64]] = {}
+    for view, block in (record.get("latency") or {}).items():
+        pairs = block.get("sparse") or []
+        if not pairs:
+            continue
+        values = np.repeat([midpoint_at_index(int(i)) for i, _ in pairs],
+                           [int(c) for _, c in pairs]).astype(np.float64)
+        samples[view] = np.maximum(values * factor, 1).astype(np.int64)
+    out["latency"] = latency_block_from_samples(samples)
+    out["run_id"] = run_id
+    timeline = out.get("timeline")
+    if isinstance(timeline, dict):  # the charts over time show the same slowdown
+        for k, col in timeline.items():
+            if k.endswith("_us") and isinstance(col, list):
+                timeline[k] = [None if v is None else v * factor for v in col]
+    return out

@@ -18,7 +18,11 @@ from pytest_brokerperf.testing.chromium import (
     require_chromium,
     series_pixels,
 )
-from pytest_brokerperf.testing.records import record_with_timeline, report_of_records
+from pytest_brokerperf.testing.records import (
+    record_with_timeline,
+    report_of_records,
+    slowed_record,
+)
 
 PERIODS = {"kafka": 12, "pulsar": 8, "rabbitmq": 10}
 
@@ -59,3 +63,28 @@ def test_report_opens_offline_in_headless_chromium_and_draws_every_chart(
     # and drawn: each broker's series colour (C0..C2) covers real area of the screenshot
     pixels = series_pixels(check.screenshot)
     assert all(n > 300 for n in pixels[:3]), pixels
+
+
+def test_the_gated_report_draws_the_baseline_offline_in_chromium(tmp_path: Path) -> None:
+    """A regression against a 4-run baseline: the page names it a regression, and the
+    baseline's curve, band and median over time are in the DOM Chromium builds."""
+    binary = require_chromium()
+    def rec(broker: str, slow: float, run_id: str) -> dict[str, object]:
+        return slowed_record(record_with_timeline(broker, 12, rate=2000.0), slow, run_id)
+
+    cur = [rec("kafka", 2.0, "20260301-000000-cccccc"),  # every latency doubled
+           rec("pulsar", 1.0, "20260301-000000-cccccc")]
+    base = [rec(b, 1 + 0.02 * i, f"2026020{i}-000000-bbbbbb")
+            for i in range(1, 5) for b in ("kafka", "pulsar")]
+    report = report_of_records(cur, base, fail_on="e2e_response.p99:+15%")
+    assert report.exit_code == 1
+    page = tmp_path / "gated.html"
+    page.write_text(html_page(report), encoding="utf-8")
+    check = check_page(page, tmp_path / "gated.png", height=5000, binary=binary)
+    print(f"\nscreenshot: {check.screenshot}")
+    assert "Regression gate: <span class=\"regression\">REGRESSION</span>" in check.dom
+    for gid in ("baseline-kafka", "band-kafka", "baseline-pulsar"):
+        assert f'id="{gid}"' in check.dom, gid
+    assert check.svgs_in_dom == page.read_text().count("<svg")
+    pixels = series_pixels(check.screenshot)
+    assert all(n > 300 for n in pixels[:2]), pixels

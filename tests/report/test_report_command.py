@@ -70,9 +70,10 @@ def test_injected_regression_trips_the_gate_and_outputs_are_written(
         fail_on=["e2e_response.p99:+15%,ack_rate:-10%"], html=out / "r.html",
         markdown=out / "r.md", csv=out / "r.csv"))
     assert code == 1, err
-    assert "regression: kafka tailread" in err and "rate=2000.0" in err
+    assert "REGRESSION: kafka tailread" in err and "rate=2000.0" in err
+    assert "1 regression" in err and "SLO" not in err
     md = (out / "r.md").read_text()
-    assert "**Gate: REGRESSION**" in md
+    assert "**Regression gate: REGRESSION**" in md and "SLO" not in md
     regressions = [line for line in md.splitlines() if line.startswith("| **regression**")]
     assert len(regressions) == 1 and "`e2e_response.p99`" in regressions[0]
     assert "generator-bound" in md and "worker 0 CPU 97%" in md  # shown with its reason
@@ -86,7 +87,7 @@ def test_injected_regression_trips_the_gate_and_outputs_are_written(
     # self-contained: inline SVG, nothing fetched
     assert "<svg" in page and "<script" not in page and "<link" not in page
     assert not re.search(r"""(src|href)=["']https?:""", page)
-    figures = page.split("<figure>")[1:]
+    figures = page.split("<figure")[1:]
     # e2e_response quantiles per rate (the only charted view recorded), curve, matrix
     assert len(figures) == 2 + 1 + 1
     for fig in figures:  # every chart: one series per broker, no more
@@ -105,7 +106,7 @@ def test_rerun_of_the_baseline_passes(spark: Any, dirs: dict[str, Path]) -> None
                                    fail_on=["e2e_response.p99:+15%", "ack_rate:-10%"],
                                    markdown=dirs["out"] / "rerun.md"))
     assert code == 0, err
-    assert "**Gate: ok**" in (dirs["out"] / "rerun.md").read_text()
+    assert "**Regression gate: ok**" in (dirs["out"] / "rerun.md").read_text()
 
 
 def test_usage_and_input_errors_exit_2(dirs: dict[str, Path], tmp_path: Path,

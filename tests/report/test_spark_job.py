@@ -122,7 +122,7 @@ def test_bucket_value_in_sql_matches_the_histogram_layout(spark: Any) -> None:
     assert df.count() == len(idx) and F is not None
 
 
-def test_cells_split_by_durability_env_and_fault(spark: Any, tmp_path: Path) -> None:
+def test_cells_split_by_durability_env_fault_and_set_up(spark: Any, tmp_path: Path) -> None:
     s = {"e2e_response": np.arange(1, 2001, dtype=np.int64)}
     fault_params = {**SyntheticRun().params, "fault": "broker-restart"}
     runs = [SyntheticRun(test_id="a"), SyntheticRun(test_id="b", durability_level=1),
@@ -132,18 +132,32 @@ def test_cells_split_by_durability_env_and_fault(spark: Any, tmp_path: Path) -> 
     recs = [synthetic_record(r, s) for r in runs]
     old = synthetic_record(SyntheticRun(test_id="f"), s)
     del old["attempt"], old["env"]  # written before these fields: upgraded on read
-    write_jsonl(tmp_path / "results.jsonl", [*recs, old])
+    # another set-up: 3 nodes; another driver file, settings, clients and period
+    nodes = synthetic_record(SyntheticRun(test_id="g"), s)
+    nodes["nodes"] = 3
+    drv = synthetic_record(SyntheticRun(test_id="h"), s)
+    drv.update(driver_file="kafka-throughput.yaml", driver_settings_sha256="abcdef012345",
+               period_s=0.5)
+    drv["manifest"]["driver"] = {"client": "confluent-kafka", "client_version": "2.16.1",
+                                 "librdkafka_version": "2.16.0"}
+    write_jsonl(tmp_path / "results.jsonl", [*recs, old, nodes, drv])
     result = job.run_job(spark, [tmp_path])
-    keys = sorted((k.durability, k.env, k.fault) for k in result.cells)
+    setups = {k for k in result.cells if (k.nodes, k.period) != ("1", "10.0s")}
+    assert sorted((k.nodes, k.period, k.driver_file, k.driver_settings, k.clients)
+                  for k in setups) == [
+        ("1", "0.5s", "kafka-throughput.yaml", "abcdef012345",
+         "confluent-kafka 2.16.1 librdkafka 2.16.0"),
+        ("3", "10.0s", "?", "?", "?")]
+    # the pytest gate keys one record in Python exactly as Spark keys it
+    assert {cell_key_of(r) for r in [*recs, old, nodes, drv]} == set(result.cells)
+    keys = sorted((k.durability, k.env, k.fault) for k in result.cells if k not in setups)
     assert keys == [("d1", "local", "none"), ("driver-defined", "ci-m5", "none"),
                     ("driver-defined", "local", "broker-restart"),
                     ("driver-defined", "local", "none")]
-    plain = next(c for k, c in result.cells.items()
-                 if (k.durability, k.env, k.fault) == ("driver-defined", "local", "none"))
+    plain = next(c for k, c in result.cells.items() if k not in setups
+                 and (k.durability, k.env, k.fault) == ("driver-defined", "local", "none"))
     # a, e's two attempts (distinct keys) and f (no attempt/env: 1 and "local")
     assert plain.records == 4
-    # the pytest gate keys one record in Python exactly as Spark keys it
-    assert {cell_key_of(r) for r in [*recs, old]} == set(result.cells)
     assert "fault" not in plain.key.params and "durability" not in plain.key.params
     assert "message_size=1024" in plain.key.params
 
