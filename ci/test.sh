@@ -13,10 +13,11 @@ PY=${PYTHON:-python3}
 "$PY" -m ruff check pytest_brokerperf tests scenarios benchmarks
 "$PY" -m mypy
 # Two pytest runs, each with its closing line; the script fails if either fails.
-# 1. Every test that starts no broker (unit, plugin, report...), on two xdist workers.
+# 1. Unit, plugin and report tests (mostly the in-process loopback broker). Serial: the
+#    CPU-sensitive ones (host noise, steal, calibration) would judge a second worker's load.
 # 2. The integration tests: real brokers, one at a time, so serial.
 # The slowest tests of each run are listed: where CI time goes, for keeping it short.
 status=0
-"$PY" -m pytest tests --ignore=tests/integration -n 2 --durations=30 "$@" || status=$?
+"$PY" -m pytest tests --ignore=tests/integration --durations=30 "$@" || status=$?
 "$PY" -m pytest tests/integration --durations=40 "$@" || status=$?
 exit "$status"

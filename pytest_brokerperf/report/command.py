@@ -17,9 +17,9 @@ from pytest_brokerperf.errors import BrokerPerfError, ConfigError
 from pytest_brokerperf.report.gates import (
     MIN_BASELINE_RUNS,
     Budget,
-    GateResult,
     align,
     evaluate,
+    gate_tally,
     parse_fail_on,
     same_environment,
 )
@@ -27,7 +27,7 @@ from pytest_brokerperf.report.model import SETUP_DIMENSIONS
 from pytest_brokerperf.report.storage import DEFAULT_STORAGE
 
 __all__ = ["EXIT_INCONCLUSIVE", "EXIT_OK", "EXIT_REGRESSION", "EXIT_USAGE", "ReportOptions",
-           "add_arguments", "gate_tally", "run"]
+           "add_arguments", "run"]
 
 EXIT_OK, EXIT_REGRESSION, EXIT_USAGE, EXIT_INCONCLUSIVE = 0, 1, 2, 3
 
@@ -221,17 +221,6 @@ def run(opts: ReportOptions, *, out: TextIO | None = None, err: TextIO | None = 
     finally:
         if started is not None:
             started.stop(keep_log=failed)
-
-
-def gate_tally(gates: Sequence[GateResult]) -> str:
-    """``4 gate checks: 1 regression, 2 inconclusive, 1 passed``."""
-    from collections import Counter
-
-    counts: Counter[str] = Counter(g.status for g in gates)
-    order = ("regression", "missing", "no-baseline", "inconclusive", "pass")
-    parts = [f"{counts[s]} {'passed' if s == 'pass' else s}" for s in order if counts[s]]
-    n = len(gates)
-    return f"{n} gate check{'s' if n != 1 else ''}: {', '.join(parts) or 'none'}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -45,6 +45,7 @@ __all__ = [
     "align",
     "evaluate",
     "exit_code",
+    "gate_tally",
     "parse_fail_on",
     "same_environment",
 ]
@@ -388,3 +389,14 @@ def align(current: Collection[CellKey], baseline: Mapping[CellKey, CellStats], *
     out.notes = [f"comparing across {what}, in {len(cells)} cell(s)"
                  for what, cells in sorted(notes.items())]
     return out
+
+
+def gate_tally(gates: Sequence[GateResult]) -> str:
+    """``4 gate checks: 1 regression, 2 inconclusive, 1 passed``."""
+    from collections import Counter
+
+    counts: Counter[str] = Counter(g.status for g in gates)
+    order = ("regression", "missing", "no-baseline", "inconclusive", "pass")
+    parts = [f"{counts[s]} {'passed' if s == 'pass' else s}" for s in order if counts[s]]
+    n = len(gates)
+    return f"{n} gate check{'s' if n != 1 else ''}: {', '.join(parts) or 'none'}"

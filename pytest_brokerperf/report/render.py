@@ -37,7 +37,7 @@ from pytest_brokerperf.report.charts import (
     time_chart,
     without_rate,
 )
-from pytest_brokerperf.report.gates import Budget, GateResult, exit_code
+from pytest_brokerperf.report.gates import Budget, GateResult, exit_code, gate_tally
 from pytest_brokerperf.report.model import (
     LATENCY_STATS,
     RATE_METRICS,
@@ -172,7 +172,6 @@ def markdown(report: Report) -> str:
         lines.append(f"> note: {_md_escape(note)}")
     lines.append("")
     if report.budgets:
-        from pytest_brokerperf.report.command import gate_tally
 
         code = report.exit_code
         lines += [f"**Regression gate: {VERDICT_WORDS.get(code, str(code))}** "
@@ -406,7 +405,6 @@ def html_page(report: Report) -> str:
     parts += [f"<div class='warn'>{html.escape(w)}</div>" for w in cur.warnings]
     parts += [f"<div class='note'>{html.escape(n)}</div>" for n in report.comparison_notes]
     if report.budgets:
-        from pytest_brokerperf.report.command import gate_tally
 
         code = report.exit_code
         parts.append(f"<h2>Regression gate: <span class='{VERDICT_CLASS.get(code, '')}'>"

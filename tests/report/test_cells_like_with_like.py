@@ -16,8 +16,7 @@ import pytest
 
 from pytest_brokerperf.driver_identity import driver_file_name, settings_hash
 from pytest_brokerperf.errors import ConfigError
-from pytest_brokerperf.report.command import gate_tally
-from pytest_brokerperf.report.gates import align, evaluate, exit_code, parse_fail_on
+from pytest_brokerperf.report.gates import align, evaluate, exit_code, gate_tally, parse_fail_on
 from pytest_brokerperf.report.history import append_run, history_runs
 from pytest_brokerperf.report.model import CellKey, cell_key_of, natural_key
 from pytest_brokerperf.report.render import markdown
