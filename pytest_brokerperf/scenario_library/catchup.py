@@ -182,7 +182,11 @@ class CatchUpReport:
     consumed_during_drain: int  # distinct messages received, all subscriptions
     consumed_bytes_during_drain: int
     produced_during_drain: int  # acknowledged
-    residual_messages: int  # backlog (counters) when the drain was done
+    residual_messages: int  # backlog (counters) when the drain was done, never negative
+    #: messages received before their acknowledgements reached the counters when the
+    #: drain was done (both are read while they go on): consumed = backlog at the start
+    #: + produced - residual + this
+    received_ahead_of_acks: int
     catchup_rate_msg_s: float | None
     catchup_mib_s: float | None
     net_drain_rate_msg_s: float | None  # backlog reduction per second
@@ -306,13 +310,17 @@ def catchup_figures(prepared: CatchUpPrepared, *, subs_per_topic: int, build: Ph
     from pytest_brokerperf.results import histogram_block
     from pytest_brokerperf.verdict import window_steal_share
 
+    def raw_backlog(t: dict[str, int]) -> int:
+        return subs_per_topic * t.get("acked", 0) - t.get("received", 0)
+
     def backlog(t: dict[str, int]) -> int:
         # never negative: a message received before its acknowledgement reached the
         # counters is no backlog (the counters are read while both go on)
-        return max(0, subs_per_topic * t.get("acked", 0) - t.get("received", 0))
+        return max(0, raw_backlog(t))
 
     s, e = drain.start_totals, drain.end_totals
     b0 = backlog(s)
+    ahead = max(0, -raw_backlog(e))  # kept apart, so the accounting below stays exact
     consumed = e.get("received", 0) - s.get("received", 0)
     consumed_bytes = e.get("received_bytes", 0) - s.get("received_bytes", 0)
     produced = e.get("acked", 0) - s.get("acked", 0)
@@ -336,6 +344,7 @@ def catchup_figures(prepared: CatchUpPrepared, *, subs_per_topic: int, build: Ph
         drain_s=drain_s, drain_complete=drain.done, drain_timeout_s=prepared.drain_timeout_s,
         consumed_during_drain=consumed, consumed_bytes_during_drain=consumed_bytes,
         produced_during_drain=produced, residual_messages=residual,
+        received_ahead_of_acks=ahead,
         catchup_rate_msg_s=rate, catchup_mib_s=mib, net_drain_rate_msg_s=net,
         publish_response_p99_before_us=before_p99, publish_response_p99_drain_us=during,
         drain_publish_p99_ratio=ratio,

@@ -290,4 +290,10 @@ def test_residual_is_never_negative() -> None:
     report, _ = catchup_figures(_prepared(), subs_per_topic=1, build=build, drain=drain,
                                 before_p99=None, consumer_pause="test")
     assert report.residual_messages == 0
+    assert report.received_ahead_of_acks == 20
     assert report.net_drain_rate_msg_s == pytest.approx(5000 / 6.0)
+    # the accounting stays exact: consumed = backlog at the start + produced - residual
+    # + what was received ahead of its acks
+    assert report.consumed_during_drain == (
+        report.backlog_at_drain_start_messages + report.produced_during_drain
+        - report.residual_messages + report.received_ahead_of_acks)
