@@ -10,7 +10,7 @@ import difflib
 import math
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -365,6 +365,20 @@ def _url_port_ok(parts: SplitResult) -> bool:
     return port is None or port > 0
 
 
+def _split_url(url: str, schemes: Iterable[str]) -> tuple[SplitResult | None, str | None]:
+    """The URL's parts and None, or why it is no URL of ``schemes`` with a host and a port
+    1-65535 (if any): ``"port"`` when only the port is wrong, else ``"form"``."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None, "form"
+    if parts.scheme not in set(schemes) or not parts.hostname:
+        return None, "form"
+    if not _url_port_ok(parts):
+        return None, "port"
+    return parts, None
+
+
 def _url_items(spec: OptionSpec, raw: object, src: _Source) -> list[str]:
     if isinstance(raw, list | tuple):
         return [x for x in (str(y).strip() for y in raw) if x]
@@ -376,13 +390,9 @@ def _parse_urls(spec: OptionSpec, raw: object, src: _Source) -> tuple[Secret, ..
     a message shows only the masked entry at fault, never the others."""
     urls = _url_items(spec, raw, src)
     for i, url in enumerate(urls, start=1):
-        try:
-            parts = urlsplit(url)
-            ok = parts.scheme in ("http", "https") and bool(parts.hostname)
-        except ValueError:
-            ok = False
-        if not ok or not _url_port_ok(parts):
-            why = ("its port is not a number 1-65535" if ok
+        _, problem = _split_url(url, ("http", "https"))
+        if problem is not None:
+            why = ("its port is not a number 1-65535" if problem == "port"
                    else "it is not an http:// or https:// URL with a host")
             raise ConfigError(
                 f"invalid {spec.what} from {src.label}: entry {i} of {len(urls)} "
@@ -453,12 +463,7 @@ def _parse_baseline_ref(spec: OptionSpec, raw: object, src: _Source) -> str:
 def _parse_url(spec: OptionSpec, raw: object, src: _Source) -> str:
     """One URL whose scheme is one of ``spec.choices``."""
     url = _as_text(spec, raw, src).strip()
-    try:
-        parts = urlsplit(url)
-        ok = parts.scheme in spec.choices and bool(parts.hostname) and _url_port_ok(parts)
-    except ValueError:
-        ok = False
-    if not ok:
+    if _split_url(url, spec.choices)[1] is not None:
         schemes = " or ".join(f"{c}://" for c in spec.choices)
         raise ConfigError(
             f"invalid {spec.what} {mask_url(url)!r} from {src.label}: expected a {schemes} "
@@ -476,12 +481,8 @@ def _parse_amqp_urls(spec: OptionSpec, raw: object, src: _Source) -> tuple[Secre
     users: list[str | None] = []
     passwords: set[str | None] = set()
     for i, uri in enumerate(uris, start=1):
-        try:
-            parts = urlsplit(uri)
-            ok = parts.scheme in ("amqp", "amqps") and bool(parts.hostname)
-        except ValueError:
-            ok = False
-        if not ok or not _url_port_ok(parts):
+        parts, _ = _split_url(uri, ("amqp", "amqps"))
+        if parts is None:
             raise ConfigError(f"invalid {spec.what} from {src.label}: entry {i} of {len(uris)} "
                               f"{mask_url(uri)!r} is not an amqp:// or amqps:// URI with a "
                               f"host (and a port 1-65535, if any); {src.fix(spec)}.")
