@@ -36,8 +36,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(STRICT_WARNINGS)
 
 
-#: what an xdist worker sets in its environment (ci/test.sh runs the tests that start no
-#: broker with ``-n 2``)
+#: what an xdist worker sets in its environment (a developer may run the unit tests with
+#: ``-n 2``; ci/test.sh runs them serially: CPU-sensitive tests would judge the other worker)
 _XDIST_ENV = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
 
 
