@@ -3,14 +3,7 @@ item 8): its lines were 160-220 characters and wrapped in a 120-column terminal.
 
 import pytest
 
-CONFTEST = """
-import pytest
-from pytest_brokerperf.endpoint import BrokerEndpoint
-
-@pytest.fixture(scope="session")
-def broker(broker_kind):
-    yield BrokerEndpoint(kind="loopback", bootstrap="in-process", mode="process")
-"""
+from pytest_brokerperf.testing.loopback import LOOPBACK_CONFTEST
 
 TEST = """
 import pytest
@@ -26,7 +19,7 @@ def test_a_tail_read_with_a_long_name_as_users_write_them(brokerperf):
 def test_summary_lines_fit_the_terminal(pytester: pytest.Pytester,
                                         monkeypatch: pytest.MonkeyPatch, columns: int) -> None:
     monkeypatch.setenv("COLUMNS", str(columns))
-    pytester.makeconftest(CONFTEST)
+    pytester.makeconftest(LOOPBACK_CONFTEST)
     pytester.makepyfile(test_scn=TEST)
     result = pytester.runpytest_subprocess(
         "--brokerperf-duration=1", "--brokerperf-warmup=0.5", "--brokerperf-period=0.5",
