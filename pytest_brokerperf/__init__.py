@@ -28,7 +28,7 @@ _EXPORTS = {
     "Throughput": "pytest_brokerperf.scenario_library.throughput",
     "Workload": "pytest_brokerperf.workload",
     "StudyCase": "pytest_brokerperf.study_cases",
-    "ProducerTweak": "pytest_brokerperf.study_cases",
+    "ProducerTweak": "pytest_brokerperf.brokers.producer_tweak",
     "KafkaDriverConfig": "pytest_brokerperf.brokers.kafka.config",
     "LatencyHistogram": "pytest_brokerperf.metrics.histogram",
     "Settings": "pytest_brokerperf.config",

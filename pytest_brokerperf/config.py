@@ -25,7 +25,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import secrets
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -217,15 +217,15 @@ class Settings:
             return self.provision
         return f"{self.provision}({self.provision_effective})"
 
-    def with_auto_resolved(self) -> Settings:
-        """``auto`` decided for this machine (:func:`.provision.decide_auto`: containers
-        when an engine answers with each broker's image, else processes); unchanged for
-        any other mode. Kept apart from :meth:`resolve`, which reads no machine state."""
+    def with_auto_resolved(self, decide: Callable[[Settings], tuple[str, str]]) -> Settings:
+        """``auto`` decided for this machine by ``decide`` (the plugin passes
+        :func:`.provision.decide_auto`: containers when an engine answers with each broker's
+        image, else processes), which returns the mode and why; unchanged for any other
+        mode. Kept apart from :meth:`resolve`, which reads no machine state; passed in, so
+        the settings never reach up into the brokers."""
         if self.provision != "auto" or self.provision_effective == "remote":
             return self
-        from pytest_brokerperf.provision import decide_auto
-
-        mode, reason = decide_auto(self)
+        mode, reason = decide(self)
         return replace(self, provision_effective=mode, auto_reason=reason)
 
     def image_for(self, kind: str) -> str | None:

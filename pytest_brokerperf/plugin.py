@@ -114,7 +114,9 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         settings = Settings.from_pytest_config(config)
         if not getattr(config.option, "help", False):
-            settings = settings.with_auto_resolved()  # auto: containers or processes, and why
+            from pytest_brokerperf.provision import decide_auto
+
+            settings = settings.with_auto_resolved(decide_auto)  # containers or processes
     except ConfigError as exc:
         if getattr(config.option, "help", False):
             return  # `pytest --help` must work even with a broken setting

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from pytest_brokerperf.brokers.producer_tweak import ProducerTweak, size_id
 from pytest_brokerperf.safety import format_bytes
 
 if TYPE_CHECKING:
@@ -66,8 +67,6 @@ KIB: Final = 1024
 MIB: Final = 1024**2
 GIB: Final = 1024**3
 SCENARIO_KINDS: Final = ("tailread", "throughput", "catchup", "mixed", "reassign")
-COMPRESSIONS: Final = ("none", "lz4", "zstd", "snappy", "gzip")
-SEND_MODES: Final = ("async", "sync")
 
 
 @dataclass(frozen=True)
@@ -124,67 +123,10 @@ STREAMNATIVE_TUNING: Final = (
 )
 
 
-def size_id(n: int) -> str:
-    """``128B``, ``1KiB``, ``512KiB``, ``1GiB``: exact binary units for ids."""
-    for unit, size in (("TiB", 1024**4), ("GiB", GIB), ("MiB", MIB), ("KiB", KIB)):
-        if n >= size and n % size == 0:
-            return f"{n // size}{unit}"
-    return f"{n}B"
-
-
 def _rate_id(rate: float) -> str:
     from pytest_brokerperf.ladder import format_rate
 
     return format_rate(rate)
-
-
-@dataclass(frozen=True)
-class ProducerTweak:
-    """Producer settings a case sweeps, applied to the driver file's producer block.
-
-    ``batch_bytes`` (Kafka ``batch.size``, Pulsar ``batchingMaxBytes``), ``linger_ms``
-    (``linger.ms``, ``batchingMaxPublishDelayMs``), ``compression`` (``compression.type``,
-    ``compressionType``) and ``send_mode`` (``sync``: one message outstanding, batching
-    off, as pulsar-perf ``--max-outstanding 1 --disable-batching``; Pulsar only). ``None``
-    keeps the driver file's value.
-    """
-
-    batch_bytes: int | None = None
-    linger_ms: int | None = None
-    compression: str | None = None
-    send_mode: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.batch_bytes is not None and self.batch_bytes < 1:
-            raise ValueError(f"ProducerTweak(batch_bytes={self.batch_bytes}): a batch size "
-                             "is at least 1 byte")
-        if self.linger_ms is not None and self.linger_ms < 0:
-            raise ValueError(f"ProducerTweak(linger_ms={self.linger_ms}): a linger time is "
-                             ">= 0 ms")
-        if self.compression is not None and self.compression not in COMPRESSIONS:
-            raise ValueError(f"ProducerTweak(compression={self.compression!r}): expected one "
-                             f"of {', '.join(COMPRESSIONS)}")
-        if self.send_mode is not None and self.send_mode not in SEND_MODES:
-            raise ValueError(f"ProducerTweak(send_mode={self.send_mode!r}): expected one of "
-                             f"{', '.join(SEND_MODES)}")
-
-    def __bool__(self) -> bool:
-        return any(v is not None for v in (self.batch_bytes, self.linger_ms, self.compression,
-                                           self.send_mode))
-
-    @property
-    def id(self) -> str:
-        """``batch16KiB-linger5ms-lz4-sync`` (empty when nothing is tweaked)."""
-        parts = []
-        if self.batch_bytes is not None:
-            parts.append(f"batch{size_id(self.batch_bytes)}")
-        if self.linger_ms is not None:
-            parts.append(f"linger{self.linger_ms}ms")
-        if self.compression is not None:
-            parts.append(self.compression)
-        if self.send_mode is not None:
-            parts.append(self.send_mode)
-        return "-".join(parts)
 
 
 @dataclass(frozen=True)

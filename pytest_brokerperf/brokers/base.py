@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
     from pytest_brokerperf.metrics.broker import Series
-    from pytest_brokerperf.study_cases import ProducerTweak
+    from pytest_brokerperf.brokers.producer_tweak import ProducerTweak
 
 __all__ = [
     "CONNECT_TIMEOUT_S", "DRY_RUN_CONNECT_TIMEOUT_S", "PROVISION_MODES", "BrokerType",

@@ -60,7 +60,7 @@ def _settings(**values: object) -> Settings:
 
 def test_no_engine_means_processes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/absent.sock")
-    settings = _settings().with_auto_resolved()
+    settings = _settings().with_auto_resolved(decide_auto)
     assert settings.provision_effective == "process"
     assert settings.provision_display == "auto(process)"
     assert settings.auto_reason and "no Docker engine answers" in settings.auto_reason
@@ -71,7 +71,8 @@ def test_an_engine_with_the_images_means_containers(engine: set[str]) -> None:
     engine.update({"brokerperf/kafka:4.3.1", "rabbitmq:3.10-management"})
     assert image_on_engine("rabbitmq:3.10-management")
     assert not image_on_engine("apachepulsar/pulsar:4.0.7")
-    settings = _settings(broker="kafka,rabbitmq", kafka_version="4.3.1").with_auto_resolved()
+    settings = _settings(broker="kafka,rabbitmq",
+                         kafka_version="4.3.1").with_auto_resolved(decide_auto)
     assert settings.provision_effective == "container"
     assert settings.provision_display == "auto(container)"
     assert provision_reason(settings) == settings.auto_reason
@@ -107,9 +108,9 @@ def test_the_image_flag_is_the_only_candidate(engine: set[str]) -> None:
 def test_explicit_modes_and_remote_clusters_are_left_alone(engine: set[str]) -> None:
     engine.add("brokerperf/kafka:4.3.1")
     process = Settings.resolve({"brokerperf_provision": "process"}, {}, {})
-    assert process.with_auto_resolved() is process
+    assert process.with_auto_resolved(decide_auto) is process
     remote = Settings.resolve({"brokerperf_kafka_bootstrap": "127.0.0.1:9092"}, {}, {})
-    assert remote.with_auto_resolved().provision_effective == "remote"
+    assert remote.with_auto_resolved(decide_auto).provision_effective == "remote"
 
 
 def test_the_environment_pins_auto_to_processes(engine: set[str],

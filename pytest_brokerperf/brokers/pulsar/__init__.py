@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from pytest_brokerperf.brokers.pulsar.driver import PulsarDriver
     from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
-    from pytest_brokerperf.study_cases import ProducerTweak
+    from pytest_brokerperf.brokers.producer_tweak import ProducerTweak
 
 __all__ = ["PulsarBroker"]
 
