@@ -38,14 +38,16 @@ A level a broker cannot offer raises :class:`~pytest_brokerperf.errors.BrokerUna
 the level, the settings applied and the settings read back from the broker.
 
 This module holds what a level *is*; :func:`describe` and :func:`result_block` ask the
-broker kind what it *means* there. Standard library only.
+broker kind what it *means* there: the caller hands the kind in (a
+:class:`LevelMapping`, which every ``BrokerType`` is), so this module never looks a broker
+up. Standard library only.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from pytest_brokerperf.errors import BrokerPerfError, ConfigError
 
@@ -57,6 +59,7 @@ __all__ = [
     "LEVELS",
     "SYNC_MIN_REPLICAS",
     "Level",
+    "LevelMapping",
     "check_level",
     "describe",
     "level_id",
@@ -113,22 +116,39 @@ def level_id(level: int | None) -> str:
     return f"d{level}" if level is not None else DRIVER_DEFINED
 
 
-def describe(kind: str, level: int, *, nodes: int = 1, replication_factor: int | None = None,
-             ensemble: int | None = None, write_quorum: int | None = None) -> dict[str, Any]:
-    """What ``level`` means on ``kind``: table 6's row, the settings and where they live.
+class LevelMapping(Protocol):
+    """What a broker kind says about the levels (every ``BrokerType`` is one)."""
+
+    @property
+    def broker_wide_durability(self) -> bool: ...
+
+    def level_settings(self, level: int, *, nodes: int = 1,
+                       shape: Mapping[str, int | None] | None = None) -> dict[str, Any]: ...
+
+    def durability_settings(self, description: Mapping[str, Any],
+                            endpoint: BrokerEndpoint) -> dict[str, Any]: ...
+
+    def durability_read_back(self, read_back: Mapping[str, Any],
+                             endpoint: BrokerEndpoint) -> dict[str, Any]: ...
+
+    def no_level_label(self) -> str | None: ...
+
+
+def describe(broker: LevelMapping, level: int, *, nodes: int = 1,
+             replication_factor: int | None = None, ensemble: int | None = None,
+             write_quorum: int | None = None) -> dict[str, Any]:
+    """What ``level`` means on ``broker``: table 6's row, the settings and where they live.
 
     ``replication_factor`` (Kafka) and ``ensemble``/``write_quorum`` (Pulsar) default to
     the shipped driver files on ``nodes`` nodes (RF 3 and 3/3/2 from three nodes, else 1
     and 1/1/1). Raises BrokerUnavailable when the broker cannot offer the level.
     """
-    from pytest_brokerperf import brokers
-
     lv = LEVELS[check_level(level)]
     shape = {"replicationFactor": replication_factor, "bookkeeperEnsemble": ensemble,
              "bookkeeperWriteQuorum": write_quorum}
     return {"level": lv.number, "label": lv.label, "replication": lv.replication,
             "local": lv.local, "meaning": lv.meaning,
-            **brokers.get(kind).level_settings(level, nodes=nodes, shape=shape)}
+            **broker.level_settings(level, nodes=nodes, shape=shape)}
 
 
 def _int_or_none(value: Any) -> int | None:
@@ -138,13 +158,12 @@ def _int_or_none(value: Any) -> int | None:
         return None
 
 
-def result_block(endpoint: BrokerEndpoint, driver_description: Mapping[str, Any],
+def result_block(broker: LevelMapping, endpoint: BrokerEndpoint,
+                 driver_description: Mapping[str, Any],
                  read_back: Mapping[str, Any]) -> dict[str, Any]:
-    """The record's ``durability`` field: level (None = driver-defined), the settings the
-    clients ran with (the level's mapping, or the driver file's own) and the read-back."""
-    from pytest_brokerperf import brokers
-
-    broker = brokers.get(endpoint.kind)
+    """The record's ``durability`` field on ``broker`` (the endpoint's kind): level (None =
+    driver-defined), the settings the clients ran with (the level's mapping, or the driver
+    file's own) and the read-back."""
     level = endpoint.durability if endpoint.durability in LEVELS else None
     block: dict[str, Any] = {
         "level": level,
@@ -156,7 +175,7 @@ def result_block(endpoint: BrokerEndpoint, driver_description: Mapping[str, Any]
         settings = block["settings"]
         try:  # the level's row and scope; its settings are what the clients ran with
             meaning = describe(
-                endpoint.kind, level, nodes=endpoint.nodes,
+                broker, level, nodes=endpoint.nodes,
                 replication_factor=_int_or_none(settings.get("replicationFactor")),
                 ensemble=_int_or_none(settings.get("bookkeeperEnsemble")),
                 write_quorum=_int_or_none(settings.get("bookkeeperWriteQuorum")))

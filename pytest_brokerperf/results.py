@@ -244,6 +244,7 @@ def build_record(*, run_id: str, test_id: str, attempt: int, broker: BrokerEndpo
                  profile: str, env_label: str, artefacts: Path,
                  manifest: dict[str, Any]) -> ResultRecord:
     """One JSONL record (schema ``RECORD_SCHEMA``); unit-suffixed field names."""
+    from pytest_brokerperf import brokers
     from pytest_brokerperf.driver_identity import driver_file_name, settings_hash
     from pytest_brokerperf.durability import result_block
     from pytest_brokerperf.scenario_library.base import workload_block
@@ -272,7 +273,8 @@ def build_record(*, run_id: str, test_id: str, attempt: int, broker: BrokerEndpo
             fallback={k: v for k, v in outcome.driver_description.items()
                       if k != "source"} or None),
         # level (None = driver-defined), settings applied, settings read back
-        "durability": result_block(broker, outcome.driver_description, outcome.read_back),
+        "durability": result_block(brokers.get(broker.kind), broker,
+                                   outcome.driver_description, outcome.read_back),
         "begin_time": outcome.begin_time,
         "measure_begin_time": outcome.measure_begin_time,
         "end_time": outcome.end_time,

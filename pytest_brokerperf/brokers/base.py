@@ -26,10 +26,10 @@ from pytest_brokerperf.errors import BrokerUnavailable, ClusterUnreachable
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.driver import Driver
+    from pytest_brokerperf.brokers.producer_tweak import ProducerTweak
     from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
     from pytest_brokerperf.metrics.broker import Series
-    from pytest_brokerperf.brokers.producer_tweak import ProducerTweak
 
 __all__ = [
     "CONNECT_TIMEOUT_S", "DRY_RUN_CONNECT_TIMEOUT_S", "PROVISION_MODES", "BrokerType",

@@ -47,8 +47,6 @@ from urllib.parse import urlsplit, urlunsplit
 from pytest_brokerperf.metrics.sysstats import ProcessResources
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.config import Settings
-    from pytest_brokerperf.endpoint import BrokerEndpoint
     from pytest_brokerperf.metrics.stats import PeriodStats
 
 __all__ = [
@@ -403,28 +401,27 @@ class BrokerMetricsSampler:
 
     # -- construction ------------------------------------------------------------------
     @classmethod
-    def for_endpoint(cls, endpoint: BrokerEndpoint, settings: Settings
-                     ) -> BrokerMetricsSampler | None:
-        """The sources of ``endpoint`` (local pids and agent URLs) plus
-        ``--brokerperf-prometheus``; None when disabled or there is nothing to read."""
-        if not settings.broker_metrics:
-            return None
+    def for_sources(cls, *, remote: bool, pids: Sequence[int] = (),
+                    metrics_urls: Sequence[str] = (), prometheus: Sequence[str] = (),
+                    figures: Callable[[Series], dict[str, float]] = process_figures
+                    ) -> BrokerMetricsSampler | None:
+        """A sampler of a broker's local ``pids`` and agent ``metrics_urls`` (none when
+        ``remote``) plus the ``--brokerperf-prometheus`` URLs, read with the broker kind's
+        ``figures``; None when there is nothing to read. The caller hands in the values
+        (scenario_library.setup.broker_sampler), so metrics never look a broker up."""
         sources: list[tuple[str, str, str]] = []
-        if endpoint.mode != "remote":
-            local = endpoint.processes_record()
-            for i, pid in enumerate(local.pids, start=1):
+        if not remote:
+            for i, pid in enumerate(pids, start=1):
                 sources.append((str(i), "proc", str(pid)))
-            for i, url in enumerate(local.metrics_urls, start=1):
+            for i, url in enumerate(metrics_urls, start=1):
                 sources.append((str(i), "prometheus", url))
-        for i, secret in enumerate(settings.prometheus, start=1):
-            node = f"prom{i}" if endpoint.mode != "remote" else str(i)
-            if (node, "prometheus", secret.reveal()) not in sources:
-                sources.append((node, "prometheus", secret.reveal()))
+        for i, url in enumerate(prometheus, start=1):
+            node = f"prom{i}" if not remote else str(i)
+            if (node, "prometheus", url) not in sources:
+                sources.append((node, "prometheus", url))
         if not sources:
             return None
-        from pytest_brokerperf import brokers
-
-        return cls(sources, figures=brokers.get(endpoint.kind).prometheus_figures)
+        return cls(sources, figures=figures)
 
     # -- lifecycle ----------------------------------------------------------------------
     def start(self) -> None:

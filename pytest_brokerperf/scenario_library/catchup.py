@@ -392,9 +392,8 @@ def run_catchup(ctx: RunContext, scenario: CatchUp,
     from pytest_brokerperf.brokers.driver import consumer_pause
     from pytest_brokerperf.engine.coordinator import LoadSession
     from pytest_brokerperf.engine.plan import Rung
-    from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
     from pytest_brokerperf.safety import format_bytes
-    from pytest_brokerperf.scenario_library.setup import PeriodWatch, set_up_run
+    from pytest_brokerperf.scenario_library.setup import PeriodWatch, broker_sampler, set_up_run
     from pytest_brokerperf.scenario_library.stopped import (
         SESSION_END,
         PhaseLog,
@@ -431,7 +430,7 @@ def run_catchup(ctx: RunContext, scenario: CatchUp,
     splan = safety.build_plan(settings, broker, prepared, driver, producing,
                               test_id=ctx.test_id, cluster_changes=scenario.cluster_changes)
     ctx.guard(splan)
-    sampler = BrokerMetricsSampler.for_endpoint(broker, settings)
+    sampler = broker_sampler(broker, settings)
     on_period = PeriodWatch(ctx, broker.kind, prepared.period_s, splan.max_bytes,
                             sampler=sampler,
                             label=lambda p: f"{prepared.scenario}:{p.phase}")

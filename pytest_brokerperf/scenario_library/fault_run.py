@@ -66,14 +66,13 @@ def run_with_fault(ctx: RunContext, scenario: Scenario,
     from pytest_brokerperf.faults.injector import FaultInjector
     from pytest_brokerperf.faults.judge import judge_fault, questions
     from pytest_brokerperf.faults.offered import power_cut_problem
-    from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
     from pytest_brokerperf.scenario_library.finish import (
         Measured,
         finish,
         finish_failed,
         finish_interrupted,
     )
-    from pytest_brokerperf.scenario_library.setup import PeriodWatch, set_up_run
+    from pytest_brokerperf.scenario_library.setup import PeriodWatch, broker_sampler, set_up_run
     from pytest_brokerperf.slo import judged_percentile
     from pytest_brokerperf.verdict import Thresholds, Verdict, assess
 
@@ -119,7 +118,7 @@ def run_with_fault(ctx: RunContext, scenario: Scenario,
         leader=lambda session: btype.fault_leader(broker, session.driver, session.topics[0]))
     ctx.progress(f"brokerperf: {broker.kind} {prepared.scenario} rate={prepared.rate:g} msg/s "
                  f"measure={prepared.measure_s:g}s with fault {fault}")
-    sampler = on_period.sampler = BrokerMetricsSampler.for_endpoint(broker, settings)
+    sampler = on_period.sampler = broker_sampler(broker, settings)
     if sampler is not None:
         sampler.start()
     try:

@@ -478,9 +478,8 @@ def run_mixed(ctx: RunContext, scenario: Mixed, extra_slos: tuple[str, ...]) -> 
     from pytest_brokerperf.brokers.driver import BacklogReader
     from pytest_brokerperf.engine.coordinator import LoadSession
     from pytest_brokerperf.engine.plan import Rung
-    from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
     from pytest_brokerperf.safety import format_bytes
-    from pytest_brokerperf.scenario_library.setup import PeriodWatch, set_up_run
+    from pytest_brokerperf.scenario_library.setup import PeriodWatch, broker_sampler, set_up_run
     from pytest_brokerperf.scenario_library.stopped import (
         SESSION_END,
         PhaseLog,
@@ -505,7 +504,7 @@ def run_mixed(ctx: RunContext, scenario: Mixed, extra_slos: tuple[str, ...]) -> 
     splan = safety.build_plan(settings, broker, prepared, driver, producing,
                               test_id=ctx.test_id, cluster_changes=scenario.cluster_changes)
     ctx.guard(splan)
-    sampler = BrokerMetricsSampler.for_endpoint(broker, settings)
+    sampler = broker_sampler(broker, settings)
     on_period = PeriodWatch(ctx, broker.kind, prepared.period_s, splan.max_bytes,
                             sampler=sampler, label=lambda p: f"{prepared.scenario}:{p.phase}")
     ctx.progress(

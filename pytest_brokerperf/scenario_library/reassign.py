@@ -411,8 +411,7 @@ def run_reassign(ctx: RunContext, scenario: Reassign,
     from pytest_brokerperf.engine.coordinator import LoadSession
     from pytest_brokerperf.engine.plan import Rung
     from pytest_brokerperf.errors import MeasurementError
-    from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
-    from pytest_brokerperf.scenario_library.setup import PeriodWatch, set_up_run
+    from pytest_brokerperf.scenario_library.setup import PeriodWatch, broker_sampler, set_up_run
     from pytest_brokerperf.scenario_library.stopped import (
         SESSION_END,
         PhaseLog,
@@ -440,7 +439,7 @@ def run_reassign(ctx: RunContext, scenario: Reassign,
     splan = safety.build_plan(settings, broker, prepared, driver, producing,
                               test_id=ctx.test_id, cluster_changes=scenario.cluster_changes)
     ctx.guard(splan)
-    sampler = BrokerMetricsSampler.for_endpoint(broker, settings)
+    sampler = broker_sampler(broker, settings)
     on_period = PeriodWatch(ctx, broker.kind, prepared.period_s, splan.max_bytes,
                             sampler=sampler, label=lambda p: f"{prepared.scenario}:{p.phase}")
     throttle = (f" throttled to {prepared.throttle_bytes_s:,} B/s"

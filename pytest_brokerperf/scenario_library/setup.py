@@ -21,6 +21,8 @@ from pytest_brokerperf.errors import ConfigError
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.driver import Driver
+    from pytest_brokerperf.config import Settings
+    from pytest_brokerperf.endpoint import BrokerEndpoint
     from pytest_brokerperf.engine.plan import RunPlan
     from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
     from pytest_brokerperf.metrics.histogram import LatencyHistogram
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
     from pytest_brokerperf.slo import SLO
     from pytest_brokerperf.workload import Workload
 
-__all__ = ["PROGRESS_METRICS", "PeriodWatch", "RunSetup", "set_up_run"]
+__all__ = ["PROGRESS_METRICS", "PeriodWatch", "RunSetup", "broker_sampler", "set_up_run"]
 
 #: The latencies a progress line shows (their p99 since the previous line).
 PROGRESS_METRICS = ("publish_response", "e2e_response")
@@ -91,6 +93,22 @@ def set_up_run(ctx: RunContext, scenario: Scenario, extra_slos: tuple[str, ...],
     return RunSetup(prepared=prepared, slos=slos, workload=wl, seed=seed,
                     payloads=payloads, driver=driver, generator_cpus=cpus,
                     workers=workers, plan=plan)
+
+
+def broker_sampler(broker: BrokerEndpoint, settings: Settings) -> BrokerMetricsSampler | None:
+    """The broker-metrics sampler of ``broker``: its local processes and agents plus
+    ``--brokerperf-prometheus``, read as its kind reads a scrape; None when
+    ``--no-brokerperf-broker-metrics`` or there is nothing to read."""
+    from pytest_brokerperf import brokers
+    from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
+
+    if not settings.broker_metrics:
+        return None
+    local = broker.processes_record()
+    return BrokerMetricsSampler.for_sources(
+        remote=broker.mode == "remote", pids=local.pids, metrics_urls=local.metrics_urls,
+        prometheus=[secret.reveal() for secret in settings.prometheus],
+        figures=brokers.get(broker.kind).prometheus_figures)
 
 
 @dataclass

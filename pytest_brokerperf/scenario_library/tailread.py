@@ -185,9 +185,8 @@ def run_fixed_rate(ctx: RunContext, scenario: Scenario, extra_slos: tuple[str, .
     """
     from pytest_brokerperf import safety
     from pytest_brokerperf.engine.coordinator import run_workload
-    from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
     from pytest_brokerperf.scenario_library.finish import finish_failed, finish_interrupted
-    from pytest_brokerperf.scenario_library.setup import PeriodWatch, set_up_run
+    from pytest_brokerperf.scenario_library.setup import PeriodWatch, broker_sampler, set_up_run
     from pytest_brokerperf.verdict import (
         Remeasure,
         Thresholds,
@@ -223,7 +222,7 @@ def run_fixed_rate(ctx: RunContext, scenario: Scenario, extra_slos: tuple[str, .
     attempt_no = 0
     while True:
         attempt_no += 1
-        sampler = on_period.sampler = BrokerMetricsSampler.for_endpoint(broker, settings)
+        sampler = on_period.sampler = broker_sampler(broker, settings)
         run_plan = plan if attempt_no == 1 else replace(
             plan, topic_prefix=f"{plan.topic_prefix}-m{attempt_no}")  # fresh topics
         if sampler is not None:

@@ -165,8 +165,7 @@ def run_throughput(ctx: RunContext, scenario: Scenario,
     from pytest_brokerperf.brokers import create_driver
     from pytest_brokerperf.engine.coordinator import default_generator_cpus
     from pytest_brokerperf.engine.plan import RunPlan
-    from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
-    from pytest_brokerperf.scenario_library.setup import PeriodWatch
+    from pytest_brokerperf.scenario_library.setup import PeriodWatch, broker_sampler
 
     settings, broker = ctx.settings, ctx.broker
     prepared = scenario.prepare(settings, broker)
@@ -260,7 +259,7 @@ def run_throughput(ctx: RunContext, scenario: Scenario,
         if c is not None:
             ctx.progress(f"brokerperf: calibrated ceiling: {c.describe()}")
 
-    sampler = BrokerMetricsSampler.for_endpoint(broker, settings)
+    sampler = broker_sampler(broker, settings)
     on_period = PeriodWatch(ctx, broker.kind, prepared.period_s, splan.max_bytes,
                             sampler=sampler, label=prepared.scenario,
                             show=lambda: discovery)

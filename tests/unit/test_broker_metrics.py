@@ -27,6 +27,7 @@ from pytest_brokerperf.metrics.broker import (
     proc_figures,
     redact_url,
 )
+from pytest_brokerperf.scenario_library.setup import broker_sampler
 
 
 def exporter_text(n: int) -> str:
@@ -107,18 +108,29 @@ def test_sources_of_an_endpoint() -> None:
     s = Settings.resolve({}, {}, {})
     local = BrokerEndpoint(kind="kafka", bootstrap="b", mode="process", local=LocalProcesses(
         pids=(11, 12), metrics_urls=("http://127.0.0.1:1/metrics",)))
-    sampler = BrokerMetricsSampler.for_endpoint(local, s)
+    sampler = broker_sampler(local, s)
     assert sampler is not None and sampler.nodes == ["1", "2"]
-    assert BrokerMetricsSampler.for_endpoint(
-        BrokerEndpoint(kind="loopback", bootstrap="x", mode="process"), s) is None
+    assert broker_sampler(BrokerEndpoint(kind="loopback", bootstrap="x", mode="process"),
+                          s) is None
     off = Settings.resolve({"brokerperf_broker_metrics": "false"}, {}, {})
-    assert BrokerMetricsSampler.for_endpoint(local, off) is None
+    assert broker_sampler(local, off) is None
     remote = Settings.resolve({"brokerperf_kafka_bootstrap": "h:1",
                                "brokerperf_prometheus": "http://a/m,http://b/m"}, {}, {})
-    sampler = BrokerMetricsSampler.for_endpoint(
-        BrokerEndpoint(kind="kafka", bootstrap="h:1", mode="remote"), remote)
+    sampler = broker_sampler(BrokerEndpoint(kind="kafka", bootstrap="h:1", mode="remote"),
+                             remote)
     assert sampler is not None and sampler.nodes == ["1", "2"]
     assert sampler.kinds == ["prometheus"]
+
+
+def test_the_sampler_reads_a_scrape_as_the_broker_kind_does() -> None:
+    """The kind's reading is handed in (metrics never look a broker up)."""
+    from pytest_brokerperf import brokers
+
+    s = Settings.resolve({"brokerperf_prometheus": "http://a/m"}, {}, {})
+    kafka = broker_sampler(BrokerEndpoint(kind="kafka", bootstrap="b", mode="process"), s)
+    assert kafka is not None
+    assert kafka._figures == brokers.get("kafka").prometheus_figures
+    assert BrokerMetricsSampler.for_sources(remote=True) is None
 
 
 @pytest.fixture

@@ -91,11 +91,11 @@ def test_every_broker_and_level(kind: str, nodes: int, level: int) -> None:
     want = EXPECTED[(kind, nodes, level)]
     if isinstance(want, str):
         with pytest.raises(BrokerUnavailable, match=want):
-            d.describe(kind, level, nodes=nodes)
+            d.describe(brokers.get(kind), level, nodes=nodes)
         with pytest.raises(BrokerUnavailable, match=want):
             brokers.get(kind).check_offered(level, nodes)  # the fixture's check, before a start
         return
-    got = d.describe(kind, level, nodes=nodes)
+    got = d.describe(brokers.get(kind), level, nodes=nodes)
     assert got["settings"] == want
     row = d.LEVELS[level]
     assert (got["level"], got["replication"], got["local"]) == (level, row.replication,
@@ -138,10 +138,10 @@ def test_kafka_rf_two_needs_both_replicas_and_rf_five_three() -> None:
 def test_the_mappings_are_the_brokers_own() -> None:
     """durability.py points at the Pulsar journal and RabbitMQ tables, never copies them."""
     for level in (1, 2, 3, 4):
-        pulsar = d.describe("pulsar", level, nodes=3)["settings"]
+        pulsar = d.describe(brokers.get("pulsar"), level, nodes=3)["settings"]
         assert {k: pulsar[k] for k in journal_settings(level)} == journal_settings(level)
         nodes = DURABILITY[level]["nodes"]
-        rabbit = d.describe("rabbitmq", level, nodes=nodes)
+        rabbit = d.describe(brokers.get("rabbitmq"), level, nodes=nodes)
         cfg = config_for_durability(level, nodes)
         assert rabbit["settings"]["queueType"] == cfg.queue_type
         assert rabbit["why"] == DURABILITY[level]["why"]
@@ -256,9 +256,9 @@ KAFKA_READ_BACK = {
 def test_result_block_kafka_level() -> None:
     ep = _ep("kafka", 1, nodes=3)
     desc = create_driver(ep, None).describe()
-    block = d.result_block(ep, desc, KAFKA_READ_BACK)
+    block = d.result_block(brokers.get(ep.kind), ep, desc, KAFKA_READ_BACK)
     assert block["level"] == 1 and block["label"].startswith("level 1: sync")
-    assert block["settings"] == d.describe("kafka", 1, nodes=3)["settings"]
+    assert block["settings"] == d.describe(brokers.get("kafka"), 1, nodes=3)["settings"]
     rb = block["read_back"]
     assert rb["topics"]["t0"]["flush.messages"]["value"] == "1"
     assert rb["topics"]["t0"]["replication_factor"] == 3
@@ -270,7 +270,7 @@ def test_result_block_kafka_level() -> None:
 
 def test_result_block_without_level_is_driver_defined() -> None:
     ep = _ep("kafka", None)
-    block = d.result_block(ep, create_driver(ep, None).describe(), {})
+    block = d.result_block(brokers.get(ep.kind), ep, create_driver(ep, None).describe(), {})
     assert block["level"] is None and block["label"] == "driver-defined"
     assert block["settings"] == {"replicationFactor": 1, "acks": "all",
                                  "min.insync.replicas": "1",
@@ -279,21 +279,23 @@ def test_result_block_without_level_is_driver_defined() -> None:
 
 def test_result_block_pulsar_and_rabbitmq() -> None:
     ep = _ep("pulsar", 4, nodes=3, journal=journal_settings(4))
-    block = d.result_block(ep, create_driver(ep, None).describe(), {
+    block = d.result_block(brokers.get(ep.kind), ep, create_driver(ep, None).describe(), {
         "namespace": "public/bp-1", "persistence": {"bookkeeperAckQuorum": 1},
         "cluster": {"bookies": ["b1", "b2", "b3"]}})
-    assert block["settings"] == d.describe("pulsar", 4, nodes=3)["settings"]
+    assert block["settings"] == d.describe(brokers.get("pulsar"), 4, nodes=3)["settings"]
     assert block["read_back"]["persistence"] == {"bookkeeperAckQuorum": 1}
     assert block["read_back"]["journal"]["journalSyncData"] == "false"
     remote = BrokerEndpoint(kind="pulsar", bootstrap="pulsar://x:6650", mode="remote",
                             admin_url="http://x:8080", durability=3)
-    rblock = d.result_block(remote, create_driver(remote, None).describe(), {})
+    rblock = d.result_block(brokers.get(remote.kind), remote,
+                            create_driver(remote, None).describe(), {})
     assert rblock["declared"] is True and "declaration" in rblock["read_back"]["journal_source"]
     ep = _ep("rabbitmq", 4)
-    block = d.result_block(ep, create_driver(ep, None).describe(), {"topics": {"t": {"queues": {
+    block = d.result_block(brokers.get(ep.kind), ep,
+                           create_driver(ep, None).describe(), {"topics": {"t": {"queues": {
         "t-sub-part-0": {"type": "stream", "durable": True,
                          "arguments": {"x-initial-cluster-size": 1}, "policy": ""}}}}})
-    assert block["settings"] == d.describe("rabbitmq", 4, nodes=1)["settings"]
+    assert block["settings"] == d.describe(brokers.get("rabbitmq"), 4, nodes=1)["settings"]
     assert block["read_back"]["queues"]["t-sub-part-0"]["type"] == "stream"
 
 

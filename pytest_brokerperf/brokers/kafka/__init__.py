@@ -25,10 +25,10 @@ if TYPE_CHECKING:
     from pytest_brokerperf.brokers.driver import Driver
     from pytest_brokerperf.brokers.kafka.config import KafkaDriverConfig
     from pytest_brokerperf.brokers.kafka.driver import KafkaDriver
+    from pytest_brokerperf.brokers.producer_tweak import ProducerTweak
     from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
     from pytest_brokerperf.metrics.broker import Series
-    from pytest_brokerperf.brokers.producer_tweak import ProducerTweak
 
 __all__ = ["KafkaBroker", "KafkaProtocolBroker"]
 

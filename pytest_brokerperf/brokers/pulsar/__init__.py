@@ -18,10 +18,10 @@ from pytest_brokerperf.brokers.pulsar import durability as pulsar_durability
 from pytest_brokerperf.durability import check_level
 
 if TYPE_CHECKING:
+    from pytest_brokerperf.brokers.producer_tweak import ProducerTweak
     from pytest_brokerperf.brokers.pulsar.driver import PulsarDriver
     from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
-    from pytest_brokerperf.brokers.producer_tweak import ProducerTweak
 
 __all__ = ["PulsarBroker"]
 
