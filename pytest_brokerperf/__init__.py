@@ -17,7 +17,7 @@ _EXPORTS = {
     "BrokerEndpoint": "pytest_brokerperf.endpoint",
     "BrokerPerf": "pytest_brokerperf.runner",
     "ScenarioResult": "pytest_brokerperf.scenario_library.base",
-    "PreparedRun": "pytest_brokerperf.scenario_library.base",
+    "PreparedRun": "pytest_brokerperf.engine.prepared",
     "Scenario": "pytest_brokerperf.scenario_library.base",
     "RunContext": "pytest_brokerperf.scenario_library.context",
     "TailRead": "pytest_brokerperf.scenario_library.tailread",

@@ -34,10 +34,10 @@ if TYPE_CHECKING:
 
     from pytest_brokerperf.endpoint import BrokerEndpoint
     from pytest_brokerperf.engine.plan import RunOutcome
+    from pytest_brokerperf.engine.prepared import PreparedRun
     from pytest_brokerperf.errors import ResultsWriteError
     from pytest_brokerperf.metrics.histogram import LatencyHistogram
     from pytest_brokerperf.metrics.stats import PeriodStats
-    from pytest_brokerperf.scenario_library.base import PreparedRun
     from pytest_brokerperf.verdict import Verdict
 
 __all__ = [
@@ -247,7 +247,7 @@ def build_record(*, run_id: str, test_id: str, attempt: int, broker: BrokerEndpo
     from pytest_brokerperf import brokers
     from pytest_brokerperf.driver_identity import driver_file_name, settings_hash
     from pytest_brokerperf.durability import result_block
-    from pytest_brokerperf.scenario_library.base import workload_block
+    from pytest_brokerperf.engine.prepared import workload_block
 
     return {
         "schema": RECORD_SCHEMA,

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
     from pytest_brokerperf.engine.plan import RunPlan
-    from pytest_brokerperf.scenario_library.base import PreparedRun
+    from pytest_brokerperf.engine.prepared import PreparedRun
     from pytest_brokerperf.workload import Workload
 
 __all__ = [

@@ -21,11 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from pytest_brokerperf.engine.prepared import PreparedRun, workload_block
+
 if TYPE_CHECKING:
     from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
     from pytest_brokerperf.engine.plan import RunOutcome
-    from pytest_brokerperf.rate_schedule import RateSchedule
     from pytest_brokerperf.results import ResultRecord
     from pytest_brokerperf.scenario_library.context import RunContext
     from pytest_brokerperf.slo import SLO, SLOResult
@@ -41,25 +42,6 @@ __all__ = [
 
 #: Rough per-process ceiling used to size worker pools until calibration measures one.
 DEFAULT_PER_PROCESS_RATE = 15_000.0
-
-
-@dataclass
-class PreparedRun:
-    """A scenario resolved against the settings: ready for the engine."""
-
-    scenario: str
-    workload: Workload
-    workload_file: Path | None
-    rate: float
-    period_s: float
-    warmup_s: float
-    measure_s: float
-    params: dict[str, Any]
-    slos: tuple[SLO, ...]  # the scenario's shipped sanity bounds
-    driver_file: Path | None
-    notes: list[str] = field(default_factory=list)
-    #: AutoMQ's producerRateList, followed by the measured window (tail-read only)
-    rate_schedule: RateSchedule | None = None
 
 
 @dataclass
@@ -233,19 +215,6 @@ def workload_refusals(scenario: str, wl: Workload) -> list[str]:
     if scenario in NO_RATE_SCHEDULE:
         problems.append(_rate_schedule_problem(wl, scenario, NO_RATE_SCHEDULE[scenario]))
     return [p for p in problems if p]
-
-
-def workload_block(prepared: PreparedRun) -> dict[str, Any]:
-    """The record's ``workload`` block: the file, keys ignored under
-    ``--brokerperf-lenient`` and the rate schedule followed (None without one)."""
-    wl = prepared.workload
-    return {
-        "name": wl.name,
-        "file": str(prepared.workload_file) if prepared.workload_file else None,
-        "ignored_keys": list(wl.ignored_keys),
-        "rate_schedule": (prepared.rate_schedule.describe()
-                          if prepared.rate_schedule is not None else None),
-    }
 
 
 def resolve_period(settings: Settings, wl: Workload) -> float:
