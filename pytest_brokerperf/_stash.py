@@ -10,7 +10,7 @@ if TYPE_CHECKING:  # the summary module reads these keys: types only, no import 
     from pytest_brokerperf.config import Settings
     from pytest_brokerperf.live_artefacts import ReservedArtefacts
     from pytest_brokerperf.report.session import SessionGate
-    from pytest_brokerperf.summary import LadderRow, SummaryRow
+    from pytest_brokerperf.summary_rows import LadderRow, SummaryRow
 
 __all__ = ["ARTEFACTS_KEY", "DRY_RUN_PLANS_KEY", "GATE_KEY", "LADDER_ROWS_KEY", "SETTINGS_KEY",
            "SUMMARY_ROWS_KEY"]

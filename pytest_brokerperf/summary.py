@@ -1,19 +1,28 @@
-"""The terminal summary table and the live progress lines of scenario runs.
+"""The terminal summary: the table of finished scenario runs, ladders and catch-ups.
 
-Standard library only: the plugin imports this module at load time. Latencies arrive
-in microseconds and are shown in milliseconds; ``None`` (no samples, or too few for
-the percentile) is shown as ``n/a``.
+Standard library only: the plugin imports this module at load time. The rows come from
+:mod:`pytest_brokerperf.summary_rows` (the scenarios fill them in); numbers are formatted
+as the progress lines do (:mod:`pytest_brokerperf.progress`).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING
 
 from pytest_brokerperf._stash import LADDER_ROWS_KEY, SETTINGS_KEY
+from pytest_brokerperf.progress import (
+    NA,
+    format_mib,
+    format_ms,
+    format_msg_rate,
+    format_progress,
+    format_progress_line,
+)
+from pytest_brokerperf.summary_rows import CatchupFigures, LadderRow, SummaryRow
 
 if TYPE_CHECKING:
     import pytest
@@ -31,67 +40,7 @@ __all__ = [
     "write_summary",
 ]
 
-NA = "n/a"
 TOPOLOGY_MARK = "[topology check]"
-
-
-@dataclass
-class SummaryRow:
-    """One finished scenario run, as the terminal summary shows it.
-
-    Rates in msg/s and MiB/s, latencies in µs (``None`` = n/a). ``verdict`` is the
-    validity verdict (``valid``, ``generator-bound``, ...); ``slo`` is ``"pass"``,
-    ``"FAIL: <metric>, ..."``, ``"inconclusive"`` or ``"-"`` (no SLO applied).
-    """
-
-    nodeid: str
-    broker: str
-    scenario: str
-    params: str  # short, e.g. "p=4 size=1KiB rate=1k"
-    ack_rate: float | None  # acknowledged msg/s in the measured window
-    mib_s: float | None  # published MiB/s in the measured window
-    pub_p50: float | None  # publish response time (intended send -> ack), µs
-    pub_p99: float | None
-    pub_p999: float | None
-    e2e_p50: float | None  # end-to-end response time (intended send -> receive), µs
-    e2e_p99: float | None
-    e2e_p999: float | None
-    verdict: str
-    slo: str
-    topology_check: bool = False  # several broker nodes on this one machine
-    catchup: CatchupFigures | None = None  # a catch-up run's build, drain, rate, cache
-    #: against a baseline (--brokerperf-fail-on): "-" (no gate), "pass",
-    #: "REGRESSION: <metric>, ..." or "inconclusive"; a column only when a gate ran
-    baseline: str = "-"
-
-
-@dataclass(frozen=True)
-class CatchupFigures:
-    """A catch-up run's own figures, shown under the summary table."""
-
-    backlog_bytes: int  # at the drain's start
-    build_s: float
-    drain_s: float | None  # None: the drain did not finish in time
-    rate_msg_s: float | None  # messages read per second of the drain
-    mib_s: float | None
-    cache: str  # where the drained bytes came from: hot, cold, mixed or unknown
-
-
-@dataclass
-class LadderRow:
-    """One throughput ladder in the summary: its rungs, highest sustainable rate, limit."""
-
-    nodeid: str
-    broker: str
-    mode: str  # ladder | omb-rate-discovery
-    rungs: str  # "+1k +5k x50k": + sustainable, x not sustainable, - refused
-    highest: float | None  # highest sustainable msg/s
-    highest_mib_s: float | None
-    limit: str  # generator | client-library | broker-backpressure | not reached at R
-    limit_rate: float | None  # the first rung that failed
-    knee: float | None
-    cpu_top: float | None  # busiest worker's CPU share at the highest sustainable rung
-    verdict: str
 
 
 def format_ladder_table(rows: Sequence[LadderRow], width: int | None = None) -> list[str]:
@@ -99,9 +48,9 @@ def format_ladder_table(rows: Sequence[LadderRow], width: int | None = None) -> 
     head = ("test", "broker", "mode", "rungs", "max sustainable msg/s", "MiB/s", "limit",
             "at msg/s", "knee msg/s", "worker cpu", "verdict")
     cells = [
-        (r.nodeid.rsplit("/", 1)[-1], r.broker, r.mode, r.rungs, _format_rate(r.highest),
-         _format_mib(r.highest_mib_s), r.limit, _format_rate(r.limit_rate),
-         _format_rate(r.knee), NA if r.cpu_top is None else f"{r.cpu_top:.0%}", r.verdict)
+        (r.nodeid.rsplit("/", 1)[-1], r.broker, r.mode, r.rungs, format_msg_rate(r.highest),
+         format_mib(r.highest_mib_s), r.limit, format_msg_rate(r.limit_rate),
+         format_msg_rate(r.knee), NA if r.cpu_top is None else f"{r.cpu_top:.0%}", r.verdict)
         for r in rows
     ]
     return _plain_table(head, cells, {4, 5, 7, 8, 9}, width)
@@ -112,9 +61,9 @@ def format_catchup_table(rows: Sequence[SummaryRow], width: int | None = None) -
     where the drained bytes came from (the page cache or the disk)."""
     head = ("test", "backlog MiB", "build s", "drain s", "catch-up msg/s", "MiB/s", "cache")
     cells = [
-        (_test_name(r), _format_mib(c.backlog_bytes / 1024**2), f"{c.build_s:.1f}",
-         "not done" if c.drain_s is None else f"{c.drain_s:.1f}", _format_rate(c.rate_msg_s),
-         _format_mib(c.mib_s), c.cache)
+        (_test_name(r), format_mib(c.backlog_bytes / 1024**2), f"{c.build_s:.1f}",
+         "not done" if c.drain_s is None else f"{c.drain_s:.1f}", format_msg_rate(c.rate_msg_s),
+         format_mib(c.mib_s), c.cache)
         for r in rows if (c := r.catchup) is not None
     ]
     return _plain_table(head, cells, {1, 2, 3, 4, 5}, width)
@@ -148,37 +97,6 @@ def _plain_lines(head: Sequence[str], cells: Sequence[Sequence[str]], right: set
     return lines
 
 
-# --------------------------------------------------------------------------- numbers
-
-
-def format_ms(us: float | None) -> str:
-    """µs → ms with about three significant digits: 0.412, 3.41, 25.3, 1,204."""
-    if us is None:
-        return NA
-    ms = us / 1000.0
-    if ms < 1:
-        return f"{ms:.3f}"
-    if ms < 10:
-        return f"{ms:.2f}"
-    if ms < 100:
-        return f"{ms:.1f}"
-    return f"{ms:,.0f}"
-
-
-def _format_rate(rate: float | None) -> str:
-    return NA if rate is None else f"{rate:,.0f}"
-
-
-def _format_mib(mib: float | None) -> str:
-    if mib is None:
-        return NA
-    if mib < 10:
-        return f"{mib:.2f}"
-    if mib < 100:
-        return f"{mib:.1f}"
-    return f"{mib:,.0f}"
-
-
 # --------------------------------------------------------------------------- table
 
 
@@ -203,8 +121,8 @@ _COLUMNS: tuple[_Column, ...] = (
     _Column("broker", lambda r: r.broker),
     _Column("scenario", lambda r: r.scenario),
     _Column("params", lambda r: r.params),
-    _Column("ack msg/s", lambda r: _format_rate(r.ack_rate), right=True, short="msg/s"),
-    _Column("MiB/s", lambda r: _format_mib(r.mib_s), right=True),
+    _Column("ack msg/s", lambda r: format_msg_rate(r.ack_rate), right=True, short="msg/s"),
+    _Column("MiB/s", lambda r: format_mib(r.mib_s), right=True),
     _Column("p50", lambda r: format_ms(r.pub_p50), True, _PUB),
     _Column("p99", lambda r: format_ms(r.pub_p99), True, _PUB),
     _Column("p99.9", lambda r: format_ms(r.pub_p999), True, _PUB),
@@ -379,96 +297,3 @@ def write_summary(terminalreporter: pytest.TerminalReporter, rows: Sequence[Summ
         cwd = Path(tr.config.invocation_params.dir)
         tr.write_line(f"results written to {_display_path(settings.run_dir, cwd)}")
 
-
-# --------------------------------------------------------------------------- progress
-
-
-class _Period(Protocol):
-    """What :func:`format_progress` reads from a period (``metrics.stats.PeriodStats``)."""
-
-    @property
-    def index(self) -> int: ...
-    @property
-    def phase(self) -> str: ...
-    @property
-    def target_rate(self) -> float: ...
-    @property
-    def publish_rate(self) -> float: ...
-    @property
-    def consume_rate(self) -> float: ...
-    @property
-    def publish_mib_s(self) -> float: ...
-    @property
-    def backlog(self) -> int: ...
-    @property
-    def histograms(self) -> Mapping[str, Any]: ...
-
-
-def format_progress_line(
-    period_index: int,
-    phase: str,
-    *,
-    target_rate: float | None = None,
-    publish_rate: float | None = None,
-    consume_rate: float | None = None,
-    mib_s: float | None = None,
-    publish_response_p99_us: float | None = None,
-    e2e_response_p99_us: float | None = None,
-    backlog: int | None = None,
-    label: str = "",
-) -> str:
-    """One live progress line, e.g.::
-
-        brokerperf: kafka tailread #  7 measure  sent 1,000/s (target 1,000)  recv 1,000/s
-        0.98 MiB/s  p99 publish 3.41 ms  e2e 5.02 ms  backlog 12
-
-    (on one line). Rates in msg/s, latencies in µs (shown in ms), ``None`` → n/a.
-    """
-    head = f"brokerperf: {label + ' ' if label else ''}#{period_index:>3} {phase:<7}"
-    sent = f"sent {_format_rate(publish_rate)}/s"
-    if target_rate:
-        sent += f" (target {_format_rate(target_rate)})"
-    parts = [
-        head,
-        sent,
-        f"recv {_format_rate(consume_rate)}/s",
-        f"{_format_mib(mib_s)} MiB/s",
-        f"p99 publish {format_ms(publish_response_p99_us)} ms"
-        f"  e2e {format_ms(e2e_response_p99_us)} ms",
-    ]
-    if backlog is not None:
-        parts.append(f"backlog {backlog:,}")
-    return "  ".join(parts)
-
-
-def _p99(histograms: Mapping[str, Any], metric: str) -> float | None:
-    hist = histograms.get(metric)
-    if hist is None:
-        return None
-    try:
-        value = hist.percentile(99)
-    except Exception:  # a progress line must never break a run
-        return None
-    return None if value is None else float(value)
-
-
-def format_progress(broker: str, scenario: str, period: _Period,
-                    histograms: Mapping[str, Any] | None = None) -> str:
-    """The progress line of one stats period of ``broker``/``scenario`` (response p99s).
-
-    ``histograms``: the latencies since the previous progress line (several periods
-    merged), so a p99 has the samples it needs at low rates; else the period's own.
-    """
-    hists = period.histograms if histograms is None else histograms
-    return format_progress_line(
-        period.index,
-        period.phase,
-        target_rate=period.target_rate,
-        publish_rate=period.publish_rate,
-        consume_rate=period.consume_rate,
-        mib_s=period.publish_mib_s,
-        publish_response_p99_us=_p99(hists, "publish_response"),
-        e2e_response_p99_us=_p99(hists, "e2e_response"),
-        backlog=period.backlog,
-        label=f"{broker} {scenario}",
-    )

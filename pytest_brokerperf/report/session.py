@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_brokerperf._stash import GATE_KEY
 from pytest_brokerperf.report.gates import Budget, GateResult, evaluate, parse_fail_on
 from pytest_brokerperf.report.model import (
     CellKey,
@@ -30,8 +29,6 @@ from pytest_brokerperf.report.model import (
 )
 
 if TYPE_CHECKING:
-    import pytest
-
     from pytest_brokerperf.config import Settings
 
 __all__ = ["SessionGate", "apply_gate", "judge_record", "load_gate", "session_report"]
@@ -164,9 +161,10 @@ def session_report(settings: Settings) -> tuple[int, list[str]]:
     return code, lines
 
 
-def apply_gate(config: pytest.Config, record: Any, regressions: list[str],
+def apply_gate(gate: SessionGate | None, record: Any, regressions: list[str],
                inconclusive: list[str]) -> str:
-    """``--brokerperf-fail-on``: judge one scenario's record against the baseline's cell.
+    """``--brokerperf-fail-on``: judge one scenario's record against the baseline's cell
+    (``gate``: the session's budgets and baseline, None without the flag).
 
     A regression joins the test's ``regressions`` (it fails the test, called a
     regression, never an SLO); a gate that cannot judge (no baseline cell, fewer than 3
@@ -175,8 +173,6 @@ def apply_gate(config: pytest.Config, record: Any, regressions: list[str],
     ``baseline`` column: ``-`` (no gate), ``pass``, ``REGRESSION: <metric>, ...`` or
     ``inconclusive``.
     """
-
-    gate = config.stash.get(GATE_KEY, None)
     if gate is None:
         return "-"
     results = judge_record(gate, record)

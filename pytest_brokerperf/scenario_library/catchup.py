@@ -399,7 +399,7 @@ def run_catchup(ctx: RunContext, scenario: CatchUp,
         PhaseLog,
         record_if_stopped,
     )
-    from pytest_brokerperf.summary import CatchupFigures
+    from pytest_brokerperf.summary_rows import CatchupFigures
     from pytest_brokerperf.verdict import (
         HOT_CACHE,
         Remeasure,

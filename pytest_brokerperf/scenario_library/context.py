@@ -18,6 +18,7 @@ import pytest
 from pytest_brokerperf._stash import (
     ARTEFACTS_KEY,
     DRY_RUN_PLANS_KEY,
+    GATE_KEY,
     LADDER_ROWS_KEY,
     SUMMARY_ROWS_KEY,
 )
@@ -25,13 +26,14 @@ from pytest_brokerperf._stash import (
 if TYPE_CHECKING:
     from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.engine.prepared import PreparedRun
     from pytest_brokerperf.faults.spec import FaultSpec
     from pytest_brokerperf.live_artefacts import LiveArtefacts
     from pytest_brokerperf.metrics.stats import PeriodStats
+    from pytest_brokerperf.report.session import SessionGate
     from pytest_brokerperf.safety import ScenarioPlan
-    from pytest_brokerperf.scenario_library.base import PreparedRun
     from pytest_brokerperf.slo import SLO
-    from pytest_brokerperf.summary import LadderRow, SummaryRow
+    from pytest_brokerperf.summary_rows import LadderRow, SummaryRow
 
 __all__ = ["RunContext"]
 
@@ -103,6 +105,12 @@ class RunContext:
         if live is not None:
             with contextlib.suppress(OSError):
                 live.close()
+
+    @property
+    def baseline_gate(self) -> SessionGate | None:
+        """``--brokerperf-fail-on``'s budgets and baseline cells, loaded at session start
+        (None without the flag)."""
+        return self.request.config.stash.get(GATE_KEY, None)
 
     @property
     def verbose(self) -> bool:

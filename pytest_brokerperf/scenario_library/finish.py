@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from pytest_brokerperf.safety import ScenarioPlan
     from pytest_brokerperf.scenario_library.context import RunContext
     from pytest_brokerperf.slo import SLO, SLOResult
-    from pytest_brokerperf.summary import CatchupFigures
+    from pytest_brokerperf.summary_rows import CatchupFigures
     from pytest_brokerperf.verdict import Verdict
 
 __all__ = ["BROKER_DIED", "INTERRUPTED", "JUNIT_FIGURES", "Measured", "finish", "finish_failed",
@@ -144,7 +144,7 @@ def finish(ctx: RunContext, m: Measured) -> ScenarioResult:
     from pytest_brokerperf import slo
     from pytest_brokerperf.figures import compute_figures
     from pytest_brokerperf.omb_result import default_result_filename
-    from pytest_brokerperf.summary import SummaryRow
+    from pytest_brokerperf.summary_rows import SummaryRow
 
     settings, broker, prepared = ctx.settings, ctx.broker, m.prepared
     prepared.params.update(ctx.labels)
@@ -205,7 +205,7 @@ def finish(ctx: RunContext, m: Measured) -> ScenarioResult:
 
     slo_text = _slo_text(slo_results, failures, inconclusive)  # before the gate's lines
     regressions: list[str] = []
-    gate_text = apply_gate(ctx.request.config, record, regressions, inconclusive)
+    gate_text = apply_gate(ctx.baseline_gate, record, regressions, inconclusive)
     if m.sampler is not None:
         m.sampler.write_csv(directory / "broker-metrics.csv")
         record["broker_metrics"] = m.sampler.summary("broker-metrics.csv")

@@ -133,8 +133,8 @@ class PeriodWatch:
     window: dict[str, LatencyHistogram] = field(default_factory=dict, init=False)
 
     def __call__(self, p: PeriodStats) -> None:
+        from pytest_brokerperf.progress import format_progress
         from pytest_brokerperf.safety import format_bytes
-        from pytest_brokerperf.summary import format_progress
 
         self.ctx.record_period(p)  # on disk before anything below may stop the run
         if self.sampler is not None:

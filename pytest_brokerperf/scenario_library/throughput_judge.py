@@ -235,7 +235,7 @@ def progress_rung(kind: str, rr: ladres.RungResult, n: int) -> str:
 
 
 def _ms(us: float | None) -> str:
-    from pytest_brokerperf.summary import format_ms
+    from pytest_brokerperf.progress import format_ms
 
     return format_ms(us) + " ms"
 

@@ -604,7 +604,7 @@ def _finish(ctx: RunContext, m: Measured, *, ladder: ladres.LadderResult | None 
             calibration: dict[str, Any] | None = None) -> ThroughputResult:
     """The record (:func:`~pytest_brokerperf.scenario_library.finish.finish`) and the
     ladder row of a throughput run that ran to its end."""
-    from pytest_brokerperf.summary import LadderRow
+    from pytest_brokerperf.summary_rows import LadderRow
 
     base = finish(ctx, m)
     verdict, extra, headline, prepared = m.verdict, m.extra_figures, m.headline, m.prepared
