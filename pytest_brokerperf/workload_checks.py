@@ -9,20 +9,54 @@ file:line, key, value and fix.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from pytest_brokerperf.files import LINES
 from pytest_brokerperf.warnings import BrokerPerfWarning
 from pytest_brokerperf.workload_keys import BY_ATTR, Problem, warn_at
-from pytest_brokerperf.workload_payloads import PAYLOAD_HEADER_BYTES, read_payload_file
+from pytest_brokerperf.workload_payloads import (
+    PAYLOAD_HEADER_BYTES,
+    PayloadSpec,
+    read_payload_file,
+)
 
-if TYPE_CHECKING:
-    from pytest_brokerperf.workload import Workload
-
-__all__ = ["check_workload"]
+__all__ = ["CheckedWorkload", "check_workload"]
 
 
-def check_workload(w: Workload) -> list[Problem]:
+class CheckedWorkload(PayloadSpec, Protocol):
+    """The keys the checks across keys read (a :class:`~pytest_brokerperf.workload.Workload`
+    has them; the per-topic ones are read by name): declared here, so the checks need no
+    workload class."""
+
+    @property
+    def topics(self) -> int: ...
+    @property
+    def subscriptions_per_topic(self) -> int: ...
+    @property
+    def consumer_per_subscription(self) -> int: ...
+    @property
+    def producer_rate(self) -> int: ...
+    @property
+    def consumer_backlog_size_gb(self) -> int | float: ...
+    @property
+    def test_duration_minutes(self) -> int | float: ...
+    @property
+    def warmup_duration_minutes(self) -> int | float: ...
+    @property
+    def producers_per_topic_list(self) -> tuple[int, ...] | None: ...
+    @property
+    def producer_rate_list(self) -> tuple[tuple[int | float, ...], ...] | None: ...
+    @property
+    def log_interval_millis(self) -> int: ...
+    @property
+    def random_topic_names(self) -> bool: ...
+    @property
+    def consumer_only(self) -> bool: ...
+    @property
+    def total_producers(self) -> int: ...
+
+
+def check_workload(w: CheckedWorkload) -> list[Problem]:
     """Cross-field checks: everything that would make a run fail or mislead, every one
     found (a file with two mistakes names both at once)."""
     found: list[Problem] = []
@@ -174,7 +208,7 @@ def check_workload(w: Workload) -> list[Problem]:
 MAX_PAYLOAD_POOL_BYTES = 1024**3
 
 
-def _check_payload_pool(w: Workload) -> None:
+def _check_payload_pool(w: CheckedWorkload) -> None:
     """Randomized payloads are built up front, ``randomizedPayloadPoolSize`` of them."""
     count = w.randomized_payload_pool_size if w.use_randomized_payloads else 1
     if count * w.message_size > MAX_PAYLOAD_POOL_BYTES:
@@ -189,7 +223,7 @@ def _check_payload_pool(w: Workload) -> None:
         )
 
 
-def _check_per_topic(w: Workload, attr: str, list_attr: str, *, minimum: int,
+def _check_per_topic(w: CheckedWorkload, attr: str, list_attr: str, *, minimum: int,
                      what: str) -> None:
     values: tuple[int, ...] | None = getattr(w, list_attr)
     key = BY_ATTR[attr].key
@@ -223,7 +257,7 @@ def _check_per_topic(w: Workload, attr: str, list_attr: str, *, minimum: int,
             )
 
 
-def _check_rate_list(w: Workload) -> None:
+def _check_rate_list(w: CheckedWorkload) -> None:
     entries = w.producer_rate_list
     if entries is None:
         return

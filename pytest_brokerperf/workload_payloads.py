@@ -12,24 +12,40 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from pytest_brokerperf.errors import WorkloadError
 from pytest_brokerperf.files import LINES
 from pytest_brokerperf.shipped import WORKLOADS_DIR
 from pytest_brokerperf.workload_keys import Problem
 
-if TYPE_CHECKING:
-    from pytest_brokerperf.workload import Workload
-
-__all__ = ["PAYLOAD_HEADER_BYTES", "payload_path", "payload_pool", "read_payload_file"]
+__all__ = ["PAYLOAD_HEADER_BYTES", "PayloadSpec", "payload_path", "payload_pool",
+           "read_payload_file"]
 
 #: Bytes at the start of every payload that the harness overwrites with its own header
 #: (intended and actual send time, producer id, sequence). Payloads must be at least this big.
 PAYLOAD_HEADER_BYTES = 32
 
 
-def _search_dirs(w: Workload, base_dir: Path | None) -> list[tuple[str, Path]]:
+class PayloadSpec(Protocol):
+    """The keys a payload pool is made from (a :class:`~pytest_brokerperf.workload.Workload`
+    has them): declared here, so this module needs no workload class."""
+
+    @property
+    def source(self) -> str: ...
+    @property
+    def message_size(self) -> int: ...
+    @property
+    def payload_file(self) -> str | None: ...
+    @property
+    def use_randomized_payloads(self) -> bool: ...
+    @property
+    def random_bytes_ratio(self) -> float: ...
+    @property
+    def randomized_payload_pool_size(self) -> int: ...
+
+
+def _search_dirs(w: PayloadSpec, base_dir: Path | None) -> list[tuple[str, Path]]:
     dirs: list[tuple[str, Path]] = []
     if base_dir is not None:
         dirs.append(("base directory", Path(base_dir)))
@@ -40,7 +56,7 @@ def _search_dirs(w: Workload, base_dir: Path | None) -> list[tuple[str, Path]]:
     return dirs
 
 
-def payload_path(w: Workload, base_dir: Path | None = None) -> Path:
+def payload_path(w: PayloadSpec, base_dir: Path | None = None) -> Path:
     """Where ``payloadFile`` is found: an absolute path as is; a relative one in
     ``base_dir`` (default: the workload file's directory), then the current directory
     (OMB's rule), then the payloads shipped with pytest-brokerperf."""
@@ -66,7 +82,7 @@ def payload_path(w: Workload, base_dir: Path | None = None) -> Path:
     )
 
 
-def read_payload_file(w: Workload, base_dir: Path | None) -> bytes:
+def read_payload_file(w: PayloadSpec, base_dir: Path | None) -> bytes:
     """The payload file's bytes; :class:`Problem` when its length is not messageSize."""
     path = payload_path(w, base_dir)
     data = path.read_bytes()
@@ -82,7 +98,7 @@ def read_payload_file(w: Workload, base_dir: Path | None) -> bytes:
     return data
 
 
-def payload_pool(w: Workload, base_dir: Path | None = None, *, seed: int = 0) -> list[bytes]:
+def payload_pool(w: PayloadSpec, base_dir: Path | None = None, *, seed: int = 0) -> list[bytes]:
     """The payload pool, exactly messageSize bytes each (see the module docstring).
 
     Random bytes come from ``random.Random(seed)``: the same seed gives the same pool.

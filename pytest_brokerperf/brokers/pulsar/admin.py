@@ -11,7 +11,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_brokerperf.brokers.driver import (
     BrokerBacklog,
@@ -19,9 +19,8 @@ from pytest_brokerperf.brokers.driver import (
 from pytest_brokerperf.errors import DriverError
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.brokers.pulsar.driver import PulsarDriver
-
-    pass
+    from pytest_brokerperf.brokers.pulsar.config import PulsarDriverConfig
+    from pytest_brokerperf.endpoint import BrokerEndpoint
 
 
 # -- admin (REST v2) --------------------------------------------------------------------
@@ -103,6 +102,22 @@ class _Rest:
         return self.call("GET", path, ok=ok)[1]
 
 
+class AdminSource(Protocol):
+    """What the admin reads of the driver that made it (a
+    :class:`~pytest_brokerperf.brokers.pulsar.driver.PulsarDriver` is one): declared here,
+    so the admin never imports the driver module that imports it."""
+
+    @property
+    def config(self) -> PulsarDriverConfig: ...
+    @property
+    def endpoint(self) -> BrokerEndpoint: ...
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def admin_url(self) -> str: ...
+    def _rest(self) -> _Rest: ...
+
+
 class PulsarAdmin:
     """Creates the run's namespace (with its policies) and topics; reads them back.
 
@@ -110,7 +125,7 @@ class PulsarAdmin:
     :meth:`close` deletes it once every topic created here has been deleted.
     """
 
-    def __init__(self, driver: PulsarDriver) -> None:
+    def __init__(self, driver: AdminSource) -> None:
         self._driver = driver
         self.rest = driver._rest()
         self.namespace = driver.namespace

@@ -8,9 +8,12 @@ from __future__ import annotations
 import ssl
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_brokerperf.engine import header
+
+if TYPE_CHECKING:
+    from pytest_brokerperf.brokers.pulsar.config import PulsarDriverConfig
 
 _mono = time.monotonic_ns
 _get_ident = threading.get_ident
@@ -18,6 +21,19 @@ _unpack = header.unpack
 
 #: Results that mean "no room in the client's queue" (retry later, not a send error).
 _FULL_RESULTS = ("ProducerQueueIsFull", "MemoryBufferIsFull")
+
+
+class ClientSource(Protocol):
+    """What a producer or consumer uses of the driver that made it (a
+    :class:`~pytest_brokerperf.brokers.pulsar.driver.PulsarDriver` is one): declared here,
+    so they never import the driver module that imports them."""
+
+    @property
+    def config(self) -> PulsarDriverConfig: ...
+    def full_topic(self, name: str) -> str: ...
+    def _acquire_client(self) -> Any: ...
+    def _release_client(self) -> None: ...
+
 
 # -- one pulsar.Client per process and driver (OMB: one PulsarClient per worker) ---------
 

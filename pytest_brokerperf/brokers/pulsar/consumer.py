@@ -11,13 +11,13 @@ from pytest_brokerperf.brokers.pulsar.client import _with_enums
 from pytest_brokerperf.errors import DriverError
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.brokers.pulsar.driver import PulsarDriver
+    from pytest_brokerperf.brokers.pulsar.client import ClientSource
 
 
 class _PulsarConsumer:
     """One pulsar-client consumer on the (partitioned) topic of one subscription."""
 
-    def __init__(self, driver: PulsarDriver, topic: str, subscription: str, client_id: str) -> None:
+    def __init__(self, driver: ClientSource, topic: str, subscription: str, client_id: str) -> None:
         import _pulsar
 
         self._driver = driver

@@ -25,7 +25,7 @@ from pytest_brokerperf.brokers.pulsar.client import (
 from pytest_brokerperf.errors import DriverError
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.brokers.pulsar.driver import PulsarDriver
+    from pytest_brokerperf.brokers.pulsar.client import ClientSource
 
 #: Fewer acks than this at one service() go to the engine one call each: numpy's
 #: per-call cost makes a smaller batch dearer than the calls it saves.
@@ -37,7 +37,7 @@ class _PulsarProducer:
 
     def __init__(
         self,
-        driver: PulsarDriver,
+        driver: ClientSource,
         topic: str,
         client_id: str,
         on_ack: AckCallback,

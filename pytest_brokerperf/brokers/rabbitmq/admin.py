@@ -8,7 +8,7 @@ import contextlib
 import json
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_brokerperf.brokers.driver import BrokerBacklog
 from pytest_brokerperf.brokers.rabbitmq.config import (
@@ -21,13 +21,31 @@ from pytest_brokerperf.brokers.rabbitmq.connection import _params
 from pytest_brokerperf.errors import BrokerUnavailable, DriverError
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.brokers.rabbitmq.driver import RabbitMQDriver
+    from pytest_brokerperf.brokers.rabbitmq.config import RabbitMQDriverConfig
+    from pytest_brokerperf.brokers.rabbitmq.process import CtlAccess
+    from pytest_brokerperf.endpoint import BrokerEndpoint
+
+
+class AdminSource(Protocol):
+    """What the admin reads of the driver that made it (a
+    :class:`~pytest_brokerperf.brokers.rabbitmq.driver.RabbitMQDriver` is one): declared
+    here, so the admin never imports the driver module that imports it."""
+
+    @property
+    def endpoint(self) -> BrokerEndpoint: ...
+    @property
+    def config(self) -> RabbitMQDriverConfig: ...
+    @property
+    def topic_partitions(self) -> dict[str, int]: ...
+    @property
+    def uris(self) -> list[str]: ...
+    def ctl(self) -> CtlAccess | None: ...
 
 
 class _RabbitAdmin:
     """Exchanges, streams and policies; read-back through ``rabbitmqctl`` when local."""
 
-    def __init__(self, driver: RabbitMQDriver) -> None:
+    def __init__(self, driver: AdminSource) -> None:
         import pika
 
         self._driver = driver
