@@ -221,8 +221,8 @@ class Settings:
         """``auto`` decided for this machine by ``decide`` (the plugin passes
         :func:`.provision.decide_auto`: containers when an engine answers with each broker's
         image, else processes), which returns the mode and why; unchanged for any other
-        mode. Kept apart from :meth:`resolve`, which reads no machine state; passed in, so
-        the settings never reach up into the brokers."""
+        mode. Kept apart from :meth:`resolve`, which reads no machine state, and handed in
+        by the caller, so that settings never look up a broker or ask a Docker engine."""
         if self.provision != "auto" or self.provision_effective == "remote":
             return self
         mode, reason = decide(self)

@@ -1,7 +1,8 @@
 """The package's import graph has no cycles, and the plugin's import path stays light.
 
-Imports are counted at any depth (a function-level import is still a dependency),
-except those under ``if TYPE_CHECKING:``, which never run.
+Imports are counted at any depth: a function-level import is still a dependency, and so
+is one under ``if TYPE_CHECKING:`` (a type a module names is a module it knows; the
+layer contract counts it too).
 """
 
 from __future__ import annotations
@@ -25,12 +26,6 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def _is_type_checking(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
-
-
 def _imports(tree: ast.AST, module: str, is_package: bool, known: set[str]) -> set[str]:
     out: set[str] = set()
 
@@ -42,10 +37,6 @@ def _imports(tree: ast.AST, module: str, is_package: bool, known: set[str]) -> s
 
     def visit(node: ast.AST) -> None:
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and _is_type_checking(child):
-                for sub in child.orelse:
-                    visit(sub)
-                continue
             if isinstance(child, ast.Import):
                 for alias in child.names:
                     if alias.name.startswith(ROOT):
@@ -119,10 +110,44 @@ def test_the_walker_finds_a_cycle() -> None:
     assert cycles({"a": {"b"}, "b": set()}) == []
 
 
+def test_type_only_and_function_level_imports_count() -> None:
+    known = {"pytest_brokerperf.a", "pytest_brokerperf.b", "pytest_brokerperf.c"}
+    tree = ast.parse("from typing import TYPE_CHECKING\n"
+                     "if TYPE_CHECKING:\n"
+                     "    from pytest_brokerperf.b import B\n"
+                     "def f():\n"
+                     "    from pytest_brokerperf import c\n")
+    assert _imports(tree, "pytest_brokerperf.a", False, known) == {
+        "pytest_brokerperf.b", "pytest_brokerperf.c"}
+
+
+#: Broker modules that still name ``config.Settings`` (type-only in ``brokers/base.py``):
+#: brokers never import config once they read their own settings (issue 25, item 2).
+#: Until then these arrows are the one known way back up, left out of the cycle check;
+#: the list is exact, so it shrinks with the code.
+SETTINGS_IN_BROKERS = {
+    "pytest_brokerperf.brokers.automq",
+    "pytest_brokerperf.brokers.base",
+    "pytest_brokerperf.brokers.kafka",
+    "pytest_brokerperf.brokers.kafka.remote",
+    "pytest_brokerperf.brokers.pulsar",
+    "pytest_brokerperf.brokers.pulsar.remote",
+    "pytest_brokerperf.brokers.rabbitmq",
+    "pytest_brokerperf.brokers.rabbitmq.remote",
+    "pytest_brokerperf.brokers.redpanda",
+    "pytest_brokerperf.brokers.tansu",
+}
+
+
 def test_no_import_cycles() -> None:
     graph = import_graph()
     assert "pytest_brokerperf.plugin" in graph
-    assert cycles(graph) == []
+    config = f"{ROOT}.config"
+    naming = {m for m, deps in graph.items() if m.startswith(f"{ROOT}.brokers") and config in deps}
+    assert naming == SETTINGS_IN_BROKERS, "update SETTINGS_IN_BROKERS to the modules that do"
+    pruned = {m: deps - {config} if m in SETTINGS_IN_BROKERS else deps
+              for m, deps in graph.items()}
+    assert cycles(pruned) == []
 
 
 def test_loading_the_plugin_imports_no_client_library_or_numpy() -> None:
