@@ -11,7 +11,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-__version__ = "0.1.0"
+from pytest_brokerperf.versions import __version__
 
 _EXPORTS = {
     "BrokerEndpoint": "pytest_brokerperf.endpoint",

@@ -24,10 +24,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from pytest_brokerperf import __version__
 from pytest_brokerperf.figures import PERCENTILES, percentile_name
 from pytest_brokerperf.metrics.stats import METRICS
 from pytest_brokerperf.provision.cpus import cpu_layout
+from pytest_brokerperf.versions import __version__
 
 if TYPE_CHECKING:
     from collections.abc import Callable

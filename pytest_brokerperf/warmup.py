@@ -27,7 +27,7 @@ def warm_broker(endpoint: BrokerEndpoint, settings: Settings) -> dict[str, Any]:
     """Run the profile's broker warm-up load; return what it did (for manifests)."""
     from pytest_brokerperf.brokers import create_driver
     from pytest_brokerperf.engine.coordinator import default_generator_cpus, run_workload
-    from pytest_brokerperf.engine.plan import RunPlan
+    from pytest_brokerperf.engine.plan import TOPOLOGY_CHECK_RATE, RunPlan
     from pytest_brokerperf.shipped import shipped_workload
     from pytest_brokerperf.workload import Workload
 
@@ -39,8 +39,6 @@ def warm_broker(endpoint: BrokerEndpoint, settings: Settings) -> dict[str, Any]:
     driver = create_driver(endpoint, None, "warmup", stats_interval_ms=0)
     until_steady = endpoint.nodes > 1  # a topology check: JIT on a shared CPU is slow
     if until_steady:  # warm at the rate the session will run
-        from pytest_brokerperf.scenario_library.tailread import TOPOLOGY_CHECK_RATE
-
         rate = float(settings.rate) if settings.rate is not None else min(
             rate, TOPOLOGY_CHECK_RATE)
     plan = RunPlan(

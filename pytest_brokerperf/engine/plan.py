@@ -6,6 +6,8 @@ result need not import the machinery that produced it.
 
 from __future__ import annotations
 
+import math
+import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +18,24 @@ if TYPE_CHECKING:
     from pytest_brokerperf.metrics.histogram import LatencyHistogram
     from pytest_brokerperf.rate_schedule import RateSchedule
 
-__all__ = ["PhaseRun", "RunOutcome", "RunPlan", "Rung", "SessionEnd"]
+__all__ = ["DEFAULT_PER_PROCESS_RATE", "TOPOLOGY_CHECK_RATE", "PhaseRun", "RunOutcome",
+           "RunPlan", "Rung", "SessionEnd", "auto_workers"]
+
+#: Rough per-process ceiling used to size worker pools until calibration measures one.
+DEFAULT_PER_PROCESS_RATE = 15_000.0
+
+#: The profile's default tail-read rate on a topology check (several local broker nodes
+#: on one machine): three JVMs pinned to one of two cores spend their first minutes
+#: compiling (C2 threads took ~40 % of their CPU) and then keep up with a few hundred
+#: msg/s at RF 3, not with the smoke profile's 1000. Explicit rates win.
+TOPOLOGY_CHECK_RATE = 100.0
+
+
+def auto_workers(rate: float, clients: int, cpus: tuple[int, ...] | None) -> int:
+    """Worker processes for a target rate: enough for the rate, at most one per CPU."""
+    limit = len(cpus) if cpus else (os.cpu_count() or 1)
+    want = max(1, math.ceil(rate / DEFAULT_PER_PROCESS_RATE))
+    return max(1, min(want, limit, max(clients, 1)))
 
 
 @dataclass(frozen=True)

@@ -141,9 +141,7 @@ def ship_package(spark: SparkSession) -> Path:
     import tempfile
     import zipfile
 
-    import pytest_brokerperf
-
-    root = Path(pytest_brokerperf.__file__).resolve().parent
+    root = Path(__file__).resolve().parents[1]  # pytest_brokerperf/, this module's package
     fd, name = tempfile.mkstemp(prefix="pytest_brokerperf-", suffix=".zip")
     os.close(fd)
     with zipfile.ZipFile(name, "w", zipfile.ZIP_DEFLATED) as zf:

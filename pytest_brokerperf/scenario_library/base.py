@@ -14,13 +14,12 @@ throughput, …). It has two steps, both declared here so the runner never probe
 
 from __future__ import annotations
 
-import math
-import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from pytest_brokerperf.engine.plan import DEFAULT_PER_PROCESS_RATE, auto_workers
 from pytest_brokerperf.engine.prepared import PreparedRun, workload_block
 
 if TYPE_CHECKING:
@@ -39,9 +38,6 @@ __all__ = [
     "refuse_rate_schedule", "resolve_period", "resolve_workload", "workload_block",
     "workload_refusals",
 ]
-
-#: Rough per-process ceiling used to size worker pools until calibration measures one.
-DEFAULT_PER_PROCESS_RATE = 15_000.0
 
 
 @dataclass
@@ -104,13 +100,6 @@ def durability_param(endpoint: BrokerEndpoint) -> int | None:
     """The run's durability level (the ``broker`` fixture's), None = driver-defined; a
     scenario parameter, so SLO selectors can say ``when: {params: {durability: 1}}``."""
     return endpoint.durability
-
-
-def auto_workers(rate: float, clients: int, cpus: tuple[int, ...] | None) -> int:
-    """Worker processes for a target rate: enough for the rate, at most one per CPU."""
-    limit = len(cpus) if cpus else (os.cpu_count() or 1)
-    want = max(1, math.ceil(rate / DEFAULT_PER_PROCESS_RATE))
-    return max(1, min(want, limit, max(clients, 1)))
 
 
 def resolve_workload(settings: Settings, *, given: Workload | None, shipped: str,

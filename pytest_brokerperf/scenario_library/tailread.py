@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from pytest_brokerperf.engine.plan import TOPOLOGY_CHECK_RATE
 from pytest_brokerperf.errors import BrokerDied, RunInterrupted
 from pytest_brokerperf.scenario_library.base import (
     PreparedRun,
@@ -34,13 +35,6 @@ if TYPE_CHECKING:
     from pytest_brokerperf.workload import Workload
 
 __all__ = ["TOPOLOGY_CHECK_RATE", "TailRead", "fixed_rate_window"]
-
-#: The profile's default tail-read rate on a topology check (several local broker nodes
-#: on one machine): three JVMs pinned to one of two cores spend their first minutes
-#: compiling (C2 threads took ~40 % of their CPU) and then keep up with a few hundred
-#: msg/s at RF 3, not with the smoke profile's 1000. Explicit rates win.
-TOPOLOGY_CHECK_RATE = 100.0
-
 
 @dataclass
 class TailRead(Scenario):

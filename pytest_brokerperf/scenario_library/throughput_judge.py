@@ -15,10 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_brokerperf import ladder as lad
 from pytest_brokerperf import ladder_result as ladres
+from pytest_brokerperf.engine.plan import DEFAULT_PER_PROCESS_RATE
 from pytest_brokerperf.provision.cpus import allowed_cpus
-from pytest_brokerperf.scenario_library.base import (
-    DEFAULT_PER_PROCESS_RATE,
-)
 from pytest_brokerperf.verdict import (
     BACKPRESSURE,
     CLIENT_BOUND,
