@@ -15,6 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_brokerperf._stash import (
+    ARTEFACTS_KEY,
+    DRY_RUN_PLANS_KEY,
+    GATE_KEY,
+    LADDER_ROWS_KEY,
+    SUMMARY_ROWS_KEY,
+)
 from pytest_brokerperf.errors import BrokerPerfError, BrokerUnavailable
 from pytest_brokerperf.scenario_library.base import (
     DEFAULT_PER_PROCESS_RATE,
@@ -22,7 +29,7 @@ from pytest_brokerperf.scenario_library.base import (
     ScenarioResult,
     auto_workers,
 )
-from pytest_brokerperf.scenario_library.context import RunContext
+from pytest_brokerperf.scenario_library.context import RunContext, SessionSinks
 from pytest_brokerperf.verdict import RATE_NOT_SUSTAINED
 from pytest_brokerperf.warnings import BrokerPerfWarning
 
@@ -139,7 +146,8 @@ class BrokerPerf:
                         "run with the tail-read scenario (docs/reference/faults.md)",
                         pytrace=False)
         ctx = RunContext(self.request, self.broker, settings, self.session_info,
-                         fault=self.fault, labels=dict(labels or {}), notes=list(notes or ()))
+                         fault=self.fault, labels=dict(labels or {}), notes=list(notes or ()),
+                         sinks=_session_sinks(self.request))
         from pytest_brokerperf.interrupts import sigterm_interrupts
 
         try:
@@ -178,3 +186,14 @@ class BrokerPerf:
                             + "\n  ".join(result.regressions))
         if problems:
             pytest.fail("\n".join(problems), pytrace=False)
+
+
+def _session_sinks(request: pytest.FixtureRequest) -> SessionSinks:
+    """The session's lists a run appends to, its gate and the test's reserved artefact
+    directory, from the plugin's stash."""
+    stash = request.config.stash
+    return SessionSinks(summary_rows=stash.setdefault(SUMMARY_ROWS_KEY, []),
+                        ladder_rows=stash.setdefault(LADDER_ROWS_KEY, []),
+                        dry_run_plans=stash.setdefault(DRY_RUN_PLANS_KEY, []),
+                        gate=stash.get(GATE_KEY, None),
+                        reserved=request.node.stash.get(ARTEFACTS_KEY, None))

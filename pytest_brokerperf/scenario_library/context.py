@@ -15,27 +15,34 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_brokerperf._stash import (
-    ARTEFACTS_KEY,
-    DRY_RUN_PLANS_KEY,
-    GATE_KEY,
-    LADDER_ROWS_KEY,
-    SUMMARY_ROWS_KEY,
-)
-
 if TYPE_CHECKING:
     from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
     from pytest_brokerperf.engine.prepared import PreparedRun
     from pytest_brokerperf.faults.spec import FaultSpec
-    from pytest_brokerperf.live_artefacts import LiveArtefacts
+    from pytest_brokerperf.live_artefacts import LiveArtefacts, ReservedArtefacts
     from pytest_brokerperf.metrics.stats import PeriodStats
     from pytest_brokerperf.report.session import SessionGate
     from pytest_brokerperf.safety import ScenarioPlan
     from pytest_brokerperf.slo import SLO
     from pytest_brokerperf.summary_rows import LadderRow, SummaryRow
 
-__all__ = ["RunContext"]
+__all__ = ["RunContext", "SessionSinks"]
+
+
+@dataclass
+class SessionSinks:
+    """Where a run's output joins the pytest session: the summary's rows, ladders and
+    dry-run plans, the ``--brokerperf-fail-on`` gate and the artefact directory reserved
+    for the test. The runner hands them in from the plugin's stash, so a scenario never
+    reads the stash itself."""
+
+    summary_rows: list[SummaryRow] = field(default_factory=list)
+    ladder_rows: list[LadderRow] = field(default_factory=list)
+    dry_run_plans: list[list[str]] = field(default_factory=list)
+    #: ``--brokerperf-fail-on``'s budgets and baseline cells (None without the flag)
+    gate: SessionGate | None = None
+    reserved: ReservedArtefacts | None = None
 
 
 @dataclass
@@ -53,6 +60,7 @@ class RunContext:
     labels: dict[str, Any] = field(default_factory=dict)
     #: notes the test adds to the record (where a study case comes from, its scaling)
     notes: list[str] = field(default_factory=list)
+    sinks: SessionSinks = field(default_factory=SessionSinks)
     _artefacts: tuple[Path, int] | None = field(default=None, init=False, repr=False)
     _live: LiveArtefacts | None = field(default=None, init=False, repr=False)
     _live_failed: bool = field(default=False, init=False, repr=False)
@@ -66,7 +74,7 @@ class RunContext:
         the plugin reserved for the test before its broker started, else a fresh one (a
         test's second ``brokerperf.run``)."""
         if self._artefacts is None:
-            reserved = self.request.node.stash.get(ARTEFACTS_KEY, None)
+            reserved = self.sinks.reserved
             if reserved is not None and not reserved.claimed and reserved.path.is_dir():
                 reserved.claimed = True
                 self._artefacts = (reserved.path, reserved.attempt)
@@ -105,12 +113,6 @@ class RunContext:
         if live is not None:
             with contextlib.suppress(OSError):
                 live.close()
-
-    @property
-    def baseline_gate(self) -> SessionGate | None:
-        """``--brokerperf-fail-on``'s budgets and baseline cells, loaded at session start
-        (None without the flag)."""
-        return self.request.config.stash.get(GATE_KEY, None)
 
     @property
     def verbose(self) -> bool:
@@ -164,17 +166,17 @@ class RunContext:
             pytest.fail("REFUSED before anything was created: " + "; ".join(plan.refusals),
                         pytrace=False)
         if self.settings.dry_run:
-            self.request.config.stash.setdefault(DRY_RUN_PLANS_KEY, []).append(plan.lines())
+            self.sinks.dry_run_plans.append(plan.lines())
             pytest.skip(f"DRY RUN: plan printed, nothing created ({len(plan.topics)} topic(s), "
                         f"<= {plan.bytes_max:,} bytes, {plan.rate_msg_s:g} msg/s peak)")
 
     def add_summary_row(self, row: SummaryRow) -> None:
         """A line of the session's "brokerperf summary" table."""
-        self.request.config.stash.setdefault(SUMMARY_ROWS_KEY, []).append(row)
+        self.sinks.summary_rows.append(row)
 
     def add_ladder_row(self, row: LadderRow) -> None:
         """A line of the summary's throughput table."""
-        self.request.config.stash.setdefault(LADDER_ROWS_KEY, []).append(row)
+        self.sinks.ladder_rows.append(row)
 
     def add_properties(self, props: list[tuple[str, object]]) -> None:
         """JUnit XML ``<property>`` entries of this test."""

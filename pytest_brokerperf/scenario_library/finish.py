@@ -205,7 +205,7 @@ def finish(ctx: RunContext, m: Measured) -> ScenarioResult:
 
     slo_text = _slo_text(slo_results, failures, inconclusive)  # before the gate's lines
     regressions: list[str] = []
-    gate_text = apply_gate(ctx.baseline_gate, record, regressions, inconclusive)
+    gate_text = apply_gate(ctx.sinks.gate, record, regressions, inconclusive)
     if m.sampler is not None:
         m.sampler.write_csv(directory / "broker-metrics.csv")
         record["broker_metrics"] = m.sampler.summary("broker-metrics.csv")
