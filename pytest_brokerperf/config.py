@@ -219,7 +219,7 @@ class Settings:
 
     def with_auto_resolved(self, decide: Callable[[Settings], tuple[str, str]]) -> Settings:
         """``auto`` decided for this machine by ``decide`` (the plugin passes
-        :func:`.provision.decide_auto`: containers when an engine answers with each broker's
+        :func:`.broker_session.decide_auto`: containers when an engine answers with each broker's
         image, else processes), which returns the mode and why; unchanged for any other
         mode. Kept apart from :meth:`resolve`, which reads no machine state, and handed in
         by the caller, so that settings never look up a broker or ask a Docker engine."""

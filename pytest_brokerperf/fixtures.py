@@ -27,10 +27,10 @@ from pytest_brokerperf._stash import SETTINGS_KEY
 from pytest_brokerperf.errors import BrokerUnavailable, ClusterUnreachable
 
 if TYPE_CHECKING:
+    from pytest_brokerperf.brokers.base import ManagedBroker
     from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
     from pytest_brokerperf.faults.spec import FaultSpec
-    from pytest_brokerperf.provision import ManagedBroker
     from pytest_brokerperf.runner import BrokerPerf
 
 __all__ = [
@@ -103,7 +103,7 @@ class _BrokerProcesses:
 
     def get(self, kind: str, level: int | None) -> BrokerEndpoint:
         from pytest_brokerperf import brokers
-        from pytest_brokerperf.provision import start_broker
+        from pytest_brokerperf.broker_session import start_broker
 
         key = (kind, brokers.get(kind).restart_key(level))
         if key in self.failed:

@@ -114,7 +114,7 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         settings = Settings.from_pytest_config(config)
         if not getattr(config.option, "help", False):
-            from pytest_brokerperf.provision import decide_auto
+            from pytest_brokerperf.broker_session import decide_auto
 
             settings = settings.with_auto_resolved(decide_auto)  # containers or processes
     except ConfigError as exc:
@@ -160,7 +160,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     settings = config.stash.get(SETTINGS_KEY, None)
     if settings is None:
         return None
-    from pytest_brokerperf.provision import provision_reason
+    from pytest_brokerperf.broker_session import provision_reason
     from pytest_brokerperf.summary import _display_path
 
     results = _display_path(settings.results_dir, config.invocation_params.dir)

@@ -156,8 +156,8 @@ def test_classic_mirroring_policy_lands_on_the_runs_queues(rmq: RabbitMQProcessC
 
 def test_remote_endpoint_from_uris_drives_the_same_broker(rmq: RabbitMQProcessCluster) -> None:
     """--rabbitmq-url against this node as if it were remote: no CLI, password kept out."""
+    from pytest_brokerperf.broker_session import start_broker
     from pytest_brokerperf.config import Settings
-    from pytest_brokerperf.provision import start_broker
 
     port = rmq.endpoint.info["node_ports"][0]["amqp_port"]
     settings = Settings.resolve(

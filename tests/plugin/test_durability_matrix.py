@@ -146,7 +146,8 @@ def test_a(broker):
 FAKE_PROVISION = """
 import json, os
 import pytest
-from pytest_brokerperf import provision
+from pytest_brokerperf import broker_session
+from pytest_brokerperf.brokers.base import ManagedBroker
 from pytest_brokerperf.endpoint import BrokerEndpoint
 
 LOG = os.environ["BROKER_LOG"]
@@ -170,13 +171,13 @@ def fake_start(kind, settings, workdir, durability=None):
     level = durability if kind == "pulsar" else None
     ep = BrokerEndpoint(kind=kind, bootstrap="x", mode="process", nodes=settings.nodes,
                         durability=level)
-    return provision.ManagedBroker(ep, Handle(f"{kind}-{durability}"))
+    return ManagedBroker(ep, Handle(f"{kind}-{durability}"))
 
 
 @pytest.fixture(autouse=True, scope="session")
 def _fake(request):
     mp = pytest.MonkeyPatch()
-    mp.setattr(provision, "start_broker", fake_start)
+    mp.setattr(broker_session, "start_broker", fake_start)
     mp.setattr("pytest_brokerperf.warmup.warm_broker", lambda ep, s: {"fake": True})
     mp.setattr("pytest_brokerperf.metrics.sysstats.fsync_probe", lambda p: {"fake": True})
     yield

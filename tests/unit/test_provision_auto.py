@@ -12,9 +12,9 @@ from urllib.parse import unquote
 
 import pytest
 
+from pytest_brokerperf.broker_session import decide_auto, provision_reason
 from pytest_brokerperf.config import Settings
 from pytest_brokerperf.errors import ConfigError
-from pytest_brokerperf.provision import decide_auto, provision_reason
 from pytest_brokerperf.provision.containers import image_on_engine
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from pytest_brokerperf.broker_session import start_broker
 from pytest_brokerperf.brokers.pulsar.config import PulsarDriverConfig
 from pytest_brokerperf.brokers.pulsar.driver import PulsarDriver
 from pytest_brokerperf.brokers.pulsar.remote import (
@@ -23,7 +24,6 @@ from pytest_brokerperf.brokers.pulsar.remote import (
 )
 from pytest_brokerperf.config import Settings
 from pytest_brokerperf.errors import ClusterUnreachable, ConfigError, DriverError
-from pytest_brokerperf.provision import start_broker
 
 
 def resolve(**cli: Any) -> Settings:
