@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from pytest_brokerperf.broker_session import provision_reason
 from pytest_brokerperf.brokers.kafka.container import (
     IN_NETWORK_PORT,
     KafkaContainerLayout,
@@ -29,7 +30,7 @@ from pytest_brokerperf.brokers.kafka.node_config import (
 )
 from pytest_brokerperf.config import Settings
 from pytest_brokerperf.errors import BrokerUnavailable, ConfigError, ProvisionError
-from pytest_brokerperf.provision import containers, provision_reason
+from pytest_brokerperf.provision import containers
 
 ENTRYPOINT = Path(__file__).resolve().parents[2] / "ci" / "images" / "kafka" / "entrypoint.sh"
 NODE = KafkaContainerLayout(node_id=1, host_port=39092, alias="kafka-1")
