@@ -150,6 +150,33 @@ def test_no_import_cycles() -> None:
     assert cycles(pruned) == []
 
 
+def _under(module: str, prefixes: tuple[str, ...]) -> bool:
+    rel = module.removeprefix(f"{ROOT}.")
+    return any(rel == p or rel.startswith(f"{p}.") for p in prefixes)
+
+
+#: The plugin's side and the scenarios (docs/explanation/architecture.md): nothing below
+#: them imports them, not even for a type.
+_TOP = ("plugin", "fixtures", "runner", "_stash", "summary", "cli", "broker_session",
+        "scenario_library", "study_cases", "published")
+#: (importers, what they never import): arrows that would run back up the layers.
+NEVER = [
+    (("brokers", "provision", "metrics", "engine", "durability", "endpoint", "results",
+      "live_artefacts", "safety", "verdict", "workload", "workload_checks",
+      "workload_payloads", "slo", "report"), _TOP),
+    (("brokers", "provision", "metrics"), ("study_cases", "report", "results")),
+    (("metrics",), ("brokers", "config", "endpoint")),
+    (("provision",), ("brokers",)),
+]
+
+
+def test_lower_layers_never_import_upper_ones() -> None:
+    graph = import_graph()
+    up = sorted(f"{m} -> {d}" for importers, banned in NEVER for m, deps in graph.items()
+                if _under(m, importers) for d in deps if _under(d, banned))
+    assert up == []
+
+
 def test_loading_the_plugin_imports_no_client_library_or_numpy() -> None:
     code = ("import sys, pytest_brokerperf.plugin, pytest_brokerperf.fixtures; "
             "heavy = [m for m in ('confluent_kafka', 'pulsar', 'pika', 'numpy', 'hdrh', "
