@@ -354,11 +354,12 @@ class StudyCase:
         or ``("skip", reason)`` (it could, on another setup); None: it runs. Decided at
         collection, before any broker starts."""
         from pytest_brokerperf import brokers
+        from pytest_brokerperf.scenario_library import capability_refusal
 
         known = brokers.is_known(kind)
-        why = brokers.get(kind).cannot_run.get(self.scenario) if known else None
+        why = capability_refusal(brokers.get(kind), self.scenario) if known else None
         if why:
-            return ("deselect", f"the {self.scenario} scenario does not apply to {kind}: {why}")
+            return ("deselect", why)
         protocol = brokers.get(kind).protocol if known else kind
         if self.brokers and kind not in self.brokers and protocol not in self.brokers:
             return ("deselect", f"study case {self.study} {self.id} is the study's "
@@ -495,7 +496,6 @@ class StudyCase:
         setting.
         """
         from pytest_brokerperf import brokers
-        from pytest_brokerperf.brokers.kafka.config import shipped_driver
         from pytest_brokerperf.scenario_library import (
             CatchUp,
             Mixed,
@@ -503,6 +503,7 @@ class StudyCase:
             TailRead,
             Throughput,
         )
+        from pytest_brokerperf.shipped import shipped_driver
 
         s = self.scaled(settings.profile)
         driver: Path | None = None
@@ -648,7 +649,7 @@ def generator_capacity(s: ScaledCase, settings: Settings, cpus: tuple[int, ...] 
     version), the broker client's; both calibrated and cached per machine. Only
     process-bound ceilings count (a broker-bound one is a lower bound). None when
     calibration is off, nothing is known, or not cached and ``measure`` is False."""
-    from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
+    from pytest_brokerperf.brokers import HARNESS, harness_driver
     from pytest_brokerperf.calibration import cached_or_measured, calibration_key, load_cached
     from pytest_brokerperf.scenario_library.base import auto_workers
 
@@ -656,7 +657,7 @@ def generator_capacity(s: ScaledCase, settings: Settings, cpus: tuple[int, ...] 
         return None
     size, parts = s.case.message_size, s.partitions
     targets: list[tuple[str, Driver, str, str]] = [
-        ("harness", LoopbackDriver(partitions=parts), "loopback", "in-process")]
+        ("harness", harness_driver(parts), HARNESS, "in-process")]
     if driver is not None and broker is not None:
         targets.append(("driver", driver, *broker))
     found: list[tuple[float, str]] = []

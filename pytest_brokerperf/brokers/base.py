@@ -16,11 +16,12 @@ Standard library only at import time: the client libraries load when a driver is
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from pytest_brokerperf.brokers.capabilities import Capabilities
 from pytest_brokerperf.durability import LEVELS, SYNC_MIN_REPLICAS, check_level
 from pytest_brokerperf.errors import BrokerUnavailable, ClusterUnreachable
 
@@ -113,10 +114,10 @@ class BrokerType:
     no_durability: ClassVar[str | None] = (
         "durability levels are not mapped for {name} in this version")
 
-    #: scenario kinds (``reassign``, ``mixed`` ...) this kind cannot run, and why: a
-    #: study case of such a kind is deselected at collection with the reason (a plain
-    #: scenario test still skips when its run finds out)
-    cannot_run: ClassVar[Mapping[str, str]] = {}
+    #: what scenarios and faults may ask of this kind beyond a driver (an earliest
+    #: reader, a partition mover, a read-back), and why it lacks the others: a test whose
+    #: scenario needs a missing one is deselected at collection with that reason
+    capabilities: ClassVar[Capabilities] = Capabilities()
 
     #: the flags naming a remote cluster of this kind (None: no remote mode)
     remote_flags: ClassVar[RemoteFlags | None] = None
@@ -220,6 +221,11 @@ class BrokerType:
             f"--brokerperf-provision=remote for {self.name!r} needs the remote-cluster "
             "flags, which are not available in this version")
 
+    def check_client_config(self, settings: Settings) -> None:
+        """Load the remote client config file its ``remote_flags`` name (TLS, SASL) before
+        any broker starts; a BrokerPerfError names the line, key and fix. Default: none."""
+        return None
+
     def remote_address(self, settings: Settings) -> str | None:
         """The address the remote-cluster flags name, credentials removed (None: none)."""
         return None
@@ -304,15 +310,6 @@ class BrokerType:
     def fault_leader(self, endpoint: BrokerEndpoint, driver: Driver, topic: str) -> int | None:
         """The 1-based node leading the run's first topic or queue, the default target of
         a fault; None when this broker cannot tell (the fault then strikes node 1)."""
-        return None
-
-    def power_cut_read_back(self, endpoint: BrokerEndpoint, topics: Sequence[str]
-                            ) -> tuple[dict[int, int], int, bool] | None:
-        """After a power cut and the restart: every harness message the broker still
-        holds in ``topics`` (producer id -> sequence bitmap, messages read, whether every
-        partition was read to its end); None when the broker cannot read its messages
-        again (a queue deletes what was consumed: delivery accounting then tells what the
-        cut took, docs/reference/faults.md)."""
         return None
 
     # -- metrics -------------------------------------------------------------------------

@@ -11,13 +11,16 @@ AutoMQ reuse it through :class:`KafkaProtocolBroker`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pytest_brokerperf.brokers.base import BrokerType, ManagedBroker, RemoteFlags
+from pytest_brokerperf.brokers.capabilities import Capabilities
 from pytest_brokerperf.brokers.kafka import durability as kafka_durability
+from pytest_brokerperf.brokers.kafka.readback import KafkaEarliestReader, KafkaReadBack
+from pytest_brokerperf.brokers.kafka.reassign import KafkaPartitionMover
 from pytest_brokerperf.durability import check_level
 from pytest_brokerperf.errors import BrokerUnavailable
 
@@ -53,6 +56,9 @@ class KafkaProtocolBroker(BrokerType):
         return int(part.leader) if part is not None and part.leader >= 0 else None
 
     protocol: ClassVar[str] = "kafka"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        earliest_reader=KafkaEarliestReader(), partition_mover=KafkaPartitionMover(),
+        lacks={"read_back": "no read-back after a power cut is wired for this kind"})
     remote_flags: ClassVar[RemoteFlags | None] = RemoteFlags(
         address=("kafka_bootstrap",),
         needs="pass --kafka-bootstrap=HOST:PORT[,HOST:PORT] (and --kafka-config=PATH for TLS "
@@ -124,6 +130,11 @@ class KafkaProtocolBroker(BrokerType):
         # nothing to stop: someone else runs it
         return ManagedBroker(remote_kafka_endpoint(settings, timeout_s, kind=self.name))
 
+    def check_client_config(self, settings: Settings) -> None:
+        from pytest_brokerperf.brokers.kafka.remote import check_client_config
+
+        check_client_config(settings)
+
     def remote_address(self, settings: Settings) -> str | None:
         return settings.kafka_bootstrap
 
@@ -154,13 +165,9 @@ class KafkaBroker(KafkaProtocolBroker):
     container_nodes: ClassVar[tuple[int, ...]] = (1, 3)
     memory_cap_modes: ClassVar[tuple[str, ...]] = ("process", "container")
     power_cut_modes: ClassVar[tuple[str, ...]] = ("process",)
-
-    def power_cut_read_back(self, endpoint: BrokerEndpoint, topics: Sequence[str]
-                            ) -> tuple[dict[int, int], int, bool]:
-        """Every partition of ``topics`` read again from its earliest offset."""
-        from pytest_brokerperf.faults.readback import read_back_kafka
-
-        return read_back_kafka(endpoint.bootstrap, topics)
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        earliest_reader=KafkaEarliestReader(), partition_mover=KafkaPartitionMover(),
+        read_back=KafkaReadBack())
 
     def container_images(self, settings: Settings) -> tuple[str, ...]:
         from pytest_brokerperf.brokers.kafka.container import default_images

@@ -8,13 +8,15 @@ durability levels (:mod:`.durability`), whose bookie journal half is broker-wide
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
 from pytest_brokerperf.brokers.base import BrokerType, ManagedBroker, RemoteFlags
+from pytest_brokerperf.brokers.capabilities import Capabilities
 from pytest_brokerperf.brokers.pulsar import durability as pulsar_durability
+from pytest_brokerperf.brokers.pulsar.readback import PulsarEarliestReader, PulsarReadBack
 from pytest_brokerperf.durability import check_level
 
 if TYPE_CHECKING:
@@ -35,11 +37,11 @@ class PulsarBroker(BrokerType):
         PulsarDriverConfig.from_yaml(path)
 
     name: ClassVar[str] = "pulsar"
-    cannot_run: ClassVar[Mapping[str, str]] = {
-        "reassign": (
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        earliest_reader=PulsarEarliestReader(), read_back=PulsarReadBack(),
+        lacks={"partition_mover": (
             "partition reassignment is a Kafka-protocol operation (AlterPartitionReassignments); "
-            "Pulsar moves bundles between brokers, not partitions with their data"),
-    }
+            "Pulsar moves bundles between brokers, not partitions with their data")})
     protocol: ClassVar[str] = "pulsar"
     broker_wide_durability: ClassVar[bool] = True  # the bookie journal
     no_durability: ClassVar[str | None] = None
@@ -117,14 +119,6 @@ class PulsarBroker(BrokerType):
             cfg = pulsar_durability.apply_pulsar(
                 cfg, check_level(endpoint.durability, "the endpoint's durability level"))
         return PulsarDriver(endpoint, cfg)
-
-    def power_cut_read_back(self, endpoint: BrokerEndpoint, topics: Sequence[str]
-                            ) -> tuple[dict[int, int], int, bool]:
-        """Every partition of ``topics`` read again from its earliest message (a
-        pulsar-client Reader: no subscription, nothing acknowledged)."""
-        from pytest_brokerperf.brokers.pulsar.readback import read_back_pulsar
-
-        return read_back_pulsar(endpoint, topics)
 
     def memory_floor(self) -> int:
         from pytest_brokerperf.brokers.pulsar.process import PulsarStandalone

@@ -10,12 +10,14 @@ queue (:mod:`.durability`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pytest_brokerperf.brokers.base import BrokerType, ManagedBroker, RemoteFlags
+from pytest_brokerperf.brokers.capabilities import Capabilities
 from pytest_brokerperf.brokers.rabbitmq import durability as rabbitmq_durability
+from pytest_brokerperf.brokers.rabbitmq.readback import RabbitMQReadBack
 from pytest_brokerperf.durability import check_level
 
 if TYPE_CHECKING:
@@ -54,28 +56,21 @@ class RabbitMQBroker(BrokerType):
         return None
 
     name: ClassVar[str] = "rabbitmq"
-    cannot_run: ClassVar[Mapping[str, str]] = {
-        "reassign": (
-            "partition reassignment is a Kafka-protocol operation (AlterPartitionReassignments); "
-            "RabbitMQ has no partitions to move"),
-        "mixed": (
-            "a new subscription starts from the earliest message only on a stream queue, and the "
-            "mixed scenario's subscriptions are per-subscription queues that hold only what was "
-            "published after they were declared"),
-    }
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        read_back=RabbitMQReadBack(),
+        lacks={
+            "partition_mover": (
+                "partition reassignment is a Kafka-protocol operation "
+                "(AlterPartitionReassignments); RabbitMQ has no partitions to move"),
+            "earliest_reader": (
+                "a new subscription starts from the earliest message only on a stream queue, "
+                "and the mixed scenario's subscriptions are per-subscription queues that hold "
+                "only what was published after they were declared")})
     protocol: ClassVar[str] = "amqp"
     no_durability: ClassVar[str | None] = None
     container_nodes: ClassVar[tuple[int, ...]] = (1, 3)
     memory_cap_modes: ClassVar[tuple[str, ...]] = ("process", "container")
     power_cut_modes: ClassVar[tuple[str, ...]] = ("process",)
-
-    def power_cut_read_back(self, endpoint: BrokerEndpoint, topics: Sequence[str]
-                            ) -> tuple[dict[int, int], int, bool] | None:
-        """Streams read again from their first offset; None for queues, which delete
-        what was consumed (delivery accounting then names what the cut took)."""
-        from pytest_brokerperf.brokers.rabbitmq.readback import read_back_streams
-
-        return read_back_streams(endpoint, topics)
     remote_flags: ClassVar[RemoteFlags | None] = RemoteFlags(
         address=("rabbitmq_url",),
         needs="pass --rabbitmq-url=amqp://USER:PASSWORD@HOST:5672/VHOST[,amqp://...]",

@@ -53,7 +53,7 @@ __all__ = [
     "topic_queues",
 ]
 
-#: Also declared in pytest_brokerperf/models/rabbitmq.py (which may not import this module).
+#: The driver file's choices, declared here once (.driver_file, the model, imports them).
 QUEUE_TYPES = ("CLASSIC", "QUORUM", "STREAM")
 EXCHANGE_TYPES = ("FANOUT", "DIRECT")
 STREAM_OFFSETS = ("first", "last", "next")
@@ -122,10 +122,10 @@ class RabbitMQDriverConfig:
     source: str = field(default=PYTHON_SOURCE, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        # The declared model (pytest_brokerperf/models/rabbitmq.py) checks every key and
+        # The declared model (.driver_file) checks every key and
         # normalises it (upper-case queue types, tuples); errors cite the file's line while
         # a file is loaded.
-        from pytest_brokerperf.models.rabbitmq import RabbitMQDriverFile
+        from pytest_brokerperf.brokers.rabbitmq.driver_file import RabbitMQDriverFile
 
         fields = RabbitMQDriverFile.model_fields
         data = {info.alias or name: getattr(self, name) for name, info in fields.items()}
