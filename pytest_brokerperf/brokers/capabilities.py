@@ -136,6 +136,5 @@ class Capabilities:
         for name in needs:
             why = self.missing(name)
             if why is not None:
-                return (f"{what} does not apply to {broker}: {why} (it needs a "
-                        f"{LABELS[name]})")
+                return f"{what} does not apply to {broker}: {why} (missing: {LABELS[name]})"
         return None

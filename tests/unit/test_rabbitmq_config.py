@@ -196,10 +196,11 @@ def test_quoted_flag_names_file_line_and_fix(tmp_path: Path) -> None:
         RabbitMQDriverConfig.from_yaml(write(tmp_path, text))
 
 
-def test_the_driver_file_model_takes_its_choices_from_the_config() -> None:
-    # declared once: the model imports the config's tuples instead of repeating them
-    from pytest_brokerperf.brokers.rabbitmq import config, driver_file
+def test_the_model_and_the_config_share_one_declaration_of_the_choices() -> None:
+    # declared once (.choices): neither the config nor the model repeats the tuples
+    from pytest_brokerperf.brokers.rabbitmq import choices, config, driver_file
 
-    assert driver_file.QUEUE_TYPES is config.QUEUE_TYPES
-    assert driver_file.EXCHANGE_TYPES is config.EXCHANGE_TYPES
-    assert driver_file.STREAM_OFFSETS is config.STREAM_OFFSETS
+    for name in ("QUEUE_TYPES", "EXCHANGE_TYPES", "STREAM_OFFSETS"):
+        assert getattr(driver_file, name) is getattr(choices, name)
+    assert config.QUEUE_TYPES is choices.QUEUE_TYPES
+    assert config.EXCHANGE_TYPES is choices.EXCHANGE_TYPES

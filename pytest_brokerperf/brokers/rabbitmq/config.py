@@ -33,6 +33,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from pytest_brokerperf.brokers.rabbitmq.choices import EXCHANGE_TYPES, QUEUE_TYPES
 from pytest_brokerperf.errors import BrokerUnavailable, ConfigError
 from pytest_brokerperf.files import LINES, lines, validate
 from pytest_brokerperf.files import closest as _closest
@@ -53,10 +54,6 @@ __all__ = [
     "topic_queues",
 ]
 
-#: The driver file's choices, declared here once (.driver_file, the model, imports them).
-QUEUE_TYPES = ("CLASSIC", "QUORUM", "STREAM")
-EXCHANGE_TYPES = ("FANOUT", "DIRECT")
-STREAM_OFFSETS = ("first", "last", "next")
 PYTHON_SOURCE = "<python>"
 OMB_RABBITMQ_DRIVER_CLASS = "io.openmessaging.benchmark.driver.rabbitmq.RabbitMqBenchmarkDriver"
 DRIVERS_DIR = DATA_DIR / "drivers"
