@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any, Final
 from pytest_brokerperf.errors import BrokerPerfError, ConfigError
 
 if TYPE_CHECKING:
+    from pytest_brokerperf.brokers.base import BrokerType
     from pytest_brokerperf.endpoint import BrokerEndpoint
 
 __all__ = [
@@ -123,12 +124,18 @@ def describe(kind: str, level: int, *, nodes: int = 1, replication_factor: int |
     """
     from pytest_brokerperf import brokers
 
+    return _describe(brokers.get(kind), level, nodes=nodes,
+                     shape={"replicationFactor": replication_factor,
+                            "bookkeeperEnsemble": ensemble,
+                            "bookkeeperWriteQuorum": write_quorum})
+
+
+def _describe(broker: BrokerType, level: int, *, nodes: int,
+              shape: Mapping[str, int | None]) -> dict[str, Any]:
     lv = LEVELS[check_level(level)]
-    shape = {"replicationFactor": replication_factor, "bookkeeperEnsemble": ensemble,
-             "bookkeeperWriteQuorum": write_quorum}
     return {"level": lv.number, "label": lv.label, "replication": lv.replication,
             "local": lv.local, "meaning": lv.meaning,
-            **brokers.get(kind).level_settings(level, nodes=nodes, shape=shape)}
+            **broker.level_settings(level, nodes=nodes, shape=shape)}
 
 
 def _int_or_none(value: Any) -> int | None:
@@ -139,12 +146,15 @@ def _int_or_none(value: Any) -> int | None:
 
 
 def result_block(endpoint: BrokerEndpoint, driver_description: Mapping[str, Any],
-                 read_back: Mapping[str, Any]) -> dict[str, Any]:
+                 read_back: Mapping[str, Any], broker: BrokerType | None = None
+                 ) -> dict[str, Any]:
     """The record's ``durability`` field: level (None = driver-defined), the settings the
-    clients ran with (the level's mapping, or the driver file's own) and the read-back."""
-    from pytest_brokerperf import brokers
+    clients ran with (the level's mapping, or the driver file's own) and the read-back.
+    ``broker``: the run's broker kind (None: the endpoint's, from the registry)."""
+    if broker is None:
+        from pytest_brokerperf import brokers
 
-    broker = brokers.get(endpoint.kind)
+        broker = brokers.get(endpoint.kind)
     level = endpoint.durability if endpoint.durability in LEVELS else None
     block: dict[str, Any] = {
         "level": level,
@@ -155,11 +165,9 @@ def result_block(endpoint: BrokerEndpoint, driver_description: Mapping[str, Any]
     if level is not None:
         settings = block["settings"]
         try:  # the level's row and scope; its settings are what the clients ran with
-            meaning = describe(
-                endpoint.kind, level, nodes=endpoint.nodes,
-                replication_factor=_int_or_none(settings.get("replicationFactor")),
-                ensemble=_int_or_none(settings.get("bookkeeperEnsemble")),
-                write_quorum=_int_or_none(settings.get("bookkeeperWriteQuorum")))
+            meaning = _describe(broker, level, nodes=endpoint.nodes, shape={
+                k: _int_or_none(settings.get(k)) for k in (
+                    "replicationFactor", "bookkeeperEnsemble", "bookkeeperWriteQuorum")})
         except BrokerPerfError as exc:  # cannot happen after create_driver applied it
             meaning = {"error": str(exc)}
         block.update({k: v for k, v in meaning.items()

@@ -35,7 +35,8 @@ if TYPE_CHECKING:
     from pytest_brokerperf.faults.spec import FaultSpec
 
 #: Fixtures that make a test a performance scenario (refused inside xdist workers).
-SCENARIO_FIXTURES = frozenset({"broker_kind", "broker", "brokerperf", "broker_durability"})
+SCENARIO_FIXTURES = frozenset({"broker_kind", "broker_type", "broker", "brokerperf",
+                               "broker_durability"})
 
 #: The scenario markers: each names the scenario kind its tests run.
 SCENARIO_MARKERS = ("tailread", "throughput", "catchup", "mixed", "reassign", "soak")
@@ -638,6 +639,7 @@ from pytest_brokerperf.fixtures import (  # noqa: E402,F401
     broker,
     broker_durability,
     broker_fault,
+    broker_type,
     brokerperf,
     brokerperf_session_info,
     brokerperf_settings,

@@ -32,6 +32,7 @@ from pytest_brokerperf.provision.cpus import cpu_layout
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from pytest_brokerperf.brokers.base import BrokerType
     from pytest_brokerperf.endpoint import BrokerEndpoint
     from pytest_brokerperf.engine.plan import RunOutcome
     from pytest_brokerperf.errors import ResultsWriteError
@@ -242,7 +243,8 @@ def build_record(*, run_id: str, test_id: str, attempt: int, broker: BrokerEndpo
                  prepared: PreparedRun, outcome: RunOutcome, verdict: Verdict,
                  slo_results: list[dict[str, Any]], figures: dict[str, float | None],
                  profile: str, env_label: str, artefacts: Path,
-                 manifest: dict[str, Any]) -> ResultRecord:
+                 manifest: dict[str, Any], broker_type: BrokerType | None = None
+                 ) -> ResultRecord:
     """One JSONL record (schema ``RECORD_SCHEMA``); unit-suffixed field names."""
     from pytest_brokerperf.driver_identity import driver_file_name, settings_hash
     from pytest_brokerperf.durability import result_block
@@ -272,7 +274,8 @@ def build_record(*, run_id: str, test_id: str, attempt: int, broker: BrokerEndpo
             fallback={k: v for k, v in outcome.driver_description.items()
                       if k != "source"} or None),
         # level (None = driver-defined), settings applied, settings read back
-        "durability": result_block(broker, outcome.driver_description, outcome.read_back),
+        "durability": result_block(broker, outcome.driver_description, outcome.read_back,
+                                   broker_type),
         "begin_time": outcome.begin_time,
         "measure_begin_time": outcome.measure_begin_time,
         "end_time": outcome.end_time,
