@@ -375,7 +375,6 @@ def _apply_study_case_refusals(config: pytest.Config, settings: Settings,
     ``BrokerType.capabilities``), and the study's case of another broker (its RabbitMQ
     case on Kafka). Study cases this setup cannot run (too few nodes, broker settings a
     local broker cannot take) are skipped with the reason. Before any broker starts."""
-    from pytest_brokerperf.scenario_library import capability_refusal
     from pytest_brokerperf.study_cases import StudyCase
 
     dropped: list[pytest.Item] = []
@@ -394,8 +393,11 @@ def _apply_study_case_refusals(config: pytest.Config, settings: Settings,
                 types[kind] = None
         btype = types[kind]
         marked = [m for m in SCENARIO_MARKERS if item.get_closest_marker(m) is not None]
-        why = next((w for m in marked if btype is not None
-                    and (w := capability_refusal(btype, m)) is not None), None)
+        why = None
+        if marked and btype is not None:  # a scenario test imports the scenarios anyway
+            from pytest_brokerperf.scenario_library import capability_refusal
+
+            why = next((w for m in marked if (w := capability_refusal(btype, m))), None)
         if why is not None:
             dropped.append(item)
             reasons.append(f"{item.nodeid}: {why}")
