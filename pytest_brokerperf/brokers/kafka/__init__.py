@@ -25,10 +25,10 @@ from pytest_brokerperf.durability import check_level
 from pytest_brokerperf.errors import BrokerUnavailable
 
 if TYPE_CHECKING:
+    from pytest_brokerperf.brokers.base import BrokerSettings
     from pytest_brokerperf.brokers.driver import Driver
     from pytest_brokerperf.brokers.kafka.config import KafkaDriverConfig
     from pytest_brokerperf.brokers.kafka.driver import KafkaDriver
-    from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
     from pytest_brokerperf.metrics.broker import Series
     from pytest_brokerperf.study_cases import ProducerTweak
@@ -117,28 +117,28 @@ class KafkaProtocolBroker(BrokerType):
                                                     "durability level"))
         return KafkaDriver(endpoint, cfg, stats_interval_ms=stats_interval_ms, kind=self.name)
 
-    def start_process(self, settings: Settings, workdir: Path,
+    def start_process(self, settings: BrokerSettings, workdir: Path,
                       durability: int | None) -> ManagedBroker:
         raise BrokerUnavailable(
             f"{self.name} cannot be started by pytest-brokerperf (no artifact it can "
             f"install); point it at a running {self.name} cluster: "
             "--kafka-bootstrap=HOST:PORT (remote mode)")
 
-    def reach_remote(self, settings: Settings, *, timeout_s: float) -> ManagedBroker:
+    def reach_remote(self, settings: BrokerSettings, *, timeout_s: float) -> ManagedBroker:
         from pytest_brokerperf.brokers.kafka.remote import remote_kafka_endpoint
 
         # nothing to stop: someone else runs it
         return ManagedBroker(remote_kafka_endpoint(settings, timeout_s, kind=self.name))
 
-    def check_client_config(self, settings: Settings) -> None:
+    def check_client_config(self, settings: BrokerSettings) -> None:
         from pytest_brokerperf.brokers.kafka.remote import check_client_config
 
         check_client_config(settings)
 
-    def remote_address(self, settings: Settings) -> str | None:
+    def remote_address(self, settings: BrokerSettings) -> str | None:
         return settings.kafka_bootstrap
 
-    def dry_run_endpoint(self, settings: Settings) -> BrokerEndpoint:
+    def dry_run_endpoint(self, settings: BrokerSettings) -> BrokerEndpoint:
         """The generic dry-run endpoint, plus the security the client config names."""
         from pytest_brokerperf.brokers.kafka.remote import client_config
 
@@ -169,7 +169,7 @@ class KafkaBroker(KafkaProtocolBroker):
         earliest_reader=KafkaEarliestReader(), partition_mover=KafkaPartitionMover(),
         read_back=KafkaReadBack())
 
-    def container_images(self, settings: Settings) -> tuple[str, ...]:
+    def container_images(self, settings: BrokerSettings) -> tuple[str, ...]:
         from pytest_brokerperf.brokers.kafka.container import default_images
 
         return default_images(settings.kafka_version)
@@ -179,7 +179,7 @@ class KafkaBroker(KafkaProtocolBroker):
 
         return KafkaProcessCluster().memory_floor()
 
-    def start_process(self, settings: Settings, workdir: Path,
+    def start_process(self, settings: BrokerSettings, workdir: Path,
                       durability: int | None) -> ManagedBroker:
         from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster
 
@@ -191,7 +191,7 @@ class KafkaBroker(KafkaProtocolBroker):
         )
         return ManagedBroker(cluster.start(), cluster)
 
-    def start_container(self, settings: Settings, workdir: Path,
+    def start_container(self, settings: BrokerSettings, workdir: Path,
                         durability: int | None) -> ManagedBroker:
         """One or three KRaft nodes in containers (:mod:`.container`)."""
         from pytest_brokerperf.brokers.kafka.container import KafkaContainerCluster

@@ -20,8 +20,8 @@ from pytest_brokerperf.brokers.pulsar.readback import PulsarEarliestReader, Puls
 from pytest_brokerperf.durability import check_level
 
 if TYPE_CHECKING:
+    from pytest_brokerperf.brokers.base import BrokerSettings
     from pytest_brokerperf.brokers.pulsar.driver import PulsarDriver
-    from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
     from pytest_brokerperf.study_cases import ProducerTweak
 
@@ -125,7 +125,7 @@ class PulsarBroker(BrokerType):
 
         return PulsarStandalone().memory_floor()
 
-    def start_process(self, settings: Settings, workdir: Path,
+    def start_process(self, settings: BrokerSettings, workdir: Path,
                       durability: int | None) -> ManagedBroker:
         from pytest_brokerperf.brokers.pulsar.process import PulsarStandalone
 
@@ -136,12 +136,12 @@ class PulsarBroker(BrokerType):
                                       powercut_fs=settings.powercut_effective)
         return ManagedBroker(standalone.start(), standalone)
 
-    def container_images(self, settings: Settings) -> tuple[str, ...]:
+    def container_images(self, settings: BrokerSettings) -> tuple[str, ...]:
         from pytest_brokerperf.brokers.pulsar.container import default_images
 
         return default_images(settings.pulsar_version)
 
-    def start_container(self, settings: Settings, workdir: Path,
+    def start_container(self, settings: BrokerSettings, workdir: Path,
                         durability: int | None) -> ManagedBroker:
         """One standalone in a container (:mod:`.container`), with one or three bookies
         as process mode runs it."""
@@ -154,13 +154,13 @@ class PulsarBroker(BrokerType):
         node.memory_limit = settings.broker_memory
         return ManagedBroker(node.start(), node)
 
-    def reach_remote(self, settings: Settings, *, timeout_s: float) -> ManagedBroker:
+    def reach_remote(self, settings: BrokerSettings, *, timeout_s: float) -> ManagedBroker:
         from pytest_brokerperf.brokers.pulsar.remote import remote_pulsar_endpoint
 
         # a level is the user's declaration: the bookie journal is not visible remotely
         return ManagedBroker(remote_pulsar_endpoint(settings, timeout_s))  # nothing to stop
 
-    def remote_address(self, settings: Settings) -> str | None:
+    def remote_address(self, settings: BrokerSettings) -> str | None:
         return settings.pulsar_url
 
     def level_settings(self, level: int, *, nodes: int = 1,

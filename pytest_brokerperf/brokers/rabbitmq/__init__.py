@@ -21,9 +21,9 @@ from pytest_brokerperf.brokers.rabbitmq.readback import RabbitMQReadBack
 from pytest_brokerperf.durability import check_level
 
 if TYPE_CHECKING:
+    from pytest_brokerperf.brokers.base import BrokerSettings
     from pytest_brokerperf.brokers.driver import Driver
     from pytest_brokerperf.brokers.rabbitmq.driver import RabbitMQDriver
-    from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
 
 __all__ = ["RabbitMQBroker"]
@@ -96,7 +96,7 @@ class RabbitMQBroker(BrokerType):
                 endpoint.nodes)
         return RabbitMQDriver(endpoint, cfg)
 
-    def start_process(self, settings: Settings, workdir: Path,
+    def start_process(self, settings: BrokerSettings, workdir: Path,
                       durability: int | None) -> ManagedBroker:
         from pytest_brokerperf.brokers.rabbitmq.process import RabbitMQProcessCluster
 
@@ -105,12 +105,12 @@ class RabbitMQBroker(BrokerType):
                                          powercut_fs=settings.powercut_effective)
         return ManagedBroker(cluster.start(), cluster)
 
-    def container_images(self, settings: Settings) -> tuple[str, ...]:
+    def container_images(self, settings: BrokerSettings) -> tuple[str, ...]:
         from pytest_brokerperf.brokers.rabbitmq.container import default_images
 
         return default_images()
 
-    def start_container(self, settings: Settings, workdir: Path,
+    def start_container(self, settings: BrokerSettings, workdir: Path,
                         durability: int | None) -> ManagedBroker:
         """One node, or a cluster of three, in containers (:mod:`.container`)."""
         from pytest_brokerperf.brokers.rabbitmq.container import RabbitMQContainerCluster
@@ -121,12 +121,12 @@ class RabbitMQBroker(BrokerType):
         cluster.memory_limit = settings.broker_memory
         return ManagedBroker(cluster.start(), cluster)
 
-    def reach_remote(self, settings: Settings, *, timeout_s: float) -> ManagedBroker:
+    def reach_remote(self, settings: BrokerSettings, *, timeout_s: float) -> ManagedBroker:
         from pytest_brokerperf.brokers.rabbitmq.remote import remote_rabbitmq_endpoint
 
         return ManagedBroker(remote_rabbitmq_endpoint(settings, timeout_s))  # nothing to stop
 
-    def remote_address(self, settings: Settings) -> str | None:
+    def remote_address(self, settings: BrokerSettings) -> str | None:
         """The URIs without user and password."""
         from pytest_brokerperf.brokers.rabbitmq.remote import split_credentials
 

@@ -16,7 +16,7 @@ from pytest_brokerperf.brokers.kafka.readback import KafkaEarliestReader
 from pytest_brokerperf.brokers.tansu.durability import IN_MEMORY_NOTE
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.config import Settings
+    from pytest_brokerperf.brokers.base import BrokerSettings
 
 __all__ = ["IN_MEMORY_NOTE", "TansuBroker"]
 
@@ -32,7 +32,7 @@ class TansuBroker(KafkaProtocolBroker):
     no_durability: ClassVar[str | None] = "durability level {level} on Tansu: " + IN_MEMORY_NOTE
     memory_cap_modes: ClassVar[tuple[str, ...]] = ("process",)
 
-    def start_process(self, settings: Settings, workdir: Path,
+    def start_process(self, settings: BrokerSettings, workdir: Path,
                       durability: int | None) -> ManagedBroker:
         from pytest_brokerperf.brokers.tansu.process import TansuProcess
 
