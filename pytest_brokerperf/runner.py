@@ -70,7 +70,8 @@ class BrokerPerf:
         # must not name that file (the plugin deselects cases when a file is given)
         settings = replace(self.settings, workload=None)
         try:
-            scenario, scaled = case.build(settings, self.broker, workdir / "drivers")
+            scenario, scaled = case.build(settings, self.broker, workdir / "drivers",
+                                          self.broker_type)
         except BrokerUnavailable as exc:
             pytest.skip(str(exc))
         if settings.profile == "omb":

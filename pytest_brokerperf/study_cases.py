@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Final
 from pytest_brokerperf.safety import format_bytes
 
 if TYPE_CHECKING:
+    from pytest_brokerperf.brokers.base import BrokerType
     from pytest_brokerperf.brokers.driver import Driver
     from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
@@ -486,14 +487,14 @@ class StudyCase:
 
     # ----------------------------------------------------------------- scenario
 
-    def build(self, settings: Settings, endpoint: BrokerEndpoint,
-              driver_dir: Path) -> tuple[Scenario, ScaledCase]:
+    def build(self, settings: Settings, endpoint: BrokerEndpoint, driver_dir: Path,
+              broker: BrokerType | None = None) -> tuple[Scenario, ScaledCase]:
         """The scenario to run for this case under the session's profile.
 
         A producer tweak is written as a driver file in ``driver_dir`` (the session's
         ``--brokerperf-driver``, else the broker's default, with the tweak applied);
         :class:`~pytest_brokerperf.errors.BrokerUnavailable` when the broker has no such
-        setting.
+        setting. ``broker``: the run's broker kind (None: the endpoint's, from the registry).
         """
         from pytest_brokerperf import brokers
         from pytest_brokerperf.scenario_library import (
@@ -506,16 +507,16 @@ class StudyCase:
         from pytest_brokerperf.shipped import shipped_driver
 
         s = self.scaled(settings.profile)
+        kind = broker if broker is not None else brokers.get(endpoint.kind)
         driver: Path | None = None
         study_driver = dict(self.drivers).get(endpoint.kind)
         if study_driver is not None and not settings.driver:
             driver = shipped_driver(study_driver)
         if self.tweak:
             base = (Path(settings.driver) if settings.driver else driver
-                    or brokers.get(endpoint.kind).default_driver_file(endpoint.nodes,
-                                                                      self.scenario))
+                    or kind.default_driver_file(endpoint.nodes, self.scenario))
             driver_dir.mkdir(parents=True, exist_ok=True)
-            driver = brokers.get(endpoint.kind).tweak_driver_file(
+            driver = kind.tweak_driver_file(
                 base, self.tweak, driver_dir / f"driver-{self.tweak.id}.yaml")
         common: dict[str, Any] = {"message_size": self.message_size, "driver_file": driver}
         clients: dict[str, Any] = {"partitions": s.partitions, "producers": s.producers,
