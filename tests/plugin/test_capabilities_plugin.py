@@ -149,3 +149,15 @@ def test_the_run_asks_the_fixtures_broker_type_for_its_driver(
                                            f"--brokerperf-results={pytester.path}/res",
                                            "--no-brokerperf-broker-metrics", "-rs")
     result.assert_outcomes(passed=1)
+
+
+def test_the_help_lists_the_registrys_brokers_third_party_ones_too(
+        pytester: pytest.Pytester) -> None:
+    # one list of broker kinds: --broker's help and the broker marker's ask the registry
+    _toy_distribution(pytester)
+    result = pytester.runpytest_subprocess("--help")
+    out = " ".join(result.stdout.str().split())  # argparse wraps the help text
+    assert "known: kafka, pulsar, rabbitmq, tansu, redpanda, automq, toy." in out
+    markers = pytester.runpytest_subprocess("--markers")
+    markers.stdout.fnmatch_lines(["@pytest.mark.broker(*names): run this test only for these "
+                                  "brokers (known: kafka, *, automq, toy)*"])
