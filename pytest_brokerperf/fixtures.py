@@ -220,12 +220,11 @@ def broker(
     with pytest's usage-error exit code (4), so a CI gate pointed at it cannot go green.
     """
     settings = brokerperf_settings
-    kind = broker_type
     try:
         # refuse a level the cluster cannot offer before anything starts
-        kind.check_offered(broker_durability, settings.nodes, remote=settings.remote)
+        broker_type.check_offered(broker_durability, settings.nodes, remote=settings.remote)
         if settings.dry_run:  # nothing is started or created
-            return _at_level(kind.dry_run_endpoint(settings), broker_durability)
+            return _at_level(broker_type.dry_run_endpoint(settings), broker_durability)
         endpoint = _brokerperf_processes.get(broker_type, broker_durability)
     except BrokerUnavailable as exc:
         pytest.skip(str(exc))
