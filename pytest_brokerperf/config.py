@@ -43,7 +43,6 @@ from pytest_brokerperf.options import (
     _RUN_ID_RE,
     AUTO_PROVISION,
     INCONCLUSIVE_MODES,
-    KNOWN_BROKERS,
     OPTIONS,
     PROFILE_NAMES,
     PROFILES,
@@ -63,7 +62,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "INCONCLUSIVE_MODES",
-    "KNOWN_BROKERS",
     "OPTIONS",
     "PROFILES",
     "PROFILE_NAMES",

@@ -27,7 +27,7 @@ from pytest_brokerperf._stash import SETTINGS_KEY
 from pytest_brokerperf.errors import BrokerUnavailable, ClusterUnreachable
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.brokers.base import ManagedBroker
+    from pytest_brokerperf.brokers.base import BrokerType, ManagedBroker
     from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
     from pytest_brokerperf.faults.spec import FaultSpec
@@ -101,11 +101,9 @@ class _BrokerProcesses:
     current: ManagedBroker | None = None
     failed: dict[tuple[str, int | None], Exception] = field(default_factory=dict)
 
-    def get(self, kind: str, level: int | None) -> BrokerEndpoint:
-        from pytest_brokerperf import brokers
-        from pytest_brokerperf.broker_session import start_broker
-
-        key = (kind, brokers.get(kind).restart_key(level))
+    def get(self, broker_type: BrokerType, level: int | None) -> BrokerEndpoint:
+        kind = broker_type.name
+        key = (kind, broker_type.restart_key(level))
         if key in self.failed:
             raise self.failed[key]
         if self.key == key and self.current is not None:
@@ -114,13 +112,14 @@ class _BrokerProcesses:
         suffix = f"-d{key[1]}" if key[1] is not None else ""
         workdir = self.tmp_path_factory.mktemp(f"broker-{kind}{suffix}")
         try:
-            managed = start_broker(kind, self.settings, workdir, durability=key[1])
+            managed = broker_type.start(self.settings.provision_effective, self.settings,
+                                        workdir, key[1])
         except Exception as exc:
             self.failed[key] = exc
             raise
         self.key, self.current = key, managed
         try:
-            self._warm(kind, managed, workdir)
+            self._warm(broker_type, managed, workdir)
         except BaseException as exc:
             if isinstance(exc, Exception):
                 self.failed[key] = exc
@@ -128,8 +127,8 @@ class _BrokerProcesses:
             raise
         return managed.endpoint
 
-    def _warm(self, kind: str, managed: ManagedBroker, workdir: Path) -> None:
-        info = self.session_info
+    def _warm(self, broker_type: BrokerType, managed: ManagedBroker, workdir: Path) -> None:
+        info, kind = self.session_info, broker_type.name
         if managed.endpoint.mode == "remote":
             # A running cluster someone else owns: no extra load, no local data dir.
             info["broker_warmup"][kind] = {
@@ -142,7 +141,8 @@ class _BrokerProcesses:
             info["fsync_probe"] = fsync_probe(Path(dirs[0]).parent)
         from pytest_brokerperf.warmup import warm_broker
 
-        info["broker_warmup"][kind] = warm_broker(managed.endpoint, self.settings)
+        info["broker_warmup"][kind] = warm_broker(managed.endpoint, self.settings,
+                                                  broker_type)
 
     def stop(self) -> None:
         managed, self.current, self.key = self.current, None, None
@@ -195,29 +195,36 @@ def _at_level(endpoint: BrokerEndpoint, level: int | None) -> BrokerEndpoint:
 
 
 @pytest.fixture(scope="session")
+def broker_type(broker_kind: str) -> BrokerType:
+    """The test's broker kind as the registry's :class:`BrokerType`, looked up once here
+    from the name ``--broker`` gave; everything after it (start, driver, capabilities)
+    is asked of this object."""
+    from pytest_brokerperf import brokers
+
+    return brokers.get(broker_kind)
+
+
+@pytest.fixture(scope="session")
 def broker(
     request: pytest.FixtureRequest,
-    broker_kind: str,
+    broker_type: BrokerType,
     broker_durability: int | None,
     brokerperf_settings: Settings,
     _brokerperf_processes: _BrokerProcesses,
 ) -> BrokerEndpoint:
-    """A running, warmed broker of ``broker_kind`` at ``broker_durability`` (skips with
+    """A running, warmed broker of ``broker_type`` at ``broker_durability`` (skips with
     the reason if the broker, or that level on it, is unavailable here).
 
     A remote cluster the user named that does not answer is no skip: the session stops
     with pytest's usage-error exit code (4), so a CI gate pointed at it cannot go green.
     """
-    from pytest_brokerperf import brokers
-
     settings = brokerperf_settings
-    kind = brokers.get(broker_kind)
     try:
         # refuse a level the cluster cannot offer before anything starts
-        kind.check_offered(broker_durability, settings.nodes, remote=settings.remote)
+        broker_type.check_offered(broker_durability, settings.nodes, remote=settings.remote)
         if settings.dry_run:  # nothing is started or created
-            return _at_level(kind.dry_run_endpoint(settings), broker_durability)
-        endpoint = _brokerperf_processes.get(broker_kind, broker_durability)
+            return _at_level(broker_type.dry_run_endpoint(settings), broker_durability)
+        endpoint = _brokerperf_processes.get(broker_type, broker_durability)
     except BrokerUnavailable as exc:
         pytest.skip(str(exc))
     except ClusterUnreachable as exc:
@@ -232,12 +239,21 @@ def broker(
 def brokerperf(
     request: pytest.FixtureRequest,
     broker: BrokerEndpoint,
+    broker_type: BrokerType,
     brokerperf_settings: Settings,
     brokerperf_session_info: dict[str, Any],
     broker_fault: FaultSpec | None,
 ) -> BrokerPerf:
-    """Run scenarios on this test's broker: ``brokerperf.run(TailRead())``."""
+    """Run scenarios on this test's broker: ``brokerperf.run(TailRead())``.
+
+    A conftest that gives its own ``broker`` fixture (the plugin's tests give the
+    in-process loopback) may hand an endpoint of another kind than ``--broker``: the
+    endpoint's kind is then looked up instead."""
     from pytest_brokerperf.runner import BrokerPerf
 
+    if broker.kind != broker_type.name:
+        from pytest_brokerperf import brokers
+
+        broker_type = brokers.get(broker.kind)
     return BrokerPerf(request, broker, brokerperf_settings, brokerperf_session_info,
-                      fault=broker_fault)
+                      broker_type=broker_type, fault=broker_fault)

@@ -26,7 +26,6 @@ from pytest_brokerperf.options import (
     _SECONDS_RE,
     _TRUE,
     _VERSION_RE,
-    KNOWN_BROKERS,
     SERVICE_IMAGES,
     OptionSpec,
 )
@@ -98,7 +97,7 @@ def _parse_brokers(spec: OptionSpec, raw: object, src: _Source) -> tuple[str, ..
         name = item.strip().lower()
         if not name:
             continue
-        if name not in KNOWN_BROKERS and not brokers.is_known(name):
+        if not brokers.is_known(name):
             known = brokers.names()
             raise _invalid(
                 spec, raw, src,
@@ -416,11 +415,11 @@ def _parse_images(spec: OptionSpec, raw: object, src: _Source) -> tuple[tuple[st
         if not sep or not ref:
             raise _invalid(spec, raw, src, f"{item!r} is not KIND=IMAGE (e.g. "
                            "kafka=apache/kafka:4.3.1)")
-        if kind not in KNOWN_BROKERS + SERVICE_IMAGES:
-            names = KNOWN_BROKERS + SERVICE_IMAGES
+        if not brokers.is_known(kind) and kind not in SERVICE_IMAGES:
+            names = (*brokers.names(), *SERVICE_IMAGES)
             raise _invalid(spec, raw, src,
                            f"unknown broker {kind!r}{_did_you_mean(kind, names)}; "
-                           f"known brokers are {', '.join(KNOWN_BROKERS)} (and "
+                           f"known brokers are {', '.join(brokers.names())} (and "
                            f"{', '.join(SERVICE_IMAGES)} for AutoMQ's object store)")
         if not _IMAGE_REF_RE.match(ref):
             raise _invalid(spec, raw, src, f"{ref!r} is not an image reference "

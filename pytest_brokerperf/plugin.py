@@ -25,16 +25,18 @@ from pytest_brokerperf._stash import (
     SETTINGS_KEY,
     SUMMARY_ROWS_KEY,
 )
-from pytest_brokerperf.config import KNOWN_BROKERS, OPTIONS, OptionSpec, Settings
+from pytest_brokerperf.config import OPTIONS, OptionSpec, Settings
 from pytest_brokerperf.durability import LEVELS, level_id
 from pytest_brokerperf.errors import BrokerPerfError, ConfigError
 from pytest_brokerperf.junit import note_failure, record_stop, track_test
 
 if TYPE_CHECKING:
+    from pytest_brokerperf.brokers.base import BrokerType
     from pytest_brokerperf.faults.spec import FaultSpec
 
 #: Fixtures that make a test a performance scenario (refused inside xdist workers).
-SCENARIO_FIXTURES = frozenset({"broker_kind", "broker", "brokerperf", "broker_durability"})
+SCENARIO_FIXTURES = frozenset({"broker_kind", "broker_type", "broker", "brokerperf",
+                               "broker_durability"})
 
 #: The scenario markers: each names the scenario kind its tests run.
 SCENARIO_MARKERS = ("tailread", "throughput", "catchup", "mixed", "reassign", "soak")
@@ -45,9 +47,11 @@ MARKERS = (
     "catchup: catch-up read scenario (backlog built while consumers are paused, then "
     "drained while producers go on)",
     "mixed: mixed workload scenario (a tailing subscription, then a second subscription "
-    "from the earliest position catching up while producers and the tail go on)",
+    "from the earliest position catching up while producers and the tail go on; "
+    "deselected on brokers without an earliest-position reader)",
     "reassign: partition reassignment scenario (a loaded single-replica partition moved "
-    "with its data to another broker while the load goes on; Kafka-protocol brokers)",
+    "with its data to another broker while the load goes on; deselected on brokers "
+    "without a partition mover)",
     "soak: soak scenario (a tail read held at a moderate rate, 10 minutes by default, "
     "failing when a worker's or local broker's memory, open files or threads grow "
     "without bound)",
@@ -55,7 +59,7 @@ MARKERS = (
     "file (a variant of its scenario's plain test); deselected, like study and sweep "
     "cases, when a workload file is given",
     "broker(*names): run this test only for these brokers "
-    f"(known: {', '.join(KNOWN_BROKERS)}); a test none of whose brokers is selected "
+    "(known: {known}); a test none of whose brokers is selected "
     "by --broker is deselected",
     'slo(*exprs): SLO expressions for this test, e.g. @pytest.mark.slo("e2e_response.p99 '
     '< 50 ms")',
@@ -73,7 +77,8 @@ MARKERS = (
 
 def _flag_help(spec: OptionSpec) -> str:
     env = spec.env + (" or KAFKA_HOME" if spec.name == "kafka_home" else "")
-    text = f"{spec.help}. Default: {spec.shown_default}; env {env}; ini {spec.ini}."
+    known = f"; known: {', '.join(brokers.names())}" if spec.kind == "brokers" else ""
+    text = f"{spec.help}{known}. Default: {spec.shown_default}; env {env}; ini {spec.ini}."
     return text.replace("%", "%%")  # argparse formats help with %
 
 
@@ -108,8 +113,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    known = ", ".join(brokers.names())  # the registry: the one list of broker kinds
     for line in MARKERS:
-        config.addinivalue_line("markers", line)
+        config.addinivalue_line("markers", line.replace("{known}", known))
     config.stash[SUMMARY_ROWS_KEY] = []
     try:
         settings = Settings.from_pytest_config(config)
@@ -191,7 +197,7 @@ def _marker_brokers(node: pytest.Item) -> tuple[str, ...] | None:
             f'e.g. @pytest.mark.broker("kafka", "pulsar")'
         )
     names = tuple(a.strip().lower() for a in mark.args)
-    unknown = [n for n in names if n not in KNOWN_BROKERS and not brokers.is_known(n)]
+    unknown = [n for n in names if not brokers.is_known(n)]
     if unknown:
         raise ConfigError(
             f"{where}: unknown broker {unknown[0]!r}; known brokers are "
@@ -365,20 +371,41 @@ STUDY_DESELECTED_KEY = pytest.StashKey[list[str]]()
 
 def _apply_study_case_refusals(config: pytest.Config, settings: Settings,
                                items: list[pytest.Item]) -> None:
-    """Study cases that do not apply to their item's broker kind (the study's RabbitMQ
-    case on Kafka, a reassignment on Pulsar) are deselected, with the reason printed
-    after collection; those this setup cannot run (too few nodes, broker settings a
+    """Tests that do not apply to their item's broker kind are deselected, with the
+    reason printed after collection: a scenario marker (or a study case's scenario)
+    whose scenario ``needs`` a capability the kind lacks (a reassignment on Pulsar:
+    ``BrokerType.capabilities``), and the study's case of another broker (its RabbitMQ
+    case on Kafka). Study cases this setup cannot run (too few nodes, broker settings a
     local broker cannot take) are skipped with the reason. Before any broker starts."""
     from pytest_brokerperf.study_cases import StudyCase
 
     dropped: list[pytest.Item] = []
     reasons: list[str] = []
     remote = settings.provision == "remote"
+    types: dict[str, BrokerType | None] = {}
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
         kind = params.get("broker_kind")
+        if kind is None:
+            continue
+        if kind not in types:
+            try:
+                types[kind] = brokers.get(str(kind))
+            except ConfigError:  # a kind the test parametrized itself: not the registry's
+                types[kind] = None
+        btype = types[kind]
+        marked = [m for m in SCENARIO_MARKERS if item.get_closest_marker(m) is not None]
+        why = None
+        if marked and btype is not None:  # a scenario test imports the scenarios anyway
+            from pytest_brokerperf.scenario_library import capability_refusal
+
+            why = next((w for m in marked if (w := capability_refusal(btype, m))), None)
+        if why is not None:
+            dropped.append(item)
+            reasons.append(f"{item.nodeid}: {why}")
+            continue
         for value in params.values():
-            if not isinstance(value, StudyCase) or kind is None:
+            if not isinstance(value, StudyCase):
                 continue
             refusal = value.refusal(str(kind), nodes=settings.nodes, remote=remote)
             if refusal is None:
@@ -387,9 +414,9 @@ def _apply_study_case_refusals(config: pytest.Config, settings: Settings,
             if action == "deselect":
                 dropped.append(item)
                 reasons.append(f"{item.nodeid}: {why}")
-            else:
-                item.add_marker(pytest.mark.skip(reason=f"REFUSED before any broker started: "
-                                                 f"{why}"))
+                break
+            item.add_marker(pytest.mark.skip(reason=f"REFUSED before any broker started: "
+                                             f"{why}"))
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         gone = set(map(id, dropped))
@@ -398,11 +425,12 @@ def _apply_study_case_refusals(config: pytest.Config, settings: Settings,
 
 
 def _study_deselection_lines(config: pytest.Config) -> list[str]:
-    """Which study cases were deselected because they do not apply, and why."""
+    """Which tests were deselected because they do not apply to their broker, and why."""
     reasons = config.stash.get(STUDY_DESELECTED_KEY, [])
     if not reasons:
         return []
-    return ([f"brokerperf: {len(reasons)} study case(s) deselected, they do not apply:"]
+    return ([f"brokerperf: {len(reasons)} test(s) deselected, they do not apply to their "
+             "broker:"]
             + [f"  {r}" for r in reasons])
 
 
@@ -615,6 +643,7 @@ from pytest_brokerperf.fixtures import (  # noqa: E402,F401
     broker,
     broker_durability,
     broker_fault,
+    broker_type,
     brokerperf,
     brokerperf_session_info,
     brokerperf_settings,

@@ -52,6 +52,30 @@ def _results_dir_problem(path: Path) -> tuple[str | None, list[Path]]:
     return None, missing
 
 
+def _client_config_problems(settings: Settings) -> list[str]:
+    """A remote client config file (``--kafka-config`` ...) each broker kind that takes
+    one refuses, checked once per set of remote flags, whichever ``--broker`` runs."""
+    from pytest_brokerperf import brokers
+    from pytest_brokerperf.brokers.base import flag_of
+
+    problems: list[str] = []
+    seen: list[object] = []
+    for name in brokers.names():
+        btype = brokers.get(name)
+        flags = btype.remote_flags
+        if flags is None or flags.client_config is None or any(f is flags for f in seen):
+            continue
+        seen.append(flags)
+        value = getattr(settings, flags.client_config, None)
+        if value is None:
+            continue
+        try:
+            btype.check_client_config(settings)
+        except (BrokerPerfError, OSError) as exc:
+            problems.append(f"{flag_of(flags.client_config)}={value}: {exc}")
+    return problems
+
+
 def _memory_cap_problems(settings: Settings, limit: int) -> list[str]:
     """A node memory limit below what a selected broker needs, or no cgroup to put it in."""
     from pytest_brokerperf import brokers
@@ -166,13 +190,7 @@ def preflight_problems(settings: Settings, scenarios: Iterable[str] = ()) -> lis
                 problem = power_cut_problem(fault, kind, settings.provision_effective)
                 if problem:
                     problems.append(f"--brokerperf-fault={fault.text()}: {problem}")
-    if settings.kafka_config is not None:
-        from pytest_brokerperf.brokers.kafka.remote import check_client_config
-
-        try:
-            check_client_config(settings)
-        except (BrokerPerfError, OSError) as exc:
-            problems.append(f"--kafka-config={settings.kafka_config}: {exc}")
+    problems.extend(_client_config_problems(settings))
     if settings.slo is not None:
         from pytest_brokerperf import slo
 

@@ -32,6 +32,7 @@ from pytest_brokerperf.versions import __version__
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from pytest_brokerperf.brokers.base import BrokerType
     from pytest_brokerperf.endpoint import BrokerEndpoint
     from pytest_brokerperf.engine.plan import RunOutcome
     from pytest_brokerperf.engine.prepared import PreparedRun
@@ -242,7 +243,8 @@ def build_record(*, run_id: str, test_id: str, attempt: int, broker: BrokerEndpo
                  prepared: PreparedRun, outcome: RunOutcome, verdict: Verdict,
                  slo_results: list[dict[str, Any]], figures: dict[str, float | None],
                  profile: str, env_label: str, artefacts: Path,
-                 manifest: dict[str, Any]) -> ResultRecord:
+                 manifest: dict[str, Any], broker_type: BrokerType | None = None
+                 ) -> ResultRecord:
     """One JSONL record (schema ``RECORD_SCHEMA``); unit-suffixed field names."""
     from pytest_brokerperf import brokers
     from pytest_brokerperf.driver_identity import driver_file_name, settings_hash
@@ -273,7 +275,7 @@ def build_record(*, run_id: str, test_id: str, attempt: int, broker: BrokerEndpo
             fallback={k: v for k, v in outcome.driver_description.items()
                       if k != "source"} or None),
         # level (None = driver-defined), settings applied, settings read back
-        "durability": result_block(brokers.get(broker.kind), broker,
+        "durability": result_block(broker_type or brokers.get(broker.kind), broker,
                                    outcome.driver_description, outcome.read_back),
         "begin_time": outcome.begin_time,
         "measure_begin_time": outcome.measure_begin_time,

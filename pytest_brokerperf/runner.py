@@ -34,6 +34,7 @@ from pytest_brokerperf.verdict import RATE_NOT_SUSTAINED
 from pytest_brokerperf.warnings import BrokerPerfWarning
 
 if TYPE_CHECKING:
+    from pytest_brokerperf.brokers.base import BrokerType
     from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
     from pytest_brokerperf.faults.spec import FaultSpec
@@ -47,9 +48,11 @@ class BrokerPerf:
 
     def __init__(self, request: pytest.FixtureRequest, broker: BrokerEndpoint,
                  settings: Settings, session_info: dict[str, Any], *,
-                 fault: FaultSpec | None = None) -> None:
+                 broker_type: BrokerType, fault: FaultSpec | None = None) -> None:
         self.request = request
         self.broker = broker
+        #: resolved once by the ``broker_type`` fixture: driver, capabilities, durability
+        self.broker_type = broker_type
         self.settings = settings
         self.session_info = session_info
         self.fault = fault
@@ -74,20 +77,20 @@ class BrokerPerf:
         # must not name that file (the plugin deselects cases when a file is given)
         settings = replace(self.settings, workload=None)
         try:
-            scenario, scaled = case.build(settings, self.broker, workdir / "drivers")
+            scenario, scaled = case.build(settings, self.broker, workdir / "drivers",
+                                          self.broker_type)
         except BrokerUnavailable as exc:
             pytest.skip(str(exc))
         if settings.profile == "omb":
-            from pytest_brokerperf.brokers import create_driver
-
             cpus = default_generator_cpus(self.broker.broker_cpus())
             driver = None
             # no calibration load on a remote cluster, nor in a dry run (which starts,
             # loads and writes nothing: a cached ceiling is used when there is one)
             measure = not settings.dry_run
             if self.broker.mode != "remote" and measure:
-                driver = create_driver(self.broker, getattr(scenario, "driver_file", None),
-                                       case.scenario)
+                driver = self.broker_type.create_driver(
+                    self.broker, getattr(scenario, "driver_file", None),
+                    scenario=case.scenario)
             local = self.broker.local
             data = Path(local.data_dirs[0]) if local is not None and local.data_dirs else workdir
             reasons = study_cases.refusals(
@@ -145,7 +148,8 @@ class BrokerPerf:
                         f"scenario {scenario.name!r}, which does not inject faults; faults "
                         "run with the tail-read scenario (docs/reference/faults.md)",
                         pytrace=False)
-        ctx = RunContext(self.request, self.broker, settings, self.session_info,
+        ctx = RunContext(self.request, self.broker, self.broker_type, settings,
+                         self.session_info,
                          fault=self.fault, labels=dict(labels or {}), notes=list(notes or ()),
                          sinks=_session_sinks(self.request))
         from pytest_brokerperf.interrupts import sigterm_interrupts

@@ -41,6 +41,7 @@ from pytest_brokerperf.brokers.producer_tweak import ProducerTweak, size_id
 from pytest_brokerperf.safety import format_bytes
 
 if TYPE_CHECKING:
+    from pytest_brokerperf.brokers.base import BrokerType
     from pytest_brokerperf.brokers.driver import Driver
     from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
@@ -296,11 +297,12 @@ class StudyCase:
         or ``("skip", reason)`` (it could, on another setup); None: it runs. Decided at
         collection, before any broker starts."""
         from pytest_brokerperf import brokers
+        from pytest_brokerperf.scenario_library import capability_refusal
 
         known = brokers.is_known(kind)
-        why = brokers.get(kind).cannot_run.get(self.scenario) if known else None
+        why = capability_refusal(brokers.get(kind), self.scenario) if known else None
         if why:
-            return ("deselect", f"the {self.scenario} scenario does not apply to {kind}: {why}")
+            return ("deselect", why)
         protocol = brokers.get(kind).protocol if known else kind
         if self.brokers and kind not in self.brokers and protocol not in self.brokers:
             return ("deselect", f"study case {self.study} {self.id} is the study's "
@@ -427,17 +429,16 @@ class StudyCase:
 
     # ----------------------------------------------------------------- scenario
 
-    def build(self, settings: Settings, endpoint: BrokerEndpoint,
-              driver_dir: Path) -> tuple[Scenario, ScaledCase]:
+    def build(self, settings: Settings, endpoint: BrokerEndpoint, driver_dir: Path,
+              broker: BrokerType | None = None) -> tuple[Scenario, ScaledCase]:
         """The scenario to run for this case under the session's profile.
 
         A producer tweak is written as a driver file in ``driver_dir`` (the session's
         ``--brokerperf-driver``, else the broker's default, with the tweak applied);
         :class:`~pytest_brokerperf.errors.BrokerUnavailable` when the broker has no such
-        setting.
+        setting. ``broker``: the run's broker kind (None: the endpoint's, from the registry).
         """
         from pytest_brokerperf import brokers
-        from pytest_brokerperf.brokers.kafka.config import shipped_driver
         from pytest_brokerperf.scenario_library import (
             CatchUp,
             Mixed,
@@ -445,18 +446,19 @@ class StudyCase:
             TailRead,
             Throughput,
         )
+        from pytest_brokerperf.shipped import shipped_driver
 
         s = self.scaled(settings.profile)
+        kind = broker if broker is not None else brokers.get(endpoint.kind)
         driver: Path | None = None
         study_driver = dict(self.drivers).get(endpoint.kind)
         if study_driver is not None and not settings.driver:
             driver = shipped_driver(study_driver)
         if self.tweak:
             base = (Path(settings.driver) if settings.driver else driver
-                    or brokers.get(endpoint.kind).default_driver_file(endpoint.nodes,
-                                                                      self.scenario))
+                    or kind.default_driver_file(endpoint.nodes, self.scenario))
             driver_dir.mkdir(parents=True, exist_ok=True)
-            driver = brokers.get(endpoint.kind).tweak_driver_file(
+            driver = kind.tweak_driver_file(
                 base, self.tweak, driver_dir / f"driver-{self.tweak.id}.yaml")
         common: dict[str, Any] = {"message_size": self.message_size, "driver_file": driver}
         clients: dict[str, Any] = {"partitions": s.partitions, "producers": s.producers,
@@ -590,7 +592,7 @@ def generator_capacity(s: ScaledCase, settings: Settings, cpus: tuple[int, ...] 
     version), the broker client's; both calibrated and cached per machine. Only
     process-bound ceilings count (a broker-bound one is a lower bound). None when
     calibration is off, nothing is known, or not cached and ``measure`` is False."""
-    from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
+    from pytest_brokerperf.brokers import HARNESS, harness_driver
     from pytest_brokerperf.calibration import cached_or_measured, calibration_key, load_cached
     from pytest_brokerperf.scenario_library.base import auto_workers
 
@@ -598,7 +600,7 @@ def generator_capacity(s: ScaledCase, settings: Settings, cpus: tuple[int, ...] 
         return None
     size, parts = s.case.message_size, s.partitions
     targets: list[tuple[str, Driver, str, str]] = [
-        ("harness", LoopbackDriver(partitions=parts), "loopback", "in-process")]
+        ("harness", harness_driver(parts), HARNESS, "in-process")]
     if driver is not None and broker is not None:
         targets.append(("driver", driver, *broker))
     found: list[tuple[float, str]] = []

@@ -12,6 +12,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pytest_brokerperf.brokers.base import BrokerType
     from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
 
@@ -23,9 +24,9 @@ __all__ = ["TOPOLOGY_WARMUP_CAP_S", "warm_broker"]
 TOPOLOGY_WARMUP_CAP_S = 180.0
 
 
-def warm_broker(endpoint: BrokerEndpoint, settings: Settings) -> dict[str, Any]:
+def warm_broker(endpoint: BrokerEndpoint, settings: Settings,
+                broker_type: BrokerType) -> dict[str, Any]:
     """Run the profile's broker warm-up load; return what it did (for manifests)."""
-    from pytest_brokerperf.brokers import create_driver
     from pytest_brokerperf.engine.coordinator import default_generator_cpus, run_workload
     from pytest_brokerperf.engine.plan import TOPOLOGY_CHECK_RATE, RunPlan
     from pytest_brokerperf.shipped import shipped_workload
@@ -36,7 +37,7 @@ def warm_broker(endpoint: BrokerEndpoint, settings: Settings) -> dict[str, Any]:
         return {"seconds": 0.0, "skipped": True}
     wl = Workload.from_yaml(shipped_workload("tail-read-smoke"))
     rate = float(settings.profile_spec.tailread_rate)
-    driver = create_driver(endpoint, None, "warmup", stats_interval_ms=0)
+    driver = broker_type.create_driver(endpoint, None, scenario="warmup", stats_interval_ms=0)
     until_steady = endpoint.nodes > 1  # a topology check: JIT on a shared CPU is slow
     if until_steady:  # warm at the rate the session will run
         rate = float(settings.rate) if settings.rate is not None else min(

@@ -33,9 +33,11 @@ if TYPE_CHECKING:
 __all__ = [
     "BUILTIN",
     "ENTRY_POINT_GROUP",
+    "HARNESS",
     "OWN_DISTRIBUTION",
     "create_driver",
     "get",
+    "harness_driver",
     "is_known",
     "names",
 ]
@@ -50,6 +52,10 @@ BUILTIN: dict[str, str] = {
     "automq": "pytest_brokerperf.brokers.automq:AutoMQBroker",
     "loopback": "pytest_brokerperf.brokers.loopback:LoopbackBroker",
 }
+
+#: The harness's own no-broker kind (calibration measures the generator's ceiling on it);
+#: ``--broker`` does not offer it.
+HARNESS = "loopback"
 
 #: The entry-point group through which other packages register broker kinds.
 ENTRY_POINT_GROUP = "pytest_brokerperf.brokers"
@@ -130,7 +136,7 @@ def _load_plugin(ep: EntryPoint) -> BrokerType:
 def names(*, include_internal: bool = False) -> tuple[str, ...]:
     """Every broker kind ``--broker`` accepts (``loopback``, the harness's no-broker
     driver, only when asked for): the built-ins, then the entry points' names sorted."""
-    own = [n for n in BUILTIN if include_internal or n != "loopback"]
+    own = [n for n in BUILTIN if include_internal or n != HARNESS]
     found, problems = _plugins()
     return (*own, *sorted({*found, *(n for n in problems if n not in BUILTIN)}))
 
@@ -139,7 +145,7 @@ def is_known(name: str) -> bool:
     """True when ``name`` is a broker kind ``--broker`` accepts (entry points are read
     only for a name that is not built in)."""
     if name in BUILTIN:
-        return name != "loopback"
+        return name != HARNESS
     return name in names()
 
 
@@ -175,3 +181,11 @@ def create_driver(endpoint: BrokerEndpoint, driver_file: Path | None,
                                 "version of pytest-brokerperf") from None
     return broker.create_driver(endpoint, driver_file, scenario=scenario,
                                 stats_interval_ms=stats_interval_ms)
+
+
+def harness_driver(partitions: int = 1) -> Driver:
+    """The in-process driver that measures the harness alone (no broker, no client):
+    calibration's harness ceiling, whatever the run's broker."""
+    from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
+
+    return LoopbackDriver(partitions=partitions)

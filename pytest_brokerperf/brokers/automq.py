@@ -16,7 +16,7 @@ from pytest_brokerperf.brokers.kafka import KafkaProtocolBroker
 from pytest_brokerperf.errors import BrokerUnavailable
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.config import Settings
+    from pytest_brokerperf.brokers.base import BrokerSettings
 
 __all__ = ["AutoMQBroker"]
 
@@ -27,12 +27,12 @@ class AutoMQBroker(KafkaProtocolBroker):
     name: ClassVar[str] = "automq"
     container_nodes: ClassVar[tuple[int, ...]] = (1,)
 
-    def container_images(self, settings: Settings) -> tuple[str, ...]:
+    def container_images(self, settings: BrokerSettings) -> tuple[str, ...]:
         from pytest_brokerperf.brokers.automq_container import default_images
 
         return default_images()
 
-    def companion_images(self, settings: Settings) -> dict[str, tuple[str, ...]]:
+    def companion_images(self, settings: BrokerSettings) -> dict[str, tuple[str, ...]]:
         from pytest_brokerperf.brokers.automq_container import (
             OBJECT_STORE_KIND,
             object_store_images,
@@ -40,7 +40,7 @@ class AutoMQBroker(KafkaProtocolBroker):
 
         return {OBJECT_STORE_KIND: object_store_images()}
 
-    def start_container(self, settings: Settings, workdir: Path,
+    def start_container(self, settings: BrokerSettings, workdir: Path,
                         durability: int | None) -> ManagedBroker:
         """One node and its object store (:mod:`.automq_container`)."""
         from pytest_brokerperf.brokers.automq_container import (

@@ -16,24 +16,25 @@ Standard library only at import time: the client libraries load when a driver is
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from pytest_brokerperf.brokers.capabilities import Capabilities
 from pytest_brokerperf.durability import LEVELS, SYNC_MIN_REPLICAS, check_level
 from pytest_brokerperf.errors import BrokerUnavailable, ClusterUnreachable
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.driver import Driver
     from pytest_brokerperf.brokers.producer_tweak import ProducerTweak
-    from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
     from pytest_brokerperf.metrics.broker import Series
+    from pytest_brokerperf.redaction import Secret
 
 __all__ = [
-    "CONNECT_TIMEOUT_S", "DRY_RUN_CONNECT_TIMEOUT_S", "PROVISION_MODES", "BrokerType",
-    "ManagedBroker", "Stoppable", "unreachable",
+    "CONNECT_TIMEOUT_S", "DRY_RUN_CONNECT_TIMEOUT_S", "PROVISION_MODES", "BrokerSettings",
+    "BrokerType", "ManagedBroker", "Stoppable", "unreachable",
 ]
 
 #: The ways a broker can come to exist (``--brokerperf-provision``; ``auto`` resolves to
@@ -54,6 +55,54 @@ def unreachable(what: str, address: str, started: float, cause: str,
            else f"failed after {elapsed:.1f} s")
     return ClusterUnreachable(
         f"the remote {what} at {address} did not answer: {how} ({cause}); check {check}")
+
+
+class BrokerSettings(Protocol):
+    """The part of the session's settings a broker kind reads, and nothing else: a
+    narrow typed view, so ``brokers/`` never imports the configuration layer. The
+    plugin's frozen ``config.Settings`` satisfies it as it is (type checkers verify)."""
+
+    # what runs, and how many nodes (--brokerperf-provision, --brokerperf-nodes)
+    @property
+    def provision_effective(self) -> str: ...
+    @property
+    def remote(self) -> bool: ...
+    @property
+    def nodes(self) -> int: ...
+    @property
+    def run_id(self) -> str: ...
+    # local nodes: memory cap, power-cut filesystem, metrics agent, container images
+    @property
+    def broker_memory(self) -> int | None: ...
+    @property
+    def powercut_effective(self) -> bool: ...
+    @property
+    def broker_metrics(self) -> bool: ...
+    def image_for(self, kind: str) -> str | None: ...
+    # what the remote-cluster and version flags say, per broker family
+    @property
+    def kafka_version(self) -> str: ...
+    @property
+    def kafka_home(self) -> Path | None: ...
+    @property
+    def kafka_bootstrap(self) -> str | None: ...
+    @property
+    def kafka_config(self) -> Path | None: ...
+    @property
+    def pulsar_version(self) -> str: ...
+    @property
+    def pulsar_url(self) -> str | None: ...
+    @property
+    def pulsar_admin_url(self) -> str | None: ...
+    @property
+    def pulsar_config(self) -> Path | None: ...
+    @property
+    def rabbitmq_url(self) -> tuple[Secret, ...]: ...
+    @property
+    def allow_cluster_changes(self) -> bool: ...
+    #: where each value came from (flag, env, ini), for errors that name it
+    @property
+    def sources(self) -> Mapping[str, str]: ...
 
 
 class Stoppable(Protocol):
@@ -113,10 +162,10 @@ class BrokerType:
     no_durability: ClassVar[str | None] = (
         "durability levels are not mapped for {name} in this version")
 
-    #: scenario kinds (``reassign``, ``mixed`` ...) this kind cannot run, and why: a
-    #: study case of such a kind is deselected at collection with the reason (a plain
-    #: scenario test still skips when its run finds out)
-    cannot_run: ClassVar[Mapping[str, str]] = {}
+    #: what scenarios and faults may ask of this kind beyond a driver (an earliest
+    #: reader, a partition mover, a read-back), and why it lacks the others: a test whose
+    #: scenario needs a missing one is deselected at collection with that reason
+    capabilities: ClassVar[Capabilities] = Capabilities()
 
     #: the flags naming a remote cluster of this kind (None: no remote mode)
     remote_flags: ClassVar[RemoteFlags | None] = None
@@ -131,11 +180,11 @@ class BrokerType:
     #: ``power-cut`` aimed at node 2 or later): its one node's cut is the whole cluster's
     power_cut_one_process: ClassVar[str] = ""
 
-    def container_images(self, settings: Settings) -> tuple[str, ...]:
+    def container_images(self, settings: BrokerSettings) -> tuple[str, ...]:
         """Images container mode tries in order without ``--brokerperf-image``."""
         return ()
 
-    def companion_images(self, settings: Settings) -> dict[str, tuple[str, ...]]:
+    def companion_images(self, settings: BrokerSettings) -> dict[str, tuple[str, ...]]:
         """Images of the services container mode runs beside the broker (AutoMQ's object
         store), by their ``--brokerperf-image`` name; empty when there are none."""
         return {}
@@ -174,7 +223,7 @@ class BrokerType:
             f"broker kind {self.name!r} has no driver in this version of pytest-brokerperf")
 
     # -- provisioning --------------------------------------------------------------------
-    def start(self, mode: str, settings: Settings, workdir: Path,
+    def start(self, mode: str, settings: BrokerSettings, workdir: Path,
               durability: int | None = None) -> ManagedBroker:
         """Start (or reach) this broker as ``mode`` says; BrokerUnavailable when it cannot.
 
@@ -199,32 +248,37 @@ class BrokerType:
             managed.endpoint = replace(managed.endpoint, durability=durability)
         return managed
 
-    def start_process(self, settings: Settings, workdir: Path,
+    def start_process(self, settings: BrokerSettings, workdir: Path,
                       durability: int | None) -> ManagedBroker:
         """Start local broker processes (``--brokerperf-provision=process``)."""
         raise BrokerUnavailable(
             f"{self.name} cannot be started by pytest-brokerperf as a local process; point "
             "it at a running cluster (remote mode)")
 
-    def start_container(self, settings: Settings, workdir: Path,
+    def start_container(self, settings: BrokerSettings, workdir: Path,
                         durability: int | None) -> ManagedBroker:
         """Start broker containers (``--brokerperf-provision=container``)."""
         raise BrokerUnavailable(
             f"--brokerperf-provision=container is not available for {self.name!r} in this "
             "version; use --brokerperf-provision=process (local processes, no Docker needed)")
 
-    def reach_remote(self, settings: Settings, *, timeout_s: float) -> ManagedBroker:
+    def reach_remote(self, settings: BrokerSettings, *, timeout_s: float) -> ManagedBroker:
         """Reach a running cluster named by flags, read-only (metadata only); raise
         :class:`ClusterUnreachable` naming the address when it does not answer in time."""
         raise BrokerUnavailable(
             f"--brokerperf-provision=remote for {self.name!r} needs the remote-cluster "
             "flags, which are not available in this version")
 
-    def remote_address(self, settings: Settings) -> str | None:
+    def check_client_config(self, settings: BrokerSettings) -> None:
+        """Load the remote client config file its ``remote_flags`` name (TLS, SASL) before
+        any broker starts; a BrokerPerfError names the line, key and fix. Default: none."""
+        return None
+
+    def remote_address(self, settings: BrokerSettings) -> str | None:
         """The address the remote-cluster flags name, credentials removed (None: none)."""
         return None
 
-    def dry_run_endpoint(self, settings: Settings) -> BrokerEndpoint:
+    def dry_run_endpoint(self, settings: BrokerSettings) -> BrokerEndpoint:
         """The endpoint a dry run plans against: nothing is started or created.
 
         A remote cluster is reached read-only (metadata only), so the plan picks the
@@ -304,15 +358,6 @@ class BrokerType:
     def fault_leader(self, endpoint: BrokerEndpoint, driver: Driver, topic: str) -> int | None:
         """The 1-based node leading the run's first topic or queue, the default target of
         a fault; None when this broker cannot tell (the fault then strikes node 1)."""
-        return None
-
-    def power_cut_read_back(self, endpoint: BrokerEndpoint, topics: Sequence[str]
-                            ) -> tuple[dict[int, int], int, bool] | None:
-        """After a power cut and the restart: every harness message the broker still
-        holds in ``topics`` (producer id -> sequence bitmap, messages read, whether every
-        partition was read to its end); None when the broker cannot read its messages
-        again (a queue deletes what was consumed: delivery accounting then tells what the
-        cut took, docs/reference/faults.md)."""
         return None
 
     # -- metrics -------------------------------------------------------------------------

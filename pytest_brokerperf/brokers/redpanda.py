@@ -15,7 +15,7 @@ from pytest_brokerperf.brokers.kafka import KafkaProtocolBroker
 from pytest_brokerperf.errors import BrokerUnavailable
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.config import Settings
+    from pytest_brokerperf.brokers.base import BrokerSettings
 
 __all__ = ["RedpandaBroker"]
 
@@ -26,12 +26,12 @@ class RedpandaBroker(KafkaProtocolBroker):
     name: ClassVar[str] = "redpanda"
     container_nodes: ClassVar[tuple[int, ...]] = (1,)
 
-    def container_images(self, settings: Settings) -> tuple[str, ...]:
+    def container_images(self, settings: BrokerSettings) -> tuple[str, ...]:
         from pytest_brokerperf.brokers.redpanda_container import default_images
 
         return default_images()
 
-    def start_container(self, settings: Settings, workdir: Path,
+    def start_container(self, settings: BrokerSettings, workdir: Path,
                         durability: int | None) -> ManagedBroker:
         """One node from the official image (:mod:`.redpanda_container`)."""
         from pytest_brokerperf.brokers.redpanda_container import RedpandaContainer

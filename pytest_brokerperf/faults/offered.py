@@ -34,8 +34,7 @@ def power_cut_problem(spec: FaultSpec, kind: str, mode: str) -> str | None:
                     f"{btype.power_cut_one_process}. Fix: {same}/node-1 or {same}/all "
                     "(the same cut)")
         return None
-    able = sorted(k for k in brokers.names() if brokers.get(k).power_cut_modes
-                  and k != "loopback")
+    able = sorted(k for k in brokers.names() if brokers.get(k).power_cut_modes)
     if not offered:
         return (f"fault {spec.text()}: {kind} nodes cannot lose unsynced writes here (the "
                 f"power cut is offered for {', '.join(able)} in process mode). Fix: "

@@ -3,22 +3,23 @@
 Delivery accounting counts a message lost when no consumer received it; in a tail read
 the consumers have every message within milliseconds, long before a power cut erases it
 from the broker's disk. So after a ``power-cut`` fault the run reads every partition of
-its topics again from the earliest offset (Kafka: an assigned consumer, no group) and
-compares the (producer, sequence) pairs it finds with those acknowledged:
-acknowledged and absent = lost to the power cut, named by sequence number.
+its topics again from the earliest position (each broker its own way: the
+``read_back`` capability of :mod:`pytest_brokerperf.brokers.capabilities`) and compares
+the (producer, sequence) pairs it finds with those acknowledged: acknowledged and
+absent = lost to the power cut, named by sequence number. This module holds the
+broker-neutral part: the comparison and the bitmaps.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_brokerperf.engine.delivery import LOST_RANGES_KEPT, seq_ranges
 from pytest_brokerperf.engine.header import HEADER_SIZE, KIND_DATA, MAGIC, unpack
 
-__all__ = ["ReadBack", "SeqBitmaps", "compare", "read_back_kafka"]
+__all__ = ["READ_BACK_TIMEOUT_S", "SETTLE_S", "ReadBack", "SeqBitmaps", "compare"]
 
 #: Bound on the read-back (a smoke run's topics hold tens of thousands of messages).
 READ_BACK_TIMEOUT_S = 60.0
@@ -84,42 +85,3 @@ class SeqBitmaps:
     def present(self) -> dict[int, int]:
         """Producer id -> sequence bitmap as an integer (what :func:`compare` takes)."""
         return {pid: int.from_bytes(bm, "little") for pid, bm in self.bitmaps.items()}
-
-
-def read_back_kafka(bootstrap: str, topics: Sequence[str],
-                    timeout_s: float = READ_BACK_TIMEOUT_S) -> tuple[dict[int, int], int, bool]:
-    """Every harness message in ``topics`` from the earliest offset: (producer id ->
-    sequence bitmap, messages read, whether every partition was read to its end)."""
-    import confluent_kafka as ck
-
-    consumer = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "brokerperf-readback",
-                            "enable.auto.commit": False, "enable.partition.eof": True,
-                            "log_level": 0})
-    seen = SeqBitmaps()
-    try:
-        parts: list[ck.TopicPartition] = []
-        md = consumer.list_topics(timeout=15)
-        for t in topics:
-            for p in md.topics[t].partitions:
-                lo, hi = consumer.get_watermark_offsets(ck.TopicPartition(t, p), timeout=15)
-                if hi > lo:
-                    parts.append(ck.TopicPartition(t, p, ck.OFFSET_BEGINNING))
-        consumer.assign(parts)
-        open_parts = {(tp.topic, tp.partition) for tp in parts}
-        deadline = time.monotonic() + timeout_s
-        last_new = time.monotonic()
-        while time.monotonic() < deadline and (
-                open_parts or time.monotonic() - last_new < SETTLE_S):
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            err = msg.error()
-            if err is not None:
-                if err.code() == ck.KafkaError._PARTITION_EOF:
-                    open_parts.discard((msg.topic(), msg.partition()))
-                continue
-            last_new = time.monotonic()
-            seen.add(msg.value())
-        return seen.present(), seen.read, not open_parts
-    finally:
-        consumer.close()

@@ -13,6 +13,8 @@ One protocol (:class:`~pytest_brokerperf.scenario_library.base.Scenario`: ``prep
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pytest_brokerperf.scenario_library.base import PreparedRun, Scenario, ScenarioResult
 from pytest_brokerperf.scenario_library.catchup import CatchUp
 from pytest_brokerperf.scenario_library.mixed import Mixed
@@ -27,9 +29,13 @@ from pytest_brokerperf.scenario_library.throughput_run import (
     ThroughputResult,
 )
 
+if TYPE_CHECKING:
+    from pytest_brokerperf.brokers.base import BrokerType
+
 __all__ = [
     "LADDER",
     "RATE_DISCOVERY",
+    "SCENARIOS",
     "TOPOLOGY_CHECK_RATE",
     "CatchUp",
     "Mixed",
@@ -42,4 +48,19 @@ __all__ = [
     "Throughput",
     "ThroughputPrepared",
     "ThroughputResult",
+    "capability_refusal",
 ]
+
+#: every shipped scenario by its name (its marker, a study case's ``scenario``)
+SCENARIOS: dict[str, type[Scenario]] = {
+    s.name: s for s in (TailRead, Throughput, CatchUp, Mixed, Reassign, Soak)}
+
+
+def capability_refusal(broker: BrokerType, scenario: str) -> str | None:
+    """Why the ``scenario`` named so cannot run on ``broker``: the first capability it
+    ``needs`` that the broker lacks, in the broker's words; None when it can (or the
+    name is no shipped scenario)."""
+    cls = SCENARIOS.get(scenario)
+    if cls is None:
+        return None
+    return broker.capabilities.refusal(cls.needs, broker.name, f"the {scenario} scenario")

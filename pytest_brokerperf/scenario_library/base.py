@@ -23,6 +23,7 @@ from pytest_brokerperf.engine.plan import DEFAULT_PER_PROCESS_RATE, auto_workers
 from pytest_brokerperf.engine.prepared import PreparedRun, workload_block
 
 if TYPE_CHECKING:
+    from pytest_brokerperf.brokers.capabilities import CapabilityName
     from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
     from pytest_brokerperf.engine.plan import RunOutcome
@@ -80,6 +81,9 @@ class Scenario(ABC):
     #: injects the test's fault (``--brokerperf-fault``) in its measured window; other
     #: scenarios refuse a fault rather than run without it
     takes_faults: ClassVar[bool] = False
+    #: what the scenario needs of a broker beyond a driver (``BrokerType.capabilities``):
+    #: a test of it on a kind that lacks one is deselected at collection with the reason
+    needs: ClassVar[tuple[CapabilityName, ...]] = ()
 
     def sanity_slos(self) -> tuple[SLO, ...]:
         """Loose shipped bounds that hold on small CI machines; real targets come from users."""

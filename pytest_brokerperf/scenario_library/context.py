@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from pytest_brokerperf.brokers.base import BrokerType
     from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
     from pytest_brokerperf.engine.prepared import PreparedRun
@@ -51,6 +52,8 @@ class RunContext:
 
     request: pytest.FixtureRequest
     broker: BrokerEndpoint
+    #: the broker's kind, resolved once by the fixture: its driver and capabilities
+    broker_type: BrokerType
     settings: Settings
     session_info: dict[str, Any]
     #: the test's fault (``broker_fault``), injected by scenarios that take faults

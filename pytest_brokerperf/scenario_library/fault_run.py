@@ -21,6 +21,7 @@ from pytest_brokerperf.faults.spec import MIN_PERIODS_BEFORE
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from pytest_brokerperf.brokers.base import BrokerType
     from pytest_brokerperf.endpoint import BrokerEndpoint
     from pytest_brokerperf.engine.coordinator import LoadSession
     from pytest_brokerperf.engine.plan import RunOutcome, SessionEnd
@@ -60,7 +61,7 @@ def _check_timing(ctx: RunContext, at_s: float, period_s: float, measure_s: floa
 def run_with_fault(ctx: RunContext, scenario: Scenario,
                    extra_slos: tuple[str, ...]) -> ScenarioResult:
     """Run ``scenario`` (a fixed-rate tail read) with ``ctx.fault`` in its window."""
-    from pytest_brokerperf import brokers, safety
+    from pytest_brokerperf import safety
     from pytest_brokerperf.engine.coordinator import run_workload
     from pytest_brokerperf.faults.control import control_for
     from pytest_brokerperf.faults.injector import FaultInjector
@@ -112,7 +113,7 @@ def run_with_fault(ctx: RunContext, scenario: Scenario,
     ctx.guard(splan)
     on_period = PeriodWatch(ctx, broker.kind, prepared.period_s, splan.max_bytes,
                             label=f"{prepared.scenario} {fault.short}")
-    btype = brokers.get(broker.kind)
+    btype = ctx.broker_type
     injector = FaultInjector(
         fault, control,
         leader=lambda session: btype.fault_leader(broker, session.driver, session.topics[0]))
@@ -124,7 +125,8 @@ def run_with_fault(ctx: RunContext, scenario: Scenario,
     try:
         outcome = run_workload(driver, wl, plan, payloads=run.payloads, on_period=on_period,
                                on_wait=injector, after_measure=injector.settle,
-                               after_drain=_read_back_hook(fault.action, broker, injector))
+                               after_drain=_read_back_hook(fault.action, broker, btype,
+                                                           injector))
     except (BrokerDied, RunInterrupted) as exc:  # a node the fault did not ask for went
         injector.settle()                         # away, or Ctrl-C / SIGTERM
         if sampler is not None:
@@ -179,23 +181,22 @@ def run_with_fault(ctx: RunContext, scenario: Scenario,
         summary_scenario=f"{prepared.scenario}+{fault.short}"))
 
 
-def _read_back_hook(action: str, broker: BrokerEndpoint, injector: FaultInjector
+def _read_back_hook(action: str, broker: BrokerEndpoint, btype: BrokerType,
+                    injector: FaultInjector
                     ) -> Callable[[LoadSession, SessionEnd], None] | None:
-    """After a power cut: read the topics back (the broker's own way,
-    ``BrokerType.power_cut_read_back``) and keep what is missing on the injector (the
-    judge reports it); None for other faults."""
-    from pytest_brokerperf import brokers
-
-    if action != "power-cut":
+    """After a power cut: read the topics back (the broker's own way, its ``read_back``
+    capability) and keep what is missing on the injector (the judge reports it); None
+    for other faults, and for a kind without a read-back (delivery accounting decides)."""
+    reader = btype.capabilities.read_back
+    if action != "power-cut" or reader is None:
         return None
-    btype = brokers.get(broker.kind)
 
     def read_back(session: LoadSession, end: SessionEnd) -> None:
         from pytest_brokerperf.faults.readback import ReadBack, compare
 
         acked = end.delivery.acked_bits
         try:
-            got = btype.power_cut_read_back(broker, session.topics)
+            got = reader.read_back(broker, session.topics)
         except Exception as exc:  # reported in the record, never swallowed
             injector.read_back = ReadBack(
                 read=0, acknowledged=end.delivery.acknowledged, missing=0, complete=False,

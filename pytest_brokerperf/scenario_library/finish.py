@@ -185,7 +185,7 @@ def finish(ctx: RunContext, m: Measured) -> ScenarioResult:
         prepared=prepared, outcome=headline, verdict=m.verdict,
         slo_results=[r.as_record() for r in slo_results], figures=figures,
         profile=settings.profile, env_label=settings.env, artefacts=directory,
-        manifest=manifest,
+        manifest=manifest, broker_type=ctx.broker_type,
     )
     record["begin_time"] = session.begin_time
     record["end_time"] = session.end_time

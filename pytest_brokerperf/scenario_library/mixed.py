@@ -32,11 +32,10 @@ load engine: its deliveries are in no tailing histogram, and its counters are it
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from dataclasses import asdict, dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pytest_brokerperf.errors import BrokerUnavailable, MeasurementError
 from pytest_brokerperf.scenario_library.backlog import backlog_target, phase_timeouts
@@ -59,6 +58,8 @@ from pytest_brokerperf.scenario_library.finish import (
 from pytest_brokerperf.scenario_library.tailread import fixed_rate_window
 
 if TYPE_CHECKING:
+    from pytest_brokerperf.brokers.base import BrokerType
+    from pytest_brokerperf.brokers.capabilities import CapabilityName
     from pytest_brokerperf.brokers.driver import BrokerBacklog, Driver
     from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
@@ -163,6 +164,7 @@ class Mixed(Scenario):
     driver_file: Path | None = None
     slos: tuple[str, ...] = ()
     name: str = "mixed"
+    needs: ClassVar[tuple[CapabilityName, ...]] = ("earliest_reader",)
 
     def prepare(self, settings: Settings, endpoint: BrokerEndpoint) -> MixedPrepared:
         notes: list[str] = []
@@ -206,42 +208,16 @@ class Mixed(Scenario):
 # --------------------------------------------------------------------------- earliest
 
 
-def earliest_reader(driver: Driver) -> tuple[Driver, str]:
+def earliest_reader(broker: BrokerType, driver: Driver) -> tuple[Driver, str]:
     """The driver the catch-up reader (and the run) uses, and how its new subscription
-    starts at the earliest position; raises ``BrokerUnavailable`` (a skip) where the
-    broker cannot replay retained data to a new subscription."""
-
-    module = type(driver).__module__
-    if ".kafka." in module or driver.kind in ("kafka", "redpanda", "automq"):
-        extra = getattr(driver, "extra", None)
-        if isinstance(extra, dict) and dataclasses.is_dataclass(driver):
-            reader = dataclasses.replace(
-                driver, extra={**extra, "auto.offset.reset": "earliest"})
-            return reader, ("new consumer group, auto.offset.reset=earliest (retention keeps "
-                            "the topic's data)")
-    if ".pulsar." in module:
-        config = getattr(driver, "config", None)
-        kwargs: dict[str, Any] = dict(getattr(config, "subscribe_kwargs", dict)())
-        pos = kwargs.get("initial_position")
-        if pos is not None and str(pos).lower() != "earliest":
-            from pytest_brokerperf.errors import ConfigError
-
-            raise ConfigError(
-                f"mixed on Pulsar: the driver file's subscriptionInitialPosition is {pos!r}; "
-                "the catch-up subscription must start at Earliest (remove the key or set "
-                "subscriptionInitialPosition: Earliest)")
-        # a subscription created later sees only retained messages: the driver's namespace
-        # retention (client.retention, unlimited by default) keeps acknowledged ones
-        return driver, ("new subscription, initial position Earliest; the namespace "
-                        "retention policy (client.retention) keeps acknowledged messages")
-    if driver.kind == "rabbitmq":
-        raise BrokerUnavailable(
-            "mixed on rabbitmq: a new subscription can start from the earliest message only "
-            "on a stream queue; this driver's per-subscription queues hold only what was "
-            "published after they were declared")
-    raise BrokerUnavailable(
-        f"mixed on {driver.kind}: its driver keeps no retained log a new subscription "
-        "could read from the earliest position")
+    starts at the earliest position (the broker's ``earliest_reader`` capability);
+    raises ``BrokerUnavailable`` (a skip) where the broker cannot replay retained data
+    to a new subscription."""
+    reader = broker.capabilities.earliest_reader
+    if reader is None:
+        why = broker.capabilities.missing("earliest_reader")
+        raise BrokerUnavailable(f"mixed on {broker.name}: {why}")
+    return reader.earliest(driver)
 
 
 def _reader_main(driver: Driver, topics: list[str], subscription: str, prefix: str,
@@ -491,7 +467,7 @@ def run_mixed(ctx: RunContext, scenario: Mixed, extra_slos: tuple[str, ...]) -> 
     prepared = scenario.prepare(settings, broker)
 
     def replayable(driver: Driver) -> None:
-        earliest_reader(driver)  # refused or skipped before any topic exists
+        earliest_reader(ctx.broker_type, driver)  # refused or skipped before any topic exists
 
     run = set_up_run(ctx, scenario, extra_slos, prepared=prepared, check_driver=replayable)
     slos, wl, plan, payloads, workers = run.slos, run.workload, run.plan, run.payloads, run.workers
@@ -500,7 +476,7 @@ def run_mixed(ctx: RunContext, scenario: Mixed, extra_slos: tuple[str, ...]) -> 
     driver, safety_notes = safety.safe_driver(run.driver, settings, broker, prepared, producing)
     prepared.notes.extend(safety_notes)
     # the catch-up reader: the run's (safety-bounded) driver, started at the earliest offset
-    reader_driver, how = earliest_reader(driver)
+    reader_driver, how = earliest_reader(ctx.broker_type, driver)
     splan = safety.build_plan(settings, broker, prepared, driver, producing,
                               test_id=ctx.test_id, cluster_changes=scenario.cluster_changes)
     ctx.guard(splan)

@@ -40,7 +40,6 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pytest_brokerperf.brokers.kafka.reassign import Mover, MoveState, movable, throttled
 from pytest_brokerperf.scenario_library.base import (
     PreparedRun,
     Scenario,
@@ -59,8 +58,12 @@ from pytest_brokerperf.scenario_library.finish import (
 from pytest_brokerperf.scenario_library.tailread import fixed_rate_window
 
 if TYPE_CHECKING:
+    from pytest_brokerperf.brokers.capabilities import (
+        CapabilityName,
+        MoveState,
+        PartitionMove,
+    )
     from pytest_brokerperf.brokers.driver import Driver
-    from pytest_brokerperf.brokers.kafka.driver import KafkaDriver
     from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
     from pytest_brokerperf.metrics.histogram import LatencyHistogram
@@ -202,6 +205,7 @@ class Reassign(Scenario):
     driver_file: Path | None = None
     slos: tuple[str, ...] = ()
     name: str = "reassign"
+    needs: ClassVar[tuple[CapabilityName, ...]] = ("partition_mover",)
     cluster_changes: ClassVar[tuple[str, ...]] = (
         "partition reassignment of the run's own topic",
         "replication throttle configs on brokers (set and removed when throttled)")
@@ -410,7 +414,7 @@ def run_reassign(ctx: RunContext, scenario: Reassign,
     from pytest_brokerperf import safety
     from pytest_brokerperf.engine.coordinator import LoadSession
     from pytest_brokerperf.engine.plan import Rung
-    from pytest_brokerperf.errors import MeasurementError
+    from pytest_brokerperf.errors import BrokerUnavailable, MeasurementError
     from pytest_brokerperf.scenario_library.setup import PeriodWatch, broker_sampler, set_up_run
     from pytest_brokerperf.scenario_library.stopped import (
         SESSION_END,
@@ -421,11 +425,15 @@ def run_reassign(ctx: RunContext, scenario: Reassign,
 
     settings, broker = ctx.settings, ctx.broker
     prepared = scenario.prepare(settings, broker)
-    holder: list[KafkaDriver] = []
+    holder: list[Driver] = []
+    moves = ctx.broker_type.capabilities.partition_mover
+    if moves is None:
+        why = ctx.broker_type.capabilities.missing("partition_mover")
+        raise BrokerUnavailable(f"reassign on {ctx.broker_type.name}: {why}")
 
     def check(driver: Driver) -> None:
         # skipped before any topic exists; a dry run asks the broker nothing
-        holder.append(movable(driver, ask_broker=not settings.dry_run))
+        holder.append(moves.movable(driver, ask_broker=not settings.dry_run))
 
     run = set_up_run(ctx, scenario, extra_slos, prepared=prepared, check_driver=check)
     slos, wl, plan, payloads, workers = run.slos, run.workload, run.plan, run.payloads, run.workers
@@ -452,7 +460,7 @@ def run_reassign(ctx: RunContext, scenario: Reassign,
         f"topic's partition moves to another broker{throttle}, after={prepared.after_s:g}s "
         f"workers={workers}")
     thresholds = Thresholds(steal_share=settings.max_steal / 100)
-    mover: Mover | None = None
+    mover: PartitionMove | None = None
     info: dict[str, Any] = {}
     row_params = (f"{short_params(prepared.params)}"
                   + (f" throttle={prepared.throttle_bytes_s}" if throttle else ""))
@@ -474,9 +482,9 @@ def run_reassign(ctx: RunContext, scenario: Reassign,
                 warmup_until_steady=spec.warmup_until_steady)))
             log.enter("the partition move")
             topic = s.topics[0]
-            mover = Mover(base_driver, topic, 0, [], prepared.timeout_s)
+            mover = moves.mover(base_driver, topic, 0, prepared.timeout_s)
             first = mover.read()
-            brokers = sorted(mover.admin.list_topics(timeout=10).brokers)
+            brokers = mover.brokers()
             source = list(first.replicas)
             if prepared.target_broker is not None:
                 if prepared.target_broker not in brokers:
@@ -504,8 +512,7 @@ def run_reassign(ctx: RunContext, scenario: Reassign,
             ctx.progress(f"brokerperf: {broker.kind} reassign: {topic}-0 from brokers "
                          f"{source} to {target}{throttle}")
             m = mover
-            with throttled(mover.admin, topic, 0, source, target, prepared.throttle_bytes_s,
-                           info):
+            with mover.throttled(source, target, prepared.throttle_bytes_s, info):
                 move = log.phase_done(s.run_until("reassign", lambda t: m.done.is_set(),
                                                   prepared.timeout_s, begin=m.start))
                 mover.stop()

@@ -63,7 +63,6 @@ def set_up_run(ctx: RunContext, scenario: Scenario, extra_slos: tuple[str, ...],
     use (before any topic exists).
     """
     from pytest_brokerperf import safety
-    from pytest_brokerperf.brokers import create_driver
     from pytest_brokerperf.engine.coordinator import default_generator_cpus
     from pytest_brokerperf.engine.plan import RunPlan
     from pytest_brokerperf.scenario_library.base import auto_workers
@@ -76,8 +75,9 @@ def set_up_run(ctx: RunContext, scenario: Scenario, extra_slos: tuple[str, ...],
     base_dir = prepared.workload_file.parent if prepared.workload_file else None
     seed = int.from_bytes(os.urandom(4), "little")
     payloads = wl.payloads(base_dir, seed=seed)
-    driver = create_driver(broker, prepared.driver_file, prepared.scenario,
-                           stats_interval_ms=max(1000, int(prepared.period_s * 1000)))
+    driver = ctx.broker_type.create_driver(
+        broker, prepared.driver_file, scenario=prepared.scenario,
+        stats_interval_ms=max(1000, int(prepared.period_s * 1000)))
     if check_driver is not None:
         check_driver(driver)
     cpus = default_generator_cpus(broker.broker_cpus())

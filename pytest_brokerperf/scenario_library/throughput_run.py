@@ -105,7 +105,7 @@ class ThroughputResult(ScenarioResult):
 def _calibrate(ctx: RunContext, driver: Driver, prepared: ThroughputPrepared,
                cpus: tuple[int, ...] | None, prefix: str) -> dict[str, Any]:
     """The harness and driver ceilings (cached per machine and version)."""
-    from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
+    from pytest_brokerperf.brokers import HARNESS, harness_driver
     from pytest_brokerperf.calibration import cached_or_measured
 
     mode = ctx.settings.calibration
@@ -133,10 +133,9 @@ def _calibrate(ctx: RunContext, driver: Driver, prepared: ThroughputPrepared,
         cache[memo] = c
         return c
 
-    harness = get("harness", LoopbackDriver(partitions=wl.partitions_per_topic), "loopback",
-                  "in-process")
+    harness = get("harness", harness_driver(wl.partitions_per_topic), HARNESS, "in-process")
     out["harness"] = harness
-    if ctx.broker.kind == "loopback":
+    if ctx.broker_type.capabilities.harness_only:
         out["driver"] = harness
     elif ctx.broker.mode == "remote":
         out["notes"].append("no driver calibration against a remote cluster (it would add "
@@ -162,7 +161,6 @@ def run_throughput(ctx: RunContext, scenario: Scenario,
                    extra_slos: tuple[str, ...]) -> ThroughputResult:
     """Run ``scenario`` on ``ctx``'s broker; judge it; write record and artefacts."""
     from pytest_brokerperf import safety
-    from pytest_brokerperf.brokers import create_driver
     from pytest_brokerperf.engine.coordinator import default_generator_cpus
     from pytest_brokerperf.engine.plan import RunPlan
     from pytest_brokerperf.scenario_library.setup import PeriodWatch, broker_sampler
@@ -174,8 +172,9 @@ def run_throughput(ctx: RunContext, scenario: Scenario,
                         f"to run as a throughput scenario, got {type(prepared).__name__}")
     slos = ctx.slos_for(prepared, (*scenario.slos, *extra_slos))
     seed = int.from_bytes(os.urandom(4), "little")
-    driver = create_driver(broker, prepared.driver_file, "throughput",
-                           stats_interval_ms=max(1000, int(prepared.period_s * 1000)))
+    driver = ctx.broker_type.create_driver(
+        broker, prepared.driver_file, scenario="throughput",
+        stats_interval_ms=max(1000, int(prepared.period_s * 1000)))
     cpus = default_generator_cpus(broker.broker_cpus())
     test_id = ctx.test_id
     prefix = safety.topic_prefix(settings, prepared.scenario, test_id)

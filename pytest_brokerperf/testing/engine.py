@@ -34,7 +34,7 @@ def death_mid_run(kill: Callable[[], object], prefix: str, after_s: float = 1.5
 
     import pytest
 
-    from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
+    from pytest_brokerperf.brokers import harness_driver
     from pytest_brokerperf.engine.coordinator import run_workload
 
     wl = Workload(name="loopback", topics=1, partitions_per_topic=1, message_size=128,
@@ -46,7 +46,7 @@ def death_mid_run(kill: Callable[[], object], prefix: str, after_s: float = 1.5
     killer = threading.Timer(after_s, kill)
     killer.start()
     try:
-        run_workload(LoopbackDriver(partitions=1), wl, plan,
+        run_workload(harness_driver(1), wl, plan,
                      payloads=wl.payloads(None, seed=1))
     except BrokerDied as died:
         return died

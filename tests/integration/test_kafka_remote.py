@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from pytest_brokerperf import brokers
 from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster
 from pytest_brokerperf.brokers.kafka.remote import load_client_config, remote_kafka_endpoint
 from pytest_brokerperf.cli import main as brokerperf_main
@@ -74,7 +75,7 @@ def sasl_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslKafka]:
         # Remote mode never sends warm-up load to a cluster it does not own, and real
         # remote clusters are warm; this one is a fresh JVM, so warm it as the plugin
         # warms the brokers it starts (through its plain listener).
-        warm_broker(cluster.endpoint, Settings())
+        warm_broker(cluster.endpoint, Settings(), brokers.get("kafka"))
         info = cluster.endpoint.info
         port = info["listeners"]["SASL"]["bind_port"]
         assert info["listeners"]["SASL"]["advertised_port"] == port

@@ -116,7 +116,7 @@ def test_inapplicable_study_cases_are_deselected_at_collection_with_the_reason(p
     assert any("test_tailread_study[rabbitmq-p24-4x4-1KiB-r30k-mirrored]" in ln
                for ln in collected)
     r.stdout.fnmatch_lines([
-        "brokerperf: * study case(s) deselected, they do not apply:",
+        "brokerperf: * test(s) deselected, they do not apply to their broker:",
         "*test_reassign_study?pulsar-*: the reassign scenario does not apply to pulsar: "
         "partition reassignment is a Kafka-protocol operation*",
         "*test_mixed_study?rabbitmq-*: the mixed scenario does not apply to rabbitmq:*",

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from pytest_brokerperf import brokers
 from pytest_brokerperf.config import (
-    KNOWN_BROKERS,
     OPTIONS,
     PROFILES,
     ProfileSpec,
@@ -183,7 +183,8 @@ def test_broker_list_is_normalised_and_deduplicated() -> None:
 
 
 def test_every_known_broker_is_accepted() -> None:
-    assert resolve(cli={"brokerperf_broker": ",".join(KNOWN_BROKERS)}).brokers == KNOWN_BROKERS
+    known = brokers.names()  # the registry is the one list of broker kinds
+    assert resolve(cli={"brokerperf_broker": ",".join(known)}).brokers == known
 
 
 def test_workers_accepts_auto() -> None:

@@ -141,13 +141,18 @@ def test_prepare_defaults_and_bounds() -> None:
 
 
 def test_earliest_reader_by_broker() -> None:
+    from pytest_brokerperf import brokers
+
     kafka = KafkaDriver(endpoint=EP, config=KafkaDriverConfig())
-    reader, how = earliest_reader(kafka)
-    assert "earliest" in how
-    assert reader.extra["auto.offset.reset"] == "earliest"  # type: ignore[attr-defined]
+    for kind in ("kafka", "redpanda", "automq", "tansu"):  # the Kafka-protocol family
+        reader, how = earliest_reader(brokers.get(kind), kafka)
+        assert "earliest" in how
+        assert reader.extra["auto.offset.reset"] == "earliest"  # type: ignore[attr-defined]
     assert "auto.offset.reset" not in kafka.extra  # the run's own clients unchanged
-    with pytest.raises(BrokerUnavailable, match="no retained log"):
-        earliest_reader(LoopbackDriver())
+    with pytest.raises(BrokerUnavailable, match=r"mixed on loopback: .*no retained log"):
+        earliest_reader(brokers.get("loopback"), LoopbackDriver())
+    with pytest.raises(BrokerUnavailable, match=r"mixed on rabbitmq: .*stream queue"):
+        earliest_reader(brokers.get("rabbitmq"), LoopbackDriver())
 
 
 def test_verdict_says_why_the_ratios_are_withheld() -> None:

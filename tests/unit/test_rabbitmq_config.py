@@ -196,9 +196,11 @@ def test_quoted_flag_names_file_line_and_fix(tmp_path: Path) -> None:
         RabbitMQDriverConfig.from_yaml(write(tmp_path, text))
 
 
-def test_model_and_config_agree_on_choices() -> None:
-    from pytest_brokerperf.brokers.rabbitmq import config
-    from pytest_brokerperf.models import rabbitmq as model
+def test_the_model_and_the_config_share_one_declaration_of_the_choices() -> None:
+    # declared once (.choices): neither the config nor the model repeats the tuples
+    from pytest_brokerperf.brokers.rabbitmq import choices, config, driver_file
 
-    assert (model.QUEUE_TYPES, model.EXCHANGE_TYPES, model.STREAM_OFFSETS) == (
-        config.QUEUE_TYPES, config.EXCHANGE_TYPES, config.STREAM_OFFSETS)
+    for name in ("QUEUE_TYPES", "EXCHANGE_TYPES", "STREAM_OFFSETS"):
+        assert getattr(driver_file, name) is getattr(choices, name)
+    assert config.QUEUE_TYPES is choices.QUEUE_TYPES
+    assert config.EXCHANGE_TYPES is choices.EXCHANGE_TYPES

@@ -180,15 +180,18 @@ def test_a_rate_not_sustained_fails_the_test_even_with_inconclusive_warn(
     result = ScenarioResult(prepared=None, outcome=outcome, verdict=v,  # type: ignore[arg-type]
                             figures={}, slo_results=[], record={},  # type: ignore[typeddict-item]
                             artefacts=None, inconclusive=list(v.reasons))  # type: ignore[arg-type]
+    from pytest_brokerperf import brokers
     from pytest_brokerperf.endpoint import BrokerEndpoint
 
     single = BrokerEndpoint(kind="kafka", bootstrap="127.0.0.1:9092", mode="process")
-    bp = BrokerPerf(None, single, Settings(inconclusive="warn"), {})  # type: ignore[arg-type]
+    bp = BrokerPerf(None, single, Settings(inconclusive="warn"), {},  # type: ignore[arg-type]
+                    broker_type=brokers.get("kafka"))
     with pytest.raises(pytest.fail.Exception, match=r"RATE NOT SUSTAINED: .*acknowledged"):
         bp.check(result)
     # three nodes on one machine: the machine's limit, reported as the user chose
     three = replace(single, nodes=3, topology_check=True)
-    bp = BrokerPerf(None, three, Settings(inconclusive="warn"), {})  # type: ignore[arg-type]
+    bp = BrokerPerf(None, three, Settings(inconclusive="warn"), {},  # type: ignore[arg-type]
+                    broker_type=brokers.get("kafka"))
     with pytest.warns(Warning, match=r"INCONCLUSIVE: .*acknowledged"):
         bp.check(result)
 

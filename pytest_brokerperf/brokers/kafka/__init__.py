@@ -11,22 +11,25 @@ AutoMQ reuse it through :class:`KafkaProtocolBroker`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pytest_brokerperf.brokers.base import BrokerType, ManagedBroker, RemoteFlags
+from pytest_brokerperf.brokers.capabilities import Capabilities
 from pytest_brokerperf.brokers.kafka import durability as kafka_durability
+from pytest_brokerperf.brokers.kafka.readback import KafkaEarliestReader, KafkaReadBack
+from pytest_brokerperf.brokers.kafka.reassign import KafkaPartitionMover
 from pytest_brokerperf.durability import check_level
 from pytest_brokerperf.errors import BrokerUnavailable
 
 if TYPE_CHECKING:
+    from pytest_brokerperf.brokers.base import BrokerSettings
     from pytest_brokerperf.brokers.driver import Driver
     from pytest_brokerperf.brokers.kafka.config import KafkaDriverConfig
     from pytest_brokerperf.brokers.kafka.driver import KafkaDriver
     from pytest_brokerperf.brokers.producer_tweak import ProducerTweak
-    from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
     from pytest_brokerperf.metrics.broker import Series
 
@@ -53,6 +56,9 @@ class KafkaProtocolBroker(BrokerType):
         return int(part.leader) if part is not None and part.leader >= 0 else None
 
     protocol: ClassVar[str] = "kafka"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        earliest_reader=KafkaEarliestReader(), partition_mover=KafkaPartitionMover(),
+        lacks={"read_back": "no read-back after a power cut is wired for this kind"})
     remote_flags: ClassVar[RemoteFlags | None] = RemoteFlags(
         address=("kafka_bootstrap",),
         needs="pass --kafka-bootstrap=HOST:PORT[,HOST:PORT] (and --kafka-config=PATH for TLS "
@@ -111,23 +117,28 @@ class KafkaProtocolBroker(BrokerType):
                                                     "durability level"))
         return KafkaDriver(endpoint, cfg, stats_interval_ms=stats_interval_ms, kind=self.name)
 
-    def start_process(self, settings: Settings, workdir: Path,
+    def start_process(self, settings: BrokerSettings, workdir: Path,
                       durability: int | None) -> ManagedBroker:
         raise BrokerUnavailable(
             f"{self.name} cannot be started by pytest-brokerperf (no artifact it can "
             f"install); point it at a running {self.name} cluster: "
             "--kafka-bootstrap=HOST:PORT (remote mode)")
 
-    def reach_remote(self, settings: Settings, *, timeout_s: float) -> ManagedBroker:
+    def reach_remote(self, settings: BrokerSettings, *, timeout_s: float) -> ManagedBroker:
         from pytest_brokerperf.brokers.kafka.remote import remote_kafka_endpoint
 
         # nothing to stop: someone else runs it
         return ManagedBroker(remote_kafka_endpoint(settings, timeout_s, kind=self.name))
 
-    def remote_address(self, settings: Settings) -> str | None:
+    def check_client_config(self, settings: BrokerSettings) -> None:
+        from pytest_brokerperf.brokers.kafka.remote import check_client_config
+
+        check_client_config(settings)
+
+    def remote_address(self, settings: BrokerSettings) -> str | None:
         return settings.kafka_bootstrap
 
-    def dry_run_endpoint(self, settings: Settings) -> BrokerEndpoint:
+    def dry_run_endpoint(self, settings: BrokerSettings) -> BrokerEndpoint:
         """The generic dry-run endpoint, plus the security the client config names."""
         from pytest_brokerperf.brokers.kafka.remote import client_config
 
@@ -154,15 +165,11 @@ class KafkaBroker(KafkaProtocolBroker):
     container_nodes: ClassVar[tuple[int, ...]] = (1, 3)
     memory_cap_modes: ClassVar[tuple[str, ...]] = ("process", "container")
     power_cut_modes: ClassVar[tuple[str, ...]] = ("process",)
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        earliest_reader=KafkaEarliestReader(), partition_mover=KafkaPartitionMover(),
+        read_back=KafkaReadBack())
 
-    def power_cut_read_back(self, endpoint: BrokerEndpoint, topics: Sequence[str]
-                            ) -> tuple[dict[int, int], int, bool]:
-        """Every partition of ``topics`` read again from its earliest offset."""
-        from pytest_brokerperf.faults.readback import read_back_kafka
-
-        return read_back_kafka(endpoint.bootstrap, topics)
-
-    def container_images(self, settings: Settings) -> tuple[str, ...]:
+    def container_images(self, settings: BrokerSettings) -> tuple[str, ...]:
         from pytest_brokerperf.brokers.kafka.container import default_images
 
         return default_images(settings.kafka_version)
@@ -172,7 +179,7 @@ class KafkaBroker(KafkaProtocolBroker):
 
         return KafkaProcessCluster().memory_floor()
 
-    def start_process(self, settings: Settings, workdir: Path,
+    def start_process(self, settings: BrokerSettings, workdir: Path,
                       durability: int | None) -> ManagedBroker:
         from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster
 
@@ -184,7 +191,7 @@ class KafkaBroker(KafkaProtocolBroker):
         )
         return ManagedBroker(cluster.start(), cluster)
 
-    def start_container(self, settings: Settings, workdir: Path,
+    def start_container(self, settings: BrokerSettings, workdir: Path,
                         durability: int | None) -> ManagedBroker:
         """One or three KRaft nodes in containers (:mod:`.container`)."""
         from pytest_brokerperf.brokers.kafka.container import KafkaContainerCluster

@@ -35,7 +35,7 @@ from pytest_brokerperf.errors import ConfigError
 from pytest_brokerperf.files import LINES, lines, validate
 from pytest_brokerperf.files import closest as _closest
 from pytest_brokerperf.files import load_yaml as _load_yaml
-from pytest_brokerperf.shipped import DATA_DIR
+from pytest_brokerperf.shipped import DRIVERS_DIR, shipped_driver, shipped_drivers
 from pytest_brokerperf.warnings import BrokerPerfWarning
 
 __all__ = [
@@ -47,7 +47,6 @@ __all__ = [
     "shipped_drivers",
 ]
 
-DRIVERS_DIR = DATA_DIR / "drivers"
 
 OMB_KAFKA_DRIVER_CLASS = "io.openmessaging.benchmark.driver.kafka.KafkaBenchmarkDriver"
 
@@ -97,9 +96,9 @@ class KafkaDriverConfig:
         return f"{self.source}:{line}" if line else self.source
 
     def __post_init__(self) -> None:
-        # The declared model (pytest_brokerperf/models/kafka.py) checks every key; errors
+        # The declared model (.driver_file) checks every key; errors
         # cite the file's line while a file is loaded. Properties text is parsed here.
-        from pytest_brokerperf.models.kafka import KafkaDriverFile
+        from pytest_brokerperf.brokers.kafka.driver_file import KafkaDriverFile
 
         fields = KafkaDriverFile.model_fields
         data = {info.alias or name: getattr(self, name) for name, info in fields.items()}
@@ -397,21 +396,3 @@ _BlockDumper.add_representer(str, _represent_str)
 # --------------------------------------------------------------------------------------
 
 
-def shipped_drivers() -> list[str]:
-    """Names (without ``.yaml``) of the driver configs shipped in ``pytest_brokerperf/data``."""
-    return sorted(p.stem for p in DRIVERS_DIR.glob("*.yaml"))
-
-
-def shipped_driver(name: str) -> Path:
-    """Path of a shipped driver YAML, by name with or without ``.yaml``."""
-    stem = name.removesuffix(".yaml").removesuffix(".yml")
-    path = DRIVERS_DIR / f"{stem}.yaml"
-    if path.is_file():
-        return path
-    names = shipped_drivers()
-    near = _closest(stem, names)
-    hint = f" Did you mean {near!r}?" if near else ""
-    raise ConfigError(
-        f"no shipped driver config named {name!r}.{hint} Shipped: {', '.join(names)}. "
-        "Fix: use one of these names or pass a path to your own OMB driver YAML."
-    )

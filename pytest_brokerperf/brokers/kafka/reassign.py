@@ -10,13 +10,15 @@ import contextlib
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["POLL_S", "THROTTLE_BROKER_KEYS", "THROTTLE_TOPIC_KEYS", "MoveState", "Mover",
-           "kafka_python_config", "movable", "move_complete", "throttle_resources",
-           "throttled"]
+from pytest_brokerperf.brokers.capabilities import MoveState
+
+__all__ = ["POLL_S", "THROTTLE_BROKER_KEYS", "THROTTLE_TOPIC_KEYS", "KafkaPartitionMover",
+           "MoveState", "Mover", "kafka_python_config", "movable", "move_complete",
+           "throttle_resources", "throttled"]
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.driver import Driver
@@ -33,17 +35,6 @@ THROTTLE_BROKER_KEYS = ("leader.replication.throttled.rate",
 
 THROTTLE_TOPIC_KEYS = ("leader.replication.throttled.replicas",
                        "follower.replication.throttled.replicas")
-
-
-@dataclass(frozen=True)
-class MoveState:
-    """One reading of the moved partition: in the in-progress list or not, its replicas
-    and in-sync replicas (broker ids), and when (seconds since the request)."""
-
-    t_s: float
-    in_progress: bool
-    replicas: tuple[int, ...]
-    isr: tuple[int, ...]
 
 
 def move_complete(state: MoveState, target: Sequence[int]) -> bool:
@@ -205,6 +196,16 @@ class Mover:
         if self._thread is not None:
             self._thread.join(30)
 
+    def brokers(self) -> list[int]:
+        """The cluster's broker ids, sorted."""
+        return sorted(self.admin.list_topics(timeout=10).brokers)
+
+    def throttled(self, source: Sequence[int], target: Sequence[int], bytes_s: int | None,
+                  info: dict[str, Any]) -> contextlib.AbstractContextManager[None]:
+        """:func:`throttled` on this move's partition."""
+        return throttled(self.admin, self.topic, self.partition, source, target, bytes_s,
+                         info)
+
     def close(self) -> None:
         self.stop()
         with contextlib.suppress(Exception):
@@ -272,3 +273,17 @@ def throttled(admin: Any, topic: str, partition: int, source: Sequence[int],
         state["throttle_removed"] = not errors
         if errors:
             state["throttle_errors"] = errors
+
+
+class KafkaPartitionMover:
+    """The partition mover of Kafka-protocol brokers (``Capabilities.partition_mover``):
+    :func:`movable` and a :class:`Mover` per move."""
+
+    def movable(self, driver: Driver, *, ask_broker: bool = True) -> KafkaDriver:
+        return movable(driver, ask_broker=ask_broker)
+
+    def mover(self, driver: Driver, topic: str, partition: int, timeout_s: float) -> Mover:
+        from pytest_brokerperf.brokers.kafka.driver import KafkaDriver
+
+        assert isinstance(driver, KafkaDriver), "movable() gives a KafkaDriver"
+        return Mover(driver, topic, partition, [], timeout_s)

@@ -22,7 +22,7 @@ from pytest_brokerperf.errors import BrokerUnavailable, ClusterUnreachable, Conf
 from pytest_brokerperf.redaction import MASK, SecretDict, is_secret
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.config import Settings
+    from pytest_brokerperf.brokers.base import BrokerSettings
 
 __all__ = ["client_config", "load_client_config", "remote_kafka_endpoint"]
 
@@ -80,7 +80,7 @@ FLAVOUR_NOTES: dict[str, str] = {
 }
 
 
-def _admin_client(settings: Settings, client: dict[str, str], bootstrap: str,
+def _admin_client(settings: BrokerSettings, client: dict[str, str], bootstrap: str,
                   errors: list[Any] | None = None) -> Any:
     """An AdminClient on ``client``; librdkafka checks every property as it is built
     (no connection yet), so a bad one is a :class:`ConfigError` naming the file. The
@@ -98,14 +98,14 @@ def _admin_client(settings: Settings, client: dict[str, str], bootstrap: str,
             f"({e.args[0].str() if e.args else e}); fix the property it names") from None
 
 
-def check_client_config(settings: Settings) -> None:
+def check_client_config(settings: BrokerSettings) -> None:
     """Refuse a ``--kafka-config`` librdkafka would refuse, before anything starts
     (:class:`ConfigError`; the preflight makes it a usage error)."""
     client, _ = client_config(settings)
     _admin_client(settings, client, settings.kafka_bootstrap or "127.0.0.1:9")
 
 
-def remote_kafka_endpoint(settings: Settings, timeout_s: float = CONNECT_TIMEOUT_S,
+def remote_kafka_endpoint(settings: BrokerSettings, timeout_s: float = CONNECT_TIMEOUT_S,
                           kind: str = "kafka") -> BrokerEndpoint:
     """Reach the cluster named by ``--kafka-bootstrap`` (read-only: metadata only).
 
@@ -198,7 +198,7 @@ def _all_down(errors: list[Any]) -> str | None:
 
 
 def _login_refused(kind: str, bootstrap: str, started: float, error: Any,
-                   settings: Settings) -> ClusterUnreachable:
+                   settings: BrokerSettings) -> ClusterUnreachable:
     """The cluster answered and refused the credentials: say so, with librdkafka's reason
     (which never quotes the password) and where the credentials came from."""
     reason = error.str() if hasattr(error, "str") else str(error)
@@ -209,7 +209,7 @@ def _login_refused(kind: str, bootstrap: str, started: float, error: Any,
         "(sasl.jaas.config or sasl.username/sasl.password) and sasl.mechanism")
 
 
-def client_config(settings: Settings) -> tuple[dict[str, str], list[str]]:
+def client_config(settings: BrokerSettings) -> tuple[dict[str, str], list[str]]:
     """``--kafka-config`` as librdkafka settings and notes (empty without the flag)."""
     if settings.kafka_config is None:
         return {}, []

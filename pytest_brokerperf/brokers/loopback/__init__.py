@@ -6,11 +6,11 @@ tests see the generator's ceiling and latency floor without any broker in the wa
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from pytest_brokerperf.brokers.base import BrokerType
+from pytest_brokerperf.brokers.capabilities import Capabilities
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
@@ -23,10 +23,12 @@ class LoopbackBroker(BrokerType):
     """The harness's no-broker driver (tests and calibration)."""
 
     name: ClassVar[str] = "loopback"
-    cannot_run: ClassVar[Mapping[str, str]] = {
-        "reassign": (
-            "the in-process loopback broker has no partitions to move"),
-    }
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        harness_only=True,
+        lacks={"partition_mover": "the in-process loopback broker has no partitions to move",
+               "earliest_reader": "its driver keeps no retained log a new subscription "
+                                  "could read from the earliest position",
+               "read_back": "it holds no messages to read back"})
     protocol: ClassVar[str] = "loopback"
     #: the plugin's own tests give it clusters of sleeping processes that simulate a
     #: power cut; it holds no messages to read back

@@ -8,19 +8,21 @@ durability levels (:mod:`.durability`), whose bookie journal half is broker-wide
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
 from pytest_brokerperf.brokers.base import BrokerType, ManagedBroker, RemoteFlags
+from pytest_brokerperf.brokers.capabilities import Capabilities
 from pytest_brokerperf.brokers.pulsar import durability as pulsar_durability
+from pytest_brokerperf.brokers.pulsar.readback import PulsarEarliestReader, PulsarReadBack
 from pytest_brokerperf.durability import check_level
 
 if TYPE_CHECKING:
+    from pytest_brokerperf.brokers.base import BrokerSettings
     from pytest_brokerperf.brokers.producer_tweak import ProducerTweak
     from pytest_brokerperf.brokers.pulsar.driver import PulsarDriver
-    from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
 
 __all__ = ["PulsarBroker"]
@@ -35,11 +37,11 @@ class PulsarBroker(BrokerType):
         PulsarDriverConfig.from_yaml(path)
 
     name: ClassVar[str] = "pulsar"
-    cannot_run: ClassVar[Mapping[str, str]] = {
-        "reassign": (
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        earliest_reader=PulsarEarliestReader(), read_back=PulsarReadBack(),
+        lacks={"partition_mover": (
             "partition reassignment is a Kafka-protocol operation (AlterPartitionReassignments); "
-            "Pulsar moves bundles between brokers, not partitions with their data"),
-    }
+            "Pulsar moves bundles between brokers, not partitions with their data")})
     protocol: ClassVar[str] = "pulsar"
     broker_wide_durability: ClassVar[bool] = True  # the bookie journal
     no_durability: ClassVar[str | None] = None
@@ -118,20 +120,12 @@ class PulsarBroker(BrokerType):
                 cfg, check_level(endpoint.durability, "the endpoint's durability level"))
         return PulsarDriver(endpoint, cfg)
 
-    def power_cut_read_back(self, endpoint: BrokerEndpoint, topics: Sequence[str]
-                            ) -> tuple[dict[int, int], int, bool]:
-        """Every partition of ``topics`` read again from its earliest message (a
-        pulsar-client Reader: no subscription, nothing acknowledged)."""
-        from pytest_brokerperf.brokers.pulsar.readback import read_back_pulsar
-
-        return read_back_pulsar(endpoint, topics)
-
     def memory_floor(self) -> int:
         from pytest_brokerperf.brokers.pulsar.process import PulsarStandalone
 
         return PulsarStandalone().memory_floor()
 
-    def start_process(self, settings: Settings, workdir: Path,
+    def start_process(self, settings: BrokerSettings, workdir: Path,
                       durability: int | None) -> ManagedBroker:
         from pytest_brokerperf.brokers.pulsar.process import PulsarStandalone
 
@@ -142,12 +136,12 @@ class PulsarBroker(BrokerType):
                                       powercut_fs=settings.powercut_effective)
         return ManagedBroker(standalone.start(), standalone)
 
-    def container_images(self, settings: Settings) -> tuple[str, ...]:
+    def container_images(self, settings: BrokerSettings) -> tuple[str, ...]:
         from pytest_brokerperf.brokers.pulsar.container import default_images
 
         return default_images(settings.pulsar_version)
 
-    def start_container(self, settings: Settings, workdir: Path,
+    def start_container(self, settings: BrokerSettings, workdir: Path,
                         durability: int | None) -> ManagedBroker:
         """One standalone in a container (:mod:`.container`), with one or three bookies
         as process mode runs it."""
@@ -160,13 +154,13 @@ class PulsarBroker(BrokerType):
         node.memory_limit = settings.broker_memory
         return ManagedBroker(node.start(), node)
 
-    def reach_remote(self, settings: Settings, *, timeout_s: float) -> ManagedBroker:
+    def reach_remote(self, settings: BrokerSettings, *, timeout_s: float) -> ManagedBroker:
         from pytest_brokerperf.brokers.pulsar.remote import remote_pulsar_endpoint
 
         # a level is the user's declaration: the bookie journal is not visible remotely
         return ManagedBroker(remote_pulsar_endpoint(settings, timeout_s))  # nothing to stop
 
-    def remote_address(self, settings: Settings) -> str | None:
+    def remote_address(self, settings: BrokerSettings) -> str | None:
         return settings.pulsar_url
 
     def level_settings(self, level: int, *, nodes: int = 1,

@@ -243,8 +243,8 @@ class _Reader:
                 )
                 continue
             raw[key] = value
-        # The block's declared model (pytest_brokerperf/models/pulsar.py) checks the values.
-        from pytest_brokerperf.models.pulsar import block_model
+        # The block's declared model (.driver_file) checks the values.
+        from pytest_brokerperf.brokers.pulsar.driver_file import block_model
 
         model = validate(
             block_model(".".join(path) or "driver", keys),

@@ -21,12 +21,40 @@ import urllib.request
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pytest_brokerperf.faults.readback import READ_BACK_TIMEOUT_S, SeqBitmaps
-
 if TYPE_CHECKING:
+    from pytest_brokerperf.brokers.driver import Driver
     from pytest_brokerperf.endpoint import BrokerEndpoint
 
-__all__ = ["read_back_pulsar", "run_partitions"]
+__all__ = ["PulsarEarliestReader", "PulsarReadBack", "read_back_pulsar", "run_partitions"]
+
+
+class PulsarEarliestReader:
+    """A new subscription at initial position Earliest (``Capabilities.earliest_reader``):
+    the namespace's retention (``client.retention``, unlimited by default) keeps the
+    acknowledged messages it replays."""
+
+    def earliest(self, driver: Driver) -> tuple[Driver, str]:
+        from pytest_brokerperf.errors import ConfigError
+
+        config = getattr(driver, "config", None)
+        kwargs: dict[str, Any] = dict(getattr(config, "subscribe_kwargs", dict)())
+        pos = kwargs.get("initial_position")
+        if pos is not None and str(pos).lower() != "earliest":
+            raise ConfigError(
+                f"mixed on Pulsar: the driver file's subscriptionInitialPosition is {pos!r}; "
+                "the catch-up subscription must start at Earliest (remove the key or set "
+                "subscriptionInitialPosition: Earliest)")
+        return driver, ("new subscription, initial position Earliest; the namespace "
+                        "retention policy (client.retention) keeps acknowledged messages")
+
+
+class PulsarReadBack:
+    """Every partition of the run's topics read again from its earliest message (a
+    pulsar-client Reader: no subscription, nothing acknowledged)."""
+
+    def read_back(self, endpoint: BrokerEndpoint, topics: Sequence[str]
+                  ) -> tuple[dict[int, int], int, bool]:
+        return read_back_pulsar(endpoint, topics)
 
 #: One ``read_next`` waits at most this long for a message the broker said it has.
 READ_NEXT_MS = 5000
@@ -84,11 +112,15 @@ def _open(client: Any, name: str, deadline: float) -> Any:
 
 
 def read_back_pulsar(endpoint: BrokerEndpoint, topics: Sequence[str],
-                     timeout_s: float = READ_BACK_TIMEOUT_S
+                     timeout_s: float | None = None
                      ) -> tuple[dict[int, int], int, bool]:
     """Every harness message in the partitions of ``topics`` from the earliest message:
     (producer id -> sequence bitmap, messages read, whether every partition was read to
     the last message the broker reports within the bound)."""
+    from pytest_brokerperf.faults.readback import READ_BACK_TIMEOUT_S, SeqBitmaps
+
+    if timeout_s is None:
+        timeout_s = READ_BACK_TIMEOUT_S
     import pulsar
 
     if not endpoint.admin_url:

@@ -33,7 +33,7 @@ from pytest_brokerperf.endpoint import BrokerEndpoint
 from pytest_brokerperf.errors import BrokerUnavailable, ClusterUnreachable, ConfigError
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.config import Settings
+    from pytest_brokerperf.brokers.base import BrokerSettings
 
 __all__ = ["CLIENT_CONF_KEYS", "load_pulsar_client_config", "remote_pulsar_endpoint"]
 
@@ -109,7 +109,7 @@ def _http_meaning(code: int) -> str:
     return "an answer a healthy admin API does not give"
 
 
-def _admin_origin(settings: Settings) -> str:
+def _admin_origin(settings: BrokerSettings) -> str:
     """Where the admin URL came from: the user's flag, or derived from ``--pulsar-url``."""
     where = settings.sources.get("pulsar_admin_url", "default")
     if where != "default":
@@ -137,7 +137,7 @@ def _probe_service(service: str, admin: str, timeout_s: float) -> None:
             "6650 or 6651 with TLS) and the network path") from None
 
 
-def remote_pulsar_endpoint(settings: Settings,
+def remote_pulsar_endpoint(settings: BrokerSettings,
                            timeout_s: float = CONNECT_TIMEOUT_S) -> BrokerEndpoint:
     """Reach the cluster named by ``--pulsar-url``/``--pulsar-admin-url`` (read-only).
 

@@ -10,18 +10,20 @@ queue (:mod:`.durability`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pytest_brokerperf.brokers.base import BrokerType, ManagedBroker, RemoteFlags
+from pytest_brokerperf.brokers.capabilities import Capabilities
 from pytest_brokerperf.brokers.rabbitmq import durability as rabbitmq_durability
+from pytest_brokerperf.brokers.rabbitmq.readback import RabbitMQReadBack
 from pytest_brokerperf.durability import check_level
 
 if TYPE_CHECKING:
+    from pytest_brokerperf.brokers.base import BrokerSettings
     from pytest_brokerperf.brokers.driver import Driver
     from pytest_brokerperf.brokers.rabbitmq.driver import RabbitMQDriver
-    from pytest_brokerperf.config import Settings
     from pytest_brokerperf.endpoint import BrokerEndpoint
 
 __all__ = ["RabbitMQBroker"]
@@ -54,28 +56,21 @@ class RabbitMQBroker(BrokerType):
         return None
 
     name: ClassVar[str] = "rabbitmq"
-    cannot_run: ClassVar[Mapping[str, str]] = {
-        "reassign": (
-            "partition reassignment is a Kafka-protocol operation (AlterPartitionReassignments); "
-            "RabbitMQ has no partitions to move"),
-        "mixed": (
-            "a new subscription starts from the earliest message only on a stream queue, and the "
-            "mixed scenario's subscriptions are per-subscription queues that hold only what was "
-            "published after they were declared"),
-    }
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        read_back=RabbitMQReadBack(),
+        lacks={
+            "partition_mover": (
+                "partition reassignment is a Kafka-protocol operation "
+                "(AlterPartitionReassignments); RabbitMQ has no partitions to move"),
+            "earliest_reader": (
+                "a new subscription starts from the earliest message only on a stream queue, "
+                "and the mixed scenario's subscriptions are per-subscription queues that hold "
+                "only what was published after they were declared")})
     protocol: ClassVar[str] = "amqp"
     no_durability: ClassVar[str | None] = None
     container_nodes: ClassVar[tuple[int, ...]] = (1, 3)
     memory_cap_modes: ClassVar[tuple[str, ...]] = ("process", "container")
     power_cut_modes: ClassVar[tuple[str, ...]] = ("process",)
-
-    def power_cut_read_back(self, endpoint: BrokerEndpoint, topics: Sequence[str]
-                            ) -> tuple[dict[int, int], int, bool] | None:
-        """Streams read again from their first offset; None for queues, which delete
-        what was consumed (delivery accounting then names what the cut took)."""
-        from pytest_brokerperf.brokers.rabbitmq.readback import read_back_streams
-
-        return read_back_streams(endpoint, topics)
     remote_flags: ClassVar[RemoteFlags | None] = RemoteFlags(
         address=("rabbitmq_url",),
         needs="pass --rabbitmq-url=amqp://USER:PASSWORD@HOST:5672/VHOST[,amqp://...]",
@@ -101,7 +96,7 @@ class RabbitMQBroker(BrokerType):
                 endpoint.nodes)
         return RabbitMQDriver(endpoint, cfg)
 
-    def start_process(self, settings: Settings, workdir: Path,
+    def start_process(self, settings: BrokerSettings, workdir: Path,
                       durability: int | None) -> ManagedBroker:
         from pytest_brokerperf.brokers.rabbitmq.process import RabbitMQProcessCluster
 
@@ -110,12 +105,12 @@ class RabbitMQBroker(BrokerType):
                                          powercut_fs=settings.powercut_effective)
         return ManagedBroker(cluster.start(), cluster)
 
-    def container_images(self, settings: Settings) -> tuple[str, ...]:
+    def container_images(self, settings: BrokerSettings) -> tuple[str, ...]:
         from pytest_brokerperf.brokers.rabbitmq.container import default_images
 
         return default_images()
 
-    def start_container(self, settings: Settings, workdir: Path,
+    def start_container(self, settings: BrokerSettings, workdir: Path,
                         durability: int | None) -> ManagedBroker:
         """One node, or a cluster of three, in containers (:mod:`.container`)."""
         from pytest_brokerperf.brokers.rabbitmq.container import RabbitMQContainerCluster
@@ -126,12 +121,12 @@ class RabbitMQBroker(BrokerType):
         cluster.memory_limit = settings.broker_memory
         return ManagedBroker(cluster.start(), cluster)
 
-    def reach_remote(self, settings: Settings, *, timeout_s: float) -> ManagedBroker:
+    def reach_remote(self, settings: BrokerSettings, *, timeout_s: float) -> ManagedBroker:
         from pytest_brokerperf.brokers.rabbitmq.remote import remote_rabbitmq_endpoint
 
         return ManagedBroker(remote_rabbitmq_endpoint(settings, timeout_s))  # nothing to stop
 
-    def remote_address(self, settings: Settings) -> str | None:
+    def remote_address(self, settings: BrokerSettings) -> str | None:
         """The URIs without user and password."""
         from pytest_brokerperf.brokers.rabbitmq.remote import split_credentials
 

@@ -33,6 +33,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from pytest_brokerperf.brokers.rabbitmq.choices import EXCHANGE_TYPES, QUEUE_TYPES
 from pytest_brokerperf.errors import BrokerUnavailable, ConfigError
 from pytest_brokerperf.files import LINES, lines, validate
 from pytest_brokerperf.files import closest as _closest
@@ -53,10 +54,6 @@ __all__ = [
     "topic_queues",
 ]
 
-#: Also declared in pytest_brokerperf/models/rabbitmq.py (which may not import this module).
-QUEUE_TYPES = ("CLASSIC", "QUORUM", "STREAM")
-EXCHANGE_TYPES = ("FANOUT", "DIRECT")
-STREAM_OFFSETS = ("first", "last", "next")
 PYTHON_SOURCE = "<python>"
 OMB_RABBITMQ_DRIVER_CLASS = "io.openmessaging.benchmark.driver.rabbitmq.RabbitMqBenchmarkDriver"
 DRIVERS_DIR = DATA_DIR / "drivers"
@@ -122,10 +119,10 @@ class RabbitMQDriverConfig:
     source: str = field(default=PYTHON_SOURCE, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        # The declared model (pytest_brokerperf/models/rabbitmq.py) checks every key and
+        # The declared model (.driver_file) checks every key and
         # normalises it (upper-case queue types, tuples); errors cite the file's line while
         # a file is loaded.
-        from pytest_brokerperf.models.rabbitmq import RabbitMQDriverFile
+        from pytest_brokerperf.brokers.rabbitmq.driver_file import RabbitMQDriverFile
 
         fields = RabbitMQDriverFile.model_fields
         data = {info.alias or name: getattr(self, name) for name, info in fields.items()}

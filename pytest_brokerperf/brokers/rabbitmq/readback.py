@@ -15,12 +15,20 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from pytest_brokerperf.faults.readback import READ_BACK_TIMEOUT_S, SeqBitmaps
-
 if TYPE_CHECKING:
     from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.faults.readback import SeqBitmaps
 
-__all__ = ["read_back_streams", "stream_names"]
+__all__ = ["RabbitMQReadBack", "read_back_streams", "stream_names"]
+
+
+class RabbitMQReadBack:
+    """Streams read again from their first offset; None for queues, which delete what
+    was consumed (delivery accounting then names what the cut took)."""
+
+    def read_back(self, endpoint: BrokerEndpoint, topics: Sequence[str]
+                  ) -> tuple[dict[int, int], int, bool] | None:
+        return read_back_streams(endpoint, topics)
 
 #: A stream read stops once no message came for this long (it has no end-of-log event).
 IDLE_S = 2.0
@@ -35,12 +43,16 @@ def stream_names(rows: Sequence[Any], topics: Sequence[str]) -> list[str]:
 
 
 def read_back_streams(endpoint: BrokerEndpoint, topics: Sequence[str],
-                      timeout_s: float = READ_BACK_TIMEOUT_S
+                      timeout_s: float | None = None
                       ) -> tuple[dict[int, int], int, bool] | None:
     """Every harness message in the streams of ``topics`` from their first offset:
     (producer id -> sequence bitmap, messages read, whether every stream went idle
     within the bound); None when the topics have no stream (queues: nothing to read
     again)."""
+    from pytest_brokerperf.faults.readback import READ_BACK_TIMEOUT_S, SeqBitmaps
+
+    if timeout_s is None:
+        timeout_s = READ_BACK_TIMEOUT_S
     from pytest_brokerperf.brokers.rabbitmq.process import CtlAccess
 
     ctl = endpoint.control

@@ -24,7 +24,7 @@ from pytest_brokerperf.errors import BrokerUnavailable, ConfigError
 from pytest_brokerperf.redaction import SecretDict
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.config import Settings
+    from pytest_brokerperf.brokers.base import BrokerSettings
 
 __all__ = ["remote_rabbitmq_endpoint", "split_credentials"]
 
@@ -59,7 +59,7 @@ def _why(exc: BaseException) -> str:
     return type(exc).__name__
 
 
-def remote_rabbitmq_endpoint(settings: Settings,
+def remote_rabbitmq_endpoint(settings: BrokerSettings,
                              timeout_s: float = CONNECT_TIMEOUT_S) -> BrokerEndpoint:
     """Reach the broker named by ``--rabbitmq-url`` (one connection, then closed).
 

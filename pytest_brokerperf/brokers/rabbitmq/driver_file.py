@@ -12,11 +12,9 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
+from pytest_brokerperf.brokers.rabbitmq.choices import EXCHANGE_TYPES, QUEUE_TYPES, STREAM_OFFSETS
 from pytest_brokerperf.files import problem
 
-QUEUE_TYPES = ("CLASSIC", "QUORUM", "STREAM")
-EXCHANGE_TYPES = ("FANOUT", "DIRECT")
-STREAM_OFFSETS = ("first", "last", "next")
 _URI = re.compile(r"^amqps?://", re.I)
 
 
