@@ -24,6 +24,21 @@ HERE = Path(__file__).parent
 # engine holding the images (as in CI). Children (pytester subprocesses) inherit it.
 os.environ.setdefault("BROKERPERF_AUTO_PROVISION", "process")
 
+
+def _own_cpu_lane() -> None:
+    """Under xdist (ci/test.sh runs the tests without a broker with ``-n 2``) each worker
+    runs on a CPU of its own, like ``taskset -c N``: what a test measures of the generator's
+    CPUs (other processes' share, calibration, steal) is its own lane's, never the other
+    worker's load. Subprocesses inherit the lane. Fewer CPUs than workers: no lanes."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0") or 0)
+    cpus = sorted(os.sched_getaffinity(0))
+    if worker.startswith("gw") and 1 < count <= len(cpus):
+        os.sched_setaffinity(0, {cpus[int(worker[2:]) % len(cpus)]})
+
+
+_own_cpu_lane()
+
 #: One mark, its filters applied in order: every warning is an error, then
 #: confluent-kafka's own deprecation warnings (not ours to fix) are ignored.
 STRICT_WARNINGS = pytest.mark.filterwarnings(
@@ -36,8 +51,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(STRICT_WARNINGS)
 
 
-#: what an xdist worker sets in its environment (a developer may run the unit tests with
-#: ``-n 2``; ci/test.sh runs them serially: CPU-sensitive tests would judge the other worker)
+#: what an xdist worker sets in its environment (ci/test.sh runs the tests without a broker
+#: with ``-n 2``, each worker on a CPU lane of its own: see _own_cpu_lane)
 _XDIST_ENV = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
 
 
