@@ -26,7 +26,7 @@ from pytest_brokerperf.shipped import DATA_DIR
 from pytest_brokerperf.study_cases import STUDIES
 
 __all__ = ["CHART", "FIGURES_FILE", "LAYOUTS_FILE", "PublishedFigure", "TableLayout",
-           "figures", "grid", "layouts", "load"]
+           "cell", "figures", "grid", "layouts", "load", "tables_of"]
 
 STUDIES_DIR: Final = DATA_DIR / "studies"
 LAYOUTS_FILE: Final = STUDIES_DIR / "layouts.yaml"
@@ -192,3 +192,21 @@ def grid(study: str, table: str) -> list[list[PublishedFigure | None]]:
     layout = layouts()[(study, table)]
     cells = {(f.row, f.column): f for f in figures(study, table)}
     return [[cells.get((r, c)) for c in layout.columns] for r in layout.rows]
+
+
+def cell(study: str, table: str, row: str, column: str) -> PublishedFigure | None:
+    """The published figure of one cell (None: the study states nothing there); a row
+    or column the table does not have is a KeyError naming the table's own."""
+    layout = layouts().get((study, table))
+    if layout is None:
+        raise KeyError(f"{study} {table!r} is not a table of {LAYOUTS_FILE.name}")
+    if row not in layout.rows or column not in layout.columns:
+        raise KeyError(f"{study} {table!r} has no cell {row!r} x {column!r} (rows: "
+                       f"{'; '.join(layout.rows)}; columns: {'; '.join(layout.columns)})")
+    return next((f for f in figures(study, table) if (f.row, f.column) == (row, column)),
+                None)
+
+
+def tables_of(study: str) -> tuple[TableLayout, ...]:
+    """A study's tables and figures in the order the data file declares them."""
+    return tuple(t for (s, _), t in layouts().items() if s == study)
