@@ -110,7 +110,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def options_from(args: argparse.Namespace) -> ReportOptions:
     """The command line as options; stored baselines resolved (ConfigError if unknown)."""
     from pytest_brokerperf.report.storage import machine_key, resolve_baseline
-
     from pytest_brokerperf.report.studies import parse_studies
 
     studies = parse_studies(args.studies)

@@ -533,8 +533,9 @@ def _table(layout: TableLayout, runs: Sequence[StudyRun]) -> StudyTable:
                         else NATURAL[metric.base])
                 value = convert(metric.get(r), metric.base, unit) if r.stats.valid else None
                 placed.setdefault((row, column), []).append(Ours(
-                    value=value, unit=unit, metric=metric.what, key=r.key, case=r.facts.case, valid=r.stats.valid,
-                    records=r.stats.records, status=_status(r.stats),
+                    value=value, unit=unit, metric=metric.what, key=r.key,
+                    case=r.facts.case, valid=r.stats.valid, records=r.stats.records,
+                    status=_status(r.stats),
                     scaling=scaling_of(r.facts.note, r.key.profile)))
     gaps: dict[tuple[str, str], str] = {}
     for b in bindings:
@@ -626,8 +627,13 @@ def load_facts(spark: SparkSession, dirs: Sequence[str | Path], *,
     :class:`StudyFacts`, read and grouped in Spark on a narrow schema."""
     from pyspark.sql import functions as F
 
-    from pytest_brokerperf.report.spark import CELL, _upgrade, _with_cell, cell_key
-    from pytest_brokerperf.report.spark import find_result_files
+    from pytest_brokerperf.report.spark import (
+        CELL,
+        _upgrade,
+        _with_cell,
+        cell_key,
+        find_result_files,
+    )
 
     files = find_result_files(dirs)
     df = (spark.read.schema(_facts_schema()).option("mode", "PERMISSIVE")
@@ -654,7 +660,8 @@ def load_facts(spark: SparkSession, dirs: Sequence[str | Path], *,
         F.col(m + "fsync_probe.p99_us").alias("fsync_p99"),
         F.col(m + "fsync_probe.suspicious").alias("suspicious"),
         F.col("nodes"), F.col("provision"))
-    note = F.filter(F.coalesce(F.col("notes"), F.array()), lambda n: n.startswith("study case "))
+    note = F.filter(F.coalesce(F.col("notes"), F.array()),
+                    lambda n: n.startswith("study case "))
     rows = (df.groupBy(*CELL).agg(
         F.first(F.col("params")["study"]).alias("study"),
         F.first(F.col("params")["case"]).alias("case"),

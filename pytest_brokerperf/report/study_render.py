@@ -145,9 +145,11 @@ def _chart(t: StudyTable) -> str | None:
     first = next(o for row in t.rows for c in row for o in c.ours)
     ours = {col: [next((o.value for o in row[j].ours if o.value is not None), None)
                   for row in t.rows] for j, col in enumerate(lay.columns)}
-    pub = {col: [row[j].published.value if row[j].published is not None
-                 and row[j].published.unit == first.unit else None for row in t.rows]
-           for j, col in enumerate(lay.columns)}
+    def published(cell: StudyCell) -> float | None:
+        p = cell.published
+        return p.value if p is not None and p.unit == first.unit else None
+
+    pub = {col: [published(row[j]) for row in t.rows] for j, col in enumerate(lay.columns)}
     return study_chart(list(lay.rows), f"{first.metric} ({first.unit})", ours, pub)
 
 

@@ -33,7 +33,7 @@ def test_every_transcribed_figure_is_found_by_its_cell() -> None:
     # a cell the study states nothing for is None, never invented
     assert published.cell("confluent", "rabbitmq latency", "classic without replication",
                           "p99 end-to-end latency").value is None  # type: ignore[union-attr]
-    with pytest.raises(KeyError, match="has no cell 'nope'.*1 subscription / level 3"):
+    with pytest.raises(KeyError, match=r"has no cell 'nope'.*1 subscription / level 3"):
         published.cell("streamnative", "table 2", "nope", layout.columns[0])
     with pytest.raises(KeyError, match="is not a table"):
         published.cell("streamnative", "table 9", "a", "b")
