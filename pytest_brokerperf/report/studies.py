@@ -497,12 +497,15 @@ class StudySection:
 
 
 def parse_studies(value: str | None) -> tuple[str, ...] | None:
-    """``--studies`` (all the input has), ``--studies=all``, ``--studies=a,b``."""
+    """``--studies`` alone or absent: None (the studies the input has records of);
+    ``--studies=all``: every study; ``--studies=a,b``: those."""
     if value is None:
         return None
     names = [n.strip() for n in value.split(",") if n.strip()]
-    if not names or names == ["all"]:
-        return tuple(STUDIES) if names else ()
+    if not names:
+        return None
+    if names == ["all"]:
+        return tuple(STUDIES)
     bad = [n for n in names if n not in STUDIES]
     if bad:
         raise ConfigError(f"--studies={value}: unknown stud{'y' if len(bad) == 1 else 'ies'} "

@@ -61,7 +61,7 @@ def test_units_convert_as_omb_and_pulsar_perf_print_them() -> None:
 
 def test_studies_option() -> None:
     assert parse_studies(None) is None
-    assert parse_studies("") == ()  # not reached: --studies alone is const ""
+    assert parse_studies("") is None  # --studies alone: the studies the input has
     assert parse_studies("all") == ("confluent", "streamnative", "automq", "pulsar-limit")
     assert parse_studies("automq,confluent,automq") == ("automq", "confluent")
     from pytest_brokerperf.errors import ConfigError
@@ -164,3 +164,21 @@ def test_a_cell_holds_ours_in_the_published_unit_with_the_ratio() -> None:
     # a table no case fills says why, in every cell
     disk = next(t for t in section.tables if t.layout.table == "disk throughput")
     assert all("dd" in c.reason for row in disk.rows for c in row)
+
+
+@pytest.mark.parametrize(("argv", "studies", "asked"), [
+    ([], None, False),
+    (["--studies"], None, True),
+    (["--studies=all"], ("confluent", "streamnative", "automq", "pulsar-limit"), True),
+    (["--studies", "automq"], ("automq",), True),
+])
+def test_the_studies_flag(argv: list[str], studies: object, asked: bool,
+                          tmp_path: Path) -> None:
+    import argparse
+
+    from pytest_brokerperf.report.command import add_arguments, options_from
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    opts = options_from(parser.parse_args([str(tmp_path), *argv]))
+    assert (opts.studies, opts.studies_asked) == (studies, asked)
