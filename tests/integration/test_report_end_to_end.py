@@ -161,5 +161,5 @@ def test_tailread_on_kafka_to_html_report_in_chromium(
                        binary=require_chromium())
     print(f"\nscreenshot: {check.screenshot}\nreport: {html}")
     assert check.svgs_in_dom == page.count("<svg") == check.figures_in_dom >= 6
-    assert "data-study-table='confluent/summary'" in check.dom
+    assert 'data-study-table="confluent/summary"' in check.dom  # the page Chromium built
     assert series_pixels(check.screenshot)[0] > 300  # kafka's colour (C0) is on screen
