@@ -25,9 +25,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pytest_brokerperf import published
 from pytest_brokerperf.errors import ConfigError
-from pytest_brokerperf.published import PublishedFigure, TableLayout
+from pytest_brokerperf.published import STUDIES, PublishedFigure, Study, TableLayout
 from pytest_brokerperf.report.model import CellKey, CellStats
-from pytest_brokerperf.study_cases import STUDIES, Study
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
