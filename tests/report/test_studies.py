@@ -177,3 +177,27 @@ def test_studies_alone_on_results_without_a_study_is_a_usage_error(
     assert code == EXIT_OK
     assert "published 870 MB/s<br>ours — [" in out.getvalue()
     assert "no record of this study in the input" in out.getvalue()
+
+
+def test_automqs_reassignment_timeline_is_drawn_from_the_runs_series() -> None:
+    from dataclasses import replace
+
+    from pytest_brokerperf.report.series import RunSeries
+    from pytest_brokerperf.testing.records import synthetic_timeline
+
+    key, stats, facts = _cell("kafka", "p1-4KiB-r10.24k-throttle100MiB-after600s-bg-p4-r2.56k",
+                              "section 3.3", "reassign", None)
+    facts = replace(facts, study="automq", move_duration_s=7.5)
+    sections = study_sections({key: stats}, {key: facts}, ["automq"])
+    md = "\n".join(studies_markdown(sections))
+    assert re.search(r"\| move duration \| published 2 s \[\d+\]<br>ours — \[\d+\] \| "
+                     r"published 900 s \[\d+\]<br>ours 7\.5 s · ×0\.00833 · valid 1/1", md), md
+    series = {key: RunSeries(key=key, run_id="r", test_id="t", attempt=1, status="valid",
+                             columns=synthetic_timeline(8))}
+    page = "\n".join(studies_html(sections, series))
+    charts = re.findall(r"<figure data-chart='study-timeline' data-column='([a-z0-9_]+)'>",
+                        page)
+    assert charts == ["publish_rate_msg_s", "consume_rate_msg_s", "publish_latency_p99_us"]
+    assert 'id="series-kafka"' in page
+    # without the run's series (a report without --html reads none) there is no timeline
+    assert "study-timeline" not in "\n".join(studies_html(sections, {}))
