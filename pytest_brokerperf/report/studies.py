@@ -508,7 +508,9 @@ def parse_studies(value: str | None) -> tuple[str, ...] | None:
     bad = [n for n in names if n not in STUDIES]
     if bad:
         raise ConfigError(f"--studies={value}: unknown stud{'y' if len(bad) == 1 else 'ies'} "
-                          f"{', '.join(bad)}; known: {', '.join(STUDIES)} (or all)")
+                          f"{', '.join(bad)}; known: {', '.join(STUDIES)} (or all). A "
+                          "result directory right after a bare --studies is read as its "
+                          "value: write DIR --studies, or --studies=NAMES DIR")
     return tuple(dict.fromkeys(names))
 
 
