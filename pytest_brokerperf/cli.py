@@ -5,8 +5,9 @@
     brokerperf fetch kafka [--version V]  resolve and cache the broker jars
     brokerperf info                     versions, machine, clock and fsync facts (JSON)
     brokerperf report DIR [DIR...] [--html F] [--markdown F] [--csv F]
-                      [--baseline DIR --fail-on EXPR]
-                                        aggregate results with Spark, gate regressions
+                      [--baseline DIR --fail-on EXPR] [--studies[=NAMES]]
+                                        aggregate results with Spark, gate regressions,
+                                        the studies' tables beside ours
     brokerperf cleanup --prefix P --older-than D --bootstrap HOST:PORT [--config PATH]
                                         delete topics and groups crashed runs left
     brokerperf cleanup --local [--all] [--dry-run]

@@ -69,6 +69,10 @@ MARKERS = (
     'fault(*specs): inject these faults in the tail-read measured window, one test each, '
     'e.g. @pytest.mark.fault("kill-broker@5s", "pause-broker@5s:3s"), overriding '
     "--brokerperf-fault; ids read test[kafka-d1-kill]",
+    "study(name, table): set by pytest-brokerperf on every case of a published study (a "
+    "StudyCase parameter whose table the study publishes); run one study with "
+    "-m \"study(name='streamnative')\", one table with "
+    "-m \"study(name='confluent', table='figure 2')\", every study with -m study",
 )
 
 
@@ -307,6 +311,25 @@ def _parametrize_durability(metafunc: pytest.Metafunc, settings: Settings | None
     if levels:
         metafunc.parametrize("broker_durability", list(levels),
                              ids=[level_id(lv) for lv in levels], scope="session")
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Mark a published study's case ``study(name=..., table=...)`` as it is collected,
+    before ``-m`` selects (so ``-m "study(name='automq')"`` runs one study). A case whose
+    table the study does not publish (a sweep at a study's shape) is not marked."""
+    from pytest_brokerperf.study_cases import StudyCase
+
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    for value in params.values():
+        if isinstance(value, StudyCase) and _published_table(value.study, value.source):
+            item.add_marker(pytest.mark.study(name=value.study, table=value.source))
+            return
+
+
+def _published_table(study: str, table: str) -> bool:
+    from pytest_brokerperf import published
+
+    return (study, table) in published.layouts()
 
 
 @pytest.hookimpl(trylast=True)  # after pytest's own fixture-based reordering

@@ -1,8 +1,9 @@
 """The four studies' published figures as data, in each table's own layout.
 
 ``data/studies/layouts.yaml`` declares every table and figure of the studies
-(:data:`~pytest_brokerperf.study_cases.STUDIES`) with its rows and columns as the study
-draws them; ``data/studies/published.csv`` holds one row per cell: study, table, row,
+(:data:`STUDIES`: who published each, its title, its hardware; the cases of
+:mod:`pytest_brokerperf.study_cases` name them by key) with its rows and columns as the
+study draws them; ``data/studies/published.csv`` holds one row per cell: study, table, row,
 column, value, unit and a note. A chart drawn without numbers has cells with no value
 and the note "chart, no numbers published" — nothing is read off a chart. The
 transcription is from the studies' texts; a reader holds a run's figures against these
@@ -23,10 +24,9 @@ import yaml
 
 from pytest_brokerperf.errors import ConfigError
 from pytest_brokerperf.shipped import DATA_DIR
-from pytest_brokerperf.study_cases import STUDIES
 
-__all__ = ["CHART", "FIGURES_FILE", "LAYOUTS_FILE", "PublishedFigure", "TableLayout",
-           "figures", "grid", "layouts", "load"]
+__all__ = ["CHART", "FIGURES_FILE", "LAYOUTS_FILE", "STUDIES", "PublishedFigure", "Study",
+           "TableLayout", "cell", "figures", "grid", "layouts", "load", "tables_of"]
 
 STUDIES_DIR: Final = DATA_DIR / "studies"
 LAYOUTS_FILE: Final = STUDIES_DIR / "layouts.yaml"
@@ -34,6 +34,48 @@ FIGURES_FILE: Final = STUDIES_DIR / "published.csv"
 #: the note of a cell whose figure is drawn without numbers
 CHART: Final = "chart, no numbers published"
 COLUMNS: Final = ("study", "table", "row", "column", "value", "unit", "note")
+
+
+@dataclass(frozen=True)
+class Study:
+    """A published study: who published it, its title, and the setup its figures come
+    from (the hardware a reader holds our figures against)."""
+
+    key: str
+    publisher: str
+    title: str
+    hardware: str
+
+    def cite(self) -> str:
+        return f'{self.publisher}, "{self.title}"'
+
+
+#: The four studies, by the key cases and published figures use.
+STUDIES: Final[Mapping[str, Study]] = {
+    "confluent": Study(
+        "confluent", "Confluent",
+        "Benchmarking Apache Kafka, Apache Pulsar, and RabbitMQ: Which is the Fastest?",
+        "3 broker instances i3en.2xlarge (8 vCPU, 64 GB, 2 x 2,500 GB NVMe SSD, 25 Gbps), "
+        "4 client instances, 3 ZooKeeper instances; Kafka 2.6, Pulsar 2.6, RabbitMQ 3.8.5"),
+    "streamnative": Study(
+        "streamnative", "StreamNative",
+        "Benchmarking Pulsar and Kafka – A More Accurate Perspective on Pulsar's "
+        "Performance",
+        "Confluent's testbed: 3 x i3en.2xlarge (8 vCPU, 64 GB, 2 x 2,500 GB NVMe SSD), "
+        "the same instances for both systems, page cache dropped before each run; Pulsar "
+        "2.6.1-sn-16"),
+    "automq": Study(
+        "automq", "Xiaohongshu and AutoMQ",
+        "AutoMQ versus Apache Kafka 3.4 on the OpenMessaging Benchmark (tail read, "
+        "catch-up read, partition reassignment)",
+        "6 data nodes (2 for the reassignment), each 16 cores, 800 MB/s network, one "
+        "150 MB/s cloud disk; Kafka 3.4.0 with acks=all, 3 replicas, min.insync.replicas=2"),
+    "pulsar-limit": Study(
+        "pulsar-limit", "pulsar-perf article",
+        "Apache Pulsar performance limit test",
+        "2 brokers (4 cores, 16 GB, 25 Gb network), 3 bookies (4 x 4 TB NVMe, 25 Gb "
+        "network); namespace persistence 2/2/2"),
+}
 
 
 @dataclass(frozen=True)
@@ -192,3 +234,21 @@ def grid(study: str, table: str) -> list[list[PublishedFigure | None]]:
     layout = layouts()[(study, table)]
     cells = {(f.row, f.column): f for f in figures(study, table)}
     return [[cells.get((r, c)) for c in layout.columns] for r in layout.rows]
+
+
+def cell(study: str, table: str, row: str, column: str) -> PublishedFigure | None:
+    """The published figure of one cell (None: the study states nothing there); a row
+    or column the table does not have is a KeyError naming the table's own."""
+    layout = layouts().get((study, table))
+    if layout is None:
+        raise KeyError(f"{study} {table!r} is not a table of {LAYOUTS_FILE.name}")
+    if row not in layout.rows or column not in layout.columns:
+        raise KeyError(f"{study} {table!r} has no cell {row!r} x {column!r} (rows: "
+                       f"{'; '.join(layout.rows)}; columns: {'; '.join(layout.columns)})")
+    return next((f for f in figures(study, table) if (f.row, f.column) == (row, column)),
+                None)
+
+
+def tables_of(study: str) -> tuple[TableLayout, ...]:
+    """A study's tables and figures in the order the data file declares them."""
+    return tuple(t for (s, _), t in layouts().items() if s == study)

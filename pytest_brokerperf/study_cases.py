@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from pytest_brokerperf.brokers.producer_tweak import ProducerTweak, size_id
+from pytest_brokerperf.published import STUDIES, Study
 from pytest_brokerperf.safety import format_bytes
 
 if TYPE_CHECKING:
@@ -68,48 +69,6 @@ KIB: Final = 1024
 MIB: Final = 1024**2
 GIB: Final = 1024**3
 SCENARIO_KINDS: Final = ("tailread", "throughput", "catchup", "mixed", "reassign")
-
-
-@dataclass(frozen=True)
-class Study:
-    """A published study: who published it, its title, and the setup its figures come
-    from (the hardware a reader holds our figures against)."""
-
-    key: str
-    publisher: str
-    title: str
-    hardware: str
-
-    def cite(self) -> str:
-        return f'{self.publisher}, "{self.title}"'
-
-
-#: The four studies, by the key cases and published figures use.
-STUDIES: Final[Mapping[str, Study]] = {
-    "confluent": Study(
-        "confluent", "Confluent",
-        "Benchmarking Apache Kafka, Apache Pulsar, and RabbitMQ: Which is the Fastest?",
-        "3 broker instances i3en.2xlarge (8 vCPU, 64 GB, 2 x 2,500 GB NVMe SSD, 25 Gbps), "
-        "4 client instances, 3 ZooKeeper instances; Kafka 2.6, Pulsar 2.6, RabbitMQ 3.8.5"),
-    "streamnative": Study(
-        "streamnative", "StreamNative",
-        "Benchmarking Pulsar and Kafka – A More Accurate Perspective on Pulsar's "
-        "Performance",
-        "Confluent's testbed: 3 x i3en.2xlarge (8 vCPU, 64 GB, 2 x 2,500 GB NVMe SSD), "
-        "the same instances for both systems, page cache dropped before each run; Pulsar "
-        "2.6.1-sn-16"),
-    "automq": Study(
-        "automq", "Xiaohongshu and AutoMQ",
-        "AutoMQ versus Apache Kafka 3.4 on the OpenMessaging Benchmark (tail read, "
-        "catch-up read, partition reassignment)",
-        "6 data nodes (2 for the reassignment), each 16 cores, 800 MB/s network, one "
-        "150 MB/s cloud disk; Kafka 3.4.0 with acks=all, 3 replicas, min.insync.replicas=2"),
-    "pulsar-limit": Study(
-        "pulsar-limit", "pulsar-perf article",
-        "Apache Pulsar performance limit test",
-        "2 brokers (4 cores, 16 GB, 25 Gb network), 3 bookies (4 x 4 TB NVMe, 25 Gb "
-        "network); namespace persistence 2/2/2"),
-}
 
 
 #: StreamNative's Pulsar tuning ("StreamNative framework") this suite does not apply, as

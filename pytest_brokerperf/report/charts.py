@@ -24,7 +24,8 @@ from pytest_brokerperf.report.series import RunSeries, before_during
 
 __all__ = ["before_during_chart", "curve_points", "fairness_warnings", "fault_chart",
            "group_cells", "log_ticks", "matrix_chart", "median_series", "quantile_chart",
-           "series_labels", "tail_gaps", "throughput_chart", "time_chart", "without_rate"]
+           "series_labels", "study_chart", "tail_gaps", "throughput_chart", "time_chart",
+           "without_rate"]
 
 #: Grey for what is neither pass nor fail (missing cells, n/a), as the page's CSS.
 NEUTRAL = "#8a8a8a"
@@ -548,4 +549,45 @@ def fault_chart(series: Sequence[RunSeries]) -> str | None:
     ax.set_ylim(-0.7, len(rows) - 0.3)
     ax.set_xlabel("time since the first period (s)")
     ax.grid(True, axis="x", alpha=0.3)
+    return _svg(fig)
+
+
+def study_chart(xs: Sequence[str], ylabel: str,
+                ours: Mapping[str, Sequence[float | None]],
+                published: Mapping[str, Sequence[float | None]]) -> str | None:
+    """A study's figure on its own axes: x its rows (batch sizes, rates, brokers), one
+    series per column, ours solid and the published one dashed in the same colour. A
+    point without a figure is left out (a study's chart without numbers draws no
+    published line); a log y axis when the values span more than 20x."""
+    import matplotlib.pyplot as plt
+
+    values = [v for series in (*ours.values(), *published.values()) for v in series
+              if v is not None and v > 0]
+    if not any(v is not None for series in ours.values() for v in series):
+        return None
+    fig, ax = plt.subplots(figsize=(max(6.4, 0.9 * len(xs)), 3.8))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, name in enumerate(dict.fromkeys([*ours, *published])):
+        color = colors[i % len(colors)]
+        for what, series, style in (("ours", ours.get(name), "-"),
+                                    ("published", published.get(name), "--")):
+            pts = [(j, v) for j, v in enumerate(series or ()) if v is not None]
+            if not pts:
+                continue
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], linestyle=style, marker="o"
+                    if what == "ours" else "s", color=color, label=f"{name}: {what}",
+                    gid=f"study-{what}-{i}")
+    ax.set_xticks(range(len(xs)))
+    long = max(len(x) for x in xs) > 12
+    ax.set_xticklabels(xs, fontsize="small", rotation=30 if long else 0,
+                       ha="right" if long else "center")
+    ax.set_xlim(-0.5, len(xs) - 0.5)
+    if values and max(values) / min(values) > 20:
+        ax.set_yscale("log")
+        log_ticks(ax)
+    else:
+        ax.set_ylim(0, max(values or [1.0]) * 1.15)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, axis="y", alpha=0.3)
+    _legend(ax)
     return _svg(fig)

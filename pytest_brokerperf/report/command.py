@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from pytest_brokerperf.errors import BrokerPerfError, ConfigError
 from pytest_brokerperf.report.gates import (
@@ -57,6 +57,11 @@ class ReportOptions:
     across: frozenset[str] = frozenset()
     #: Spark's own log on stderr at its level (else: errors only, into a log file)
     verbose: bool = False
+    #: the "Studies" section: None: the studies the input has records of; () none; else
+    #: these studies' tables (``--studies``)
+    studies: tuple[str, ...] | None = None
+    #: ``--studies`` was given: without --markdown/--html the tables go to stdout
+    studies_asked: bool = False
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -95,12 +100,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="only this run's records of DIR (a results directory several runs "
                    "wrote into)")
     p.add_argument("--title", default="brokerperf report", help="report title")
+    p.add_argument("--studies", nargs="?", const="", default=None, metavar="NAMES",
+                   help="the published studies' tables with this run's figures in them "
+                   "(the report's Studies section): alone, the studies the input has "
+                   "records of; all; or names (confluent,streamnative,automq,pulsar-limit). "
+                   "Without --markdown or --html the Markdown goes to stdout")
 
 
 def options_from(args: argparse.Namespace) -> ReportOptions:
     """The command line as options; stored baselines resolved (ConfigError if unknown)."""
     from pytest_brokerperf.report.storage import machine_key, resolve_baseline
+    from pytest_brokerperf.report.studies import parse_studies
 
+    studies = parse_studies(args.studies)
     baseline = [d for ref in args.baseline
                 for d in resolve_baseline(ref, args.storage, machine_key(args.env or "local"),
                                           source="--baseline")]
@@ -109,7 +121,8 @@ def options_from(args: argparse.Namespace) -> ReportOptions:
                          env=args.env, master=args.master, title=args.title,
                          across_env=args.across_env, current_env=args.env,
                          across=frozenset(args.across), verbose=args.verbose,
-                         run_id=args.run)
+                         run_id=args.run, studies=studies,
+                         studies_asked=args.studies is not None)
 
 
 def _budgets(opts: ReportOptions) -> list[Budget]:
@@ -175,6 +188,8 @@ def run(opts: ReportOptions, *, out: TextIO | None = None, err: TextIO | None = 
             if not current.cells:
                 raise ConfigError(f"--env {opts.env!r}: no cell of the input has this label")
         report = Report(current=current, baseline=baseline, budgets=budgets, title=opts.title)
+        if opts.studies != ():
+            report.studies = _studies(spark, opts, current, err)
         if baseline is not None:
             aligned = align(current.cells, baseline.cells, across=opts.across)
             report.aligned = aligned.cells
@@ -186,6 +201,10 @@ def run(opts: ReportOptions, *, out: TextIO | None = None, err: TextIO | None = 
         md = markdown(report)
         if opts.markdown:
             _write(opts.markdown, md, out)
+        elif opts.studies_asked and opts.html is None:
+            from pytest_brokerperf.report.study_render import studies_markdown
+
+            out.write("\n".join(studies_markdown(report.studies)) + "\n")
         if opts.csv:
             _write(opts.csv, csv_text(current), out)
         if opts.html:
@@ -221,6 +240,24 @@ def run(opts: ReportOptions, *, out: TextIO | None = None, err: TextIO | None = 
     finally:
         if started is not None:
             started.stop(keep_log=failed)
+
+
+def _studies(spark: Any, opts: ReportOptions, current: Any, err: TextIO) -> list[Any]:
+    """The Studies section's tables; a study asked for by name is shown even when the
+    input has none of its records (every cell then says so). ``--studies`` alone on an
+    input without study records is a usage error."""
+    from pytest_brokerperf.report.spark import progress
+    from pytest_brokerperf.report.studies import load_facts, study_sections
+
+    with progress("reading the study cases' facts", err):
+        facts = load_facts(spark, opts.dirs, run_id=opts.run_id)
+    if opts.studies_asked and opts.studies is None and not facts:
+        raise ConfigError(
+            "--studies: the input has no study case's record (params.study); run a "
+            "study first, e.g. pytest scenarios -m \"study(name='streamnative')\" "
+            "--broker=kafka,pulsar, or name one (--studies=streamnative) to see its "
+            "published tables")
+    return study_sections(current.cells, facts, opts.studies)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

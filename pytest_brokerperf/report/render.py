@@ -50,6 +50,8 @@ from pytest_brokerperf.report.model import (
     setup_split,
 )
 from pytest_brokerperf.report.series import BLOCKS, RunSeries
+from pytest_brokerperf.report.studies import StudySection
+from pytest_brokerperf.report.study_render import studies_html, studies_markdown
 
 __all__ = ["TIME_CHARTS", "Report", "csv_text", "html_page", "markdown"]
 
@@ -89,6 +91,8 @@ class Report:
     baseline_of: dict[CellKey, CellKey] = field(default_factory=dict)
     #: the baseline's runs' series per baseline cell (their median over time is drawn)
     baseline_series: dict[CellKey, list[RunSeries]] = field(default_factory=dict)
+    #: the "Studies" section: each study table in its own layout (``studies.study_sections``)
+    studies: list[StudySection] = field(default_factory=list)
 
     def history(self, key: CellKey) -> list[RunSeries]:
         """The baseline runs' series of the cell ``key`` is compared with (none: [])."""
@@ -229,6 +233,8 @@ def markdown(report: Report) -> str:
             lines.append(f"| {_md_escape(k.label())} | {r.run_id} | {_md_escape(r.test_id)} "
                          f"(attempt {r.attempt}) | {r.status} | "
                          f"{_md_escape('; '.join(r.reasons)) or '-'} |")
+    if report.studies:
+        lines += ["", *studies_markdown(report.studies)]
     lines.append("")
     return "\n".join(lines)
 
@@ -374,6 +380,8 @@ th{background:#f3f3f3} .regression{color:#b00;font-weight:bold}
 figure{display:inline-block;margin:0.5em;vertical-align:top;max-width:720px}
 figcaption{font-size:0.85em} .gap{color:#5a5a5a}
 svg{max-width:100%;height:auto}
+table.study td.empty{color:#5a5a5a} table.study td.filled{background:#f6fbf4}
+ol.notes{font-size:0.8em;color:#444}
 """
 
 
@@ -479,6 +487,8 @@ def html_page(report: Report) -> str:
             parts += [f"<div class='warn'>{html.escape(w)}</div>" for w in fairness_warnings(cells)]
             parts.append(f"<figure>{svg}<figcaption>{html.escape(scenario)} env="
                          f"{html.escape(env)}</figcaption></figure>")
+
+    parts += studies_html(report.studies, report.series)
 
     left_out = [(k, r) for k, c in _cells(cur) for r in c.invalid]
     if left_out:

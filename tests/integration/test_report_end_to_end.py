@@ -7,6 +7,10 @@ JUnit properties and artefacts and leaves no broker JVM behind; ``brokerperf rep
 with no network. Only functional truths are asserted — the record, its artefacts and
 JUnit properties, the report exists, each chart has one series (the one broker) with one
 point per recorded period, the record's figures appear — never speed.
+
+The same session runs one published study's case too (Confluent's figure 13 Kafka case,
+smoke-scaled: no second broker start), and ``--studies`` puts the study's tables in the
+report: the published figure and ours side by side, in the study's layout.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import pytest
 
 from pytest_brokerperf.omb_result import read_omb_result
 from pytest_brokerperf.report.render import _ms, _num
+from pytest_brokerperf.report.study_render import fmt
 from pytest_brokerperf.testing import PLAIN_SCENARIOS
 from pytest_brokerperf.testing.chromium import (
     check_page,
@@ -42,6 +47,10 @@ def _markers(svg: str, gid: str) -> int:
     return sum(1 for u in el.iter() if u.tag.rsplit("}", 1)[-1] == "use")
 
 
+#: Confluent's figure 13 Kafka case (its latency test, batches of at most 1 ms)
+STUDY_CASE = "test_tailread_study and linger1ms"
+
+
 def test_tailread_on_kafka_to_html_report_in_chromium(
         pytester: pytest.Pytester, valid_or_noise: Callable[..., tuple[str, str]]) -> None:
     repo = Path(__file__).resolve().parents[2]
@@ -49,18 +58,21 @@ def test_tailread_on_kafka_to_html_report_in_chromium(
     junit = pytester.path / "junit.xml"
     pytester.makeini("[pytest]\n")
     run = pytester.runpytest_subprocess(
-        str(repo / "scenarios"), "-m", "tailread", "-k", PLAIN_SCENARIOS, "--broker=kafka",
+        str(repo / "scenarios"), "-m", "tailread", "-k",
+        f"({PLAIN_SCENARIOS}) or ({STUDY_CASE})", "--broker=kafka",
         f"--brokerperf-results={results}", f"--junitxml={junit}", "--brokerperf-warmup=5",
         "--brokerperf-duration=6", "--brokerperf-rate=2000", "--brokerperf-calibration=off",
         "--brokerperf-inconclusive=warn", "-p", "no:cacheprovider",
         "-W", "default::pytest_brokerperf.warnings.BrokerPerfWarning",
         "--rootdir", str(pytester.path), timeout=600)
     lines = (results / "results.jsonl").read_text().splitlines()
-    assert len(lines) == 1, run.stdout.str()
-    rec = json.loads(lines[0])
+    assert len(lines) == 2, run.stdout.str()
+    (rec,) = [json.loads(x) for x in lines if "study" not in json.loads(x)["params"]]
+    (study,) = [json.loads(x) for x in lines if "study" in json.loads(x)["params"]]
     # the run: a record, its artefacts, JUnit properties, the summary, no orphan
     status, slo = valid_or_noise(rec)  # host-noise: INCONCLUSIVE, warned here
-    run.assert_outcomes(passed=1, warnings=run.parseoutcomes().get("warnings", 0))
+    study_status, _ = valid_or_noise(study)
+    run.assert_outcomes(passed=2, warnings=run.parseoutcomes().get("warnings", 0))
     run.stdout.fnmatch_lines(["*brokerperf summary*", f"*kafka*tailread*{status}*{slo}*"])
     assert rec["broker"] == "kafka" and rec["broker_version"] == "4.3.1"
     assert rec["delivery"]["lost"] == 0 and rec["delivery"]["acknowledged"] > 3000
@@ -74,7 +86,8 @@ def test_tailread_on_kafka_to_html_report_in_chromium(
     assert (art / "logs").is_dir() and any((art / "logs").iterdir())
     settings = json.loads((art / "broker-settings.json").read_text())
     assert settings["cluster"]["brokers"] == 1
-    props = {p.get("name"): p.get("value") for p in ET.parse(junit).iter("property")}
+    props = {p.get("name"): p.get("value") for p in ET.parse(junit).findall(
+        ".//testcase[@name='test_tailread[kafka]']//property")}
     assert float(props["brokerperf.ack_rate"]) > 0
     assert props["brokerperf.verdict"] == status
     leftovers = [p for p in psutil.process_iter(["cmdline"])
@@ -91,13 +104,14 @@ def test_tailread_on_kafka_to_html_report_in_chromium(
     report = subprocess.run(
         [sys.executable, "-c", "import sys; from pytest_brokerperf.cli import main; "
          "sys.exit(main())", "report", str(results), "--html", str(html), "--markdown",
-         str(md)], capture_output=True, text=True, timeout=600, check=False)
+         str(md), "--studies"], capture_output=True, text=True, timeout=600, check=False)
     assert report.returncode == 0, report.stderr
     assert "reading per-period series" in report.stderr  # the progress line
     page, summary = html.read_text(), md.read_text()
 
     # the record's figures, as the run wrote them (one record: pooled = its own)
-    row = next(line for line in summary.splitlines() if line.startswith("| kafka | tailread"))
+    row = next(line for line in summary.splitlines()
+               if line.startswith("| kafka | tailread") and "study=" not in line)
     if status == "valid":
         assert f"{rec['ack_rate_msg_s']:,.1f}" in row
         assert f"| {_ms(rec['latency']['e2e_response']['p99_us'])} |" in row
@@ -106,9 +120,28 @@ def test_tailread_on_kafka_to_html_report_in_chromium(
         assert "| 1 | 0/1 |" in row and row.count("| n/a ") == 6, row
     assert rec["run_id"] in page
 
-    # charts over time: the one broker, one point per period that has the figure
+    # the study's tables: published and ours side by side, in the study's layout
+    assert study["params"]["study_source"] == "figure 13"
+    assert '### Confluent: "Benchmarking Apache Kafka, Apache Pulsar, and RabbitMQ' in summary
+    p99 = next(line for line in summary.splitlines()
+               if line.startswith("| p99 end-to-end latency |")).split(" | ")[1]
+    ours = study["latency"]["e2e_latency"]["p99_us"] / 1000
+    if study_status == "valid":
+        want = f"ours {fmt(ours)} ms · ×{fmt(ours / 5)} · valid 1/1 "
+    else:
+        want = "ours n/a · host-noise 0/1 "
+    assert re.fullmatch(r"published 5 ms \[\d+\]<br>" + re.escape(want) + r"\[\d+\]", p99), p99
+    assert "1 broker node(s), provisioned as process;" in summary  # this run's set-up
+    assert "3 broker instances i3en.2xlarge" in summary  # the study's
+    assert "data-study-table='confluent/figure 13'" in page
+
+    # charts over time: the one broker, one point per period that has the figure (the
+    # plain run's group: the study case has its own)
+    start = page.index(f"{rec['run_id']} {rec['test_id']}")
+    group = page[start:min(i for i in (page.find("<h3>", start), page.find("<h2", start))
+                           if i >= 0)]
     times = re.findall(r"<figure data-chart='time' data-column='([a-z0-9_]+)'>(.*?)</figure>",
-                       page, flags=re.S)
+                       group, flags=re.S)
     assert {c for c, _ in times} >= {"publish_rate_msg_s", "consume_rate_msg_s",
                                      "e2e_latency_p50_us"}
     for column, fig in times:
@@ -128,4 +161,5 @@ def test_tailread_on_kafka_to_html_report_in_chromium(
                        binary=require_chromium())
     print(f"\nscreenshot: {check.screenshot}\nreport: {html}")
     assert check.svgs_in_dom == page.count("<svg") == check.figures_in_dom >= 6
+    assert 'data-study-table="confluent/summary"' in check.dom  # the page Chromium built
     assert series_pixels(check.screenshot)[0] > 300  # kafka's colour (C0) is on screen

@@ -211,3 +211,36 @@ def test_the_reassignment_case_dry_runs_under_omb_with_its_delay_before_the_move
         "*12,800 msg/s x 4,096 B = 50.00 MiB/s peak; warm-up <= 60 s + measured 960 s*",
         "*DRY RUN: plan printed, nothing created*",
     ])
+
+
+def _collected(r):
+    return [ln for ln in r.stdout.str().splitlines() if "::" in ln and not ln.startswith(" ")]
+
+
+def test_one_command_per_study_selects_its_cases_without_starting_a_broker(pytester):
+    """``-m "study(name=...)"`` (marker keyword arguments, pytest >= 8.3) collects one
+    study's cases (``--collect-only`` runs no fixture: no broker starts)."""
+    r = pytester.runpytest_subprocess(str(SUITE), "--collect-only", "-q",
+                                      "-m", "study(name='automq')", "--broker=kafka",
+                                      "-p", "no:cacheprovider")
+    assert r.ret == 0, r.stdout.str()
+    ids = _collected(r)
+    assert sorted(i.split("::")[1] for i in ids) == [
+        "test_catchup_study[kafka-p100-4KiB-r76.8k-backlog1TiB]",
+        "test_reassign_study[kafka-p1-4KiB-r10.24k-throttle100MiB-after600s-bg-p4-r2.56k]",
+        "test_tailread_study[kafka-p100-4KiB-r230.4k-batch200KiB]",
+        "test_tailread_study[kafka-p100-4KiB-r25.6k-batch200KiB]",
+        "test_tailread_study[kafka-p100-4KiB-r51.2k-batch200KiB]",
+    ]
+    # one table; and the sweeps at a study's shape are not the study's published cases
+    r = pytester.runpytest_subprocess(str(SUITE), "--collect-only", "-q", "-m",
+                                      "study(name='confluent', table='figure 2')",
+                                      "--broker=kafka", "-p", "no:cacheprovider")
+    ids = _collected(r)
+    assert len(ids) == 12 and all("batch_sweep" in i or "fsync_sweep" in i for i in ids)
+    r = pytester.runpytest_subprocess(str(SUITE), "--collect-only", "-q", "-m", "study",
+                                      "--broker=kafka", "-p", "no:cacheprovider")
+    ids = _collected(r)
+    assert len(ids) > 20
+    # the linger and compression sweeps and the consumer-only drain publish no table
+    assert not [i for i in ids if "test_tailread_sweep" in i or "consumer-only" in i]
