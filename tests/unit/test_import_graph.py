@@ -147,7 +147,7 @@ def _under(module: str, prefixes: tuple[str, ...]) -> bool:
 #: The plugin's side and the scenarios (docs/explanation/architecture.md): nothing below
 #: them imports them, not even for a type.
 _TOP = ("plugin", "fixtures", "runner", "_stash", "summary", "cli", "broker_session",
-        "scenario_library", "study_cases", "published")
+        "scenario_library", "study_cases")
 #: (importers, what they never import): arrows that would run back up the layers.
 NEVER = [
     (("brokers", "provision", "metrics", "engine", "durability", "endpoint", "results",
