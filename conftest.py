@@ -7,5 +7,5 @@ registered twice.
 
 from importlib.metadata import entry_points
 
-if not any(ep.value == "pytest_brokerperf.plugin" for ep in entry_points(group="pytest11")):
-    pytest_plugins = ["pytest_brokerperf.plugin"]
+if not any(ep.value == "pytest_brokerperf.plugin.hooks" for ep in entry_points(group="pytest11")):
+    pytest_plugins = ["pytest_brokerperf.plugin.hooks"]

@@ -87,7 +87,7 @@ class NativeTool:
 
 def resolve_native(broker: str, broker_version: str, broker_lib: str | None) -> NativeTool:
     """Resolve the broker's own perf tool into the jar cache (Maven, once)."""
-    from pytest_brokerperf.provision.maven import Artifact, resolve_classpath
+    from pytest_brokerperf.brokers.provision.maven import Artifact, resolve_classpath
 
     if broker == "kafka":
         art = Artifact("org.apache.kafka", "kafka-tools", broker_version)
@@ -184,7 +184,7 @@ def run_harness(endpoint: Any, broker: str, rate: str, repeat: int, warmup_s: fl
     from pytest_brokerperf.brokers import create_driver
     from pytest_brokerperf.engine.coordinator import LoadSession
     from pytest_brokerperf.engine.plan import Rung, RunPlan
-    from pytest_brokerperf.workload import Workload
+    from pytest_brokerperf.workload.model import Workload
 
     partitions = {"kafka": KAFKA_PARTITIONS, "pulsar": PULSAR_PARTITIONS}.get(broker, 1)
     offered = _offered(rate)
@@ -223,7 +223,7 @@ def run_harness(endpoint: Any, broker: str, rate: str, repeat: int, warmup_s: fl
 def _run_process(argv: list[str], log: Path, cpus: tuple[int, ...] | None,
                  timeout_s: float, name: str, env: dict[str, str] | None = None) -> int | None:
     """Run one generator process to its end (bounded); always stopped on the way out."""
-    from pytest_brokerperf.provision.process import ManagedProcess
+    from pytest_brokerperf.brokers.provision.process import ManagedProcess
 
     proc = ManagedProcess(argv, log_file=log, name=name, cpus=cpus, env=env)
     proc.start()
@@ -443,7 +443,7 @@ class NativeRunner:
 @contextlib.contextmanager
 def _broker_lock() -> Iterator[None]:
     """The integration tests' lock: never two brokers of this project at once."""
-    from pytest_brokerperf.provision.maven import cache_root
+    from pytest_brokerperf.brokers.provision.maven import cache_root
 
     path = cache_root() / ".integration-brokers.lock"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -545,7 +545,7 @@ def main(argv: list[str] | None = None) -> int:
     workdir.mkdir(parents=True, exist_ok=True)
 
     from pytest_brokerperf.brokers import create_driver
-    from pytest_brokerperf.provision.maven import KAFKA_DEFAULT_VERSION
+    from pytest_brokerperf.brokers.provision.maven import KAFKA_DEFAULT_VERSION
 
     tool = None
     if "native" in sides and args.broker != "pulsar":  # pulsar's needs the broker's lib dir
@@ -651,7 +651,7 @@ def _find_java() -> str:
     ``provision.java`` on newer trees, in ``brokers.kafka.process`` before)."""
     import importlib
 
-    for module in ("pytest_brokerperf.provision.java", "pytest_brokerperf.brokers.kafka.process"):
+    for module in ("pytest_brokerperf.brokers.provision.java", "pytest_brokerperf.brokers.kafka.process"):
         try:
             find = importlib.import_module(module).find_java
         except (ImportError, AttributeError):

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pytest_brokerperf.brokers.kafka.container import KafkaContainerCluster
 from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster
-from pytest_brokerperf.versions import KAFKA_DEFAULT_VERSION
+from pytest_brokerperf.brokers.versions import KAFKA_DEFAULT_VERSION
 
 
 def start_once(mode: str, workdir: Path) -> float:

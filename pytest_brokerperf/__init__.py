@@ -11,11 +11,11 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from pytest_brokerperf.versions import __version__
+from pytest_brokerperf.brokers.versions import __version__
 
 _EXPORTS = {
-    "BrokerEndpoint": "pytest_brokerperf.endpoint",
-    "BrokerPerf": "pytest_brokerperf.runner",
+    "BrokerEndpoint": "pytest_brokerperf.brokers.endpoint",
+    "BrokerPerf": "pytest_brokerperf.plugin.runner",
     "ScenarioResult": "pytest_brokerperf.scenario_library.base",
     "PreparedRun": "pytest_brokerperf.engine.prepared",
     "Scenario": "pytest_brokerperf.scenario_library.base",
@@ -26,21 +26,21 @@ _EXPORTS = {
     "Reassign": "pytest_brokerperf.scenario_library.reassign",
     "Soak": "pytest_brokerperf.scenario_library.soak",
     "Throughput": "pytest_brokerperf.scenario_library.throughput",
-    "Workload": "pytest_brokerperf.workload",
-    "StudyCase": "pytest_brokerperf.study_cases",
+    "Workload": "pytest_brokerperf.workload.model",
+    "StudyCase": "pytest_brokerperf.scenario_library.study_cases",
     "ProducerTweak": "pytest_brokerperf.brokers.producer_tweak",
     "KafkaDriverConfig": "pytest_brokerperf.brokers.kafka.config",
     "LatencyHistogram": "pytest_brokerperf.metrics.histogram",
-    "Settings": "pytest_brokerperf.config",
-    "BrokerPerfWarning": "pytest_brokerperf.warnings",
-    "BrokerPerfError": "pytest_brokerperf.errors",
-    "ConfigError": "pytest_brokerperf.errors",
-    "WorkloadError": "pytest_brokerperf.errors",
-    "SLOSyntaxError": "pytest_brokerperf.errors",
-    "ProvisionError": "pytest_brokerperf.errors",
-    "BrokerUnavailable": "pytest_brokerperf.errors",
-    "DriverError": "pytest_brokerperf.errors",
-    "MeasurementError": "pytest_brokerperf.errors",
+    "Settings": "pytest_brokerperf.config.settings",
+    "BrokerPerfWarning": "pytest_brokerperf.core.warnings",
+    "BrokerPerfError": "pytest_brokerperf.core.errors",
+    "ConfigError": "pytest_brokerperf.core.errors",
+    "WorkloadError": "pytest_brokerperf.core.errors",
+    "SLOSyntaxError": "pytest_brokerperf.core.errors",
+    "ProvisionError": "pytest_brokerperf.core.errors",
+    "BrokerUnavailable": "pytest_brokerperf.core.errors",
+    "DriverError": "pytest_brokerperf.core.errors",
+    "MeasurementError": "pytest_brokerperf.core.errors",
 }
 
 __all__ = ["__version__", *sorted(_EXPORTS)]

@@ -12,7 +12,7 @@ drained messages' age. Brokers whose driver cannot pause consumers skip with the
 import pytest
 
 from pytest_brokerperf import CatchUp, StudyCase
-from pytest_brokerperf.study_cases import STREAMNATIVE_TUNING
+from pytest_brokerperf.scenario_library.study_cases import STREAMNATIVE_TUNING
 
 
 @pytest.mark.catchup

@@ -14,7 +14,7 @@ with the reason.
 import pytest
 
 from pytest_brokerperf import Mixed, StudyCase
-from pytest_brokerperf.study_cases import STREAMNATIVE_TUNING
+from pytest_brokerperf.scenario_library.study_cases import STREAMNATIVE_TUNING
 
 
 @pytest.mark.mixed

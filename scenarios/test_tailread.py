@@ -9,7 +9,7 @@ p99 response times within seconds); real targets come from ``--brokerperf-slo``.
 import pytest
 
 from pytest_brokerperf import ProducerTweak, StudyCase, TailRead
-from pytest_brokerperf.study_cases import STREAMNATIVE_TUNING
+from pytest_brokerperf.scenario_library.study_cases import STREAMNATIVE_TUNING
 
 
 @pytest.mark.tailread

@@ -13,7 +13,7 @@ INCONCLUSIVE (it is not a broker figure). ``--brokerperf-rate-discovery`` runs O
 import pytest
 
 from pytest_brokerperf import ProducerTweak, StudyCase, Throughput
-from pytest_brokerperf.study_cases import STREAMNATIVE_TUNING
+from pytest_brokerperf.scenario_library.study_cases import STREAMNATIVE_TUNING
 
 
 @pytest.mark.throughput

@@ -23,12 +23,12 @@ from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from pytest_brokerperf.errors import BrokerUnavailable, ConfigError
+from pytest_brokerperf.core.errors import BrokerUnavailable, ConfigError
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.base import BrokerType
     from pytest_brokerperf.brokers.driver import Driver
-    from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 
 __all__ = [
     "BUILTIN",

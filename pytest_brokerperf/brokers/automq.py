@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from pytest_brokerperf.brokers.base import ManagedBroker
 from pytest_brokerperf.brokers.kafka import KafkaProtocolBroker
-from pytest_brokerperf.errors import BrokerUnavailable
+from pytest_brokerperf.core.errors import BrokerUnavailable
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.base import BrokerSettings

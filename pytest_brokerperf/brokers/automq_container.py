@@ -8,7 +8,7 @@ in github.com/AutoMQ/automq, AutoMQ 1.5.0) and its object-storage URI format
 - an object store, the ``minio/minio`` image run as ``server /data`` with
   ``MINIO_ROOT_USER``/``MINIO_ROOT_PASSWORD``, alias ``minio`` on the session's network,
   port 9000; the buckets ``automq-data`` and ``automq-ops`` are created through the S3
-  API (:mod:`pytest_brokerperf.provision.s3`) once ``/minio/health/live`` answers, and
+  API (:mod:`pytest_brokerperf.brokers.provision.s3`) once ``/minio/health/live`` answers, and
   before AutoMQ starts (the compose file's ``mc mb`` step);
 - the ``automqinc/automq`` image, ``KAFKA_S3_ACCESS_KEY``/``KAFKA_S3_SECRET_KEY``,
   ``KAFKA_HEAP_OPTS`` and ``CLUSTER_ID`` in its environment, running
@@ -33,16 +33,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from pytest_brokerperf.brokers.kafka.container import await_node_advertised
-from pytest_brokerperf.endpoint import BrokerEndpoint
-from pytest_brokerperf.errors import ConfigError, ProvisionError
-from pytest_brokerperf.provision.container_node import ContainerNode, ContainerPlan, wait_for_log
-from pytest_brokerperf.provision.ports import LOOPBACK, free_ports
-from pytest_brokerperf.provision.s3 import S3Endpoint
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+from pytest_brokerperf.core.errors import ConfigError, ProvisionError
+from pytest_brokerperf.brokers.provision.container_node import ContainerNode, ContainerPlan, wait_for_log
+from pytest_brokerperf.brokers.provision.ports import LOOPBACK, free_ports
+from pytest_brokerperf.brokers.provision.s3 import S3Endpoint
 
 if TYPE_CHECKING:
     from testcontainers.core.container import DockerContainer
 
-    from pytest_brokerperf.provision.containers import ImageInfo
+    from pytest_brokerperf.brokers.provision.containers import ImageInfo
 
 __all__ = [
     "AUTOMQ_DEFAULT_VERSION",
@@ -128,7 +128,7 @@ def start_command(host_port: int, cluster_id: str) -> list[str]:
 def automq_env(cluster_id: str, heap: str = "1g", direct_memory: str = "1g") -> dict[str, str]:
     """The AutoMQ container's environment: object-store credentials, heap (fixed, as
     process-mode Kafka's; AutoMQ's compose caps direct memory at 1G) and cluster id."""
-    from pytest_brokerperf.provision.java import check_jvm_size
+    from pytest_brokerperf.brokers.provision.java import check_jvm_size
 
     check_jvm_size(heap)
     check_jvm_size(direct_memory)
@@ -195,8 +195,8 @@ class AutoMQContainer(ContainerNode):
 
     def plans(self) -> list[ContainerPlan]:
         from pytest_brokerperf.brokers.kafka.node_config import generate_cluster_id
-        from pytest_brokerperf.provision import containers
-        from pytest_brokerperf.provision.java import jvm_size_bytes
+        from pytest_brokerperf.brokers.provision import containers
+        from pytest_brokerperf.brokers.provision.java import jvm_size_bytes
 
         client = containers.docker_client()
         try:

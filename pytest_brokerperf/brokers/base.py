@@ -22,15 +22,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from pytest_brokerperf.brokers.capabilities import Capabilities
-from pytest_brokerperf.durability import LEVELS, SYNC_MIN_REPLICAS, check_level
-from pytest_brokerperf.errors import BrokerUnavailable, ClusterUnreachable
+from pytest_brokerperf.brokers.durability import LEVELS, SYNC_MIN_REPLICAS, check_level
+from pytest_brokerperf.core.errors import BrokerUnavailable, ClusterUnreachable
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.driver import Driver
     from pytest_brokerperf.brokers.producer_tweak import ProducerTweak
-    from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
     from pytest_brokerperf.metrics.broker import Series
-    from pytest_brokerperf.redaction import Secret
+    from pytest_brokerperf.core.redaction import Secret
 
 __all__ = [
     "CONNECT_TIMEOUT_S", "DRY_RUN_CONNECT_TIMEOUT_S", "PROVISION_MODES", "BrokerSettings",
@@ -192,7 +192,7 @@ class BrokerType:
     def memory_floor(self) -> int:
         """The least memory in bytes one local node needs beside page cache (a
         --brokerperf-broker-memory below it is refused before anything starts)."""
-        from pytest_brokerperf.provision.cgroups import MIN_NODE_MEMORY
+        from pytest_brokerperf.brokers.provision.cgroups import MIN_NODE_MEMORY
 
         return MIN_NODE_MEMORY
 
@@ -285,7 +285,7 @@ class BrokerType:
         driver config the real run would; when it does not answer, the plan assumes
         ``--brokerperf-nodes`` nodes and says why. Local brokers are not started.
         """
-        from pytest_brokerperf.endpoint import BrokerEndpoint
+        from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 
         unreached = None
         if settings.remote:
@@ -316,7 +316,7 @@ class BrokerType:
     def level_settings(self, level: int, *, nodes: int = 1,
                        shape: Mapping[str, int | None] | None = None) -> dict[str, Any]:
         """What ``level`` means on this broker: scope, settings and why (see
-        :func:`pytest_brokerperf.durability.describe`). ``shape`` carries the driver's
+        :func:`pytest_brokerperf.brokers.durability.describe`). ``shape`` carries the driver's
         replication figures (replication factor, ensemble, write quorum) when known."""
         raise self.unavailable_level(level)
 

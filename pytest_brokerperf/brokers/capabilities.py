@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     import threading
 
     from pytest_brokerperf.brokers.driver import Driver
-    from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 
 __all__ = ["CAPABILITY_NAMES", "LABELS", "Capabilities", "CapabilityName", "EarliestReader",
            "MessageReadBack", "MoveState", "PartitionMove", "PartitionMover"]

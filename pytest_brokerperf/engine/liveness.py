@@ -33,10 +33,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from pytest_brokerperf.errors import ClusterLost
+from pytest_brokerperf.core.errors import ClusterLost
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 
 __all__ = [
     "PROBE_INTERVAL_S",

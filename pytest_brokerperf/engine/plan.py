@@ -16,7 +16,7 @@ from pytest_brokerperf.metrics.stats import PeriodStats
 
 if TYPE_CHECKING:
     from pytest_brokerperf.metrics.histogram import LatencyHistogram
-    from pytest_brokerperf.rate_schedule import RateSchedule
+    from pytest_brokerperf.workload.rate_schedule import RateSchedule
 
 __all__ = ["DEFAULT_PER_PROCESS_RATE", "TOPOLOGY_CHECK_RATE", "PhaseRun", "RunOutcome",
            "RunPlan", "Rung", "SessionEnd", "auto_workers"]
@@ -63,7 +63,7 @@ class RunPlan:
     generator_cpus: tuple[int, ...] | None = None
     seed: int = 0
     #: AutoMQ's producerRateList: the measured window follows it (``rate`` is then the
-    #: warm-up's rate, the schedule's first); see :mod:`pytest_brokerperf.rate_schedule`
+    #: warm-up's rate, the schedule's first); see :mod:`pytest_brokerperf.workload.rate_schedule`
     rate_schedule: RateSchedule | None = None
 
 

@@ -75,7 +75,7 @@ class RateControllerLimits:
             try:
                 return kind(raw)
             except ValueError:
-                from pytest_brokerperf.errors import ConfigError
+                from pytest_brokerperf.core.errors import ConfigError
 
                 raise ConfigError(
                     f"invalid {name}={raw!r} in the environment: expected "

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pytest_brokerperf.brokers.driver import QueueFull
-from pytest_brokerperf.engine import header
+from pytest_brokerperf.core import header
 from pytest_brokerperf.engine.delivery import AckLedger, ReceiveLedger
 from pytest_brokerperf.engine.pacing import Schedule
 

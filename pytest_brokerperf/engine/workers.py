@@ -13,8 +13,8 @@ from pytest_brokerperf.engine.worker import (
     WorkerAssignment,
     worker_main,
 )
-from pytest_brokerperf.errors import DriverError
-from pytest_brokerperf.provision import watchdog
+from pytest_brokerperf.core.errors import DriverError
+from pytest_brokerperf.brokers.provision import watchdog
 
 __all__ = ["DRAIN_IDLE_S", "WorkerHandle", "assign_topics", "await_drain", "await_readiness",
            "broadcast", "cpu_snapshot", "wait_until"]
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from pytest_brokerperf.brokers.driver import Driver
     from pytest_brokerperf.engine.plan import RunPlan
-    from pytest_brokerperf.workload import Workload
+    from pytest_brokerperf.workload.model import Workload
 
 
 class WorkerHandle:

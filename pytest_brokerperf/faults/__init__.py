@@ -11,6 +11,6 @@ away), ``powercut_fs`` (the FUSE filesystem that takes it), ``powercut`` (its mo
 ``readback`` (what the broker still holds afterwards; each broker reads its own back).
 """
 
-from pytest_brokerperf.faults.spec import FAULT_ACTIONS, FaultSpec, parse_fault, parse_faults
+from pytest_brokerperf.config.fault_spec import FAULT_ACTIONS, FaultSpec, parse_fault, parse_faults
 
 __all__ = ["FAULT_ACTIONS", "FaultSpec", "parse_fault", "parse_faults"]

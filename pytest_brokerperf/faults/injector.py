@@ -15,13 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pytest_brokerperf.errors import ProvisionError
+from pytest_brokerperf.core.errors import ProvisionError
 
 if TYPE_CHECKING:
     from pytest_brokerperf.engine.coordinator import LoadSession
-    from pytest_brokerperf.faults.control import NodeControl
+    from pytest_brokerperf.brokers.node_control import NodeControl
     from pytest_brokerperf.faults.readback import ReadBack
-    from pytest_brokerperf.faults.spec import FaultSpec
+    from pytest_brokerperf.config.fault_spec import FaultSpec
 
 __all__ = ["FaultEvent", "FaultInjector", "LeaderLookup"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.faults.spec import FaultSpec
+    from pytest_brokerperf.config.fault_spec import FaultSpec
 
 __all__ = ["power_cut_problem"]
 

@@ -449,7 +449,7 @@ def machine_info() -> dict[str, Any]:
     snap = cpu_snapshot()
     total_ticks = sum(snap.total)
     try:
-        from pytest_brokerperf.provision.cpus import allowed_cpus
+        from pytest_brokerperf.metrics.cpus import allowed_cpus
 
         affinity: list[int] | None = sorted(allowed_cpus())
     except (AttributeError, OSError):

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from pytest_brokerperf.errors import BrokerPerfError, ConfigError
+from pytest_brokerperf.core.errors import BrokerPerfError, ConfigError
 from pytest_brokerperf.report.gates import (
     MIN_BASELINE_RUNS,
     Budget,

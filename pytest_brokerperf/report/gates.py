@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Literal
 
-from pytest_brokerperf.errors import ConfigError
+from pytest_brokerperf.core.errors import ConfigError
 from pytest_brokerperf.report.model import (
     LATENCY_STATS,
     RATE_METRICS,

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_brokerperf.errors import BrokerPerfError
+from pytest_brokerperf.core.errors import BrokerPerfError
 
 __all__ = [
     "LATENCY_STATS",

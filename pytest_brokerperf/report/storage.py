@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_brokerperf.errors import ConfigError
+from pytest_brokerperf.core.errors import ConfigError
 
 __all__ = ["DEFAULT_STORAGE", "StoredRun", "machine_key", "resolve_baseline", "save_run",
            "stored_runs"]

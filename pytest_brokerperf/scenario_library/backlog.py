@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.config import Settings
-    from pytest_brokerperf.workload import Workload
+    from pytest_brokerperf.config.settings import Settings
+    from pytest_brokerperf.workload.model import Workload
 
 __all__ = ["backlog_target", "phase_timeouts"]
 

@@ -24,14 +24,14 @@ from pytest_brokerperf.engine.prepared import PreparedRun, workload_block
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.capabilities import CapabilityName
-    from pytest_brokerperf.config import Settings
-    from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.config.settings import Settings
+    from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
     from pytest_brokerperf.engine.plan import RunOutcome
-    from pytest_brokerperf.results import ResultRecord
+    from pytest_brokerperf.results.record import ResultRecord
     from pytest_brokerperf.scenario_library.context import RunContext
-    from pytest_brokerperf.slo import SLO, SLOResult
-    from pytest_brokerperf.verdict import Verdict
-    from pytest_brokerperf.workload import Workload
+    from pytest_brokerperf.judge.slo import SLO, SLOResult
+    from pytest_brokerperf.judge.verdict import Verdict
+    from pytest_brokerperf.workload.model import Workload
 
 __all__ = [
     "DEFAULT_PER_PROCESS_RATE", "NO_BACKLOG", "NO_RATE_SCHEDULE", "PreparedRun", "Scenario",
@@ -87,7 +87,7 @@ class Scenario(ABC):
 
     def sanity_slos(self) -> tuple[SLO, ...]:
         """Loose shipped bounds that hold on small CI machines; real targets come from users."""
-        from pytest_brokerperf.slo import SHIPPED_SLOS
+        from pytest_brokerperf.judge.slo import SHIPPED_SLOS
 
         return SHIPPED_SLOS.get(self.name, ())
 
@@ -117,8 +117,8 @@ def resolve_workload(settings: Settings, *, given: Workload | None, shipped: str
     (``producers_per_topic``, ``consumer_per_subscription``, ``subscriptions_per_topic``)
     override it. A payload file of another size is dropped with a note.
     """
-    from pytest_brokerperf.shipped import shipped_workload
-    from pytest_brokerperf.workload import Workload
+    from pytest_brokerperf.core.shipped import shipped_workload
+    from pytest_brokerperf.workload.model import Workload
 
     wl_file: Path | None = None
     if given is not None:
@@ -146,8 +146,8 @@ def resolve_workload(settings: Settings, *, given: Workload | None, shipped: str
 def key_source(wl: Workload, key: str) -> str:
     """``file:line`` of ``key`` in the file ``wl`` was read from (the file alone when the
     line cannot be found, ``<python>`` for a workload built in Python)."""
-    from pytest_brokerperf.errors import WorkloadError
-    from pytest_brokerperf.files import load_yaml
+    from pytest_brokerperf.core.errors import WorkloadError
+    from pytest_brokerperf.core.files import load_yaml
 
     path = Path(wl.source)
     if wl.source.startswith("<") or not path.is_file():

@@ -17,16 +17,16 @@ import pytest
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.base import BrokerType
-    from pytest_brokerperf.config import Settings
-    from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.config.settings import Settings
+    from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
     from pytest_brokerperf.engine.prepared import PreparedRun
-    from pytest_brokerperf.faults.spec import FaultSpec
-    from pytest_brokerperf.live_artefacts import LiveArtefacts, ReservedArtefacts
+    from pytest_brokerperf.config.fault_spec import FaultSpec
+    from pytest_brokerperf.results.live import LiveArtefacts, ReservedArtefacts
     from pytest_brokerperf.metrics.stats import PeriodStats
-    from pytest_brokerperf.report.session import SessionGate
-    from pytest_brokerperf.safety import ScenarioPlan
-    from pytest_brokerperf.slo import SLO
-    from pytest_brokerperf.summary_rows import LadderRow, SummaryRow
+    from pytest_brokerperf.plugin.gate_session import SessionGate
+    from pytest_brokerperf.scenario_library.safety import ScenarioPlan
+    from pytest_brokerperf.judge.slo import SLO
+    from pytest_brokerperf.results.summary_rows import LadderRow, SummaryRow
 
 __all__ = ["RunContext", "SessionSinks"]
 
@@ -82,7 +82,7 @@ class RunContext:
                 reserved.claimed = True
                 self._artefacts = (reserved.path, reserved.attempt)
             else:
-                from pytest_brokerperf.results import artefact_dir
+                from pytest_brokerperf.results.record import artefact_dir
 
                 self._artefacts = artefact_dir(Path(self.settings.results_dir),
                                                self.settings.run_id, self.test_id)
@@ -96,12 +96,12 @@ class RunContext:
             return
         try:
             if self._live is None:
-                from pytest_brokerperf.live_artefacts import LiveArtefacts
+                from pytest_brokerperf.results.live import LiveArtefacts
 
                 self._live = LiveArtefacts(self.artefact_directory()[0])
             self._live.append(p)
         except OSError as exc:
-            from pytest_brokerperf.results import write_error
+            from pytest_brokerperf.results.record import write_error
 
             self._live_failed = True
             where = self.artefact_directory()[0] / (Path(exc.filename).name if exc.filename
@@ -141,7 +141,7 @@ class RunContext:
         ``TailRead(slos=...)`` and the ``--brokerperf-slo`` file; all are parsed before any
         load starts, so a typo fails fast.
         """
-        from pytest_brokerperf import slo
+        from pytest_brokerperf.judge import slo
 
         node = self.request.node
         user: list[SLO] = []

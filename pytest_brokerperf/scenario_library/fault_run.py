@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_brokerperf.errors import BrokerDied, BrokerUnavailable, ConfigError, RunInterrupted
-from pytest_brokerperf.faults.spec import MIN_PERIODS_BEFORE
+from pytest_brokerperf.core.errors import BrokerDied, BrokerUnavailable, ConfigError, RunInterrupted
+from pytest_brokerperf.config.fault_spec import MIN_PERIODS_BEFORE
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from pytest_brokerperf.brokers.base import BrokerType
-    from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
     from pytest_brokerperf.engine.coordinator import LoadSession
     from pytest_brokerperf.engine.plan import RunOutcome, SessionEnd
     from pytest_brokerperf.faults.injector import FaultInjector
@@ -50,7 +50,7 @@ def window_before(outcome: RunOutcome, t_ns: int | None) -> RunOutcome:
 
 
 def _check_timing(ctx: RunContext, at_s: float, period_s: float, measure_s: float) -> None:
-    from pytest_brokerperf.faults.spec import timing_problem
+    from pytest_brokerperf.config.fault_spec import timing_problem
 
     assert ctx.fault is not None and ctx.fault.at_s == at_s
     problem = timing_problem(ctx.fault, period_s, measure_s)
@@ -61,9 +61,9 @@ def _check_timing(ctx: RunContext, at_s: float, period_s: float, measure_s: floa
 def run_with_fault(ctx: RunContext, scenario: Scenario,
                    extra_slos: tuple[str, ...]) -> ScenarioResult:
     """Run ``scenario`` (a fixed-rate tail read) with ``ctx.fault`` in its window."""
-    from pytest_brokerperf import safety
+    from pytest_brokerperf.scenario_library import safety
     from pytest_brokerperf.engine.coordinator import run_workload
-    from pytest_brokerperf.faults.control import control_for
+    from pytest_brokerperf.brokers.node_control import control_for
     from pytest_brokerperf.faults.injector import FaultInjector
     from pytest_brokerperf.faults.judge import judge_fault, questions
     from pytest_brokerperf.faults.offered import power_cut_problem
@@ -74,8 +74,8 @@ def run_with_fault(ctx: RunContext, scenario: Scenario,
         finish_interrupted,
     )
     from pytest_brokerperf.scenario_library.setup import PeriodWatch, broker_sampler, set_up_run
-    from pytest_brokerperf.slo import judged_percentile
-    from pytest_brokerperf.verdict import Thresholds, Verdict, assess
+    from pytest_brokerperf.judge.slo import judged_percentile
+    from pytest_brokerperf.judge.verdict import Thresholds, Verdict, assess
 
     fault, broker, settings = ctx.fault, ctx.broker, ctx.settings
     assert fault is not None

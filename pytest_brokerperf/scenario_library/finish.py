@@ -15,18 +15,18 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_brokerperf.results import ScenarioBlocks
+from pytest_brokerperf.results.record import ScenarioBlocks
 from pytest_brokerperf.scenario_library.base import PreparedRun, ScenarioResult
-from pytest_brokerperf.verdict import RATE_NOT_SUSTAINED
+from pytest_brokerperf.judge.verdict import RATE_NOT_SUSTAINED
 
 if TYPE_CHECKING:
     from pytest_brokerperf.engine.plan import RunOutcome
     from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
-    from pytest_brokerperf.safety import ScenarioPlan
+    from pytest_brokerperf.scenario_library.safety import ScenarioPlan
     from pytest_brokerperf.scenario_library.context import RunContext
-    from pytest_brokerperf.slo import SLO, SLOResult
-    from pytest_brokerperf.summary_rows import CatchupFigures
-    from pytest_brokerperf.verdict import Verdict
+    from pytest_brokerperf.judge.slo import SLO, SLOResult
+    from pytest_brokerperf.results.summary_rows import CatchupFigures
+    from pytest_brokerperf.judge.verdict import Verdict
 
 __all__ = ["BROKER_DIED", "INTERRUPTED", "JUNIT_FIGURES", "Measured", "finish", "finish_failed",
            "finish_interrupted", "omb_document", "ratios_text", "short_params"]
@@ -112,7 +112,7 @@ def short_params(params: dict[str, Any], *, with_rate: bool = True) -> str:
 
 def omb_document(prepared: PreparedRun, driver_name: str, out: RunOutcome) -> dict[str, Any]:
     """OMB's result JSON for one outcome of this run."""
-    from pytest_brokerperf.omb_result import build_omb_result
+    from pytest_brokerperf.results.omb import build_omb_result
 
     wl = prepared.workload
     stem = prepared.workload_file.stem if prepared.workload_file else prepared.scenario
@@ -140,11 +140,11 @@ def _slo_text(slo_results: list[SLOResult], failures: list[str],
 def finish(ctx: RunContext, m: Measured) -> ScenarioResult:
     """Judge ``m``'s SLOs (only for a valid measurement), write its record and artefacts,
     add its summary row and JUnit properties; the scenario's result."""
-    from pytest_brokerperf import results as res
-    from pytest_brokerperf import slo
-    from pytest_brokerperf.figures import compute_figures
-    from pytest_brokerperf.omb_result import default_result_filename
-    from pytest_brokerperf.summary_rows import SummaryRow
+    from pytest_brokerperf.results import record as res
+    from pytest_brokerperf.judge import slo
+    from pytest_brokerperf.results.figures import compute_figures
+    from pytest_brokerperf.results.omb import default_result_filename
+    from pytest_brokerperf.results.summary_rows import SummaryRow
 
     settings, broker, prepared = ctx.settings, ctx.broker, m.prepared
     prepared.params.update(ctx.labels)
@@ -164,7 +164,7 @@ def finish(ctx: RunContext, m: Measured) -> ScenarioResult:
     if broker.mode != "remote":
         # the harness chose this layout: say when it is not a clean split (docs/
         # explanation/measurement.md, "CPU layout")
-        from pytest_brokerperf.provision.cpus import cpu_layout
+        from pytest_brokerperf.metrics.cpus import cpu_layout
 
         layout = cpu_layout(broker.broker_cpus(), headline.plan.generator_cpus,
                             headline.coordinator_cpus)
@@ -201,7 +201,7 @@ def finish(ctx: RunContext, m: Measured) -> ScenarioResult:
                 *session.warmup, *session.periods)),
         }
     record.update(m.record_extra)
-    from pytest_brokerperf.report.session import apply_gate
+    from pytest_brokerperf.plugin.gate_session import apply_gate
 
     slo_text = _slo_text(slo_results, failures, inconclusive)  # before the gate's lines
     regressions: list[str] = []
@@ -213,7 +213,7 @@ def finish(ctx: RunContext, m: Measured) -> ScenarioResult:
     stem = prepared.workload_file.stem if prepared.workload_file else prepared.scenario
     now = datetime.now()
     ctx.close_live()  # the files appended during the run are replaced below
-    from pytest_brokerperf.interrupts import signals_deferred
+    from pytest_brokerperf.core.interrupts import signals_deferred
 
     with signals_deferred():  # a Ctrl-C now stops the session once the record is written
         if m.write_extra is not None:
@@ -268,7 +268,7 @@ def finish_failed(ctx: RunContext, m: Measured, exc: Exception, *,
 
     Best effort: a failure to write is added to the exception's notes, never hides it.
     """
-    from pytest_brokerperf.verdict import Verdict
+    from pytest_brokerperf.judge.verdict import Verdict
 
     first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     if phase is not None:
@@ -294,8 +294,8 @@ def finish_interrupted(ctx: RunContext, m: Measured, exc: BaseException, *,
     (both are held back meanwhile, then delivered). Best effort, as
     :func:`finish_failed`.
     """
-    from pytest_brokerperf.interrupts import signals_deferred
-    from pytest_brokerperf.verdict import Verdict
+    from pytest_brokerperf.core.interrupts import signals_deferred
+    from pytest_brokerperf.judge.verdict import Verdict
 
     what = getattr(exc, "signal_name", "SIGINT")
     done, warm = _periods_done(m)

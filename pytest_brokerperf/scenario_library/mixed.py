@@ -37,7 +37,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pytest_brokerperf.errors import BrokerUnavailable, MeasurementError
+from pytest_brokerperf.core.errors import BrokerUnavailable, MeasurementError
 from pytest_brokerperf.scenario_library.backlog import backlog_target, phase_timeouts
 from pytest_brokerperf.scenario_library.base import (
     PreparedRun,
@@ -61,14 +61,14 @@ if TYPE_CHECKING:
     from pytest_brokerperf.brokers.base import BrokerType
     from pytest_brokerperf.brokers.capabilities import CapabilityName
     from pytest_brokerperf.brokers.driver import BrokerBacklog, Driver
-    from pytest_brokerperf.config import Settings
-    from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.config.settings import Settings
+    from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
     from pytest_brokerperf.engine.plan import PhaseRun
     from pytest_brokerperf.metrics.histogram import LatencyHistogram
     from pytest_brokerperf.metrics.stats import PeriodStats
     from pytest_brokerperf.scenario_library.context import RunContext
-    from pytest_brokerperf.verdict import Verdict
-    from pytest_brokerperf.workload import Workload
+    from pytest_brokerperf.judge.verdict import Verdict
+    from pytest_brokerperf.workload.model import Workload
 
 __all__ = ["BUILD_SECONDS", "CATCHUP_INCOMPLETE", "TAIL_BEHIND", "Mixed", "MixedPrepared",
            "MixedReport", "judge_mixed", "mixed_figures"]
@@ -415,7 +415,7 @@ def judge_mixed(verdict: Verdict, report: MixedReport) -> None:
     behind when the catch-up started, or a catch-up that never reached the head. Either
     makes a judgeable verdict INCONCLUSIVE (its status); an already inconclusive one
     (host noise, ...) keeps its status and gets the flag."""
-    from pytest_brokerperf.verdict import UNDERSAMPLED
+    from pytest_brokerperf.judge.verdict import UNDERSAMPLED
 
     problems: list[tuple[str, str]] = []
     if not report.tail_kept_up:
@@ -450,18 +450,18 @@ def judge_mixed(verdict: Verdict, report: MixedReport) -> None:
 def run_mixed(ctx: RunContext, scenario: Mixed, extra_slos: tuple[str, ...]) -> ScenarioResult:
     """Prepare, guard, run the phases (tail-read window, build, catch-up, end), judge and
     record."""
-    from pytest_brokerperf import safety
+    from pytest_brokerperf.scenario_library import safety
     from pytest_brokerperf.brokers.driver import BacklogReader
     from pytest_brokerperf.engine.coordinator import LoadSession
     from pytest_brokerperf.engine.plan import Rung
-    from pytest_brokerperf.safety import format_bytes
+    from pytest_brokerperf.scenario_library.safety import format_bytes
     from pytest_brokerperf.scenario_library.setup import PeriodWatch, broker_sampler, set_up_run
     from pytest_brokerperf.scenario_library.stopped import (
         SESSION_END,
         PhaseLog,
         record_if_stopped,
     )
-    from pytest_brokerperf.verdict import Thresholds, assess
+    from pytest_brokerperf.judge.verdict import Thresholds, assess
 
     settings, broker = ctx.settings, ctx.broker
     prepared = scenario.prepare(settings, broker)

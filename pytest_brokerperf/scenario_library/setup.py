@@ -17,20 +17,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pytest_brokerperf.errors import ConfigError
+from pytest_brokerperf.core.errors import ConfigError
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.driver import Driver
-    from pytest_brokerperf.config import Settings
-    from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.config.settings import Settings
+    from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
     from pytest_brokerperf.engine.plan import RunPlan
     from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
     from pytest_brokerperf.metrics.histogram import LatencyHistogram
     from pytest_brokerperf.metrics.stats import PeriodStats
     from pytest_brokerperf.scenario_library.base import PreparedRun, Scenario
     from pytest_brokerperf.scenario_library.context import RunContext
-    from pytest_brokerperf.slo import SLO
-    from pytest_brokerperf.workload import Workload
+    from pytest_brokerperf.judge.slo import SLO
+    from pytest_brokerperf.workload.model import Workload
 
 __all__ = ["PROGRESS_METRICS", "PeriodWatch", "RunSetup", "broker_sampler", "set_up_run"]
 
@@ -62,7 +62,7 @@ def set_up_run(ctx: RunContext, scenario: Scenario, extra_slos: tuple[str, ...],
     replayed with the same bytes. ``check_driver`` refuses a driver the scenario cannot
     use (before any topic exists).
     """
-    from pytest_brokerperf import safety
+    from pytest_brokerperf.scenario_library import safety
     from pytest_brokerperf.engine.coordinator import default_generator_cpus
     from pytest_brokerperf.engine.plan import RunPlan
     from pytest_brokerperf.scenario_library.base import auto_workers
@@ -133,8 +133,8 @@ class PeriodWatch:
     window: dict[str, LatencyHistogram] = field(default_factory=dict, init=False)
 
     def __call__(self, p: PeriodStats) -> None:
-        from pytest_brokerperf.progress import format_progress
-        from pytest_brokerperf.safety import format_bytes
+        from pytest_brokerperf.scenario_library.progress import format_progress
+        from pytest_brokerperf.scenario_library.safety import format_bytes
 
         self.ctx.record_period(p)  # on disk before anything below may stop the run
         if self.sampler is not None:

@@ -6,7 +6,7 @@ A leak in a broker or a client library shows only when the load is held: a two-m
 latency window ends before a few MiB per minute add up. The soak keeps the tail-read
 load (the same warm-up, verdict and SLOs) for ten minutes by default and judges each
 process's RSS, open file descriptors and thread count per period with
-:mod:`pytest_brokerperf.resource_growth`. Growth fails the test as a finding, with the
+:mod:`pytest_brokerperf.judge.resource_growth`. Growth fails the test as a finding, with the
 verdict flag ``resource-growth``: the figures are true, the process leaks.
 """
 
@@ -16,21 +16,21 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
-from pytest_brokerperf.resource_growth import GrowthLimits, growth_findings, process_series, trends
+from pytest_brokerperf.judge.resource_growth import GrowthLimits, growth_findings, process_series, trends
 from pytest_brokerperf.scenario_library.base import PreparedRun, ScenarioResult
 from pytest_brokerperf.scenario_library.tailread import (
     TOPOLOGY_CHECK_RATE,
     TailRead,
     run_fixed_rate,
 )
-from pytest_brokerperf.verdict import RESOURCE_GROWTH
+from pytest_brokerperf.judge.verdict import RESOURCE_GROWTH
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.config import Settings
-    from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.config.settings import Settings
+    from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
     from pytest_brokerperf.scenario_library.context import RunContext
     from pytest_brokerperf.scenario_library.finish import Measured
-    from pytest_brokerperf.slo import SLO
+    from pytest_brokerperf.judge.slo import SLO
 
 __all__ = ["SOAK_RATE", "SOAK_SMOKE_S", "SOAK_WINDOW_S", "Soak"]
 
@@ -59,7 +59,7 @@ class Soak(TailRead):
     takes_faults: ClassVar[bool] = False
 
     def sanity_slos(self) -> tuple[SLO, ...]:
-        from pytest_brokerperf.slo import SHIPPED_SLOS
+        from pytest_brokerperf.judge.slo import SHIPPED_SLOS
 
         return SHIPPED_SLOS.get("tailread", ())
 

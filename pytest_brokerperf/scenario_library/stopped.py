@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from pytest_brokerperf.errors import BrokerDied, RunInterrupted
+from pytest_brokerperf.core.errors import BrokerDied, RunInterrupted
 
 if TYPE_CHECKING:
     from pytest_brokerperf.engine.plan import PhaseRun, RunOutcome, RunPlan
@@ -124,7 +124,7 @@ def record_if_stopped(ctx: RunContext, log: PhaseLog,
         finish_failed,
         finish_interrupted,
     )
-    from pytest_brokerperf.verdict import Verdict
+    from pytest_brokerperf.judge.verdict import Verdict
 
     def stopped(exc: BrokerDied | RunInterrupted) -> Measured | None:
         if sampler is not None:

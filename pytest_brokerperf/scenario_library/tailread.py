@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pytest_brokerperf.engine.plan import TOPOLOGY_CHECK_RATE
-from pytest_brokerperf.errors import BrokerDied, RunInterrupted
+from pytest_brokerperf.core.errors import BrokerDied, RunInterrupted
 from pytest_brokerperf.scenario_library.base import (
     PreparedRun,
     Scenario,
@@ -28,11 +28,11 @@ from pytest_brokerperf.scenario_library.base import (
 from pytest_brokerperf.scenario_library.finish import Measured, finish
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.config import Settings
-    from pytest_brokerperf.endpoint import BrokerEndpoint
-    from pytest_brokerperf.rate_schedule import RateSchedule
+    from pytest_brokerperf.config.settings import Settings
+    from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+    from pytest_brokerperf.workload.rate_schedule import RateSchedule
     from pytest_brokerperf.scenario_library.context import RunContext
-    from pytest_brokerperf.workload import Workload
+    from pytest_brokerperf.workload.model import Workload
 
 __all__ = ["TOPOLOGY_CHECK_RATE", "TailRead", "fixed_rate_window"]
 
@@ -177,11 +177,11 @@ def run_fixed_rate(ctx: RunContext, scenario: Scenario, extra_slos: tuple[str, .
     and record blocks to the measured window before it is recorded (the soak's growth
     rule).
     """
-    from pytest_brokerperf import safety
+    from pytest_brokerperf.scenario_library import safety
     from pytest_brokerperf.engine.coordinator import run_workload
     from pytest_brokerperf.scenario_library.finish import finish_failed, finish_interrupted
     from pytest_brokerperf.scenario_library.setup import PeriodWatch, broker_sampler, set_up_run
-    from pytest_brokerperf.verdict import (
+    from pytest_brokerperf.judge.verdict import (
         Remeasure,
         Thresholds,
         Verdict,
@@ -207,7 +207,7 @@ def run_fixed_rate(ctx: RunContext, scenario: Scenario, extra_slos: tuple[str, .
         f"warm-up≤{prepared.warmup_s:g}s measure={prepared.measure_s:g}s "
         f"period={prepared.period_s:g}s workers={workers}"
     )
-    from pytest_brokerperf.slo import judged_percentile
+    from pytest_brokerperf.judge.slo import judged_percentile
 
     thresholds = Thresholds(steal_share=settings.max_steal / 100,
                             publish_delay_q=judged_percentile(slos))

@@ -11,7 +11,7 @@ from dataclasses import replace as _replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_brokerperf import ladder as lad
+from pytest_brokerperf.judge import ladder as lad
 from pytest_brokerperf.scenario_library.base import (
     Scenario,
     backlog_problem,
@@ -31,10 +31,10 @@ from pytest_brokerperf.scenario_library.throughput_run import (
 )
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.config import Settings
-    from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.config.settings import Settings
+    from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
     from pytest_brokerperf.scenario_library.context import RunContext
-    from pytest_brokerperf.workload import Workload
+    from pytest_brokerperf.workload.model import Workload
 
 __all__ = ["Throughput"]
 

@@ -2,7 +2,7 @@
 verdict from the ladder's rules, the ladder's verdict, progress lines and the CSV.
 
 Pure functions over outcomes (no broker), so each has a unit test; the rules are in
-:mod:`pytest_brokerperf.ladder` and ``docs/explanation/throughput.md``.
+:mod:`pytest_brokerperf.judge.ladder` and ``docs/explanation/throughput.md``.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_brokerperf import ladder as lad
-from pytest_brokerperf import ladder_result as ladres
+from pytest_brokerperf.judge import ladder as lad
+from pytest_brokerperf.results import ladder as ladres
 from pytest_brokerperf.engine.plan import DEFAULT_PER_PROCESS_RATE
-from pytest_brokerperf.provision.cpus import allowed_cpus
-from pytest_brokerperf.verdict import (
+from pytest_brokerperf.metrics.cpus import allowed_cpus
+from pytest_brokerperf.judge.verdict import (
     BACKPRESSURE,
     CLIENT_BOUND,
     GENERATOR_BOUND,
@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.calibration import Ceiling
+    from pytest_brokerperf.judge.calibration import Ceiling
     from pytest_brokerperf.engine.plan import RunOutcome
 
 
@@ -233,7 +233,7 @@ def progress_rung(kind: str, rr: ladres.RungResult, n: int) -> str:
 
 
 def _ms(us: float | None) -> str:
-    from pytest_brokerperf.progress import format_ms
+    from pytest_brokerperf.scenario_library.progress import format_ms
 
     return format_ms(us) + " ms"
 

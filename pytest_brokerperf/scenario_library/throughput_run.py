@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_brokerperf import ladder as lad
-from pytest_brokerperf import ladder_result as ladres
+from pytest_brokerperf.judge import ladder as lad
+from pytest_brokerperf.results import ladder as ladres
 from pytest_brokerperf.scenario_library.base import (
     PreparedRun,
     Scenario,
@@ -46,7 +46,7 @@ from pytest_brokerperf.scenario_library.throughput_judge import (
     progress_rung,
     write_ladder_csv,
 )
-from pytest_brokerperf.verdict import (
+from pytest_brokerperf.judge.verdict import (
     GENERATOR_BOUND,
     HOST_NOISE,
     Thresholds,
@@ -58,12 +58,12 @@ from pytest_brokerperf.verdict import (
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.driver import Driver
-    from pytest_brokerperf.calibration import Ceiling
+    from pytest_brokerperf.judge.calibration import Ceiling
     from pytest_brokerperf.engine.plan import RunOutcome, RunPlan
-    from pytest_brokerperf.results import ScenarioBlocks
-    from pytest_brokerperf.safety import ScenarioPlan
+    from pytest_brokerperf.results.record import ScenarioBlocks
+    from pytest_brokerperf.scenario_library.safety import ScenarioPlan
     from pytest_brokerperf.scenario_library.context import RunContext
-    from pytest_brokerperf.slo import SLO
+    from pytest_brokerperf.judge.slo import SLO
 
 __all__ = ["LADDER", "RATE_DISCOVERY", "THROUGHPUT_MODES",
            "ThroughputPrepared", "ThroughputResult", "run_throughput"]
@@ -106,7 +106,7 @@ def _calibrate(ctx: RunContext, driver: Driver, prepared: ThroughputPrepared,
                cpus: tuple[int, ...] | None, prefix: str) -> dict[str, Any]:
     """The harness and driver ceilings (cached per machine and version)."""
     from pytest_brokerperf.brokers import HARNESS, harness_driver
-    from pytest_brokerperf.calibration import cached_or_measured
+    from pytest_brokerperf.judge.calibration import cached_or_measured
 
     mode = ctx.settings.calibration
     wl = prepared.workload
@@ -160,7 +160,7 @@ def _session_outcome(rungs: list[RunOutcome], headline: RunOutcome, end: Any) ->
 def run_throughput(ctx: RunContext, scenario: Scenario,
                    extra_slos: tuple[str, ...]) -> ThroughputResult:
     """Run ``scenario`` on ``ctx``'s broker; judge it; write record and artefacts."""
-    from pytest_brokerperf import safety
+    from pytest_brokerperf.scenario_library import safety
     from pytest_brokerperf.engine.coordinator import default_generator_cpus
     from pytest_brokerperf.engine.plan import RunPlan
     from pytest_brokerperf.scenario_library.setup import PeriodWatch, broker_sampler
@@ -192,7 +192,7 @@ def run_throughput(ctx: RunContext, scenario: Scenario,
     splan = safety.build_plan(settings, broker, prepared, driver, guard_plan, test_id=test_id)
     ctx.guard(splan)  # prints, refuses over a cap, stops here in a dry run
 
-    from pytest_brokerperf.results import ScenarioBlocks
+    from pytest_brokerperf.results.record import ScenarioBlocks
     from pytest_brokerperf.scenario_library.stopped import (
         CALIBRATION,
         PhaseLog,
@@ -552,7 +552,7 @@ def _measured(ctx: RunContext, driver: Driver, prepared: ThroughputPrepared,
     """What the throughput run hands the scenarios' common
     :func:`~pytest_brokerperf.scenario_library.finish.finish`: its figures, blocks and
     own artefacts (``ladder.csv``, ``rungs/``, ``calibration.json``)."""
-    from pytest_brokerperf.omb_result import default_result_filename
+    from pytest_brokerperf.results.omb import default_result_filename
 
     stem = prepared.workload_file.stem if prepared.workload_file else prepared.scenario
     now = datetime.now()
@@ -603,7 +603,7 @@ def _finish(ctx: RunContext, m: Measured, *, ladder: ladres.LadderResult | None 
             calibration: dict[str, Any] | None = None) -> ThroughputResult:
     """The record (:func:`~pytest_brokerperf.scenario_library.finish.finish`) and the
     ladder row of a throughput run that ran to its end."""
-    from pytest_brokerperf.summary_rows import LadderRow
+    from pytest_brokerperf.results.summary_rows import LadderRow
 
     base = finish(ctx, m)
     verdict, extra, headline, prepared = m.verdict, m.extra_figures, m.headline, m.prepared

@@ -50,7 +50,7 @@ from multiprocessing.process import BaseProcess
 from types import TracebackType
 from typing import Any
 
-from pytest_brokerperf.errors import ProvisionError
+from pytest_brokerperf.core.errors import ProvisionError
 from pytest_brokerperf.testing.delayproxy_server import LOOPBACK, ProxyStats, child_main
 
 __all__ = ["DelayProxy", "DelayProxyError", "ProxyStats", "main"]

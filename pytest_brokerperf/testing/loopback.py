@@ -15,7 +15,7 @@ __all__ = ["FAST_ARGS", "LOOPBACK_CONFTEST"]
 
 LOOPBACK_CONFTEST: Final = """
 import pytest
-from pytest_brokerperf.endpoint import BrokerEndpoint
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 
 @pytest.fixture(scope="session")
 def broker(broker_kind):

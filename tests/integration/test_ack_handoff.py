@@ -1,6 +1,6 @@
 """How much of a publish latency is the client's own hand-off, measured on the wire.
 
-A proxy in its own process (:mod:`pytest_brokerperf.testing.wirestamp`) stamps when each
+A proxy in its own process (:mod:`tests.support.wirestamp`) stamps when each
 publish and its confirm cross the wire (RabbitMQ: ``Basic.Publish``/``Basic.Ack``;
 Pulsar: ``SEND``/``SEND_RECEIPT``, the broker advertising the proxy as a listener). The
 driver's producer, run as the engine runs it, reports per message the header's send time
@@ -26,10 +26,10 @@ from pytest_brokerperf.brokers.kafka.config import shipped_driver
 from pytest_brokerperf.brokers.pulsar.config import PulsarDriverConfig
 from pytest_brokerperf.brokers.pulsar.process import PulsarStandalone
 from pytest_brokerperf.brokers.rabbitmq.process import RabbitMQProcessCluster
-from pytest_brokerperf.engine import header
-from pytest_brokerperf.errors import BrokerUnavailable
-from pytest_brokerperf.provision.maven import resolve_pulsar
-from pytest_brokerperf.testing.wirestamp import WireStampProxy, WireStamps
+from pytest_brokerperf.core import header
+from pytest_brokerperf.core.errors import BrokerUnavailable
+from pytest_brokerperf.brokers.provision.maven import resolve_pulsar
+from tests.support.wirestamp import WireStampProxy, WireStamps
 
 pytestmark = pytest.mark.integration
 

@@ -19,8 +19,8 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster
-from pytest_brokerperf.endpoint import BrokerEndpoint
-from pytest_brokerperf.provision.cgroups import memory_cap_problem
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+from pytest_brokerperf.brokers.provision.cgroups import memory_cap_problem
 from pytest_brokerperf.scenario_library.catchup import broker_disk_reads
 
 pytestmark = pytest.mark.integration

@@ -23,10 +23,10 @@ from typing import Any
 import pytest
 
 from pytest_brokerperf.brokers import create_driver
-from pytest_brokerperf.endpoint import BrokerEndpoint
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 from pytest_brokerperf.engine.coordinator import LoadSession, default_generator_cpus
 from pytest_brokerperf.engine.plan import Rung, RunPlan
-from pytest_brokerperf.workload import Workload
+from pytest_brokerperf.workload.model import Workload
 
 
 @pytest.fixture
@@ -122,7 +122,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def broker(broker_kind):
-    from pytest_brokerperf.endpoint import BrokerEndpoint, LocalProcesses
+    from pytest_brokerperf.brokers.endpoint import BrokerEndpoint, LocalProcesses
     # the module's broker, with its process ids (what the scenario reads /proc of)
     yield BrokerEndpoint(kind="kafka", bootstrap="{bootstrap}", mode="process",
                          local=LocalProcesses(pids=tuple({pids})))

@@ -17,10 +17,10 @@ import sys
 from pathlib import Path
 
 from pytest_brokerperf.brokers.kafka.container import default_images
-from pytest_brokerperf.provision import containers
+from pytest_brokerperf.brokers.provision import containers
 from pytest_brokerperf.testing import PLAIN_SCENARIOS
-from pytest_brokerperf.testing.containers import engine_mark, image_or_skip, leftovers
-from pytest_brokerperf.versions import KAFKA_DEFAULT_VERSION
+from tests.support.containers import engine_mark, image_or_skip, leftovers
+from pytest_brokerperf.brokers.versions import KAFKA_DEFAULT_VERSION
 
 pytestmark = engine_mark()
 REPO = Path(__file__).resolve().parents[2]

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from pytest_brokerperf.brokers.automq_container import AutoMQContainer
-from pytest_brokerperf.provision import containers
-from pytest_brokerperf.testing.containers import (
+from pytest_brokerperf.brokers.provision import containers
+from tests.support.containers import (
     engine_mark,
     image_or_skip,
     leftovers,
@@ -92,7 +92,7 @@ def test_a_store_without_the_nodes_credentials_fails_start_up_with_both_logs(
     """The stand-in checks its buckets with the credentials AutoMQ is given: a store that
     does not accept them stops start-up, and the error carries both containers' logs."""
     from pytest_brokerperf.brokers import automq_container
-    from pytest_brokerperf.errors import ProvisionError
+    from pytest_brokerperf.core.errors import ProvisionError
 
     real_env = automq_container.automq_env
 

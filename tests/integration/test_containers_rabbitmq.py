@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from pytest_brokerperf.brokers.rabbitmq.container import RabbitMQContainerCluster, default_images
-from pytest_brokerperf.endpoint import BrokerEndpoint
-from pytest_brokerperf.errors import ProvisionError
-from pytest_brokerperf.testing.containers import (
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+from pytest_brokerperf.core.errors import ProvisionError
+from tests.support.containers import (
     engine_mark,
     image_or_skip,
     leftovers,
@@ -189,14 +189,14 @@ def test_cleanup_local_removes_what_a_killed_session_and_its_watchdog_left(
     import sys
     import time
 
-    from pytest_brokerperf.provision.watchdog import state_dir
+    from pytest_brokerperf.brokers.provision.watchdog import state_dir
 
     run_id = "it-rmq-killed-twice"
     before = set(state_dir().glob("*.json")) if state_dir().is_dir() else set()
     repo = Path(__file__).resolve().parents[2]
     code = KILLED_CONTAINER_SESSION.replace(
         'print("up", flush=True)',
-        "from pytest_brokerperf.provision import watchdog\n"
+        "from pytest_brokerperf.brokers.provision import watchdog\n"
         "import os, signal\n"
         "os.kill(watchdog._owner.watchdog.pid, signal.SIGKILL)\n"
         "watchdog._owner.watchdog.wait()\n"
@@ -214,7 +214,7 @@ def test_cleanup_local_removes_what_a_killed_session_and_its_watchdog_left(
             proc.stdout.close()
     time.sleep(1)
     assert len(leftovers(run_id)) == 2  # nobody removed them
-    cli = [sys.executable, "-m", "pytest_brokerperf.cli", "cleanup", "--local"]
+    cli = [sys.executable, "-m", "pytest_brokerperf.plugin.cli", "cleanup", "--local"]
     dry = subprocess.run([*cli, "--dry-run"], capture_output=True, text=True, timeout=120,
                          check=True).stdout
     assert f"would remove brokerperf-{run_id}" in dry and len(leftovers(run_id)) == 2

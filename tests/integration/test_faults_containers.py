@@ -16,8 +16,8 @@ import pytest
 
 from pytest_brokerperf.brokers.kafka.container import default_images
 from pytest_brokerperf.testing import PLAIN_SCENARIOS
-from pytest_brokerperf.testing.containers import engine_mark, image_or_skip, leftovers
-from pytest_brokerperf.versions import KAFKA_DEFAULT_VERSION
+from tests.support.containers import engine_mark, image_or_skip, leftovers
+from pytest_brokerperf.brokers.versions import KAFKA_DEFAULT_VERSION
 
 pytestmark = engine_mark()
 REPO = Path(__file__).resolve().parents[2]
@@ -34,7 +34,7 @@ def test_pause_and_restart_a_kafka_container_mid_window(pytester: pytest.Pyteste
         "--brokerperf-fault=pause-broker@3s:2s,restart-broker@3s",
         "--brokerperf-duration=10", "--brokerperf-warmup=15", "-p", "no:cacheprovider",
         "--brokerperf-inconclusive=warn",
-        "-W", "default::pytest_brokerperf.warnings.BrokerPerfWarning",
+        "-W", "default::pytest_brokerperf.core.warnings.BrokerPerfWarning",
         "-p", "no:randomly", "--rootdir", str(pytester.path), "-v", timeout=900)
     run.assert_outcomes(passed=2, warnings=run.parseoutcomes().get("warnings", 0))
     pause, restart = [json.loads(x) for x in (results / "results.jsonl").read_text()

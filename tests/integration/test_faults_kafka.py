@@ -33,7 +33,7 @@ def test_kill_the_leader_of_a_three_node_cluster_at_level_1_loses_nothing(
         # three JVMs on one of two shared cores: the window before the fault may be the
         # machine's (an honest INCONCLUSIVE); delivery is what is under test
         "--brokerperf-inconclusive=warn",
-        "-W", "default::pytest_brokerperf.warnings.BrokerPerfWarning",
+        "-W", "default::pytest_brokerperf.core.warnings.BrokerPerfWarning",
         "-p", "no:randomly", "--rootdir", str(pytester.path), "-v", timeout=900,
     )
     (rec,) = [json.loads(x) for x in (results / "results.jsonl").read_text().splitlines()]

@@ -34,7 +34,7 @@ def test_kill_each_node_at_level_1_clients_fail_over_and_nothing_is_lost(
         "--brokerperf-nodes=3", "--brokerperf-durability=1", f"--brokerperf-fault={faults}",
         f"--brokerperf-results={results}", "--brokerperf-duration=10",
         "--brokerperf-warmup=30", "-p", "no:cacheprovider", "--brokerperf-inconclusive=warn",
-        "-W", "default::pytest_brokerperf.warnings.BrokerPerfWarning",
+        "-W", "default::pytest_brokerperf.core.warnings.BrokerPerfWarning",
         "-p", "no:randomly", "--rootdir", str(pytester.path), "-v", timeout=900,
     )
     recs = [json.loads(x) for x in (results / "results.jsonl").read_text().splitlines()]

@@ -45,9 +45,9 @@ from typing import Any
 
 import pytest
 
-from pytest_brokerperf.endpoint import BrokerEndpoint
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 from pytest_brokerperf.testing.delayproxy import DelayProxy, ProxyStats
-from pytest_brokerperf.verdict import Thresholds, assess, window_steal_share
+from pytest_brokerperf.judge.verdict import Thresholds, assess, window_steal_share
 
 pytestmark = pytest.mark.integration
 
@@ -78,7 +78,7 @@ class Rig:
 def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
     """One broker for every delay: Kafka with a DELAYED listener behind a delay proxy."""
     from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster
-    from pytest_brokerperf.provision.ports import free_port
+    from pytest_brokerperf.brokers.provision.ports import free_port
 
     # tests/integration/conftest.py holds the one-broker-session lock and skips where
     # Kafka cannot be provided.
@@ -105,7 +105,7 @@ def _run_once(rig: Rig, delay_ms: float, index: int,
     from pytest_brokerperf.brokers.kafka.driver import KafkaDriver
     from pytest_brokerperf.engine.coordinator import default_generator_cpus, run_workload
     from pytest_brokerperf.engine.plan import RunPlan
-    from pytest_brokerperf.workload import Workload
+    from pytest_brokerperf.workload.model import Workload
 
     # producerConfig's bootstrap.servers wins over the endpoint's: producers (and only
     # they) bootstrap through the proxy; the broker's metadata then keeps them on it.

@@ -20,11 +20,11 @@ import pytest
 from pytest_brokerperf import brokers
 from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster
 from pytest_brokerperf.brokers.kafka.remote import load_client_config, remote_kafka_endpoint
-from pytest_brokerperf.cli import main as brokerperf_main
-from pytest_brokerperf.config import Settings
-from pytest_brokerperf.errors import ClusterUnreachable
+from pytest_brokerperf.plugin.cli import main as brokerperf_main
+from pytest_brokerperf.config.settings import Settings
+from pytest_brokerperf.core.errors import ClusterUnreachable
 from pytest_brokerperf.testing import PLAIN_SCENARIOS
-from pytest_brokerperf.warmup import warm_broker
+from pytest_brokerperf.plugin.warmup import warm_broker
 
 PASSWORD = f"pw-{secrets.token_hex(12)}"
 ADMIN_PASSWORD = f"adm-{secrets.token_hex(12)}"
@@ -125,7 +125,7 @@ def test_remote_tailread_is_safe_and_never_leaks_the_password(
                       # the generator is not pinned away from this (local) broker's CPU,
                       # so on 2 cores the verdict may honestly be generator-bound.
                       "--brokerperf-inconclusive=warn",
-                      "-W", "default::pytest_brokerperf.warnings.BrokerPerfWarning"),
+                      "-W", "default::pytest_brokerperf.core.warnings.BrokerPerfWarning"),
         "--rootdir", str(pytester.path), timeout=600)
     run.assert_outcomes(passed=1, warnings=run.parseoutcomes().get("warnings", 0))
     run.stdout.fnmatch_lines([

@@ -48,7 +48,7 @@ slos:
         # leave the generator late (an honest generator-bound verdict), so INCONCLUSIVE
         # is a warning here.
         "--brokerperf-inconclusive=warn",
-        "-W", "default::pytest_brokerperf.warnings.BrokerPerfWarning",
+        "-W", "default::pytest_brokerperf.core.warnings.BrokerPerfWarning",
         "-p", "no:randomly", "--rootdir", str(pytester.path), timeout=900,
     )
     run.assert_outcomes(passed=1, warnings=run.parseoutcomes().get("warnings", 0))

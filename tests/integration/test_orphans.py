@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from pytest_brokerperf.brokers.rabbitmq.process import rabbitmq_available
-from pytest_brokerperf.provision import watchdog
-from pytest_brokerperf.provision.ports import LOOPBACK, port_open
+from pytest_brokerperf.brokers.provision import watchdog
+from pytest_brokerperf.brokers.provision.ports import LOOPBACK, port_open
 from pytest_brokerperf.testing import PLAIN_SCENARIOS
 
 pytestmark = pytest.mark.integration
@@ -72,7 +72,7 @@ def test_sigkill_of_pytest_orphans_nothing(kind: str, tmp_path: Path) -> None:
     inner.write_text(textwrap.dedent(f"""
         import json, os, time
         from {module} import {cls} as Cluster
-        from pytest_brokerperf.provision import watchdog
+        from pytest_brokerperf.brokers.provision import watchdog
 
         def test_start_and_hang():
             cluster = Cluster(**{kwargs!r})

@@ -20,7 +20,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from pytest_brokerperf.brokers.kafka.durability import KAFKA_NEVER_FLUSH
 from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster
-from pytest_brokerperf.testing.powercut import powercut_kafka, produce_numbered
+from tests.support.powercut import powercut_kafka, produce_numbered
 
 pytestmark = pytest.mark.integration
 

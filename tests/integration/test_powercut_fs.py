@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_brokerperf.faults.powercut import PowerCutMount, powercut_problem
+from pytest_brokerperf.brokers.provision.powercut import PowerCutMount, powercut_problem
 
 pytestmark = pytest.mark.integration
 
@@ -79,7 +79,7 @@ def test_a_filesystem_whose_server_was_killed_is_unmounted_and_removed(tmp_path:
     SIGKILLed too, and the removal of the scratch directory unmounts what it left."""
     import signal
 
-    from pytest_brokerperf.provision.watchdog import remove_tree
+    from pytest_brokerperf.brokers.provision.watchdog import remove_tree
 
     problem = powercut_problem()
     if problem is not None:
@@ -99,7 +99,7 @@ def test_a_filesystem_whose_server_was_killed_is_unmounted_and_removed(tmp_path:
 def test_a_cluster_s_cut_merges_every_node_and_every_durable_directory(tmp_path: Path) -> None:
     """The shared cut of local clusters (provision/powercut_nodes.py): node 1 with two
     durable directories, node 2 with one; everything killed before any rollback."""
-    from pytest_brokerperf.provision.powercut_nodes import PowerCutNodes
+    from pytest_brokerperf.brokers.provision.powercut_nodes import PowerCutNodes
 
     problem = powercut_problem()
     if problem is not None:

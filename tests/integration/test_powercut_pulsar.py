@@ -22,12 +22,12 @@ import pulsar
 import pytest
 
 from pytest_brokerperf.brokers.pulsar.readback import read_back_pulsar
-from pytest_brokerperf.engine.header import HEADER_SIZE, unpack
+from pytest_brokerperf.core.header import HEADER_SIZE, unpack
 from pytest_brokerperf.faults.injector import FaultInjector
 from pytest_brokerperf.faults.judge import judge_fault
 from pytest_brokerperf.faults.readback import compare
-from pytest_brokerperf.faults.spec import parse_fault
-from pytest_brokerperf.testing.powercut import powercut_pulsar, send_harness_pulsar
+from pytest_brokerperf.config.fault_spec import parse_fault
+from tests.support.powercut import powercut_pulsar, send_harness_pulsar
 from tests.unit.test_faults import _outcome, _Session
 
 pytestmark = pytest.mark.integration

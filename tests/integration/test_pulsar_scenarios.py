@@ -26,9 +26,9 @@ from typing import Any
 import psutil
 import pytest
 
-from pytest_brokerperf.errors import BrokerUnavailable
-from pytest_brokerperf.omb_result import read_omb_result
-from pytest_brokerperf.provision.maven import resolve_pulsar
+from pytest_brokerperf.core.errors import BrokerUnavailable
+from pytest_brokerperf.results.omb import read_omb_result
+from pytest_brokerperf.brokers.provision.maven import resolve_pulsar
 from pytest_brokerperf.testing import PLAIN_SCENARIOS
 
 
@@ -59,7 +59,7 @@ def test_scenarios_end_to_end_through_pytest(
         # turns into a warning so the ladder's own record can be checked
         "--brokerperf-ladder=1k,30k", "--brokerperf-inconclusive=warn",
         "--brokerperf-calibration=refresh",  # never a ceiling cached by an earlier run
-        "-W", "default::pytest_brokerperf.warnings.BrokerPerfWarning",
+        "-W", "default::pytest_brokerperf.core.warnings.BrokerPerfWarning",
         "--rootdir", str(pytester.path), timeout=900,
     )
     # tail-read and throughput pass (INCONCLUSIVE is a warning here); catch-up and mixed

@@ -20,7 +20,7 @@ from pytest_brokerperf.brokers.rabbitmq.process import (
 )
 from pytest_brokerperf.engine.coordinator import default_generator_cpus, run_workload
 from pytest_brokerperf.engine.plan import RunPlan
-from pytest_brokerperf.workload import Workload
+from pytest_brokerperf.workload.model import Workload
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -52,7 +52,7 @@ def test_tailread_and_throughput_on_rabbitmq_and_tansu_through_pytest(
         # turns into a warning so the ladder's own record can be checked
         "--brokerperf-ladder=1k,30k", "--brokerperf-inconclusive=warn",
         "--brokerperf-calibration=refresh",  # never a ceiling cached by an earlier run
-        "-W", "default::pytest_brokerperf.warnings.BrokerPerfWarning",
+        "-W", "default::pytest_brokerperf.core.warnings.BrokerPerfWarning",
         "-p", "no:cacheprovider", "--rootdir", str(pytester.path), timeout=900,
     )
     # tail-read and throughput pass on both (INCONCLUSIVE is a warning here); catch-up ran

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from pytest_brokerperf.endpoint import BrokerEndpoint
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 
 pytest.importorskip("kafka", reason="kafka-python (the reassign extra) is not installed")
 
@@ -38,7 +38,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def broker(broker_kind):
-    from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
     yield BrokerEndpoint(kind="kafka", bootstrap="{bootstrap}", mode="process",
                          nodes=3, info={{"pids": {pids}}})
 """

@@ -42,7 +42,7 @@ class ProxiedKafka:
 @pytest.fixture(scope="module")
 def proxied_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxiedKafka]:
     from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster
-    from pytest_brokerperf.provision.ports import free_port
+    from pytest_brokerperf.brokers.provision.ports import free_port
 
     # tests/integration/conftest.py holds the one-broker-session lock and skips where
     # Kafka cannot be provided.

@@ -26,11 +26,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from pytest_brokerperf.omb_result import read_omb_result
+from pytest_brokerperf.results.omb import read_omb_result
 from pytest_brokerperf.report.render import _ms, _num
 from pytest_brokerperf.report.study_render import fmt
 from pytest_brokerperf.testing import PLAIN_SCENARIOS
-from pytest_brokerperf.testing.chromium import (
+from tests.support.chromium import (
     check_page,
     external_urls,
     require_chromium,
@@ -63,7 +63,7 @@ def test_tailread_on_kafka_to_html_report_in_chromium(
         f"--brokerperf-results={results}", f"--junitxml={junit}", "--brokerperf-warmup=5",
         "--brokerperf-duration=6", "--brokerperf-rate=2000", "--brokerperf-calibration=off",
         "--brokerperf-inconclusive=warn", "-p", "no:cacheprovider",
-        "-W", "default::pytest_brokerperf.warnings.BrokerPerfWarning",
+        "-W", "default::pytest_brokerperf.core.warnings.BrokerPerfWarning",
         "--rootdir", str(pytester.path), timeout=600)
     lines = (results / "results.jsonl").read_text().splitlines()
     assert len(lines) == 2, run.stdout.str()
@@ -102,7 +102,7 @@ def test_tailread_on_kafka_to_html_report_in_chromium(
 
     html, md = pytester.path / "out" / "report.html", pytester.path / "out" / "summary.md"
     report = subprocess.run(
-        [sys.executable, "-c", "import sys; from pytest_brokerperf.cli import main; "
+        [sys.executable, "-c", "import sys; from pytest_brokerperf.plugin.cli import main; "
          "sys.exit(main())", "report", str(results), "--html", str(html), "--markdown",
          str(md), "--studies"], capture_output=True, text=True, timeout=600, check=False)
     assert report.returncode == 0, report.stderr

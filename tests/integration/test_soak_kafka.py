@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from pytest_brokerperf.endpoint import BrokerEndpoint
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 from pytest_brokerperf.testing import skip_if_host_noise
 
 
@@ -32,7 +32,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def broker(broker_kind):
-    from pytest_brokerperf.endpoint import BrokerEndpoint, LocalProcesses
+    from pytest_brokerperf.brokers.endpoint import BrokerEndpoint, LocalProcesses
     yield BrokerEndpoint(kind="kafka", bootstrap="{bootstrap}", mode="process",
                          local=LocalProcesses(pids=tuple({pids})))
 """

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pytest_brokerperf.provision.maven import cache_root
+from pytest_brokerperf.brokers.provision.maven import cache_root
 from pytest_brokerperf.testing import PLAIN_SCENARIOS, skip_if_host_noise
 
 #: The real cache (Kafka jars, calibration): pytester points HOME at a temporary directory.
@@ -34,7 +34,7 @@ def test_smoke_ladder_on_kafka_brackets_a_limit(pytester: pytest.Pytester,
         f"--brokerperf-results={results}", "--brokerperf-profile=smoke",
         "--brokerperf-calibration=refresh",  # never a ceiling cached by an earlier run
         "--brokerperf-inconclusive=warn", "-W",
-        "default::pytest_brokerperf.warnings.BrokerPerfWarning", "-p", "no:cacheprovider",
+        "default::pytest_brokerperf.core.warnings.BrokerPerfWarning", "-p", "no:cacheprovider",
         "--rootdir", str(pytester.path), timeout=1200,
     )
     run.assert_outcomes(passed=1, warnings=run.parseoutcomes().get("warnings", 0))

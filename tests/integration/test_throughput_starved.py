@@ -18,9 +18,9 @@ import time
 from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
 from pytest_brokerperf.engine.coordinator import run_rates
 from pytest_brokerperf.engine.plan import Rung, RunOutcome, RunPlan
-from pytest_brokerperf.ladder import BROKER, GENERATOR, HOST, LadderPolicy
+from pytest_brokerperf.judge.ladder import BROKER, GENERATOR, HOST, LadderPolicy
 from pytest_brokerperf.scenario_library.throughput_judge import judge
-from pytest_brokerperf.workload import Workload
+from pytest_brokerperf.workload.model import Workload
 
 
 def _ladder(rates: list[float], cpu: int):

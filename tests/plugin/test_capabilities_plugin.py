@@ -100,7 +100,7 @@ RESOLVED_ONCE = """
 import pytest
 from pytest_brokerperf import brokers
 from pytest_brokerperf.brokers.loopback import LoopbackBroker
-from pytest_brokerperf.endpoint import BrokerEndpoint
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 
 MADE = []
 

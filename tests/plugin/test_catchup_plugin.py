@@ -51,7 +51,7 @@ def test_catchup_record_and_figures(suite):
     # the record is under test, not this busy machine's schedule: a tail-read window the
     # generator could not keep (INCONCLUSIVE) is a warning here
     suite.makeini("[pytest]\nfilterwarnings =\n    error\n"
-                  "    default::pytest_brokerperf.warnings.BrokerPerfWarning\n")
+                  "    default::pytest_brokerperf.core.warnings.BrokerPerfWarning\n")
     result = _run(suite, "-m", "catchup", "--brokerperf-inconclusive=warn")
     result.assert_outcomes(passed=1, warnings=result.parseoutcomes().get("warnings", 0))
     result.stdout.fnmatch_lines(["*catchup: backlog*built in*draining*",

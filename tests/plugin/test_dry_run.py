@@ -154,8 +154,8 @@ def test_a_refused_client_config_never_shows_its_password(suite: pytest.Pytester
 
 
 def test_client_configs_mask_secrets_in_their_repr() -> None:
-    from pytest_brokerperf.endpoint import BrokerEndpoint
-    from pytest_brokerperf.redaction import SecretDict
+    from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+    from pytest_brokerperf.core.redaction import SecretDict
 
     conf = SecretDict({"sasl.password": "TOPSECRET", "sasl.username": "u", "acks": "all"})
     assert "TOPSECRET" not in repr(conf) and "TOPSECRET" not in str(conf)

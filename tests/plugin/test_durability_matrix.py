@@ -146,9 +146,9 @@ def test_a(broker):
 FAKE_PROVISION = """
 import json, os
 import pytest
-from pytest_brokerperf import broker_session
+from pytest_brokerperf.plugin import broker_session
 from pytest_brokerperf.brokers.base import ManagedBroker
-from pytest_brokerperf.endpoint import BrokerEndpoint
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 
 LOG = os.environ["BROKER_LOG"]
 
@@ -178,7 +178,7 @@ def fake_start(kind, settings, workdir, durability=None):
 def _fake(request):
     mp = pytest.MonkeyPatch()
     mp.setattr(broker_session, "start_broker", fake_start)
-    mp.setattr("pytest_brokerperf.warmup.warm_broker", lambda ep, s: {"fake": True})
+    mp.setattr("pytest_brokerperf.plugin.warmup.warm_broker", lambda ep, s: {"fake": True})
     mp.setattr("pytest_brokerperf.metrics.sysstats.fsync_probe", lambda p: {"fake": True})
     yield
     mp.undo()

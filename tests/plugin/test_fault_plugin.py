@@ -16,9 +16,9 @@ import pytest
 CONFTEST = """
 import sys
 import pytest
-from pytest_brokerperf.endpoint import BrokerEndpoint
-from pytest_brokerperf.faults.control import register_control, unregister_control
-from pytest_brokerperf.provision.lifecycle import LocalNode, ProcessCluster
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+from pytest_brokerperf.brokers.node_control import register_control, unregister_control
+from pytest_brokerperf.brokers.provision.lifecycle import LocalNode, ProcessCluster
 
 
 class Sleepers(ProcessCluster):
@@ -70,7 +70,7 @@ FAST = [
 #: this 2-core host may make it inconclusive, which these tests (about the fault's
 #: mechanics, not the verdict) let pass with a warning.
 HOST_MAY_JUDGE = ["--brokerperf-inconclusive=warn",
-                  "-W", "default::pytest_brokerperf.warnings.BrokerPerfWarning"]
+                  "-W", "default::pytest_brokerperf.core.warnings.BrokerPerfWarning"]
 
 
 def _records(root: Path) -> list[dict]:
@@ -132,7 +132,7 @@ def test_a_broker_without_node_control_skips_with_the_reason(
         pytester: pytest.Pytester) -> None:
     pytester.makeconftest("""
 import pytest
-from pytest_brokerperf.endpoint import BrokerEndpoint
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 
 @pytest.fixture(scope="session")
 def broker(broker_kind):
@@ -184,7 +184,7 @@ def test_tail(brokerperf):
 DEATH_BODY = """
 import os, signal, threading
 from pytest_brokerperf import TailRead
-from pytest_brokerperf.faults.control import control_for
+from pytest_brokerperf.brokers.node_control import control_for
 
 def test_tail(brokerperf, broker):
     pid = control_for(broker).node_pid(2)

@@ -30,7 +30,7 @@ CONFTEST = """
 from pathlib import Path
 
 import pytest
-from pytest_brokerperf.endpoint import BrokerEndpoint
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 
 @pytest.fixture(scope="session")
 def broker(broker_kind, brokerperf_settings):

@@ -15,7 +15,7 @@ import pytest
 CONFTEST = """
 import itertools, os, time
 import pytest
-from pytest_brokerperf.endpoint import BrokerEndpoint
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 from pytest_brokerperf.metrics import sysstats
 
 _calls = itertools.count(1)
@@ -45,7 +45,7 @@ def test_tail(brokerperf):
 
 LADDER = """
 import pytest
-from pytest_brokerperf.ladder import LadderPolicy
+from pytest_brokerperf.judge.ladder import LadderPolicy
 from pytest_brokerperf import Throughput
 
 @pytest.mark.throughput

@@ -30,7 +30,7 @@ import signal
 from pathlib import Path
 
 import pytest
-from pytest_brokerperf.endpoint import BrokerEndpoint
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 
 signal.signal(signal.SIGINT, signal.default_int_handler)
 

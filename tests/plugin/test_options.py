@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from pytest_brokerperf.config import OPTIONS, PROFILES
-from pytest_brokerperf.summary import SummaryRow, format_progress_line, format_table
+from pytest_brokerperf.config.settings import OPTIONS, PROFILES
+from pytest_brokerperf.plugin.summary import SummaryRow, format_progress_line, format_table
 
 HEAVY = (
     "confluent_kafka", "numpy", "hdrh", "pyspark", "testcontainers", "yaml", "pulsar", "pika",
@@ -423,8 +423,8 @@ def test_progress_line() -> None:
 
 SUMMARY_CONFTEST = """
 import pytest
-from pytest_brokerperf._stash import SUMMARY_ROWS_KEY
-from pytest_brokerperf.summary import SummaryRow
+from pytest_brokerperf.plugin.stash import SUMMARY_ROWS_KEY
+from pytest_brokerperf.plugin.summary import SummaryRow
 
 @pytest.fixture
 def add_row(request):
@@ -439,7 +439,7 @@ def test_terminal_summary_section(pytester: pytest.Pytester,
     monkeypatch.setenv("COLUMNS", "200")  # the full layout (narrower: test_summary_width.py)
     pytester.makeconftest(SUMMARY_CONFTEST)
     pytester.makepyfile("""
-        from pytest_brokerperf.summary import SummaryRow
+        from pytest_brokerperf.plugin.summary import SummaryRow
 
         def test_a(add_row):
             add_row(SummaryRow("t.py::test_a[kafka]", "kafka", "tailread", "p=1", 1000.0,

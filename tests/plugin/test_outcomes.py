@@ -123,7 +123,7 @@ def test_overdriven(brokerperf):
     brokerperf.run(TailRead(message_size=128))
 """, "--brokerperf-rate=400000", "--brokerperf-max-steal=100", "--brokerperf-inconclusive=warn",
                   "-W",
-                  "default::pytest_brokerperf.warnings.BrokerPerfWarning")
+                  "default::pytest_brokerperf.core.warnings.BrokerPerfWarning")
     result.assert_outcomes(passed=1, warnings=1)
     result.stdout.fnmatch_lines(["*BrokerPerfWarning: INCONCLUSIVE:*"])
 

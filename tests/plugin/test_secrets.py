@@ -115,8 +115,8 @@ def test_pulsar_auth_params_stay_hidden(pytester: pytest.Pytester) -> None:
 
 
 def test_a_secret_is_masked_in_repr_str_format_and_settings() -> None:
-    from pytest_brokerperf.config import Settings
-    from pytest_brokerperf.redaction import Secret
+    from pytest_brokerperf.config.settings import Settings
+    from pytest_brokerperf.core.redaction import Secret
 
     s = Secret("amqp://u:RabbitPw-2@h:5672/vh")
     assert s.reveal() == "amqp://u:RabbitPw-2@h:5672/vh"

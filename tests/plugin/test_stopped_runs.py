@@ -85,7 +85,7 @@ LADDER = HOOKS + """
 import dataclasses
 import pytest
 from pytest_brokerperf import Throughput
-from pytest_brokerperf.ladder import LadderPolicy
+from pytest_brokerperf.judge.ladder import LadderPolicy
 from pytest_brokerperf.scenario_library import throughput_run
 
 _judge = throughput_run.judge
@@ -216,9 +216,9 @@ def test_rate_discovery_stopped_by_sigterm_keeps_its_controller_steps(
 DEATH_CONFTEST = """
 import sys
 import pytest
-from pytest_brokerperf.endpoint import BrokerEndpoint
-from pytest_brokerperf.faults.control import register_control, unregister_control
-from pytest_brokerperf.provision.lifecycle import LocalNode, ProcessCluster
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+from pytest_brokerperf.brokers.node_control import register_control, unregister_control
+from pytest_brokerperf.brokers.provision.lifecycle import LocalNode, ProcessCluster
 
 
 class Sleepers(ProcessCluster):
@@ -248,7 +248,7 @@ def broker(broker_kind, tmp_path_factory):
 DEATH = HOOKS + """
 import pytest
 from pytest_brokerperf import CatchUp
-from pytest_brokerperf.faults.control import control_for
+from pytest_brokerperf.brokers.node_control import control_for
 
 @pytest.mark.catchup
 def test_cu(brokerperf, broker):

@@ -9,7 +9,7 @@ SUITE = Path(__file__).resolve().parents[2] / "scenarios"
 
 CONFTEST = """
 import pytest
-from pytest_brokerperf.endpoint import BrokerEndpoint
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 
 STARTED = []
 
@@ -174,7 +174,7 @@ def test_the_record_cites_the_study_and_every_deviation(pytester):
     # the page cache "dropped" into a file of the test's (never the host's)
     pytester.makeconftest(CONFTEST + """
 from pathlib import Path
-from pytest_brokerperf import study_cases
+from pytest_brokerperf.scenario_library import study_cases
 study_cases.DROP_CACHES = Path(__file__).parent / "drop_caches"
 """)
     pytester.makepyfile(test_cases=NOTED_BODY)

@@ -22,7 +22,7 @@ FAST = [
 
 BODY = """
 import pytest
-from pytest_brokerperf.ladder import LadderPolicy
+from pytest_brokerperf.judge.ladder import LadderPolicy
 from pytest_brokerperf import Throughput
 
 @pytest.mark.throughput
@@ -123,7 +123,7 @@ def test_omb_rate_discovery_is_labelled(suite):
     # checks the labelling, with INCONCLUSIVE turned into a warning.
     result = _run(suite, BODY, "--brokerperf-rate-discovery", "--brokerperf-duration=4",
                   "--brokerperf-warmup=0", "--brokerperf-inconclusive=warn",
-                  "-W", "default::pytest_brokerperf.warnings.BrokerPerfWarning")
+                  "-W", "default::pytest_brokerperf.core.warnings.BrokerPerfWarning")
     result.assert_outcomes(passed=1, warnings=result.parseoutcomes().get("warnings", 0))
     result.stdout.fnmatch_lines(["*throughput omb-rate-discovery: start 10,000 msg/s*",
                                  "*throughput[[]omb-rate-discovery[]]*"])
@@ -148,9 +148,9 @@ def test_bad_ladder_is_a_usage_error(pytester):
 
 SIZED = """
 import pytest
-from pytest_brokerperf.ladder import LadderPolicy
+from pytest_brokerperf.judge.ladder import LadderPolicy
 from pytest_brokerperf import Throughput
-from pytest_brokerperf.workload import Workload
+from pytest_brokerperf.workload.model import Workload
 
 WL = Workload(name="sized", topics=2, partitions_per_topic=1, message_size=256,
               subscriptions_per_topic=1, producers_per_topic=1, consumer_per_subscription=1,
@@ -169,7 +169,7 @@ def test_workers_are_sized_from_the_calibrated_ceiling_and_the_cpus(suite, monke
     import os
 
     from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
-    from pytest_brokerperf.calibration import Ceiling, calibration_key, store
+    from pytest_brokerperf.judge.calibration import Ceiling, calibration_key, store
 
     key = calibration_key(LoopbackDriver(partitions=1), broker_version="in-process",
                           message_size=256, partitions=1, generator_cpus=None)

@@ -13,8 +13,8 @@ import pytest
 CONFTEST = """
 import itertools, os
 import pytest
-from pytest_brokerperf import verdict
-from pytest_brokerperf.endpoint import BrokerEndpoint
+from pytest_brokerperf.judge import verdict
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 
 _real = verdict.assess
 _calls = itertools.count(1)

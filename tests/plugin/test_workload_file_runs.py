@@ -14,7 +14,7 @@ SUITE = Path(__file__).resolve().parents[2] / "scenarios"
 
 CONFTEST = """
 import pytest
-from pytest_brokerperf.endpoint import BrokerEndpoint
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 
 @pytest.fixture(scope="session")
 def broker(broker_kind):

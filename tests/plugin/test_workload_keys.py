@@ -90,7 +90,7 @@ def test_lenient_runs_and_records_the_ignored_keys(suite):
     # host's INCONCLUSIVE stays a warning here
     result = _run(suite, WORKLOAD + "someNewerOmbKey: 7\n", "--brokerperf-lenient",
                   "--brokerperf-inconclusive=warn",
-                  "-W", "default::pytest_brokerperf.warnings.BrokerPerfWarning")
+                  "-W", "default::pytest_brokerperf.core.warnings.BrokerPerfWarning")
     records = _records(suite)
     result.assert_outcomes(passed=1, warnings=result.parseoutcomes().get("warnings", 0))
     result.stdout.fnmatch_lines(["*someNewerOmbKey = 7: unknown workload key*ignored "

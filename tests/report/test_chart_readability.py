@@ -19,7 +19,7 @@ from pytest_brokerperf.report.charts import (
     time_chart,
 )
 from pytest_brokerperf.report.render import html_page
-from pytest_brokerperf.testing.records import record_with_timeline, report_of_records
+from tests.support.records import record_with_timeline, report_of_records
 
 pytest.importorskip("matplotlib", reason="the report extra (matplotlib) is not installed")
 

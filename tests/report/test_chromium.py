@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 from pytest_brokerperf.report.render import html_page
-from pytest_brokerperf.testing.chromium import (
+from tests.support.chromium import (
     check_page,
     external_urls,
     require_chromium,
     series_pixels,
 )
-from pytest_brokerperf.testing.records import (
+from tests.support.records import (
     record_with_timeline,
     report_of_records,
     slowed_record,

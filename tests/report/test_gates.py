@@ -10,7 +10,7 @@ from fractions import Fraction
 
 import pytest
 
-from pytest_brokerperf.errors import ConfigError
+from pytest_brokerperf.core.errors import ConfigError
 from pytest_brokerperf.report.gates import (
     MIN_BASELINE_RUNS,
     evaluate,

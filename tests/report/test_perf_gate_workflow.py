@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from pytest_brokerperf.report.history import history_runs
-from pytest_brokerperf.testing.records import SyntheticRun, synthetic_record, write_jsonl
+from tests.support.records import SyntheticRun, synthetic_record, write_jsonl
 
 REPO = Path(__file__).resolve().parents[2]
 WORKFLOW = REPO / "ci" / "github" / "perf-gate.yml"

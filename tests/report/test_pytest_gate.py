@@ -18,13 +18,13 @@ from pytest_brokerperf.metrics.sysstats import _cpu_model
 from pytest_brokerperf.report.model import machine_label
 from pytest_brokerperf.report.storage import machine_key
 from pytest_brokerperf.testing import skip_if_host_noise
-from pytest_brokerperf.testing.records import SyntheticRun, synthetic_record, write_jsonl
+from tests.support.records import SyntheticRun, synthetic_record, write_jsonl
 
 pytest.importorskip("pyspark", reason="the report extra (pyspark) is not installed")
 
 CONFTEST = """
 import pytest
-from pytest_brokerperf.endpoint import BrokerEndpoint
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 
 @pytest.fixture(scope="session")
 def broker(broker_kind):

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_brokerperf.testing.records import SyntheticRun, synthetic_record, write_jsonl
+from tests.support.records import SyntheticRun, synthetic_record, write_jsonl
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 def _report(args: list[str], tmp: Path, pythonpath: list[Path]) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "TMPDIR": str(tmp),
            "PYTHONPATH": os.pathsep.join([*map(str, pythonpath), str(REPO)])}
-    return subprocess.run([sys.executable, "-m", "pytest_brokerperf.cli", "report", *args],
+    return subprocess.run([sys.executable, "-m", "pytest_brokerperf.plugin.cli", "report", *args],
                           env=env, cwd=tmp, capture_output=True, text=True, timeout=600,
                           check=False)
 

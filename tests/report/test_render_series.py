@@ -23,7 +23,7 @@ from pytest_brokerperf.report.series import (
     pick_series,
     series_from_record,
 )
-from pytest_brokerperf.testing.records import (
+from tests.support.records import (
     record_with_timeline,
     report_of_records,
     write_jsonl,

@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_brokerperf.cli import main as cli_main
+from pytest_brokerperf.plugin.cli import main as cli_main
 from pytest_brokerperf.report.command import ReportOptions, run
-from pytest_brokerperf.testing.records import SyntheticRun, synthetic_record, write_jsonl
+from tests.support.records import SyntheticRun, synthetic_record, write_jsonl
 
 BROKERS = {"kafka": 2000.0, "pulsar": 3000.0}  # e2e scale, µs
 RATES = (1000.0, 2000.0)

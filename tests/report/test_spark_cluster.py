@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from pytest_brokerperf.report import spark as job
-from pytest_brokerperf.testing.records import SyntheticRun, synthetic_record, write_jsonl
+from tests.support.records import SyntheticRun, synthetic_record, write_jsonl
 
 CLUSTER_JOB = """
 import json, sys

@@ -16,7 +16,7 @@ from pytest_brokerperf.metrics.hdr_layout import (
     value_at_index,
 )
 from pytest_brokerperf.report.model import PERCENTILE_NAMES, ReportInputError, cell_key_of
-from pytest_brokerperf.testing.records import SyntheticRun, synthetic_record, write_jsonl
+from tests.support.records import SyntheticRun, synthetic_record, write_jsonl
 
 pytest.importorskip("pyspark", reason="the report extra (pyspark) is not installed")
 
@@ -181,7 +181,7 @@ def test_failed_and_interrupted_runs_are_never_counted_as_valid_figures(
     """A stopped run's record holds the figures of the periods before the stop; even
     with a ``valid`` verdict (written by hand, or by an older writer) it is left out."""
     from pytest_brokerperf.report.model import record_status
-    from pytest_brokerperf.report.session import cell_of_record
+    from pytest_brokerperf.plugin.gate_session import cell_of_record
 
     s = {"e2e_response": np.arange(1, 2001, dtype=np.int64)}
     done = synthetic_record(SyntheticRun(test_id="a", ack_rate=1000.0), s)

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_brokerperf.errors import ConfigError
+from pytest_brokerperf.core.errors import ConfigError
 from pytest_brokerperf.report import spark as job
 from pytest_brokerperf.report.command import EXIT_OK, EXIT_USAGE, main
 from pytest_brokerperf.report.gates import same_environment
@@ -22,7 +22,7 @@ from pytest_brokerperf.report.storage import (
     save_run,
     stored_runs,
 )
-from pytest_brokerperf.testing.records import SyntheticRun, synthetic_record, write_jsonl
+from tests.support.records import SyntheticRun, synthetic_record, write_jsonl
 
 LAT = {"e2e_response": np.arange(1, 3001, dtype=np.int64)}
 

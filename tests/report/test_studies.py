@@ -17,7 +17,7 @@ from pytest_brokerperf.report.command import EXIT_OK, EXIT_USAGE, ReportOptions,
 from pytest_brokerperf.report.model import CellKey, CellStats, Figures, LatencyStats, RateStats
 from pytest_brokerperf.report.studies import RunSetup, StudyFacts, study_sections
 from pytest_brokerperf.report.study_render import studies_html, studies_markdown
-from pytest_brokerperf.testing.records import SyntheticRun, synthetic_record, write_jsonl
+from tests.support.records import SyntheticRun, synthetic_record, write_jsonl
 
 pytest.importorskip("matplotlib", reason="the report extra (matplotlib) is not installed")
 
@@ -183,7 +183,7 @@ def test_automqs_reassignment_timeline_is_drawn_from_the_runs_series() -> None:
     from dataclasses import replace
 
     from pytest_brokerperf.report.series import RunSeries
-    from pytest_brokerperf.testing.records import synthetic_timeline
+    from tests.support.records import synthetic_timeline
 
     key, stats, facts = _cell("kafka", "p1-4KiB-r10.24k-throttle100MiB-after600s-bg-p4-r2.56k",
                               "section 3.3", "reassign", None)

@@ -5,9 +5,9 @@ unchanged. Without it the engine uses the header's send time, as before."""
 
 from __future__ import annotations
 
-from pytest_brokerperf.engine import header
+from pytest_brokerperf.core import header
 from pytest_brokerperf.engine.worker import Worker
-from pytest_brokerperf.testing.engine import publish_side
+from tests.support.engine import publish_side
 
 MS = 1_000_000
 

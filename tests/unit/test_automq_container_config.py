@@ -20,7 +20,7 @@ from pytest_brokerperf.brokers.automq_container import (
     object_store_images,
     start_command,
 )
-from pytest_brokerperf.errors import BrokerUnavailable, ConfigError
+from pytest_brokerperf.core.errors import BrokerUnavailable, ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
 STANDIN = REPO / "ci" / "images" / "automq-standin"
@@ -97,8 +97,8 @@ def test_the_environment_carries_credentials_heap_and_cluster_id() -> None:
 def test_the_plans_pair_the_node_with_its_object_store(tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """Node first (faults act on node 1), the store with the credentials AutoMQ gets."""
-    from pytest_brokerperf.provision import containers
-    from pytest_brokerperf.provision.containers import ImageInfo
+    from pytest_brokerperf.brokers.provision import containers
+    from pytest_brokerperf.brokers.provision.containers import ImageInfo
 
     class _Client:
         def close(self) -> None: ...
@@ -162,7 +162,7 @@ def test_the_stand_in_refuses_without_credentials_or_buckets() -> None:
 
 def test_three_nodes_are_refused_with_the_remote_way_out(tmp_path: Path) -> None:
     from pytest_brokerperf.brokers.automq import AutoMQBroker
-    from pytest_brokerperf.config import Settings
+    from pytest_brokerperf.config.settings import Settings
 
     settings = Settings.resolve({"brokerperf_nodes": 3, "brokerperf_broker": "automq"}, {}, {})
     with pytest.raises(BrokerUnavailable, match="one AutoMQ node in this version, not 3"):
@@ -181,7 +181,7 @@ def test_durability_levels_are_refused_in_container_mode_as_in_remote_mode() -> 
 
 
 def test_the_image_flag_names_the_object_store_as_minio() -> None:
-    from pytest_brokerperf.config import Settings
+    from pytest_brokerperf.config.settings import Settings
 
     settings = Settings.resolve({"brokerperf_image": "automq=a/b:1,minio=my/store:2"}, {}, {})
     assert settings.image_for("automq") == "a/b:1"

@@ -18,7 +18,7 @@ import pytest
 
 from pytest_brokerperf.brokers.driver import batch_ack
 from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
-from pytest_brokerperf.engine import header
+from pytest_brokerperf.core import header
 from pytest_brokerperf.engine.delivery import AckLedger, ReceiveLedger
 from pytest_brokerperf.engine.pacing import Schedule
 from pytest_brokerperf.engine.worker import (
@@ -27,7 +27,7 @@ from pytest_brokerperf.engine.worker import (
     WorkerAssignment,
     _Counters,
 )
-from pytest_brokerperf.testing.engine import publish_side
+from tests.support.engine import publish_side
 
 MS = 1_000_000
 
@@ -304,7 +304,7 @@ def test_the_pacer_sends_due_messages_in_batches() -> None:
 def test_loopback_topics_stay_whole_in_one_worker() -> None:
     from pytest_brokerperf.engine.plan import RunPlan
     from pytest_brokerperf.engine.workers import assign_topics
-    from pytest_brokerperf.workload import Workload
+    from pytest_brokerperf.workload.model import Workload
 
     wl = Workload(name="w", topics=4, partitions_per_topic=1, message_size=64,
                   subscriptions_per_topic=2, producers_per_topic=2,
@@ -324,7 +324,7 @@ def test_loopback_topics_stay_whole_in_one_worker() -> None:
 def test_two_loopback_workers_deliver_everything() -> None:
     from pytest_brokerperf.engine.coordinator import run_workload
     from pytest_brokerperf.engine.plan import RunPlan
-    from pytest_brokerperf.workload import Workload
+    from pytest_brokerperf.workload.model import Workload
 
     wl = Workload(name="w2", topics=2, partitions_per_topic=2, message_size=256,
                   subscriptions_per_topic=1, producers_per_topic=1,

@@ -1,7 +1,7 @@
 """A local broker process that dies during a run stops the run at once, named.
 
 The loopback driver stands in for the broker's clients and a watched ``sh`` process
-for the broker (as :class:`~pytest_brokerperf.provision.lifecycle.ProcessCluster`
+for the broker (as :class:`~pytest_brokerperf.brokers.provision.lifecycle.ProcessCluster`
 marks its nodes); it is killed with SIGKILL in the middle of a 60 s measured window.
 """
 
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_brokerperf.errors import BrokerDied
-from pytest_brokerperf.provision.process import ManagedProcess, check_watched
-from pytest_brokerperf.testing.engine import death_mid_run
+from pytest_brokerperf.core.errors import BrokerDied
+from pytest_brokerperf.brokers.provision.process import ManagedProcess, check_watched
+from tests.support.engine import death_mid_run
 
 
 def _broker(tmp_path: Path) -> ManagedProcess:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from pytest_brokerperf import brokers
-from pytest_brokerperf.config import Settings
-from pytest_brokerperf.errors import ConfigError
+from pytest_brokerperf.config.settings import Settings
+from pytest_brokerperf.core.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 

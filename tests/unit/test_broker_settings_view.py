@@ -7,14 +7,14 @@ import ast
 from pathlib import Path
 
 from pytest_brokerperf.brokers.base import BrokerSettings
-from pytest_brokerperf.config import Settings
+from pytest_brokerperf.config.settings import Settings
 
 BROKERS = Path(__file__).resolve().parents[2] / "pytest_brokerperf" / "brokers"
 
 #: the layers above brokers/ (docs/explanation/architecture.md)
-FORBIDDEN = ("pytest_brokerperf.config", "pytest_brokerperf.scenario_library",
-             "pytest_brokerperf.report", "pytest_brokerperf.options",
-             "pytest_brokerperf.option_parsers")
+FORBIDDEN = ("pytest_brokerperf.config.settings", "pytest_brokerperf.scenario_library",
+             "pytest_brokerperf.report", "pytest_brokerperf.config.options",
+             "pytest_brokerperf.config.parsers")
 
 
 def _imports(path: Path) -> list[tuple[int, str]]:

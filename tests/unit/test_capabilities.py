@@ -10,7 +10,7 @@ import pytest
 
 from pytest_brokerperf import brokers
 from pytest_brokerperf.brokers.capabilities import CAPABILITY_NAMES, Capabilities
-from pytest_brokerperf.errors import BrokerUnavailable
+from pytest_brokerperf.core.errors import BrokerUnavailable
 from pytest_brokerperf.scenario_library import SCENARIOS, Mixed, Reassign, capability_refusal
 
 PACKAGE = Path(__file__).resolve().parents[2] / "pytest_brokerperf"

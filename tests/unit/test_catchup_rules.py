@@ -15,8 +15,8 @@ import pytest
 
 from pytest_brokerperf.brokers.driver import BrokerBacklog, consumer_pause
 from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
-from pytest_brokerperf.config import Settings
-from pytest_brokerperf.endpoint import BrokerEndpoint
+from pytest_brokerperf.config.settings import Settings
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 from pytest_brokerperf.engine.coordinator import LoadSession
 from pytest_brokerperf.engine.plan import PhaseRun, Rung, RunPlan
 from pytest_brokerperf.metrics.histogram import LatencyHistogram
@@ -30,8 +30,8 @@ from pytest_brokerperf.scenario_library.catchup import (
 )
 from pytest_brokerperf.scenario_library.tailread import TailRead
 from pytest_brokerperf.scenario_library.throughput import Throughput
-from pytest_brokerperf.slo import SLO, evaluate
-from pytest_brokerperf.workload import Workload
+from pytest_brokerperf.judge.slo import SLO, evaluate
+from pytest_brokerperf.workload.model import Workload
 
 GIB = 1024**3
 EP = BrokerEndpoint(kind="kafka", bootstrap="localhost:9092", mode="process")
@@ -271,7 +271,7 @@ def test_a_drain_is_hot_cold_or_mixed_by_what_the_broker_read_from_storage() -> 
 def test_disk_reads_are_read_only_for_local_brokers() -> None:
     import os
 
-    from pytest_brokerperf.endpoint import BrokerEndpoint, LocalProcesses
+    from pytest_brokerperf.brokers.endpoint import BrokerEndpoint, LocalProcesses
     from pytest_brokerperf.scenario_library.catchup import broker_disk_reads
 
     mine = LocalProcesses(pids=(os.getpid(),))

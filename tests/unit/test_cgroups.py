@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from pytest_brokerperf import brokers
-from pytest_brokerperf.config import Settings
-from pytest_brokerperf.errors import BrokerUnavailable, ConfigError
-from pytest_brokerperf.preflight import preflight_problems
-from pytest_brokerperf.provision.cgroups import (
+from pytest_brokerperf.config.settings import Settings
+from pytest_brokerperf.core.errors import BrokerUnavailable, ConfigError
+from pytest_brokerperf.plugin.preflight import preflight_problems
+from pytest_brokerperf.brokers.provision.cgroups import (
     MemoryCgroup,
     MemoryHierarchy,
     check_memory_limit,
@@ -22,7 +22,7 @@ from pytest_brokerperf.provision.cgroups import (
     join_argv,
     memory_cap_problem,
 )
-from pytest_brokerperf.provision.process import ManagedProcess, _oom_note
+from pytest_brokerperf.brokers.provision.process import ManagedProcess, _oom_note
 from pytest_brokerperf.scenario_library.catchup import memory_available
 
 MIB = 1024 * 1024

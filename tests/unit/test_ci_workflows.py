@@ -26,8 +26,8 @@ def test_the_official_images_workflow_runs_every_container_test_file() -> None:
     from pytest_brokerperf.brokers.pulsar.container import default_images as pulsar_images
     from pytest_brokerperf.brokers.rabbitmq.container import default_images as rmq_images
     from pytest_brokerperf.brokers.redpanda_container import default_images as rp_images
-    from pytest_brokerperf.provision.maven import PULSAR_DEFAULT_VERSION
-    from pytest_brokerperf.versions import KAFKA_DEFAULT_VERSION
+    from pytest_brokerperf.brokers.provision.maven import PULSAR_DEFAULT_VERSION
+    from pytest_brokerperf.brokers.versions import KAFKA_DEFAULT_VERSION
 
     assert env["KAFKA_IMAGE"] == kafka_images(KAFKA_DEFAULT_VERSION)[1]
     assert env["RABBITMQ_IMAGE"] == rmq_images()[1]

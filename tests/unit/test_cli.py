@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from pytest_brokerperf import cli
+from pytest_brokerperf.plugin import cli
 
 
 def test_help_lists_commands(capsys):
@@ -37,7 +37,7 @@ def test_fetch_reports_unavailable_maven_clearly(monkeypatch, tmp_path, capsys):
 
 
 def test_console_script_entry_point_is_installed():
-    out = subprocess.run([sys.executable, "-m", "pytest_brokerperf.cli", "--help"],
+    out = subprocess.run([sys.executable, "-m", "pytest_brokerperf.plugin.cli", "--help"],
                          capture_output=True, text=True, check=False)
     assert out.returncode == 0 and "brokerperf" in out.stdout
 
@@ -45,7 +45,7 @@ def test_console_script_entry_point_is_installed():
 # ------------------------------------------------------------------ smoke and run (issue 23)
 
 def _brokerperf(args, cwd):
-    return subprocess.run([sys.executable, "-m", "pytest_brokerperf.cli", *args], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "pytest_brokerperf.plugin.cli", *args], cwd=cwd,
                           capture_output=True, text=True, check=False, timeout=120)
 
 

@@ -208,7 +208,7 @@ def test_the_harness_side_runs_the_engine_with_full_recording(consume: bool) -> 
     offered rate, publish latency percentiles and the worker's CPU share are filled in."""
     from compare_native import run_harness
 
-    from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 
     endpoint = BrokerEndpoint(kind="loopback", bootstrap="loopback", mode="process")
     m = run_harness(endpoint, "loopback", "2000", 0, warmup_s=0.5, duration_s=1.0,

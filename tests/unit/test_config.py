@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 
 from pytest_brokerperf import brokers
-from pytest_brokerperf.config import (
+from pytest_brokerperf.config.settings import (
     OPTIONS,
     PROFILES,
     ProfileSpec,
     Settings,
     new_run_id,
 )
-from pytest_brokerperf.errors import ConfigError
+from pytest_brokerperf.core.errors import ConfigError
 
 RUN_ID = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{6}$")
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pytest_brokerperf.broker_session import provision_reason
+from pytest_brokerperf.plugin.broker_session import provision_reason
 from pytest_brokerperf.brokers.kafka.container import (
     IN_NETWORK_PORT,
     KafkaContainerLayout,
@@ -28,9 +28,9 @@ from pytest_brokerperf.brokers.kafka.node_config import (
     kafka_jvm_flags,
     node_config,
 )
-from pytest_brokerperf.config import Settings
-from pytest_brokerperf.errors import BrokerUnavailable, ConfigError, ProvisionError
-from pytest_brokerperf.provision import containers
+from pytest_brokerperf.config.settings import Settings
+from pytest_brokerperf.core.errors import BrokerUnavailable, ConfigError, ProvisionError
+from pytest_brokerperf.brokers.provision import containers
 
 ENTRYPOINT = Path(__file__).resolve().parents[2] / "ci" / "images" / "kafka" / "entrypoint.sh"
 NODE = KafkaContainerLayout(node_id=1, host_port=39092, alias="kafka-1")
@@ -269,7 +269,7 @@ def test_two_container_nodes_are_refused(tmp_path: Path) -> None:
 def test_a_containers_typed_record_keeps_its_logs_pids_and_cpus() -> None:
     """Logs are copied into the artefacts and pids sampled from the typed record alone
     (the endpoint's info decides nothing): nothing of the container's may be lost."""
-    from pytest_brokerperf.provision.container_node import ContainerNode
+    from pytest_brokerperf.brokers.provision.container_node import ContainerNode
 
     rec = ContainerNode.local_record({
         "pids": [41, 42], "log_files": ["/w/logs/kafka-1.log"], "gc_logs": ["/w/gc-1.log"],

@@ -1,5 +1,5 @@
 """A broker container that exits mid-run fails the run, named; a planned outage does not
-(pytest_brokerperf/provision/container_watch.py), on injected engine reads and clock."""
+(pytest_brokerperf/brokers/provision/container_watch.py), on injected engine reads and clock."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from pytest_brokerperf.errors import BrokerDied
-from pytest_brokerperf.provision import container_watch as cw
-from pytest_brokerperf.provision.container_node import ContainerNode, ContainerPlan
-from pytest_brokerperf.provision.container_watch import (
+from pytest_brokerperf.core.errors import BrokerDied
+from pytest_brokerperf.brokers.provision import container_watch as cw
+from pytest_brokerperf.brokers.provision.container_node import ContainerNode, ContainerPlan
+from pytest_brokerperf.brokers.provision.container_watch import (
     REMOVED,
     ContainerState,
     DeathTracker,
@@ -23,7 +23,7 @@ from pytest_brokerperf.provision.container_watch import (
     unwatch_container,
     watch_container,
 )
-from pytest_brokerperf.testing.engine import death_mid_run
+from tests.support.engine import death_mid_run
 
 RUNNING = ContainerState(running=True, status="running", exit_code=0, pid=42)
 KILLED = ContainerState(running=False, status="exited", exit_code=137)

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from pytest_brokerperf.provision.cpus import allowed_cpus, cpu_layout, pinned_coordinator
+from pytest_brokerperf.metrics.cpus import allowed_cpus, cpu_layout, pinned_coordinator
 
 CPUS = sorted(os.sched_getaffinity(0))
 needs_two = pytest.mark.skipif(len(CPUS) < 2, reason="needs at least 2 CPUs to pin to one")
@@ -69,7 +69,7 @@ def test_a_loopback_run_records_the_coordinators_pin() -> None:
     from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
     from pytest_brokerperf.engine.coordinator import run_workload
     from pytest_brokerperf.engine.plan import RunPlan
-    from pytest_brokerperf.workload import Workload
+    from pytest_brokerperf.workload.model import Workload
 
     wl = Workload(name="pin", topics=1, partitions_per_topic=1, message_size=128,
                   subscriptions_per_topic=1, producers_per_topic=1,

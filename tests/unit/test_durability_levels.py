@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from pytest_brokerperf import brokers
-from pytest_brokerperf import durability as d
+from pytest_brokerperf.brokers import durability as d
 from pytest_brokerperf.brokers import create_driver
 from pytest_brokerperf.brokers.kafka.config import KafkaDriverConfig, shipped_driver
 from pytest_brokerperf.brokers.kafka.durability import (
@@ -23,9 +23,9 @@ from pytest_brokerperf.brokers.pulsar.config import PulsarDriverConfig
 from pytest_brokerperf.brokers.pulsar.durability import apply_pulsar, pulsar_settings
 from pytest_brokerperf.brokers.pulsar.process import journal_settings
 from pytest_brokerperf.brokers.rabbitmq.config import DURABILITY, config_for_durability
-from pytest_brokerperf.config import Settings
-from pytest_brokerperf.endpoint import BrokerEndpoint
-from pytest_brokerperf.errors import BrokerUnavailable, ConfigError
+from pytest_brokerperf.config.settings import Settings
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+from pytest_brokerperf.core.errors import BrokerUnavailable, ConfigError
 from pytest_brokerperf.scenario_library.finish import short_params as _short_params
 
 NEVER = KAFKA_NEVER_FLUSH

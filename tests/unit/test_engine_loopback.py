@@ -10,8 +10,8 @@ import pytest
 from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
 from pytest_brokerperf.engine.coordinator import run_workload
 from pytest_brokerperf.engine.plan import RunPlan
-from pytest_brokerperf.verdict import Thresholds, assess, window_steal_share
-from pytest_brokerperf.workload import Workload
+from pytest_brokerperf.judge.verdict import Thresholds, assess, window_steal_share
+from pytest_brokerperf.workload.model import Workload
 
 
 def _workload(**kw):

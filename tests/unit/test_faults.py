@@ -11,15 +11,15 @@ from typing import Any
 import psutil
 import pytest
 
-from pytest_brokerperf.config import Settings
-from pytest_brokerperf.endpoint import BrokerEndpoint
+from pytest_brokerperf.config.settings import Settings
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 from pytest_brokerperf.engine.delivery import DeliveryReport, SubscriptionDelivery
 from pytest_brokerperf.engine.plan import RunOutcome, RunPlan
-from pytest_brokerperf.errors import ConfigError
-from pytest_brokerperf.faults.control import control_for
+from pytest_brokerperf.core.errors import ConfigError
+from pytest_brokerperf.brokers.node_control import control_for
 from pytest_brokerperf.faults.injector import FaultEvent, FaultInjector
 from pytest_brokerperf.faults.judge import judge_fault
-from pytest_brokerperf.faults.spec import FaultSpec, fault_ids, parse_fault, parse_faults
+from pytest_brokerperf.config.fault_spec import FaultSpec, fault_ids, parse_fault, parse_faults
 from pytest_brokerperf.metrics.histogram import LatencyHistogram
 from pytest_brokerperf.metrics.stats import METRICS, PeriodStats
 from pytest_brokerperf.scenario_library.fault_run import window_before
@@ -90,7 +90,7 @@ def test_a_cluster_lets_a_run_kill_pause_stop_and_start_its_nodes(tmp_path: Path
         time.sleep(0.2)
         assert _state(first) != psutil.STATUS_STOPPED
         assert control.kill_node(2) == first and control.node_pid(2) is None
-        from pytest_brokerperf.provision.process import check_watched
+        from pytest_brokerperf.brokers.provision.process import check_watched
 
         check_watched()  # a kill the run asked for is no broker death
         second = control.start_node(2, timeout=10)

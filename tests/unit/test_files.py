@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
-from pytest_brokerperf.errors import ConfigError
-from pytest_brokerperf.files import LineOf, load_yaml, parse_label, validate
+from pytest_brokerperf.core.errors import ConfigError
+from pytest_brokerperf.core.files import LineOf, load_yaml, parse_label, validate
 
 
 class _Demo(BaseModel):
@@ -66,7 +66,7 @@ def test_a_hostile_yaml_file_is_refused_at_once_with_its_line(
         tmp_path: Path, text: str, needle: str) -> None:
     import time
 
-    from pytest_brokerperf.files import load_yaml
+    from pytest_brokerperf.core.files import load_yaml
 
     path = tmp_path / "w.yaml"
     path.write_text(text)
@@ -78,7 +78,7 @@ def test_a_hostile_yaml_file_is_refused_at_once_with_its_line(
 
 
 def test_an_oversized_yaml_file_is_refused_before_it_is_read(tmp_path: Path) -> None:
-    from pytest_brokerperf.files import load_yaml
+    from pytest_brokerperf.core.files import load_yaml
 
     path = tmp_path / "w.yaml"
     with open(path, "wb") as fh:
@@ -88,7 +88,7 @@ def test_an_oversized_yaml_file_is_refused_before_it_is_read(tmp_path: Path) -> 
 
 
 def test_a_few_anchors_still_load(tmp_path: Path) -> None:
-    from pytest_brokerperf.files import load_yaml
+    from pytest_brokerperf.core.files import load_yaml
 
     path = tmp_path / "d.yaml"
     path.write_text("base: &b {x: 1}\none: *b\ntwo: *b\n")

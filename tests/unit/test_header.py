@@ -1,4 +1,4 @@
-from pytest_brokerperf.engine import header
+from pytest_brokerperf.core import header
 
 
 def test_header_is_32_bytes_and_round_trips():

@@ -130,7 +130,7 @@ SETTINGS_IN_BROKERS: set[str] = set()
 
 def test_no_import_cycles() -> None:
     graph = import_graph()
-    assert "pytest_brokerperf.plugin" in graph
+    assert "pytest_brokerperf.plugin.hooks" in graph
     config = f"{ROOT}.config"
     naming = {m for m, deps in graph.items() if m.startswith(f"{ROOT}.brokers") and config in deps}
     assert naming == SETTINGS_IN_BROKERS, "update SETTINGS_IN_BROKERS to the modules that do"
@@ -167,7 +167,7 @@ def test_lower_layers_never_import_upper_ones() -> None:
 
 
 def test_loading_the_plugin_imports_no_client_library_or_numpy() -> None:
-    code = ("import sys, pytest_brokerperf.plugin, pytest_brokerperf.fixtures; "
+    code = ("import sys, pytest_brokerperf.plugin.hooks, pytest_brokerperf.plugin.fixtures; "
             "heavy = [m for m in ('confluent_kafka', 'pulsar', 'pika', 'numpy', 'hdrh', "
             "'pyspark', 'pydantic') if m in sys.modules]; print(','.join(heavy))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -176,7 +176,7 @@ def test_loading_the_plugin_imports_no_client_library_or_numpy() -> None:
 
 
 def test_file_classes_import_pydantic_only_when_a_file_is_checked() -> None:
-    code = ("import sys, pytest_brokerperf.workload, pytest_brokerperf.slo, "
+    code = ("import sys, pytest_brokerperf.workload.model, pytest_brokerperf.judge.slo, "
             "pytest_brokerperf.brokers.kafka.config, pytest_brokerperf.brokers.pulsar.config, "
             "pytest_brokerperf.brokers.rabbitmq.config as r; before = 'pydantic' in sys.modules; "
             "r.RabbitMQDriverConfig(); print(before, 'pydantic' in sys.modules)")

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_brokerperf.config import Settings
-from pytest_brokerperf.errors import ConfigError
-from pytest_brokerperf.slo.files import load_slo_file
-from pytest_brokerperf.workload import Workload
+from pytest_brokerperf.config.settings import Settings
+from pytest_brokerperf.core.errors import ConfigError
+from pytest_brokerperf.judge.slo.files import load_slo_file
+from pytest_brokerperf.workload.model import Workload
 
 BASE = ("topics: 1\npartitionsPerTopic: 1\nmessageSize: 1024\nproducerRate: 100\n"
         "producersPerTopic: 1\nsubscriptionsPerTopic: 1\nconsumerPerSubscription: 1\n"

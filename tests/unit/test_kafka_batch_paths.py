@@ -26,10 +26,10 @@ from pytest_brokerperf.brokers.kafka.driver import (
     latencies_ns,
     latency_ns,
 )
-from pytest_brokerperf.engine import header
+from pytest_brokerperf.core import header
 from pytest_brokerperf.engine.delivery import AckLedger
-from pytest_brokerperf.errors import DriverError
-from pytest_brokerperf.testing.engine import publish_side
+from pytest_brokerperf.core.errors import DriverError
+from tests.support.engine import publish_side
 
 MS = 1_000_000
 

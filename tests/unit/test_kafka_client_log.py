@@ -50,7 +50,7 @@ def test_kept_lines_are_bounded_and_the_total_is_exact() -> None:
 def test_the_drivers_clients_log_there_and_their_stats_carry_the_lines(
         capfd: pytest.CaptureFixture[str]) -> None:
     from pytest_brokerperf.brokers import create_driver
-    from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 
     with socket.socket() as held:
         held.bind(("127.0.0.1", 0))

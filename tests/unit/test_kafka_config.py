@@ -14,8 +14,8 @@ from pytest_brokerperf.brokers.kafka.config import (
     shipped_driver,
     shipped_drivers,
 )
-from pytest_brokerperf.errors import ConfigError
-from pytest_brokerperf.warnings import BrokerPerfWarning
+from pytest_brokerperf.core.errors import ConfigError
+from pytest_brokerperf.core.warnings import BrokerPerfWarning
 
 # OMB main's driver-kafka/kafka-latency.yaml as it is in the OMB repository
 OMB_LATENCY = """\

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_brokerperf import ladder as lad
-from pytest_brokerperf import ladder_result as ladres
-from pytest_brokerperf.ladder import (
+from pytest_brokerperf.judge import ladder as lad
+from pytest_brokerperf.results import ladder as ladres
+from pytest_brokerperf.judge.ladder import (
     BROKER,
     CLIENT_LIBRARY,
     GENERATOR,
@@ -17,7 +17,7 @@ from pytest_brokerperf.ladder import (
     judge_rung,
     slope,
 )
-from pytest_brokerperf.ladder_result import RungResult, find_knee, summarize
+from pytest_brokerperf.results.ladder import RungResult, find_knee, summarize
 from pytest_brokerperf.scenario_library.throughput_judge import (
     ladder_verdict,
     plan_workers,
@@ -477,7 +477,7 @@ def test_a_rung_over_its_latency_bound_is_not_sustainable_and_the_broker_is_name
 
 
 def test_the_latency_knee_is_reported_even_below_the_lowest_rung():
-    from pytest_brokerperf.ladder_result import find_knee
+    from pytest_brokerperf.results.ladder import find_knee
 
     k = find_knee([(1000, 60_000.0), (2000, 90_000.0)], bound_us=50_000,
                   metric="publish_response.p99")
@@ -491,8 +491,8 @@ def test_the_latency_knee_is_reported_even_below_the_lowest_rung():
 
 def test_throughput_refuses_an_unknown_rung_latency_metric():
     from pytest_brokerperf import Throughput
-    from pytest_brokerperf.config import Settings
-    from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.config.settings import Settings
+    from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 
     ep = BrokerEndpoint(kind="loopback", bootstrap="in-process", mode="process")
     with pytest.raises(ValueError, match=r"rung_latency_metric='e2e\.p98'"):

@@ -17,12 +17,12 @@ from typing import ClassVar
 
 import pytest
 
-from pytest_brokerperf.endpoint import BrokerEndpoint
-from pytest_brokerperf.errors import ProvisionError
-from pytest_brokerperf.provision.cpus import CpuAffinity, broker_cpus
-from pytest_brokerperf.provision.lifecycle import LocalNode, ProcessCluster, ports_open
-from pytest_brokerperf.provision.ports import free_port
-from pytest_brokerperf.provision.process import running_processes
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+from pytest_brokerperf.core.errors import ProvisionError
+from pytest_brokerperf.metrics.cpus import CpuAffinity, broker_cpus
+from pytest_brokerperf.brokers.provision.lifecycle import LocalNode, ProcessCluster, ports_open
+from pytest_brokerperf.brokers.provision.ports import free_port
+from pytest_brokerperf.brokers.provision.process import running_processes
 
 NODE = textwrap.dedent(
     """\

@@ -16,10 +16,10 @@ import pytest
 from pytest_brokerperf.brokers.kafka.config import KafkaDriverConfig
 from pytest_brokerperf.brokers.kafka.driver import KafkaDriver
 from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
-from pytest_brokerperf.config import Settings
-from pytest_brokerperf.endpoint import BrokerEndpoint
+from pytest_brokerperf.config.settings import Settings
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 from pytest_brokerperf.engine.plan import PhaseRun
-from pytest_brokerperf.errors import BrokerUnavailable
+from pytest_brokerperf.core.errors import BrokerUnavailable
 from pytest_brokerperf.metrics.histogram import LatencyHistogram
 from pytest_brokerperf.metrics.stats import METRICS, PeriodStats
 from pytest_brokerperf.scenario_library.mixed import (
@@ -28,7 +28,7 @@ from pytest_brokerperf.scenario_library.mixed import (
     earliest_reader,
     mixed_figures,
 )
-from pytest_brokerperf.slo import SCALARS, SHIPPED_SLOS, SLO, evaluate
+from pytest_brokerperf.judge.slo import SCALARS, SHIPPED_SLOS, SLO, evaluate
 
 EP = BrokerEndpoint(kind="kafka", bootstrap="localhost:9092", mode="process")
 MIB = 1024**2
@@ -161,7 +161,7 @@ def test_verdict_says_why_the_ratios_are_withheld() -> None:
         TAIL_BEHIND,
         judge_mixed,
     )
-    from pytest_brokerperf.verdict import HOST_NOISE, VALID, Verdict
+    from pytest_brokerperf.judge.verdict import HOST_NOISE, VALID, Verdict
 
     report, _ = _run()
     v = Verdict(status=VALID)
@@ -256,7 +256,7 @@ def test_catchup_reader_reads_every_topic_only_after_start() -> None:
 
 
 def test_catchup_reader_failure_is_an_error_not_a_count() -> None:
-    from pytest_brokerperf.errors import MeasurementError
+    from pytest_brokerperf.core.errors import MeasurementError
     from pytest_brokerperf.scenario_library.mixed import CatchUpReader
 
     reader = CatchUpReader(_FakeDriver(10, broken=True), ["a"], "sub", "t")  # type: ignore[arg-type]

@@ -13,7 +13,7 @@ import pytest
 
 from pytest_brokerperf.metrics.histogram import LatencyHistogram
 from pytest_brokerperf.metrics.stats import PeriodStats
-from pytest_brokerperf.omb_result import (
+from pytest_brokerperf.results.omb import (
     OMB_EXTRA_KEYS,
     OMB_KEYS,
     build_omb_result,

@@ -8,12 +8,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pytest_brokerperf.config import Settings
+from pytest_brokerperf.config.settings import Settings
 from pytest_brokerperf.engine.delivery import reconcile, seq_ranges
 from pytest_brokerperf.faults.injector import FaultEvent, FaultInjector
 from pytest_brokerperf.faults.judge import judge_fault
 from pytest_brokerperf.faults.readback import compare
-from pytest_brokerperf.faults.spec import FaultSpec, fault_ids, parse_fault
+from pytest_brokerperf.config.fault_spec import FaultSpec, fault_ids, parse_fault
 from tests.unit.test_faults import _outcome, _Session
 from tests.unit.test_lifecycle import ToyCluster
 
@@ -157,7 +157,7 @@ def test_level_3_on_one_node_promises_a_power_cut_loses_nothing() -> None:
 
 
 def test_the_watchdog_finds_fuse_mounts_below_a_path_deepest_first() -> None:
-    from pytest_brokerperf.provision.watchdog import fuse_mounts_under
+    from pytest_brokerperf.brokers.provision.watchdog import fuse_mounts_under
 
     mounts = ("/dev/sda1 / ext4 rw 0 0\n"
               "powercut /tmp/w/data/node-1 fuse rw 0 0\n"

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_brokerperf import published
-from pytest_brokerperf.errors import ConfigError
-from pytest_brokerperf.study_cases import STUDIES
+from pytest_brokerperf.report import published
+from pytest_brokerperf.core.errors import ConfigError
+from pytest_brokerperf.scenario_library.study_cases import STUDIES
 
 
 def test_every_row_loads_into_a_figure() -> None:

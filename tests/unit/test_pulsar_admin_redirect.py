@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from pytest_brokerperf.brokers.pulsar.admin import _Rest
-from pytest_brokerperf.errors import DriverError
+from pytest_brokerperf.core.errors import DriverError
 
 
 class _Broker:

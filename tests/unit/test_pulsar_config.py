@@ -12,8 +12,8 @@ import yaml
 from pytest_brokerperf import brokers
 from pytest_brokerperf.brokers.kafka.config import shipped_driver
 from pytest_brokerperf.brokers.pulsar.config import JAVA_INT_MAX, PulsarDriverConfig
-from pytest_brokerperf.errors import ConfigError
-from pytest_brokerperf.warnings import BrokerPerfWarning
+from pytest_brokerperf.core.errors import ConfigError
+from pytest_brokerperf.core.warnings import BrokerPerfWarning
 
 # OMB main's driver-pulsar/pulsar.yaml as it is in the OMB repository
 OMB_PULSAR = """\

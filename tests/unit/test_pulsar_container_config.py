@@ -43,7 +43,7 @@ from pytest_brokerperf.brokers.pulsar.process import (
     PulsarPorts,
     standalone_config,
 )
-from pytest_brokerperf.errors import ConfigError
+from pytest_brokerperf.core.errors import ConfigError
 
 IMAGE_DIR = Path(__file__).resolve().parents[2] / "ci" / "images" / "pulsar"
 
@@ -248,7 +248,7 @@ def test_the_forwarder_relays_both_ways(tmp_path: Path) -> None:
     import threading
 
     from pytest_brokerperf.brokers.pulsar.container_layout import FORWARDER_PY
-    from pytest_brokerperf.provision.ports import free_port
+    from pytest_brokerperf.brokers.provision.ports import free_port
 
     peer = socket.create_server(("127.0.0.1", 0))
     peer_port = peer.getsockname()[1]

@@ -18,9 +18,9 @@ from pytest_brokerperf.brokers import create_driver
 from pytest_brokerperf.brokers.driver import QueueFull
 from pytest_brokerperf.brokers.pulsar.config import JAVA_INT_MAX, PulsarDriverConfig
 from pytest_brokerperf.brokers.pulsar.driver import PulsarDriver
-from pytest_brokerperf.endpoint import BrokerEndpoint
-from pytest_brokerperf.engine import header
-from pytest_brokerperf.testing.engine import publish_side
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+from pytest_brokerperf.core import header
+from tests.support.engine import publish_side
 
 REAL_CLIENT = pulsar.Client  # the fixture below replaces pulsar.Client
 ENDPOINT = BrokerEndpoint(kind="pulsar", bootstrap="pulsar://127.0.0.1:6650", mode="process",

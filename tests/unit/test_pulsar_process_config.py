@@ -21,9 +21,9 @@ from pytest_brokerperf.brokers.pulsar.process import (
     standalone_args,
     standalone_config,
 )
-from pytest_brokerperf.errors import BrokerUnavailable, ConfigError, ProvisionError
-from pytest_brokerperf.provision import maven
-from pytest_brokerperf.provision.java import render_properties
+from pytest_brokerperf.core.errors import BrokerUnavailable, ConfigError, ProvisionError
+from pytest_brokerperf.brokers.provision import maven
+from pytest_brokerperf.brokers.provision.java import render_properties
 
 PORTS = PulsarPorts(broker_port=21650, web_port=21080)
 

@@ -15,15 +15,15 @@ from typing import Any
 
 import pytest
 
-from pytest_brokerperf.broker_session import start_broker
+from pytest_brokerperf.plugin.broker_session import start_broker
 from pytest_brokerperf.brokers.pulsar.config import PulsarDriverConfig
 from pytest_brokerperf.brokers.pulsar.driver import PulsarDriver
 from pytest_brokerperf.brokers.pulsar.remote import (
     load_pulsar_client_config,
     remote_pulsar_endpoint,
 )
-from pytest_brokerperf.config import Settings
-from pytest_brokerperf.errors import ClusterUnreachable, ConfigError, DriverError
+from pytest_brokerperf.config.settings import Settings
+from pytest_brokerperf.core.errors import ClusterUnreachable, ConfigError, DriverError
 
 
 def resolve(**cli: Any) -> Settings:

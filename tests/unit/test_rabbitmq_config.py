@@ -19,9 +19,9 @@ from pytest_brokerperf.brokers.rabbitmq.config import (
     topic_queues,
 )
 from pytest_brokerperf.brokers.rabbitmq.driver import RabbitMQDriver
-from pytest_brokerperf.endpoint import BrokerEndpoint
-from pytest_brokerperf.errors import BrokerUnavailable, ConfigError
-from pytest_brokerperf.warnings import BrokerPerfWarning
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+from pytest_brokerperf.core.errors import BrokerUnavailable, ConfigError
+from pytest_brokerperf.core.warnings import BrokerPerfWarning
 
 RABBIT_FILES = [n for n in shipped_drivers() if n.startswith("rabbitmq")]
 

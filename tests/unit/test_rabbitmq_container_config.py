@@ -17,7 +17,7 @@ from pytest_brokerperf.brokers.rabbitmq.container import (
     default_images,
 )
 from pytest_brokerperf.brokers.rabbitmq.process import SCHEDULER_FLAGS, CtlAccess, node_conf
-from pytest_brokerperf.errors import ConfigError
+from pytest_brokerperf.core.errors import ConfigError
 
 ENTRYPOINT = Path(__file__).resolve().parents[2] / "ci" / "images" / "rabbitmq" / "entrypoint.sh"
 
@@ -83,7 +83,7 @@ def test_the_driver_reads_the_cli_access_from_the_typed_endpoint_field() -> None
 
     from pytest_brokerperf.brokers.rabbitmq.config import RabbitMQDriverConfig
     from pytest_brokerperf.brokers.rabbitmq.driver import RabbitMQDriver
-    from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 
     ctl = CtlAccess("", "rabbit@rabbitmq-1", {}, ("docker", "exec", "c1"))
     ep = BrokerEndpoint(kind="rabbitmq", bootstrap="amqp://guest:guest@127.0.0.1:5672/",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_brokerperf.broker_session import start_broker
+from pytest_brokerperf.plugin.broker_session import start_broker
 from pytest_brokerperf.brokers.rabbitmq.process import (
     SCHEDULER_FLAGS,
     CtlAccess,
@@ -18,8 +18,8 @@ from pytest_brokerperf.brokers.rabbitmq.process import (
     render_conf,
 )
 from pytest_brokerperf.brokers.tansu.process import TansuProcess, tansu_argv
-from pytest_brokerperf.config import Settings
-from pytest_brokerperf.errors import BrokerUnavailable, ClusterUnreachable, ConfigError
+from pytest_brokerperf.config.settings import Settings
+from pytest_brokerperf.core.errors import BrokerUnavailable, ClusterUnreachable, ConfigError
 
 
 def test_node_conf_binds_loopback_and_states_alarm_thresholds() -> None:
@@ -151,7 +151,7 @@ def test_remote_uri_validation_never_echoes_a_password() -> None:
 
 
 def test_unreachable_remote_broker_is_an_error_naming_the_address(tmp_path: Path) -> None:
-    from pytest_brokerperf.provision.ports import free_port
+    from pytest_brokerperf.brokers.provision.ports import free_port
 
     port = free_port()
     s = Settings.resolve({"brokerperf_rabbitmq_url": f"amqp://u:secret@127.0.0.1:{port}"},
@@ -172,8 +172,8 @@ def test_the_cli_starts_no_epmd_daemon_and_carries_the_owner_tag(tmp_path: Path)
 
     import psutil
 
-    from pytest_brokerperf.provision.ports import free_port
-    from pytest_brokerperf.provision.watchdog import TAG_ENV, owner_token
+    from pytest_brokerperf.brokers.provision.ports import free_port
+    from pytest_brokerperf.brokers.provision.watchdog import TAG_ENV, owner_token
 
     erl = shutil.which("erl")
     if erl is None:

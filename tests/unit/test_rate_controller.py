@@ -12,7 +12,7 @@ from pytest_brokerperf.engine.rate_controller import (
     RateController,
     RateControllerLimits,
 )
-from pytest_brokerperf.errors import ConfigError
+from pytest_brokerperf.core.errors import ConfigError
 
 SECOND = 1_000_000_000
 

@@ -13,15 +13,15 @@ from typing import Any
 import pytest
 
 from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
-from pytest_brokerperf.config import Settings
-from pytest_brokerperf.endpoint import BrokerEndpoint
+from pytest_brokerperf.config.settings import Settings
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 from pytest_brokerperf.engine.coordinator import run_workload
 from pytest_brokerperf.engine.plan import RunPlan
-from pytest_brokerperf.rate_schedule import RateSchedule
+from pytest_brokerperf.workload.rate_schedule import RateSchedule
 from pytest_brokerperf.scenario_library import CatchUp, TailRead
 from pytest_brokerperf.scenario_library.mixed import Mixed
 from pytest_brokerperf.scenario_library.throughput import Throughput
-from pytest_brokerperf.workload import Workload
+from pytest_brokerperf.workload.model import Workload
 
 EP = BrokerEndpoint(kind="kafka", bootstrap="localhost:9092", mode="process")
 
@@ -153,7 +153,7 @@ def test_engine_honours_per_topic_partitions_and_producers(monkeypatch) -> None:
 
 
 def test_fixed_topic_names_are_refused() -> None:
-    from pytest_brokerperf.errors import WorkloadError
+    from pytest_brokerperf.core.errors import WorkloadError
 
     with pytest.raises(WorkloadError, match=r"randomTopicNames \(Python: random_topic_names\) "
                        r"= False: fixed topic names cannot be honoured.*Fix: remove the key"):

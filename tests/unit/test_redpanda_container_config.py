@@ -11,7 +11,7 @@ from pytest_brokerperf.brokers.redpanda_container import (
     default_images,
     start_command,
 )
-from pytest_brokerperf.errors import ConfigError
+from pytest_brokerperf.core.errors import ConfigError
 
 
 def _flag(cmd: list[str], name: str) -> str:

@@ -11,15 +11,15 @@ from typing import Any
 
 import pytest
 
-from pytest_brokerperf.config import Settings
-from pytest_brokerperf.endpoint import BrokerEndpoint
+from pytest_brokerperf.config.settings import Settings
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 from pytest_brokerperf.metrics.stats import PeriodStats, WorkerSample
 from pytest_brokerperf.metrics.sysstats import (
     ProcessResources,
     jvm_heap_first_touch,
     process_resources,
 )
-from pytest_brokerperf.resource_growth import (
+from pytest_brokerperf.judge.resource_growth import (
     GrowthLimits,
     growth_findings,
     judge_series,

@@ -8,7 +8,7 @@ import numpy as np
 
 from pytest_brokerperf.metrics.histogram import LatencyHistogram
 from pytest_brokerperf.metrics.stats import METRICS, PeriodStats
-from pytest_brokerperf.results import TIMELINE_VIEWS, timeline_block
+from pytest_brokerperf.results.record import TIMELINE_VIEWS, timeline_block
 
 
 def _period(index: int, phase: str, start_s: float, n: int, e2e_us: int) -> PeriodStats:

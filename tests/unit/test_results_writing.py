@@ -13,9 +13,9 @@ import pytest
 from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
 from pytest_brokerperf.engine.coordinator import run_workload
 from pytest_brokerperf.engine.plan import RunPlan
-from pytest_brokerperf.errors import RunInterrupted
-from pytest_brokerperf.results import append_jsonl
-from pytest_brokerperf.workload import Workload
+from pytest_brokerperf.core.errors import RunInterrupted
+from pytest_brokerperf.results.record import append_jsonl
+from pytest_brokerperf.workload.model import Workload
 
 
 def _writer(path: str, who: int, n: int) -> None:
@@ -96,7 +96,7 @@ def test_sigterm_in_the_window_is_the_same_interrupt(tmp_path: Path) -> None:
     import os
     import signal
 
-    from pytest_brokerperf.interrupts import redeliver_sigterm, sigterm_interrupts
+    from pytest_brokerperf.core.interrupts import redeliver_sigterm, sigterm_interrupts
 
     wl = _workload()
     plan = RunPlan(rate=200, period_s=0.25, warmup_max_s=0.0, measure_s=60.0, workers=1,
@@ -126,7 +126,7 @@ def test_ctrl_c_while_a_record_is_written_waits_for_the_record() -> None:
     import os
     import signal
 
-    from pytest_brokerperf.interrupts import signals_deferred
+    from pytest_brokerperf.core.interrupts import signals_deferred
 
     before = signal.signal(signal.SIGINT, signal.default_int_handler)
     steps: list[str] = []

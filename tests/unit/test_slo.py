@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from pytest_brokerperf.errors import ConfigError, SLOSyntaxError
-from pytest_brokerperf.slo import (
+from pytest_brokerperf.core.errors import ConfigError, SLOSyntaxError
+from pytest_brokerperf.judge.slo import (
     METRICS,
     SCALARS,
     SLO,

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_brokerperf.errors import SLOSyntaxError
-from pytest_brokerperf.slo import load_slo_file, merge_slos, parse_slo
+from pytest_brokerperf.core.errors import SLOSyntaxError
+from pytest_brokerperf.judge.slo import load_slo_file, merge_slos, parse_slo
 
 
 def load(tmp_path: Path, text: str) -> list:

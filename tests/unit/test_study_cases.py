@@ -11,11 +11,11 @@ import pytest
 from pytest_brokerperf import brokers
 from pytest_brokerperf.brokers.kafka.config import KafkaDriverConfig, shipped_driver
 from pytest_brokerperf.brokers.pulsar.config import PulsarDriverConfig
-from pytest_brokerperf.config import Settings
-from pytest_brokerperf.endpoint import BrokerEndpoint
-from pytest_brokerperf.errors import BrokerUnavailable
+from pytest_brokerperf.config.settings import Settings
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+from pytest_brokerperf.core.errors import BrokerUnavailable
 from pytest_brokerperf.scenario_library import CatchUp, Reassign, TailRead, Throughput
-from pytest_brokerperf.study_cases import (
+from pytest_brokerperf.scenario_library.study_cases import (
     SCALE_LIMITS,
     ProducerTweak,
     StudyCase,
@@ -260,9 +260,9 @@ def test_the_shipped_suite_declares_the_studies_cases() -> None:
 
 def test_the_generator_capacity_is_the_lower_process_bound_ceiling_times_workers(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_brokerperf import calibration
+    from pytest_brokerperf.judge import calibration
     from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
-    from pytest_brokerperf.study_cases import generator_capacity
+    from pytest_brokerperf.scenario_library.study_cases import generator_capacity
 
     def ceiling(rate: float, bound: str) -> calibration.Ceiling:
         return calibration.Ceiling(target="x", driver="d", broker="b", rate_msg_s=rate,
@@ -450,8 +450,8 @@ def test_automq_extreme_throughput_and_the_borrowed_drain(tmp_path: Path) -> Non
 
 
 def test_every_shipped_case_names_its_study_and_table() -> None:
-    from pytest_brokerperf import published
-    from pytest_brokerperf.study_cases import STUDIES
+    from pytest_brokerperf.report import published
+    from pytest_brokerperf.scenario_library.study_cases import STUDIES
 
     unpublished = {"linger sweep", "compression sweep", "OMB changes"}
     for cases in _suite_cases().values():
@@ -509,7 +509,7 @@ def test_the_producer_split_carries_the_two_rates() -> None:
 
 
 def test_dropping_the_page_cache_says_why_it_could_not(tmp_path: Path) -> None:
-    from pytest_brokerperf.study_cases import drop_page_cache
+    from pytest_brokerperf.scenario_library.study_cases import drop_page_cache
 
     target = tmp_path / "drop_caches"
     assert drop_page_cache(target) is None and target.read_text() == "3\n"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_brokerperf import published
+from pytest_brokerperf.report import published
 from pytest_brokerperf.report.model import CellKey, CellStats, Figures, LatencyStats, RateStats
 from pytest_brokerperf.report.studies import (
     BINDINGS,
@@ -21,7 +21,7 @@ from pytest_brokerperf.report.studies import (
     scaling_of,
     study_sections,
 )
-from pytest_brokerperf.study_cases import StudyCase
+from pytest_brokerperf.scenario_library.study_cases import StudyCase
 
 SUITE = Path(__file__).resolve().parents[2] / "scenarios"
 
@@ -64,14 +64,14 @@ def test_studies_option() -> None:
     assert parse_studies("") is None  # --studies alone: the studies the input has
     assert parse_studies("all") == ("confluent", "streamnative", "automq", "pulsar-limit")
     assert parse_studies("automq,confluent,automq") == ("automq", "confluent")
-    from pytest_brokerperf.errors import ConfigError
+    from pytest_brokerperf.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match="unknown study nope; known: confluent"):
         parse_studies("automq,nope")
 
 
 def test_scaling_comes_from_the_records_study_note() -> None:
-    from pytest_brokerperf.study_cases import StudyCase
+    from pytest_brokerperf.scenario_library.study_cases import StudyCase
 
     case = StudyCase("streamnative", "table 2", "tailread", partitions=100, rate=200_000)
     note = case.scaled("smoke").note()

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_brokerperf.metrics.histogram import LatencyHistogram
-from pytest_brokerperf.summary import (
+from pytest_brokerperf.plugin.summary import (
     CatchupFigures,
     SummaryRow,
     format_catchup_table,

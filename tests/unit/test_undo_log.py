@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_brokerperf.faults.undo_log import UndoLog
+from pytest_brokerperf.brokers.provision.undo_log import UndoLog
 
 
 class Files:

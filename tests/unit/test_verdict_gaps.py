@@ -13,8 +13,8 @@ from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
 from pytest_brokerperf.engine.coordinator import run_workload
 from pytest_brokerperf.engine.plan import RunOutcome, RunPlan
 from pytest_brokerperf.metrics.histogram import LatencyHistogram
-from pytest_brokerperf.verdict import Thresholds, assess, window_steal_share
-from pytest_brokerperf.workload import Workload
+from pytest_brokerperf.judge.verdict import Thresholds, assess, window_steal_share
+from pytest_brokerperf.workload.model import Workload
 
 #: this machine's load is not under test: the generator and host signals are switched off
 QUIET = dict(cpu_share=9.0, runq_share=9.0, publish_delay_p99_us=1e12, steal_share=9.0)
@@ -160,7 +160,7 @@ def test_another_process_on_the_generator_cpus_is_host_noise(outcome: RunOutcome
 
 
 def test_judged_percentile_reads_the_slos() -> None:
-    from pytest_brokerperf.slo import judged_percentile, parse_slo
+    from pytest_brokerperf.judge.slo import judged_percentile, parse_slo
 
     assert judged_percentile([]) == 99.0
     slos = [parse_slo("e2e_response.p99.9 < 50ms", source="t"),
@@ -171,8 +171,8 @@ def test_judged_percentile_reads_the_slos() -> None:
 
 def test_a_rate_not_sustained_fails_the_test_even_with_inconclusive_warn(
         outcome: RunOutcome) -> None:
-    from pytest_brokerperf.config import Settings
-    from pytest_brokerperf.runner import BrokerPerf
+    from pytest_brokerperf.config.settings import Settings
+    from pytest_brokerperf.plugin.runner import BrokerPerf
     from pytest_brokerperf.scenario_library.base import ScenarioResult
 
     v = assess(replace(_quiet(outcome), plan=replace(outcome.plan, rate=outcome.ack_rate * 2)),
@@ -181,7 +181,7 @@ def test_a_rate_not_sustained_fails_the_test_even_with_inconclusive_warn(
                             figures={}, slo_results=[], record={},  # type: ignore[typeddict-item]
                             artefacts=None, inconclusive=list(v.reasons))  # type: ignore[arg-type]
     from pytest_brokerperf import brokers
-    from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 
     single = BrokerEndpoint(kind="kafka", bootstrap="127.0.0.1:9092", mode="process")
     bp = BrokerPerf(None, single, Settings(inconclusive="warn"), {},  # type: ignore[arg-type]
@@ -213,7 +213,7 @@ def test_a_warm_up_with_consumers_behind_is_not_steady(outcome: RunOutcome) -> N
 
 
 def test_the_cpu_layout_says_when_the_split_is_not_clean() -> None:
-    from pytest_brokerperf.provision.cpus import cpu_layout
+    from pytest_brokerperf.metrics.cpus import cpu_layout
 
     clean = cpu_layout([3], [1, 2], coordinator=[0])
     assert clean["clean_split"] and clean["note"] is None

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_brokerperf.cli import main
-from pytest_brokerperf.provision import watchdog
+from pytest_brokerperf.plugin.cli import main
+from pytest_brokerperf.brokers.provision import watchdog
 
 
 def pid_gone(pid: int) -> bool:
@@ -49,8 +49,8 @@ def test_sigkill_of_owner_kills_tagged_processes_and_removes_data(
         f"""
         import time
         from pathlib import Path
-        from pytest_brokerperf.provision.process import ManagedProcess, register_cleanup_path
-        from pytest_brokerperf.provision import watchdog
+        from pytest_brokerperf.brokers.provision.process import ManagedProcess, register_cleanup_path
+        from pytest_brokerperf.brokers.provision import watchdog
         d = Path({str(tmp_path / "data")!r}); d.mkdir()
         register_cleanup_path(d)
         # a child of the managed process, as erl_child_setup is of beam.smp
@@ -197,7 +197,7 @@ def test_cli_cleanup_local(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 
 def test_state_dir_is_under_the_cache_dir(tmp_path: Path,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_brokerperf.provision.maven import cache_root
+    from pytest_brokerperf.brokers.provision.maven import cache_root
 
     monkeypatch.delenv("BROKERPERF_CACHE_DIR", raising=False)
     assert watchdog.state_dir() == cache_root() / "local-runs"
@@ -217,7 +217,7 @@ def test_a_registered_worker_without_the_tag_dies_with_its_owner(
     code = textwrap.dedent(
         """
         import subprocess, time
-        from pytest_brokerperf.provision import watchdog
+        from pytest_brokerperf.brokers.provision import watchdog
         worker = subprocess.Popen(["sleep", "300"])
         watchdog.track_pid(worker.pid)
         print(worker.pid, flush=True)

@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from pytest_brokerperf.testing.wirestamp import AmqpScanner, PulsarScanner, WireStamps
+from tests.support.wirestamp import AmqpScanner, PulsarScanner, WireStamps
 
 
 def _frame(channel: int, cls: int, meth: int, args: bytes = b"") -> bytes:

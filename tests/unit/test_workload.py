@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 import yaml
 
-from pytest_brokerperf.errors import ConfigError, WorkloadError
-from pytest_brokerperf.models.workload_fields import FIELDS
-from pytest_brokerperf.shipped import WORKLOADS_DIR, shipped_workload, shipped_workloads
-from pytest_brokerperf.warnings import BrokerPerfWarning
-from pytest_brokerperf.workload import (
+from pytest_brokerperf.core.errors import ConfigError, WorkloadError
+from pytest_brokerperf.workload.fields import FIELDS
+from pytest_brokerperf.core.shipped import WORKLOADS_DIR, shipped_workload, shipped_workloads
+from pytest_brokerperf.core.warnings import BrokerPerfWarning
+from pytest_brokerperf.workload.model import (
     PAYLOAD_HEADER_BYTES,
     KeyDistributor,
     Workload,
@@ -619,7 +619,7 @@ def _good_attrs() -> list[tuple[Any, Any]]:
 def test_record_params_carry_the_per_topic_lists() -> None:
     """AutoMQ's per-topic lists reach the record: partitions per topic, producers per
     topic, and the producers' total."""
-    from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
     from pytest_brokerperf.scenario_library.base import base_params
 
     wl = Workload(name="lists", topics=2, partitions_per_topic=1, message_size=1024,

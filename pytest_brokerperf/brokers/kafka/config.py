@@ -31,12 +31,12 @@ import yaml
 
 from pytest_brokerperf.brokers.kafka.librdkafka import JAVA_TO_LIBRDKAFKA, _redact, translate
 from pytest_brokerperf.brokers.kafka.properties import PYTHON_SOURCE, JavaProperties, _to_str
-from pytest_brokerperf.errors import ConfigError
-from pytest_brokerperf.files import LINES, lines, validate
-from pytest_brokerperf.files import closest as _closest
-from pytest_brokerperf.files import load_yaml as _load_yaml
-from pytest_brokerperf.shipped import DRIVERS_DIR, shipped_driver, shipped_drivers
-from pytest_brokerperf.warnings import BrokerPerfWarning
+from pytest_brokerperf.core.errors import ConfigError
+from pytest_brokerperf.core.files import LINES, lines, validate
+from pytest_brokerperf.core.files import closest as _closest
+from pytest_brokerperf.core.files import load_yaml as _load_yaml
+from pytest_brokerperf.core.shipped import DRIVERS_DIR, shipped_driver, shipped_drivers
+from pytest_brokerperf.core.warnings import BrokerPerfWarning
 
 __all__ = [
     "DRIVERS_DIR",

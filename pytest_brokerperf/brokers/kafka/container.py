@@ -35,15 +35,15 @@ from pytest_brokerperf.brokers.kafka.node_config import (
     KAFKA_PERFORMANCE_FLAGS,
     generate_cluster_id,
 )
-from pytest_brokerperf.endpoint import BrokerEndpoint
-from pytest_brokerperf.errors import ConfigError, ProvisionError
-from pytest_brokerperf.provision.container_node import (
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+from pytest_brokerperf.core.errors import ConfigError, ProvisionError
+from pytest_brokerperf.brokers.provision.container_node import (
     ContainerNode,
     ContainerPlan,
     wait_for_log,
 )
-from pytest_brokerperf.provision.java import jvm_size_bytes
-from pytest_brokerperf.provision.ports import LOOPBACK, free_ports
+from pytest_brokerperf.brokers.provision.java import jvm_size_bytes
+from pytest_brokerperf.brokers.provision.ports import LOOPBACK, free_ports
 
 if TYPE_CHECKING:
     from testcontainers.core.container import DockerContainer
@@ -161,7 +161,7 @@ def container_properties(node: KafkaContainerLayout,
 
 def launcher_env(node_id: int, heap: str) -> dict[str, str]:
     """Heap, JVM and GC-log flags as process mode sets them (:func:`.process.kafka_jvm_flags`)."""
-    from pytest_brokerperf.provision.java import check_jvm_size
+    from pytest_brokerperf.brokers.provision.java import check_jvm_size
 
     check_jvm_size(heap)
     return {

@@ -33,9 +33,9 @@ from pytest_brokerperf.brokers.driver import (
     batch_ack,
 )
 from pytest_brokerperf.brokers.kafka.client_log import client_logger, take_log_doc
-from pytest_brokerperf.endpoint import BrokerEndpoint
-from pytest_brokerperf.errors import ConfigError, DriverError
-from pytest_brokerperf.redaction import SecretDict, redact
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+from pytest_brokerperf.core.errors import ConfigError, DriverError
+from pytest_brokerperf.core.redaction import SecretDict, redact
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.kafka.config import KafkaDriverConfig

@@ -19,7 +19,7 @@ from pydantic import (
     ValidationInfo,
 )
 
-from pytest_brokerperf.files import problem
+from pytest_brokerperf.core.files import problem
 
 _RF_FIX = "write `replicationFactor: 3` (or 1 on a single-node broker)"
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from pytest_brokerperf.durability import LEVELS, SYNC_MIN_REPLICAS, check_level
-from pytest_brokerperf.errors import BrokerUnavailable
+from pytest_brokerperf.brokers.durability import LEVELS, SYNC_MIN_REPLICAS, check_level
+from pytest_brokerperf.core.errors import BrokerUnavailable
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.kafka.config import KafkaDriverConfig

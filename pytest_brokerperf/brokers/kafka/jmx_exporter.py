@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_brokerperf.provision.maven import Artifact, resolve_classpath
+from pytest_brokerperf.brokers.provision.maven import Artifact, resolve_classpath
 
 __all__ = [
     "JMX_EXPORTER_VERSION",

@@ -36,9 +36,9 @@ from pytest_brokerperf.brokers.kafka.node_config import (
     render_log4j2_properties,
     render_log4j_properties,
 )
-from pytest_brokerperf.endpoint import BrokerEndpoint
-from pytest_brokerperf.errors import BrokerPerfError, ConfigError
-from pytest_brokerperf.provision.java import (
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+from pytest_brokerperf.core.errors import BrokerPerfError, ConfigError
+from pytest_brokerperf.brokers.provision.java import (
     JVM_NON_HEAP,
     JavaRuntime,
     check_jvm_size,
@@ -46,20 +46,20 @@ from pytest_brokerperf.provision.java import (
     remove_gc_logs,
     render_properties,
 )
-from pytest_brokerperf.provision.lifecycle import (
+from pytest_brokerperf.brokers.provision.lifecycle import (
     LocalNode,
     Probe,
     ProcessCluster,
     StartFailure,
     ports_open,
 )
-from pytest_brokerperf.provision.maven import (
+from pytest_brokerperf.brokers.provision.maven import (
     KAFKA_DEFAULT_VERSION,
     kafka_version_of,
     resolve_kafka,
 )
-from pytest_brokerperf.provision.ports import LOOPBACK, free_ports
-from pytest_brokerperf.provision.process import ManagedProcess
+from pytest_brokerperf.brokers.provision.ports import LOOPBACK, free_ports
+from pytest_brokerperf.brokers.provision.process import ManagedProcess
 
 __all__ = ["KAFKA_DEFAULT_VERSION", "KafkaProcessCluster"]
 

@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from pytest_brokerperf.errors import ConfigError
+from pytest_brokerperf.core.errors import ConfigError
 
 PYTHON_SOURCE = "<python>"
 # --------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.driver import Driver
-    from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 
 __all__ = ["KafkaEarliestReader", "KafkaReadBack", "read_back_kafka"]
 
@@ -26,7 +26,7 @@ class KafkaEarliestReader:
 
     def earliest(self, driver: Driver) -> tuple[Driver, str]:
         from pytest_brokerperf.brokers.kafka.driver import KafkaDriver
-        from pytest_brokerperf.errors import BrokerUnavailable
+        from pytest_brokerperf.core.errors import BrokerUnavailable
 
         if not isinstance(driver, KafkaDriver):
             raise BrokerUnavailable(

@@ -53,7 +53,7 @@ def movable(driver: Driver, *, ask_broker: bool = True) -> KafkaDriver:
     kafka-python missing. ``ask_broker=False`` (a dry run) leaves out the broker count,
     the one question that needs a broker."""
     from pytest_brokerperf.brokers.kafka.driver import KafkaDriver
-    from pytest_brokerperf.errors import BrokerUnavailable
+    from pytest_brokerperf.core.errors import BrokerUnavailable
 
     if not isinstance(driver, KafkaDriver):
         raise BrokerUnavailable(
@@ -115,7 +115,7 @@ class Mover:
         from confluent_kafka.admin import AdminClient
         from kafka import KafkaAdminClient
 
-        from pytest_brokerperf.redaction import SecretDict
+        from pytest_brokerperf.core.redaction import SecretDict
 
         ep = driver.endpoint
         conf = SecretDict(driver.config.admin_settings(ep.bootstrap))
@@ -150,7 +150,7 @@ class Mover:
 
         from kafka import TopicPartition
 
-        from pytest_brokerperf.errors import DriverError
+        from pytest_brokerperf.core.errors import DriverError
 
         self.requested_at = datetime.now(UTC).isoformat(timespec="milliseconds")
         self.t0 = time.monotonic()
@@ -213,7 +213,7 @@ class Mover:
 
 
 def _alter(admin: Any, resources: list[Any], what: str) -> None:
-    from pytest_brokerperf.errors import DriverError
+    from pytest_brokerperf.core.errors import DriverError
 
     # one resource per request: a broker resource is sent to that broker, so the
     # client allows only one of them per call

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_brokerperf.brokers.base import CONNECT_TIMEOUT_S, unreachable
-from pytest_brokerperf.endpoint import BrokerEndpoint
-from pytest_brokerperf.errors import BrokerUnavailable, ClusterUnreachable, ConfigError
-from pytest_brokerperf.redaction import MASK, SecretDict, is_secret
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+from pytest_brokerperf.core.errors import BrokerUnavailable, ClusterUnreachable, ConfigError
+from pytest_brokerperf.core.redaction import MASK, SecretDict, is_secret
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.base import BrokerSettings

@@ -14,7 +14,7 @@ from pytest_brokerperf.brokers.capabilities import Capabilities
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
-    from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 
 __all__ = ["LoopbackBroker"]
 

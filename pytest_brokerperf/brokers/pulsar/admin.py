@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pytest_brokerperf.brokers.driver import (
     BrokerBacklog,
 )
-from pytest_brokerperf.errors import DriverError
+from pytest_brokerperf.core.errors import DriverError
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.pulsar.config import PulsarDriverConfig
-    from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 
 
 # -- admin (REST v2) --------------------------------------------------------------------

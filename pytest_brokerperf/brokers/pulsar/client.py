@@ -10,7 +10,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pytest_brokerperf.engine import header
+from pytest_brokerperf.core import header
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.pulsar.config import PulsarDriverConfig

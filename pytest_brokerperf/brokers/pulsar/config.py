@@ -60,11 +60,11 @@ from pytest_brokerperf.brokers.pulsar.config_blocks import (
     _Key,
     _Reader,
 )
-from pytest_brokerperf.errors import ConfigError
-from pytest_brokerperf.files import LINES, lines
-from pytest_brokerperf.files import closest as _closest
-from pytest_brokerperf.files import load_yaml as _load_yaml
-from pytest_brokerperf.warnings import BrokerPerfWarning
+from pytest_brokerperf.core.errors import ConfigError
+from pytest_brokerperf.core.files import LINES, lines
+from pytest_brokerperf.core.files import closest as _closest
+from pytest_brokerperf.core.files import load_yaml as _load_yaml
+from pytest_brokerperf.core.warnings import BrokerPerfWarning
 
 __all__ = [
     "JAVA_INT_MAX",

@@ -11,9 +11,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pytest_brokerperf.files import closest as _closest
-from pytest_brokerperf.files import validate
-from pytest_brokerperf.warnings import BrokerPerfWarning
+from pytest_brokerperf.core.files import closest as _closest
+from pytest_brokerperf.core.files import validate
+from pytest_brokerperf.core.warnings import BrokerPerfWarning
 
 PYTHON_SOURCE = "<python>"
 OMB_PULSAR_DRIVER_CLASS = "io.openmessaging.benchmark.driver.pulsar.PulsarBenchmarkDriver"

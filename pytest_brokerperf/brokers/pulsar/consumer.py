@@ -8,7 +8,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from pytest_brokerperf.brokers.pulsar.client import _with_enums
-from pytest_brokerperf.errors import DriverError
+from pytest_brokerperf.core.errors import DriverError
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.pulsar.client import ClientSource

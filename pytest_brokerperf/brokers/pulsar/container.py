@@ -51,15 +51,15 @@ from pytest_brokerperf.brokers.pulsar.process import (
     journal_settings,
     standalone_config,
 )
-from pytest_brokerperf.endpoint import BrokerEndpoint
-from pytest_brokerperf.errors import ConfigError, ProvisionError
-from pytest_brokerperf.provision.container_node import (
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+from pytest_brokerperf.core.errors import ConfigError, ProvisionError
+from pytest_brokerperf.brokers.provision.container_node import (
     ContainerNode,
     ContainerPlan,
     wait_for_log,
 )
-from pytest_brokerperf.provision.java import check_jvm_size
-from pytest_brokerperf.provision.ports import LOOPBACK, free_ports
+from pytest_brokerperf.brokers.provision.java import check_jvm_size
+from pytest_brokerperf.brokers.provision.ports import LOOPBACK, free_ports
 
 if TYPE_CHECKING:
     from testcontainers.core.container import DockerContainer
@@ -101,7 +101,7 @@ def container_config(ports: PulsarPorts, *, bookies: int = 1, durability: int | 
 def image_default_config() -> str:
     """The local image's ``conf/standalone.conf``: process mode's keys on the official
     image's ports (6650, 8080), bound to every interface, advertised as localhost."""
-    from pytest_brokerperf.provision.java import render_properties
+    from pytest_brokerperf.brokers.provision.java import render_properties
 
     cfg = standalone_config(PulsarPorts(broker_port=6650, web_port=8080))
     cfg.update({"bindAddress": "0.0.0.0", "advertisedAddress": "localhost"})

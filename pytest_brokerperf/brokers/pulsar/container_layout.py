@@ -43,8 +43,8 @@ from pytest_brokerperf.brokers.pulsar.process import (
     PULSAR_GC_FLAGS,
     journal_settings,
 )
-from pytest_brokerperf.provision.java import check_jvm_size
-from pytest_brokerperf.provision.ports import LOOPBACK
+from pytest_brokerperf.brokers.provision.java import check_jvm_size
+from pytest_brokerperf.brokers.provision.ports import LOOPBACK
 
 __all__ = [
     "BOOKIE_PORT", "BOOKIE_PREFIX", "BROKER_PREFIX", "META_ALIAS", "ZK_PORT", "NodeLayout",
@@ -306,7 +306,7 @@ def image_default_files() -> dict[str, str]:
     ``conf/broker.conf`` (``ci/docker.sh``): this layout's keys for a node 1 on the
     official image's ports (6650, 8080), so that every key the environment sets is in
     the file."""
-    from pytest_brokerperf.provision.java import render_properties
+    from pytest_brokerperf.brokers.provision.java import render_properties
 
     node = NodeLayout(index=1, broker_port=6650, web_port=8080)
     header = "the brokerperf/pulsar image's defaults (ci/docker.sh)"

@@ -67,8 +67,8 @@ from pytest_brokerperf.brokers.pulsar.client import (
 from pytest_brokerperf.brokers.pulsar.consumer import _PulsarConsumer
 from pytest_brokerperf.brokers.pulsar.producer import _PulsarProducer
 from pytest_brokerperf.brokers.pulsar.slice_producer import _PulsarSliceProducer
-from pytest_brokerperf.endpoint import BrokerEndpoint
-from pytest_brokerperf.errors import ConfigError
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+from pytest_brokerperf.core.errors import ConfigError
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.pulsar.config import PulsarDriverConfig

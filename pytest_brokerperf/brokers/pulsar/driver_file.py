@@ -13,8 +13,8 @@ from typing import Annotated, Any, Protocol
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model
 
-from pytest_brokerperf.files import problem, type_name
-from pytest_brokerperf.models.workload_fields import JAVA_INT_MAX
+from pytest_brokerperf.core.files import problem, type_name
+from pytest_brokerperf.workload.fields import JAVA_INT_MAX
 
 __all__ = ["KeySpec", "block_model"]
 

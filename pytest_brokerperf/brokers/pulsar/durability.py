@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from pytest_brokerperf.durability import LEVELS, SYNC_MIN_REPLICAS, check_level
-from pytest_brokerperf.errors import BrokerUnavailable
+from pytest_brokerperf.brokers.durability import LEVELS, SYNC_MIN_REPLICAS, check_level
+from pytest_brokerperf.core.errors import BrokerUnavailable
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.pulsar.config import PulsarDriverConfig
-    from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 
 __all__ = ["JOURNAL_KEYS", "PERSISTENCE_KEYS", "apply_pulsar", "driver_settings",
            "level_settings", "pulsar_settings", "read_back_view"]

@@ -45,9 +45,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pytest_brokerperf.endpoint import BrokerEndpoint
-from pytest_brokerperf.errors import ConfigError
-from pytest_brokerperf.provision.java import (
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+from pytest_brokerperf.core.errors import ConfigError
+from pytest_brokerperf.brokers.provision.java import (
     JVM_NON_HEAP,
     JavaRuntime,
     check_jvm_size,
@@ -57,13 +57,13 @@ from pytest_brokerperf.provision.java import (
     render_console_log4j2,
     render_properties,
 )
-from pytest_brokerperf.provision.lifecycle import LocalNode, Probe, ProcessCluster
-from pytest_brokerperf.provision.maven import (
+from pytest_brokerperf.brokers.provision.lifecycle import LocalNode, Probe, ProcessCluster
+from pytest_brokerperf.brokers.provision.maven import (
     PULSAR_DEFAULT_VERSION,
     pulsar_version_of,
     resolve_pulsar,
 )
-from pytest_brokerperf.provision.ports import LOOPBACK, free_ports
+from pytest_brokerperf.brokers.provision.ports import LOOPBACK, free_ports
 
 __all__ = [
     "DURABILITY_LEVELS",

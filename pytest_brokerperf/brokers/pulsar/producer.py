@@ -22,7 +22,7 @@ from pytest_brokerperf.brokers.pulsar.client import (
     _mono,
     _with_enums,
 )
-from pytest_brokerperf.errors import DriverError
+from pytest_brokerperf.core.errors import DriverError
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.pulsar.client import ClientSource

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.driver import Driver
-    from pytest_brokerperf.endpoint import BrokerEndpoint
+    from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 
 __all__ = ["PulsarEarliestReader", "PulsarReadBack", "read_back_pulsar", "run_partitions"]
 
@@ -34,7 +34,7 @@ class PulsarEarliestReader:
     acknowledged messages it replays."""
 
     def earliest(self, driver: Driver) -> tuple[Driver, str]:
-        from pytest_brokerperf.errors import ConfigError
+        from pytest_brokerperf.core.errors import ConfigError
 
         config = getattr(driver, "config", None)
         kwargs: dict[str, Any] = dict(getattr(config, "subscribe_kwargs", dict)())

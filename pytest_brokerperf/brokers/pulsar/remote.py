@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from pytest_brokerperf.brokers.base import CONNECT_TIMEOUT_S, unreachable
-from pytest_brokerperf.endpoint import BrokerEndpoint
-from pytest_brokerperf.errors import BrokerUnavailable, ClusterUnreachable, ConfigError
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+from pytest_brokerperf.core.errors import BrokerUnavailable, ClusterUnreachable, ConfigError
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.base import BrokerSettings

@@ -34,12 +34,12 @@ from urllib.parse import urlsplit
 import yaml
 
 from pytest_brokerperf.brokers.rabbitmq.choices import EXCHANGE_TYPES, QUEUE_TYPES
-from pytest_brokerperf.errors import BrokerUnavailable, ConfigError
-from pytest_brokerperf.files import LINES, lines, validate
-from pytest_brokerperf.files import closest as _closest
-from pytest_brokerperf.files import load_yaml as _load_yaml
-from pytest_brokerperf.shipped import DATA_DIR
-from pytest_brokerperf.warnings import BrokerPerfWarning
+from pytest_brokerperf.core.errors import BrokerUnavailable, ConfigError
+from pytest_brokerperf.core.files import LINES, lines, validate
+from pytest_brokerperf.core.files import closest as _closest
+from pytest_brokerperf.core.files import load_yaml as _load_yaml
+from pytest_brokerperf.core.shipped import DATA_DIR
+from pytest_brokerperf.core.warnings import BrokerPerfWarning
 
 __all__ = [
     "DURABILITY",

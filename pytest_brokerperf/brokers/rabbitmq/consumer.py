@@ -20,7 +20,7 @@ from pytest_brokerperf.brokers.rabbitmq.config import (
 )
 from pytest_brokerperf.brokers.rabbitmq.connection import CONNECT_TIMEOUT_S, node_address
 from pytest_brokerperf.brokers.rabbitmq.deliveries import DeliveryReader
-from pytest_brokerperf.errors import DriverError
+from pytest_brokerperf.core.errors import DriverError
 
 
 class _RabbitConsumer:

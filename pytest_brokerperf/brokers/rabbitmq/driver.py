@@ -46,8 +46,8 @@ from pytest_brokerperf.brokers.rabbitmq.producer import (
     ConfirmTracker,
     _RabbitProducer,
 )
-from pytest_brokerperf.endpoint import BrokerEndpoint
-from pytest_brokerperf.errors import DriverError
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+from pytest_brokerperf.core.errors import DriverError
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.rabbitmq.process import CtlAccess

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from pytest_brokerperf.brokers.rabbitmq.choices import EXCHANGE_TYPES, QUEUE_TYPES, STREAM_OFFSETS
-from pytest_brokerperf.files import problem
+from pytest_brokerperf.core.files import problem
 
 _URI = re.compile(r"^amqps?://", re.I)
 

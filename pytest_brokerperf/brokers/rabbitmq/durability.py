@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from pytest_brokerperf.durability import check_level
+from pytest_brokerperf.brokers.durability import check_level
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.rabbitmq.config import RabbitMQDriverConfig

@@ -42,18 +42,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pytest_brokerperf.endpoint import BrokerEndpoint
-from pytest_brokerperf.errors import BrokerUnavailable, ConfigError, ProvisionError
-from pytest_brokerperf.provision.lifecycle import (
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+from pytest_brokerperf.core.errors import BrokerUnavailable, ConfigError, ProvisionError
+from pytest_brokerperf.brokers.provision.lifecycle import (
     LocalNode,
     Probe,
     ProcessCluster,
     StartFailure,
     ports_open,
 )
-from pytest_brokerperf.provision.ports import LOOPBACK, free_port, free_ports, port_open
-from pytest_brokerperf.provision.process import ManagedProcess
-from pytest_brokerperf.provision.watchdog import tagged_env
+from pytest_brokerperf.brokers.provision.ports import LOOPBACK, free_port, free_ports, port_open
+from pytest_brokerperf.brokers.provision.process import ManagedProcess
+from pytest_brokerperf.brokers.provision.watchdog import tagged_env
 
 __all__ = [
     "RABBITMQ_BIN_DIR",

@@ -19,7 +19,7 @@ from hdrh.histogram import HdrHistogram
 from pytest_brokerperf.brokers.driver import AckCallback, ErrorCallback, QueueFull, batch_ack
 from pytest_brokerperf.brokers.rabbitmq.connection import CONNECT_TIMEOUT_S, _mono, node_address
 from pytest_brokerperf.brokers.rabbitmq.frames import PublishFrames
-from pytest_brokerperf.errors import DriverError
+from pytest_brokerperf.core.errors import DriverError
 
 _CLIENT_STATS: list[str] = []  # per process; one JSON document per closed producer
 

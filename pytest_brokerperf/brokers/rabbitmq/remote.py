@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from pytest_brokerperf.brokers.base import CONNECT_TIMEOUT_S, unreachable
-from pytest_brokerperf.endpoint import BrokerEndpoint
-from pytest_brokerperf.errors import BrokerUnavailable, ConfigError
-from pytest_brokerperf.redaction import SecretDict
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+from pytest_brokerperf.core.errors import BrokerUnavailable, ConfigError
+from pytest_brokerperf.core.redaction import SecretDict
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.base import BrokerSettings
