@@ -27,10 +27,10 @@ from pytest_brokerperf.core.errors import BrokerUnavailable, ClusterUnreachable
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.driver import Driver
-    from pytest_brokerperf.brokers.producer_tweak import ProducerTweak
     from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
-    from pytest_brokerperf.metrics.broker import Series
+    from pytest_brokerperf.brokers.producer_tweak import ProducerTweak
     from pytest_brokerperf.core.redaction import Secret
+    from pytest_brokerperf.metrics.broker import Series
 
 __all__ = [
     "CONNECT_TIMEOUT_S", "DRY_RUN_CONNECT_TIMEOUT_S", "PROVISION_MODES", "BrokerSettings",

@@ -25,11 +25,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from pytest_brokerperf.brokers.kafka.container import await_node_advertised
 from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
-from pytest_brokerperf.core.errors import ConfigError
-from pytest_brokerperf.brokers.provision.container_node import ContainerNode, ContainerPlan, wait_for_log
+from pytest_brokerperf.brokers.kafka.container import await_node_advertised
+from pytest_brokerperf.brokers.provision.container_node import (
+    ContainerNode,
+    ContainerPlan,
+    wait_for_log,
+)
 from pytest_brokerperf.brokers.provision.ports import LOOPBACK, free_ports
+from pytest_brokerperf.core.errors import ConfigError
 
 if TYPE_CHECKING:
     from testcontainers.core.container import DockerContainer

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from urllib.parse import SplitResult, urlsplit
 
 from pytest_brokerperf import brokers
-from pytest_brokerperf.core.errors import ConfigError
 from pytest_brokerperf.config.fault_spec import fault_problem
 from pytest_brokerperf.config.options import (
     _FALSE,
@@ -29,6 +28,7 @@ from pytest_brokerperf.config.options import (
     SERVICE_IMAGES,
     OptionSpec,
 )
+from pytest_brokerperf.core.errors import ConfigError
 from pytest_brokerperf.core.redaction import Secret, mask_url
 
 if TYPE_CHECKING:

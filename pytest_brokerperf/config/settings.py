@@ -31,14 +31,6 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
-from pytest_brokerperf.core.errors import ConfigError
-from pytest_brokerperf.config.parsers import (
-    _PARSERS,
-    _remote_flags_given,
-    _resolve_path,
-    _Source,
-    _unset,
-)
 from pytest_brokerperf.config.options import (
     _RUN_ID_RE,
     AUTO_PROVISION,
@@ -53,6 +45,14 @@ from pytest_brokerperf.config.options import (
     OptionSpec,
     ProfileSpec,
 )
+from pytest_brokerperf.config.parsers import (
+    _PARSERS,
+    _remote_flags_given,
+    _resolve_path,
+    _Source,
+    _unset,
+)
+from pytest_brokerperf.core.errors import ConfigError
 from pytest_brokerperf.core.redaction import Secret
 
 if TYPE_CHECKING:

@@ -28,6 +28,9 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+from pytest_brokerperf.brokers.provision.container_watch import check_watched_containers
+from pytest_brokerperf.brokers.provision.process import check_watched
+from pytest_brokerperf.core.errors import BrokerDied, MeasurementError, RunInterrupted
 from pytest_brokerperf.engine.clock import clock_mismatch
 from pytest_brokerperf.engine.delivery import DeliveryReport, reconcile
 from pytest_brokerperf.engine.liveness import RemoteWatch
@@ -45,12 +48,9 @@ from pytest_brokerperf.engine.workers import (
     cpu_snapshot,
     wait_until,
 )
-from pytest_brokerperf.core.errors import BrokerDied, MeasurementError, RunInterrupted
+from pytest_brokerperf.metrics.cpus import allowed_cpus, pinned_coordinator
 from pytest_brokerperf.metrics.stats import METRICS, PeriodStats, WorkerSample
 from pytest_brokerperf.metrics.sysstats import ProcessResources
-from pytest_brokerperf.brokers.provision.container_watch import check_watched_containers
-from pytest_brokerperf.metrics.cpus import allowed_cpus, pinned_coordinator
-from pytest_brokerperf.brokers.provision.process import check_watched
 
 if TYPE_CHECKING:
 

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.workload.rate_schedule import RateSchedule
     from pytest_brokerperf.judge.slo import SLO
     from pytest_brokerperf.workload.model import Workload
+    from pytest_brokerperf.workload.rate_schedule import RateSchedule
 
 __all__ = ["PreparedRun", "workload_block"]
 

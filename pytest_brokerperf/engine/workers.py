@@ -7,14 +7,14 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from pytest_brokerperf.brokers.provision import watchdog
+from pytest_brokerperf.core.errors import DriverError
 from pytest_brokerperf.engine.worker import (
     ConsumerSpec,
     ProducerSpec,
     WorkerAssignment,
     worker_main,
 )
-from pytest_brokerperf.core.errors import DriverError
-from pytest_brokerperf.brokers.provision import watchdog
 
 __all__ = ["DRAIN_IDLE_S", "WorkerHandle", "assign_topics", "await_drain", "await_readiness",
            "broadcast", "cpu_snapshot", "wait_until"]

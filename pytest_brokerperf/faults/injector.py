@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 from pytest_brokerperf.core.errors import ProvisionError
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.engine.coordinator import LoadSession
     from pytest_brokerperf.brokers.node_control import NodeControl
-    from pytest_brokerperf.faults.readback import ReadBack
     from pytest_brokerperf.config.fault_spec import FaultSpec
+    from pytest_brokerperf.engine.coordinator import LoadSession
+    from pytest_brokerperf.faults.readback import ReadBack
 
 __all__ = ["FaultEvent", "FaultInjector", "LeaderLookup"]
 

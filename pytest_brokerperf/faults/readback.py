@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_brokerperf.engine.delivery import LOST_RANGES_KEPT, seq_ranges
 from pytest_brokerperf.core.header import HEADER_SIZE, KIND_DATA, MAGIC, unpack
+from pytest_brokerperf.engine.delivery import LOST_RANGES_KEPT, seq_ranges
 
 __all__ = ["READ_BACK_TIMEOUT_S", "SETTLE_S", "ReadBack", "SeqBitmaps", "compare"]
 

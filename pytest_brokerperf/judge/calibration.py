@@ -122,8 +122,8 @@ def cache_path() -> Path:
 def calibration_key(driver: Driver, *, broker_version: str, message_size: int,
                     partitions: int, generator_cpus: tuple[int, ...] | None) -> dict[str, Any]:
     """Everything a per-process ceiling depends on."""
-    from pytest_brokerperf.metrics.sysstats import _cpu_model
     from pytest_brokerperf.brokers.versions import __version__
+    from pytest_brokerperf.metrics.sysstats import _cpu_model
 
     desc: dict[str, Any] = {}
     with contextlib.suppress(Exception):

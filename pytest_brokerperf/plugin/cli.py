@@ -140,8 +140,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.command == "fetch":
-        from pytest_brokerperf.core.errors import BrokerPerfError
         from pytest_brokerperf.brokers.provision import maven
+        from pytest_brokerperf.core.errors import BrokerPerfError
 
         try:
             path = maven.resolve_kafka(args.version or maven.KAFKA_DEFAULT_VERSION)

@@ -23,14 +23,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_brokerperf.plugin.stash import SETTINGS_KEY
 from pytest_brokerperf.core.errors import BrokerUnavailable, ClusterUnreachable
+from pytest_brokerperf.plugin.stash import SETTINGS_KEY
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.base import BrokerType, ManagedBroker
-    from pytest_brokerperf.config.settings import Settings
     from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
     from pytest_brokerperf.config.fault_spec import FaultSpec
+    from pytest_brokerperf.config.settings import Settings
     from pytest_brokerperf.plugin.runner import BrokerPerf
 
 __all__ = [

@@ -18,6 +18,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_brokerperf import brokers
+from pytest_brokerperf.brokers.durability import LEVELS, level_id
+from pytest_brokerperf.config.settings import OPTIONS, OptionSpec, Settings
+from pytest_brokerperf.core.errors import BrokerPerfError, ConfigError
+from pytest_brokerperf.plugin.junit import note_failure, record_stop, track_test
 from pytest_brokerperf.plugin.stash import (
     ARTEFACTS_KEY,
     GATE_KEY,
@@ -25,10 +29,6 @@ from pytest_brokerperf.plugin.stash import (
     SETTINGS_KEY,
     SUMMARY_ROWS_KEY,
 )
-from pytest_brokerperf.config.settings import OPTIONS, OptionSpec, Settings
-from pytest_brokerperf.brokers.durability import LEVELS, level_id
-from pytest_brokerperf.core.errors import BrokerPerfError, ConfigError
-from pytest_brokerperf.plugin.junit import note_failure, record_stop, track_test
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.base import BrokerType

@@ -79,8 +79,8 @@ def _client_config_problems(settings: Settings) -> list[str]:
 def _memory_cap_problems(settings: Settings, limit: int) -> list[str]:
     """A node memory limit below what a selected broker needs, or no cgroup to put it in."""
     from pytest_brokerperf import brokers
-    from pytest_brokerperf.core.errors import ConfigError
     from pytest_brokerperf.brokers.provision.cgroups import check_memory_limit, memory_cap_problem
+    from pytest_brokerperf.core.errors import ConfigError
 
     where = f" (from {settings.sources.get('broker_memory', 'default')})"
     problems = []

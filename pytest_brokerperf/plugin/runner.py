@@ -15,6 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_brokerperf.core.errors import BrokerPerfError, BrokerUnavailable
+from pytest_brokerperf.core.warnings import BrokerPerfWarning
+from pytest_brokerperf.judge.verdict import RATE_NOT_SUSTAINED
 from pytest_brokerperf.plugin.stash import (
     ARTEFACTS_KEY,
     DRY_RUN_PLANS_KEY,
@@ -22,7 +25,6 @@ from pytest_brokerperf.plugin.stash import (
     LADDER_ROWS_KEY,
     SUMMARY_ROWS_KEY,
 )
-from pytest_brokerperf.core.errors import BrokerPerfError, BrokerUnavailable
 from pytest_brokerperf.scenario_library.base import (
     DEFAULT_PER_PROCESS_RATE,
     Scenario,
@@ -30,14 +32,12 @@ from pytest_brokerperf.scenario_library.base import (
     auto_workers,
 )
 from pytest_brokerperf.scenario_library.context import RunContext, SessionSinks
-from pytest_brokerperf.judge.verdict import RATE_NOT_SUSTAINED
-from pytest_brokerperf.core.warnings import BrokerPerfWarning
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.base import BrokerType
-    from pytest_brokerperf.config.settings import Settings
     from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
     from pytest_brokerperf.config.fault_spec import FaultSpec
+    from pytest_brokerperf.config.settings import Settings
     from pytest_brokerperf.scenario_library.study_cases import StudyCase
 
 __all__ = ["DEFAULT_PER_PROCESS_RATE", "BrokerPerf", "ScenarioResult", "auto_workers"]
@@ -67,8 +67,8 @@ class BrokerPerf:
         refused (skipped with the reason) before any load: a rate above the calibrated
         generator, or more data than the local broker's disk holds.
         """
-        from pytest_brokerperf.scenario_library import study_cases
         from pytest_brokerperf.engine.coordinator import default_generator_cpus
+        from pytest_brokerperf.scenario_library import study_cases
 
         if not isinstance(case, study_cases.StudyCase):
             raise TypeError(f"brokerperf.run_case() takes a StudyCase, got {case!r}")

@@ -8,8 +8,8 @@ import pytest
 
 if TYPE_CHECKING:  # the summary module reads these keys: types only, no import cycle
     from pytest_brokerperf.config.settings import Settings
-    from pytest_brokerperf.results.live import ReservedArtefacts
     from pytest_brokerperf.plugin.gate_session import SessionGate
+    from pytest_brokerperf.results.live import ReservedArtefacts
     from pytest_brokerperf.results.summary_rows import LadderRow, SummaryRow
 
 __all__ = ["ARTEFACTS_KEY", "DRY_RUN_PLANS_KEY", "GATE_KEY", "LADDER_ROWS_KEY", "SETTINGS_KEY",

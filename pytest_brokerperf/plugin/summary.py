@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_brokerperf.plugin.stash import LADDER_ROWS_KEY, SETTINGS_KEY
+from pytest_brokerperf.results.summary_rows import CatchupFigures, LadderRow, SummaryRow
 from pytest_brokerperf.scenario_library.progress import (
     NA,
     format_mib,
@@ -22,7 +23,6 @@ from pytest_brokerperf.scenario_library.progress import (
     format_progress,
     format_progress_line,
 )
-from pytest_brokerperf.results.summary_rows import CatchupFigures, LadderRow, SummaryRow
 
 if TYPE_CHECKING:
     import pytest

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.base import BrokerType
-    from pytest_brokerperf.config.settings import Settings
     from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+    from pytest_brokerperf.config.settings import Settings
 
 __all__ = ["TOPOLOGY_WARMUP_CAP_S", "warm_broker"]
 
@@ -27,9 +27,9 @@ TOPOLOGY_WARMUP_CAP_S = 180.0
 def warm_broker(endpoint: BrokerEndpoint, settings: Settings,
                 broker_type: BrokerType) -> dict[str, Any]:
     """Run the profile's broker warm-up load; return what it did (for manifests)."""
+    from pytest_brokerperf.core.shipped import shipped_workload
     from pytest_brokerperf.engine.coordinator import default_generator_cpus, run_workload
     from pytest_brokerperf.engine.plan import TOPOLOGY_CHECK_RATE, RunPlan
-    from pytest_brokerperf.core.shipped import shipped_workload
     from pytest_brokerperf.workload.model import Workload
 
     seconds = float(settings.profile_spec.broker_warmup_s)

@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from pytest_brokerperf.report import published
 from pytest_brokerperf.core.errors import ConfigError
-from pytest_brokerperf.report.published import STUDIES, PublishedFigure, Study, TableLayout
+from pytest_brokerperf.report import published
 from pytest_brokerperf.report.model import CellKey, CellStats
+from pytest_brokerperf.report.published import STUDIES, PublishedFigure, Study, TableLayout
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -24,22 +24,22 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from pytest_brokerperf.results.figures import PERCENTILES, percentile_name
-from pytest_brokerperf.metrics.stats import METRICS
-from pytest_brokerperf.metrics.cpus import cpu_layout
 from pytest_brokerperf.brokers.versions import __version__
+from pytest_brokerperf.metrics.cpus import cpu_layout
+from pytest_brokerperf.metrics.stats import METRICS
+from pytest_brokerperf.results.figures import PERCENTILES, percentile_name
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from pytest_brokerperf.brokers.base import BrokerType
     from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+    from pytest_brokerperf.core.errors import ResultsWriteError
     from pytest_brokerperf.engine.plan import RunOutcome
     from pytest_brokerperf.engine.prepared import PreparedRun
-    from pytest_brokerperf.core.errors import ResultsWriteError
+    from pytest_brokerperf.judge.verdict import Verdict
     from pytest_brokerperf.metrics.histogram import LatencyHistogram
     from pytest_brokerperf.metrics.stats import PeriodStats
-    from pytest_brokerperf.judge.verdict import Verdict
 
 __all__ = [
     "PERIODS_HEADER",
@@ -247,9 +247,9 @@ def build_record(*, run_id: str, test_id: str, attempt: int, broker: BrokerEndpo
                  ) -> ResultRecord:
     """One JSONL record (schema ``RECORD_SCHEMA``); unit-suffixed field names."""
     from pytest_brokerperf import brokers
-    from pytest_brokerperf.results.driver_identity import driver_file_name, settings_hash
     from pytest_brokerperf.brokers.durability import result_block
     from pytest_brokerperf.engine.prepared import workload_block
+    from pytest_brokerperf.results.driver_identity import driver_file_name, settings_hash
 
     return {
         "schema": RECORD_SCHEMA,

@@ -24,13 +24,13 @@ from pytest_brokerperf.engine.prepared import PreparedRun, workload_block
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.capabilities import CapabilityName
-    from pytest_brokerperf.config.settings import Settings
     from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+    from pytest_brokerperf.config.settings import Settings
     from pytest_brokerperf.engine.plan import RunOutcome
-    from pytest_brokerperf.results.record import ResultRecord
-    from pytest_brokerperf.scenario_library.context import RunContext
     from pytest_brokerperf.judge.slo import SLO, SLOResult
     from pytest_brokerperf.judge.verdict import Verdict
+    from pytest_brokerperf.results.record import ResultRecord
+    from pytest_brokerperf.scenario_library.context import RunContext
     from pytest_brokerperf.workload.model import Workload
 
 __all__ = [

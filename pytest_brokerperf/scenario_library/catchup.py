@@ -38,8 +38,8 @@ from pytest_brokerperf.scenario_library.tailread import fixed_rate_window
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.driver import BrokerBacklog, Driver
-    from pytest_brokerperf.config.settings import Settings
     from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+    from pytest_brokerperf.config.settings import Settings
     from pytest_brokerperf.engine.plan import PhaseRun
     from pytest_brokerperf.metrics.histogram import LatencyHistogram
     from pytest_brokerperf.metrics.stats import PeriodStats
@@ -306,9 +306,9 @@ def catchup_figures(prepared: CatchUpPrepared, *, subs_per_topic: int, build: Ph
                     ) -> tuple[CatchUpReport, dict[str, float | None]]:
     """The record block and the SLO-checkable figures of one catch-up run, from the
     build and drain phases' counters and periods."""
+    from pytest_brokerperf.judge.verdict import window_steal_share
     from pytest_brokerperf.results.figures import PERCENTILES, percentile_name
     from pytest_brokerperf.results.record import histogram_block
-    from pytest_brokerperf.judge.verdict import window_steal_share
 
     def raw_backlog(t: dict[str, int]) -> int:
         return subs_per_topic * t.get("acked", 0) - t.get("received", 0)
@@ -388,18 +388,9 @@ def run_catchup(ctx: RunContext, scenario: CatchUp,
                 extra_slos: tuple[str, ...]) -> ScenarioResult:
     """Prepare, guard, run the four phases (tail-read window, build, drain, end), judge
     and record."""
-    from pytest_brokerperf.scenario_library import safety
     from pytest_brokerperf.brokers.driver import consumer_pause
     from pytest_brokerperf.engine.coordinator import LoadSession
     from pytest_brokerperf.engine.plan import Rung
-    from pytest_brokerperf.scenario_library.safety import format_bytes
-    from pytest_brokerperf.scenario_library.setup import PeriodWatch, broker_sampler, set_up_run
-    from pytest_brokerperf.scenario_library.stopped import (
-        SESSION_END,
-        PhaseLog,
-        record_if_stopped,
-    )
-    from pytest_brokerperf.results.summary_rows import CatchupFigures
     from pytest_brokerperf.judge.verdict import (
         HOT_CACHE,
         Remeasure,
@@ -407,6 +398,15 @@ def run_catchup(ctx: RunContext, scenario: CatchUp,
         assess,
         discarded_windows_note,
         noise_note,
+    )
+    from pytest_brokerperf.results.summary_rows import CatchupFigures
+    from pytest_brokerperf.scenario_library import safety
+    from pytest_brokerperf.scenario_library.safety import format_bytes
+    from pytest_brokerperf.scenario_library.setup import PeriodWatch, broker_sampler, set_up_run
+    from pytest_brokerperf.scenario_library.stopped import (
+        SESSION_END,
+        PhaseLog,
+        record_if_stopped,
     )
 
     settings, broker = ctx.settings, ctx.broker

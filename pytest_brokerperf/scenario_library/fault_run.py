@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_brokerperf.core.errors import BrokerDied, BrokerUnavailable, ConfigError, RunInterrupted
 from pytest_brokerperf.config.fault_spec import MIN_PERIODS_BEFORE
+from pytest_brokerperf.core.errors import BrokerDied, BrokerUnavailable, ConfigError, RunInterrupted
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -61,12 +61,14 @@ def _check_timing(ctx: RunContext, at_s: float, period_s: float, measure_s: floa
 def run_with_fault(ctx: RunContext, scenario: Scenario,
                    extra_slos: tuple[str, ...]) -> ScenarioResult:
     """Run ``scenario`` (a fixed-rate tail read) with ``ctx.fault`` in its window."""
-    from pytest_brokerperf.scenario_library import safety
-    from pytest_brokerperf.engine.coordinator import run_workload
     from pytest_brokerperf.brokers.node_control import control_for
+    from pytest_brokerperf.engine.coordinator import run_workload
     from pytest_brokerperf.faults.injector import FaultInjector
     from pytest_brokerperf.faults.judge import judge_fault, questions
     from pytest_brokerperf.faults.offered import power_cut_problem
+    from pytest_brokerperf.judge.slo import judged_percentile
+    from pytest_brokerperf.judge.verdict import Thresholds, Verdict, assess
+    from pytest_brokerperf.scenario_library import safety
     from pytest_brokerperf.scenario_library.finish import (
         Measured,
         finish,
@@ -74,8 +76,6 @@ def run_with_fault(ctx: RunContext, scenario: Scenario,
         finish_interrupted,
     )
     from pytest_brokerperf.scenario_library.setup import PeriodWatch, broker_sampler, set_up_run
-    from pytest_brokerperf.judge.slo import judged_percentile
-    from pytest_brokerperf.judge.verdict import Thresholds, Verdict, assess
 
     fault, broker, settings = ctx.fault, ctx.broker, ctx.settings
     assert fault is not None

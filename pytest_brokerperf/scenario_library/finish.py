@@ -15,18 +15,18 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_brokerperf.judge.verdict import RATE_NOT_SUSTAINED
 from pytest_brokerperf.results.record import ScenarioBlocks
 from pytest_brokerperf.scenario_library.base import PreparedRun, ScenarioResult
-from pytest_brokerperf.judge.verdict import RATE_NOT_SUSTAINED
 
 if TYPE_CHECKING:
     from pytest_brokerperf.engine.plan import RunOutcome
-    from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
-    from pytest_brokerperf.scenario_library.safety import ScenarioPlan
-    from pytest_brokerperf.scenario_library.context import RunContext
     from pytest_brokerperf.judge.slo import SLO, SLOResult
-    from pytest_brokerperf.results.summary_rows import CatchupFigures
     from pytest_brokerperf.judge.verdict import Verdict
+    from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
+    from pytest_brokerperf.results.summary_rows import CatchupFigures
+    from pytest_brokerperf.scenario_library.context import RunContext
+    from pytest_brokerperf.scenario_library.safety import ScenarioPlan
 
 __all__ = ["BROKER_DIED", "INTERRUPTED", "JUNIT_FIGURES", "Measured", "finish", "finish_failed",
            "finish_interrupted", "omb_document", "ratios_text", "short_params"]
@@ -140,8 +140,8 @@ def _slo_text(slo_results: list[SLOResult], failures: list[str],
 def finish(ctx: RunContext, m: Measured) -> ScenarioResult:
     """Judge ``m``'s SLOs (only for a valid measurement), write its record and artefacts,
     add its summary row and JUnit properties; the scenario's result."""
-    from pytest_brokerperf.results import record as res
     from pytest_brokerperf.judge import slo
+    from pytest_brokerperf.results import record as res
     from pytest_brokerperf.results.figures import compute_figures
     from pytest_brokerperf.results.omb import default_result_filename
     from pytest_brokerperf.results.summary_rows import SummaryRow

@@ -61,13 +61,13 @@ if TYPE_CHECKING:
     from pytest_brokerperf.brokers.base import BrokerType
     from pytest_brokerperf.brokers.capabilities import CapabilityName
     from pytest_brokerperf.brokers.driver import BrokerBacklog, Driver
-    from pytest_brokerperf.config.settings import Settings
     from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+    from pytest_brokerperf.config.settings import Settings
     from pytest_brokerperf.engine.plan import PhaseRun
+    from pytest_brokerperf.judge.verdict import Verdict
     from pytest_brokerperf.metrics.histogram import LatencyHistogram
     from pytest_brokerperf.metrics.stats import PeriodStats
     from pytest_brokerperf.scenario_library.context import RunContext
-    from pytest_brokerperf.judge.verdict import Verdict
     from pytest_brokerperf.workload.model import Workload
 
 __all__ = ["BUILD_SECONDS", "CATCHUP_INCOMPLETE", "TAIL_BEHIND", "Mixed", "MixedPrepared",
@@ -450,10 +450,11 @@ def judge_mixed(verdict: Verdict, report: MixedReport) -> None:
 def run_mixed(ctx: RunContext, scenario: Mixed, extra_slos: tuple[str, ...]) -> ScenarioResult:
     """Prepare, guard, run the phases (tail-read window, build, catch-up, end), judge and
     record."""
-    from pytest_brokerperf.scenario_library import safety
     from pytest_brokerperf.brokers.driver import BacklogReader
     from pytest_brokerperf.engine.coordinator import LoadSession
     from pytest_brokerperf.engine.plan import Rung
+    from pytest_brokerperf.judge.verdict import Thresholds, assess
+    from pytest_brokerperf.scenario_library import safety
     from pytest_brokerperf.scenario_library.safety import format_bytes
     from pytest_brokerperf.scenario_library.setup import PeriodWatch, broker_sampler, set_up_run
     from pytest_brokerperf.scenario_library.stopped import (
@@ -461,7 +462,6 @@ def run_mixed(ctx: RunContext, scenario: Mixed, extra_slos: tuple[str, ...]) -> 
         PhaseLog,
         record_if_stopped,
     )
-    from pytest_brokerperf.judge.verdict import Thresholds, assess
 
     settings, broker = ctx.settings, ctx.broker
     prepared = scenario.prepare(settings, broker)

@@ -64,12 +64,12 @@ if TYPE_CHECKING:
         PartitionMove,
     )
     from pytest_brokerperf.brokers.driver import Driver
-    from pytest_brokerperf.config.settings import Settings
     from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+    from pytest_brokerperf.config.settings import Settings
+    from pytest_brokerperf.judge.verdict import Verdict
     from pytest_brokerperf.metrics.histogram import LatencyHistogram
     from pytest_brokerperf.metrics.stats import PeriodStats
     from pytest_brokerperf.scenario_library.context import RunContext
-    from pytest_brokerperf.judge.verdict import Verdict
     from pytest_brokerperf.workload.model import Workload
 
 __all__ = ["REASSIGN_INCOMPLETE", "Reassign", "ReassignPrepared", "ReassignReport",
@@ -411,17 +411,17 @@ def run_reassign(ctx: RunContext, scenario: Reassign,
                  extra_slos: tuple[str, ...]) -> ScenarioResult:
     """Prepare, guard, run the phases (before window, move, after window, end), judge
     and record."""
-    from pytest_brokerperf.scenario_library import safety
+    from pytest_brokerperf.core.errors import BrokerUnavailable, MeasurementError
     from pytest_brokerperf.engine.coordinator import LoadSession
     from pytest_brokerperf.engine.plan import Rung
-    from pytest_brokerperf.core.errors import BrokerUnavailable, MeasurementError
+    from pytest_brokerperf.judge.verdict import Thresholds, assess
+    from pytest_brokerperf.scenario_library import safety
     from pytest_brokerperf.scenario_library.setup import PeriodWatch, broker_sampler, set_up_run
     from pytest_brokerperf.scenario_library.stopped import (
         SESSION_END,
         PhaseLog,
         record_if_stopped,
     )
-    from pytest_brokerperf.judge.verdict import Thresholds, assess
 
     settings, broker = ctx.settings, ctx.broker
     prepared = scenario.prepare(settings, broker)

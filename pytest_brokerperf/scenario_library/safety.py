@@ -33,8 +33,8 @@ from pytest_brokerperf.core.errors import ConfigError
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.driver import Driver
-    from pytest_brokerperf.config.settings import Settings
     from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+    from pytest_brokerperf.config.settings import Settings
     from pytest_brokerperf.engine.plan import RunPlan
     from pytest_brokerperf.engine.prepared import PreparedRun
     from pytest_brokerperf.workload.model import Workload

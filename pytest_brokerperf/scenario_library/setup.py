@@ -21,15 +21,15 @@ from pytest_brokerperf.core.errors import ConfigError
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.driver import Driver
-    from pytest_brokerperf.config.settings import Settings
     from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+    from pytest_brokerperf.config.settings import Settings
     from pytest_brokerperf.engine.plan import RunPlan
+    from pytest_brokerperf.judge.slo import SLO
     from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
     from pytest_brokerperf.metrics.histogram import LatencyHistogram
     from pytest_brokerperf.metrics.stats import PeriodStats
     from pytest_brokerperf.scenario_library.base import PreparedRun, Scenario
     from pytest_brokerperf.scenario_library.context import RunContext
-    from pytest_brokerperf.judge.slo import SLO
     from pytest_brokerperf.workload.model import Workload
 
 __all__ = ["PROGRESS_METRICS", "PeriodWatch", "RunSetup", "broker_sampler", "set_up_run"]
@@ -62,9 +62,9 @@ def set_up_run(ctx: RunContext, scenario: Scenario, extra_slos: tuple[str, ...],
     replayed with the same bytes. ``check_driver`` refuses a driver the scenario cannot
     use (before any topic exists).
     """
-    from pytest_brokerperf.scenario_library import safety
     from pytest_brokerperf.engine.coordinator import default_generator_cpus
     from pytest_brokerperf.engine.plan import RunPlan
+    from pytest_brokerperf.scenario_library import safety
     from pytest_brokerperf.scenario_library.base import auto_workers
 
     settings, broker = ctx.settings, ctx.broker

@@ -16,21 +16,26 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
-from pytest_brokerperf.judge.resource_growth import GrowthLimits, growth_findings, process_series, trends
+from pytest_brokerperf.judge.resource_growth import (
+    GrowthLimits,
+    growth_findings,
+    process_series,
+    trends,
+)
+from pytest_brokerperf.judge.verdict import RESOURCE_GROWTH
 from pytest_brokerperf.scenario_library.base import PreparedRun, ScenarioResult
 from pytest_brokerperf.scenario_library.tailread import (
     TOPOLOGY_CHECK_RATE,
     TailRead,
     run_fixed_rate,
 )
-from pytest_brokerperf.judge.verdict import RESOURCE_GROWTH
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.config.settings import Settings
     from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+    from pytest_brokerperf.config.settings import Settings
+    from pytest_brokerperf.judge.slo import SLO
     from pytest_brokerperf.scenario_library.context import RunContext
     from pytest_brokerperf.scenario_library.finish import Measured
-    from pytest_brokerperf.judge.slo import SLO
 
 __all__ = ["SOAK_RATE", "SOAK_SMOKE_S", "SOAK_WINDOW_S", "Soak"]
 

@@ -119,12 +119,12 @@ def record_if_stopped(ctx: RunContext, log: PhaseLog,
     ``before_measuring`` (the run's plan) wraps a step before the run's first period,
     such as the throughput run's calibration: whatever the step itself measured is not
     the run's, so the record has no periods and no figures, only the stop and where."""
+    from pytest_brokerperf.judge.verdict import Verdict
     from pytest_brokerperf.scenario_library.finish import (
         INTERRUPTED,
         finish_failed,
         finish_interrupted,
     )
-    from pytest_brokerperf.judge.verdict import Verdict
 
     def stopped(exc: BrokerDied | RunInterrupted) -> Measured | None:
         if sampler is not None:

@@ -44,8 +44,8 @@ from pytest_brokerperf.scenario_library.safety import format_bytes
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.base import BrokerType
     from pytest_brokerperf.brokers.driver import Driver
-    from pytest_brokerperf.config.settings import Settings
     from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+    from pytest_brokerperf.config.settings import Settings
     from pytest_brokerperf.scenario_library.base import Scenario
 
 __all__ = [
@@ -398,6 +398,7 @@ class StudyCase:
         setting. ``broker``: the run's broker kind (None: the endpoint's, from the registry).
         """
         from pytest_brokerperf import brokers
+        from pytest_brokerperf.core.shipped import shipped_driver
         from pytest_brokerperf.scenario_library import (
             CatchUp,
             Mixed,
@@ -405,7 +406,6 @@ class StudyCase:
             TailRead,
             Throughput,
         )
-        from pytest_brokerperf.core.shipped import shipped_driver
 
         s = self.scaled(settings.profile)
         kind = broker if broker is not None else brokers.get(endpoint.kind)

@@ -12,8 +12,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pytest_brokerperf.engine.plan import TOPOLOGY_CHECK_RATE
 from pytest_brokerperf.core.errors import BrokerDied, RunInterrupted
+from pytest_brokerperf.engine.plan import TOPOLOGY_CHECK_RATE
 from pytest_brokerperf.scenario_library.base import (
     PreparedRun,
     Scenario,
@@ -28,11 +28,11 @@ from pytest_brokerperf.scenario_library.base import (
 from pytest_brokerperf.scenario_library.finish import Measured, finish
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.config.settings import Settings
     from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
-    from pytest_brokerperf.workload.rate_schedule import RateSchedule
+    from pytest_brokerperf.config.settings import Settings
     from pytest_brokerperf.scenario_library.context import RunContext
     from pytest_brokerperf.workload.model import Workload
+    from pytest_brokerperf.workload.rate_schedule import RateSchedule
 
 __all__ = ["TOPOLOGY_CHECK_RATE", "TailRead", "fixed_rate_window"]
 
@@ -177,10 +177,7 @@ def run_fixed_rate(ctx: RunContext, scenario: Scenario, extra_slos: tuple[str, .
     and record blocks to the measured window before it is recorded (the soak's growth
     rule).
     """
-    from pytest_brokerperf.scenario_library import safety
     from pytest_brokerperf.engine.coordinator import run_workload
-    from pytest_brokerperf.scenario_library.finish import finish_failed, finish_interrupted
-    from pytest_brokerperf.scenario_library.setup import PeriodWatch, broker_sampler, set_up_run
     from pytest_brokerperf.judge.verdict import (
         Remeasure,
         Thresholds,
@@ -189,6 +186,9 @@ def run_fixed_rate(ctx: RunContext, scenario: Scenario, extra_slos: tuple[str, .
         discarded_windows_note,
         noise_note,
     )
+    from pytest_brokerperf.scenario_library import safety
+    from pytest_brokerperf.scenario_library.finish import finish_failed, finish_interrupted
+    from pytest_brokerperf.scenario_library.setup import PeriodWatch, broker_sampler, set_up_run
 
     settings, broker = ctx.settings, ctx.broker
     run = set_up_run(ctx, scenario, extra_slos)

@@ -31,8 +31,8 @@ from pytest_brokerperf.scenario_library.throughput_run import (
 )
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.config.settings import Settings
     from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+    from pytest_brokerperf.config.settings import Settings
     from pytest_brokerperf.scenario_library.context import RunContext
     from pytest_brokerperf.workload.model import Workload
 

@@ -13,10 +13,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_brokerperf.judge import ladder as lad
-from pytest_brokerperf.results import ladder as ladres
 from pytest_brokerperf.engine.plan import DEFAULT_PER_PROCESS_RATE
-from pytest_brokerperf.metrics.cpus import allowed_cpus
+from pytest_brokerperf.judge import ladder as lad
 from pytest_brokerperf.judge.verdict import (
     BACKPRESSURE,
     CLIENT_BOUND,
@@ -29,6 +27,8 @@ from pytest_brokerperf.judge.verdict import (
     Verdict,
     assess,
 )
+from pytest_brokerperf.metrics.cpus import allowed_cpus
+from pytest_brokerperf.results import ladder as ladres
 
 __all__ = [
     "LIMIT_STATUS",
@@ -45,8 +45,8 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.judge.calibration import Ceiling
     from pytest_brokerperf.engine.plan import RunOutcome
+    from pytest_brokerperf.judge.calibration import Ceiling
 
 
 #: Rung/ladder limit → validity verdict status.

@@ -25,6 +25,15 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_brokerperf.judge import ladder as lad
+from pytest_brokerperf.judge.verdict import (
+    GENERATOR_BOUND,
+    HOST_NOISE,
+    Thresholds,
+    Verdict,
+    assess,
+    discarded_windows_note,
+    noise_note,
+)
 from pytest_brokerperf.results import ladder as ladres
 from pytest_brokerperf.scenario_library.base import (
     PreparedRun,
@@ -46,24 +55,15 @@ from pytest_brokerperf.scenario_library.throughput_judge import (
     progress_rung,
     write_ladder_csv,
 )
-from pytest_brokerperf.judge.verdict import (
-    GENERATOR_BOUND,
-    HOST_NOISE,
-    Thresholds,
-    Verdict,
-    assess,
-    discarded_windows_note,
-    noise_note,
-)
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.driver import Driver
-    from pytest_brokerperf.judge.calibration import Ceiling
     from pytest_brokerperf.engine.plan import RunOutcome, RunPlan
-    from pytest_brokerperf.results.record import ScenarioBlocks
-    from pytest_brokerperf.scenario_library.safety import ScenarioPlan
-    from pytest_brokerperf.scenario_library.context import RunContext
+    from pytest_brokerperf.judge.calibration import Ceiling
     from pytest_brokerperf.judge.slo import SLO
+    from pytest_brokerperf.results.record import ScenarioBlocks
+    from pytest_brokerperf.scenario_library.context import RunContext
+    from pytest_brokerperf.scenario_library.safety import ScenarioPlan
 
 __all__ = ["LADDER", "RATE_DISCOVERY", "THROUGHPUT_MODES",
            "ThroughputPrepared", "ThroughputResult", "run_throughput"]
@@ -160,9 +160,9 @@ def _session_outcome(rungs: list[RunOutcome], headline: RunOutcome, end: Any) ->
 def run_throughput(ctx: RunContext, scenario: Scenario,
                    extra_slos: tuple[str, ...]) -> ThroughputResult:
     """Run ``scenario`` on ``ctx``'s broker; judge it; write record and artefacts."""
-    from pytest_brokerperf.scenario_library import safety
     from pytest_brokerperf.engine.coordinator import default_generator_cpus
     from pytest_brokerperf.engine.plan import RunPlan
+    from pytest_brokerperf.scenario_library import safety
     from pytest_brokerperf.scenario_library.setup import PeriodWatch, broker_sampler
 
     settings, broker = ctx.settings, ctx.broker

@@ -24,8 +24,8 @@ from typing import Any
 
 from pytest_brokerperf.core.errors import WorkloadError
 from pytest_brokerperf.core.files import PYTHON_SOURCE, closest, joined, parse_label, type_name
-from pytest_brokerperf.workload.fields import FIELDS
 from pytest_brokerperf.core.warnings import BrokerPerfWarning
+from pytest_brokerperf.workload.fields import FIELDS
 
 __all__ = ["BY_ATTR", "BY_KEY", "FOREIGN_KEYS", "Problem", "read_keys", "warn_at"]
 

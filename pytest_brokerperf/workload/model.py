@@ -45,16 +45,16 @@ from pytest_brokerperf.core.files import (
     split_joined,
     validate,
 )
-from pytest_brokerperf.workload.fields import FIELDS, KeyDistributor
-from pytest_brokerperf.workload.rate_schedule import RateSchedule
 from pytest_brokerperf.core.warnings import BrokerPerfWarning
 from pytest_brokerperf.workload.checks import check_workload
+from pytest_brokerperf.workload.fields import FIELDS, KeyDistributor
 from pytest_brokerperf.workload.keys import BY_ATTR, BY_KEY, read_keys, warn_at
 from pytest_brokerperf.workload.payloads import (
     PAYLOAD_HEADER_BYTES,
     payload_path,
     payload_pool,
 )
+from pytest_brokerperf.workload.rate_schedule import RateSchedule
 
 __all__ = [
     "PAYLOAD_HEADER_BYTES",

@@ -25,14 +25,14 @@ from typing import TYPE_CHECKING, Any
 import psutil
 import pytest
 
-from pytest_brokerperf.core.errors import BrokerUnavailable
 from pytest_brokerperf.brokers.provision.maven import cache_root, resolve_kafka
+from pytest_brokerperf.core.errors import BrokerUnavailable
 from pytest_brokerperf.judge.verdict import Verdict, assess
 
 if TYPE_CHECKING:
+    from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
     from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster
     from pytest_brokerperf.brokers.rabbitmq.process import RabbitMQProcessCluster
-    from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
     from pytest_brokerperf.engine.plan import RunOutcome
 
 

@@ -23,12 +23,12 @@ import pytest
 from pytest_brokerperf.brokers import create_driver
 from pytest_brokerperf.brokers.driver import Driver, ProducerClient
 from pytest_brokerperf.brokers.kafka.config import shipped_driver
+from pytest_brokerperf.brokers.provision.maven import resolve_pulsar
 from pytest_brokerperf.brokers.pulsar.config import PulsarDriverConfig
 from pytest_brokerperf.brokers.pulsar.process import PulsarStandalone
 from pytest_brokerperf.brokers.rabbitmq.process import RabbitMQProcessCluster
 from pytest_brokerperf.core import header
 from pytest_brokerperf.core.errors import BrokerUnavailable
-from pytest_brokerperf.brokers.provision.maven import resolve_pulsar
 from tests.support.wirestamp import WireStampProxy, WireStamps
 
 pytestmark = pytest.mark.integration

@@ -18,8 +18,8 @@ import confluent_kafka as ck
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster
 from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster
 from pytest_brokerperf.brokers.provision.cgroups import memory_cap_problem
 from pytest_brokerperf.scenario_library.catchup import broker_disk_reads
 

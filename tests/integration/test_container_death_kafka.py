@@ -18,9 +18,9 @@ from pathlib import Path
 
 from pytest_brokerperf.brokers.kafka.container import default_images
 from pytest_brokerperf.brokers.provision import containers
+from pytest_brokerperf.brokers.versions import KAFKA_DEFAULT_VERSION
 from pytest_brokerperf.testing import PLAIN_SCENARIOS
 from tests.support.containers import engine_mark, image_or_skip, leftovers
-from pytest_brokerperf.brokers.versions import KAFKA_DEFAULT_VERSION
 
 pytestmark = engine_mark()
 REPO = Path(__file__).resolve().parents[2]

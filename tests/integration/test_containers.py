@@ -22,15 +22,15 @@ from typing import Any
 import pytest
 
 from pytest_brokerperf.brokers.kafka.container import KafkaContainerCluster, default_images
-from pytest_brokerperf.core.errors import ProvisionError
 from pytest_brokerperf.brokers.provision import containers
+from pytest_brokerperf.brokers.versions import KAFKA_DEFAULT_VERSION
+from pytest_brokerperf.core.errors import ProvisionError
 from tests.support.containers import (
     engine_mark,
     image_or_skip,
     leftovers,
     tailread_through_pytest,
 )
-from pytest_brokerperf.brokers.versions import KAFKA_DEFAULT_VERSION
 
 pytestmark = engine_mark()
 

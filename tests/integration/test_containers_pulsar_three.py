@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from pytest_brokerperf.brokers.pulsar.container import PulsarContainerCluster, default_images
 from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 from pytest_brokerperf.brokers.provision.maven import PULSAR_DEFAULT_VERSION
+from pytest_brokerperf.brokers.pulsar.container import PulsarContainerCluster, default_images
 from tests.support.containers import engine_mark, image_or_skip, leftovers
 
 pytestmark = engine_mark()

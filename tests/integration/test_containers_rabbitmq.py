@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from pytest_brokerperf.brokers.rabbitmq.container import RabbitMQContainerCluster, default_images
 from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+from pytest_brokerperf.brokers.rabbitmq.container import RabbitMQContainerCluster, default_images
 from pytest_brokerperf.core.errors import ProvisionError
 from tests.support.containers import (
     engine_mark,

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_brokerperf.brokers.redpanda_container import RedpandaContainer
 from pytest_brokerperf.brokers.provision import containers
+from pytest_brokerperf.brokers.redpanda_container import RedpandaContainer
 from tests.support.containers import (
     engine_mark,
     image_or_skip,

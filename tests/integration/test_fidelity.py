@@ -46,8 +46,8 @@ from typing import Any
 import pytest
 
 from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
-from pytest_brokerperf.testing.delayproxy import DelayProxy, ProxyStats
 from pytest_brokerperf.judge.verdict import Thresholds, assess, window_steal_share
+from pytest_brokerperf.testing.delayproxy import DelayProxy, ProxyStats
 
 pytestmark = pytest.mark.integration
 

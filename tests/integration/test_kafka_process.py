@@ -21,12 +21,12 @@ import psutil
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 from pytest_brokerperf.brokers.kafka import process as kp
 from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster
-from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
-from pytest_brokerperf.core.errors import ProvisionError
 from pytest_brokerperf.brokers.provision.ports import free_port, free_ports
 from pytest_brokerperf.brokers.provision.process import running_processes
+from pytest_brokerperf.core.errors import ProvisionError
 
 pytestmark = pytest.mark.integration
 

@@ -20,11 +20,11 @@ import pytest
 from pytest_brokerperf import brokers
 from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster
 from pytest_brokerperf.brokers.kafka.remote import load_client_config, remote_kafka_endpoint
-from pytest_brokerperf.plugin.cli import main as brokerperf_main
 from pytest_brokerperf.config.settings import Settings
 from pytest_brokerperf.core.errors import ClusterUnreachable
-from pytest_brokerperf.testing import PLAIN_SCENARIOS
+from pytest_brokerperf.plugin.cli import main as brokerperf_main
 from pytest_brokerperf.plugin.warmup import warm_broker
+from pytest_brokerperf.testing import PLAIN_SCENARIOS
 
 PASSWORD = f"pw-{secrets.token_hex(12)}"
 ADMIN_PASSWORD = f"adm-{secrets.token_hex(12)}"

@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 
 from pytest_brokerperf.brokers import create_driver
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 from pytest_brokerperf.brokers.kafka.config import KafkaDriverConfig, shipped_driver
 from pytest_brokerperf.brokers.kafka.driver import KafkaDriver
-from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+from pytest_brokerperf.core.errors import ConfigError
 from pytest_brokerperf.engine.coordinator import default_generator_cpus, run_workload
 from pytest_brokerperf.engine.plan import RunPlan
-from pytest_brokerperf.core.errors import ConfigError
 from pytest_brokerperf.workload.model import Workload
 
 

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_brokerperf.brokers.rabbitmq.process import rabbitmq_available
 from pytest_brokerperf.brokers.provision import watchdog
 from pytest_brokerperf.brokers.provision.ports import LOOPBACK, port_open
+from pytest_brokerperf.brokers.rabbitmq.process import rabbitmq_available
 from pytest_brokerperf.testing import PLAIN_SCENARIOS
 
 pytestmark = pytest.mark.integration

@@ -22,11 +22,11 @@ import pulsar
 import pytest
 
 from pytest_brokerperf.brokers.pulsar.readback import read_back_pulsar
+from pytest_brokerperf.config.fault_spec import parse_fault
 from pytest_brokerperf.core.header import HEADER_SIZE, unpack
 from pytest_brokerperf.faults.injector import FaultInjector
 from pytest_brokerperf.faults.judge import judge_fault
 from pytest_brokerperf.faults.readback import compare
-from pytest_brokerperf.config.fault_spec import parse_fault
 from tests.support.powercut import powercut_pulsar, send_harness_pulsar
 from tests.unit.test_faults import _outcome, _Session
 

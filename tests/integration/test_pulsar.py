@@ -19,15 +19,15 @@ import psutil
 import pytest
 
 from pytest_brokerperf.brokers import create_driver
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 from pytest_brokerperf.brokers.kafka.config import shipped_driver
+from pytest_brokerperf.brokers.provision.maven import resolve_pulsar
 from pytest_brokerperf.brokers.pulsar.config import PulsarDriverConfig
 from pytest_brokerperf.brokers.pulsar.driver import PulsarDriver
 from pytest_brokerperf.brokers.pulsar.process import PulsarStandalone
-from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+from pytest_brokerperf.core.errors import BrokerUnavailable, ConfigError
 from pytest_brokerperf.engine.coordinator import default_generator_cpus, run_workload
 from pytest_brokerperf.engine.plan import RunPlan
-from pytest_brokerperf.core.errors import BrokerUnavailable, ConfigError
-from pytest_brokerperf.brokers.provision.maven import resolve_pulsar
 from pytest_brokerperf.workload.model import Workload
 
 

@@ -26,9 +26,9 @@ from typing import Any
 import psutil
 import pytest
 
+from pytest_brokerperf.brokers.provision.maven import resolve_pulsar
 from pytest_brokerperf.core.errors import BrokerUnavailable
 from pytest_brokerperf.results.omb import read_omb_result
-from pytest_brokerperf.brokers.provision.maven import resolve_pulsar
 from pytest_brokerperf.testing import PLAIN_SCENARIOS
 
 

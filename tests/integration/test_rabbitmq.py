@@ -26,9 +26,9 @@ from pytest_brokerperf.brokers.rabbitmq.process import (
     RabbitMQProcessCluster,
     rabbitmq_available,
 )
+from pytest_brokerperf.core.errors import BrokerUnavailable
 from pytest_brokerperf.engine.coordinator import default_generator_cpus, run_workload
 from pytest_brokerperf.engine.plan import RunPlan
-from pytest_brokerperf.core.errors import BrokerUnavailable
 from pytest_brokerperf.workload.model import Workload
 
 
@@ -156,8 +156,8 @@ def test_classic_mirroring_policy_lands_on_the_runs_queues(rmq: RabbitMQProcessC
 
 def test_remote_endpoint_from_uris_drives_the_same_broker(rmq: RabbitMQProcessCluster) -> None:
     """--rabbitmq-url against this node as if it were remote: no CLI, password kept out."""
-    from pytest_brokerperf.plugin.broker_session import start_broker
     from pytest_brokerperf.config.settings import Settings
+    from pytest_brokerperf.plugin.broker_session import start_broker
 
     port = rmq.endpoint.info["node_ports"][0]["amqp_port"]
     settings = Settings.resolve(

@@ -26,9 +26,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from pytest_brokerperf.results.omb import read_omb_result
 from pytest_brokerperf.report.render import _ms, _num
 from pytest_brokerperf.report.study_render import fmt
+from pytest_brokerperf.results.omb import read_omb_result
 from pytest_brokerperf.testing import PLAIN_SCENARIOS
 from tests.support.chromium import (
     check_page,

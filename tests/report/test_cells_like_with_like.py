@@ -14,13 +14,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_brokerperf.results.driver_identity import driver_file_name, settings_hash
 from pytest_brokerperf.core.errors import ConfigError
+from pytest_brokerperf.plugin.summary import SummaryRow, _tally, format_table
 from pytest_brokerperf.report.gates import align, evaluate, exit_code, gate_tally, parse_fail_on
 from pytest_brokerperf.report.history import append_run, history_runs
 from pytest_brokerperf.report.model import CellKey, cell_key_of, natural_key
 from pytest_brokerperf.report.render import markdown
-from pytest_brokerperf.plugin.summary import SummaryRow, _tally, format_table
+from pytest_brokerperf.results.driver_identity import driver_file_name, settings_hash
 from tests.support.records import (
     SyntheticRun,
     report_of_records,

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from pytest_brokerperf.core.errors import ProvisionError
 from pytest_brokerperf.brokers.provision import containers
+from pytest_brokerperf.core.errors import ProvisionError
 from pytest_brokerperf.testing import PLAIN_SCENARIOS
 
 __all__ = ["engine_mark", "image_or_skip", "leftovers", "tailread_through_pytest"]

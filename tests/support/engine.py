@@ -6,10 +6,10 @@ from __future__ import annotations
 from array import array
 from collections.abc import Callable
 
+from pytest_brokerperf.core.errors import BrokerDied
 from pytest_brokerperf.engine.delivery import AckLedger
 from pytest_brokerperf.engine.plan import RunPlan
 from pytest_brokerperf.engine.worker import Worker, _Buffers, _Counters
-from pytest_brokerperf.core.errors import BrokerDied
 from pytest_brokerperf.workload.model import Workload
 
 __all__ = ["death_mid_run", "publish_side"]

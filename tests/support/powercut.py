@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 
 from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster
+from pytest_brokerperf.brokers.provision.lifecycle import ProcessCluster
+from pytest_brokerperf.brokers.provision.powercut import powercut_problem
 from pytest_brokerperf.brokers.pulsar.process import PulsarStandalone
 from pytest_brokerperf.brokers.rabbitmq.process import (
     RabbitMQProcessCluster,
     rabbitmq_available,
 )
-from pytest_brokerperf.brokers.provision.powercut import powercut_problem
-from pytest_brokerperf.brokers.provision.lifecycle import ProcessCluster
 
 __all__ = ["powercut_kafka", "powercut_pulsar", "powercut_rabbitmq", "produce_numbered",
            "publish_numbered_amqp", "send_harness_pulsar"]

@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pytest_brokerperf.results.figures import PERCENTILES, percentile_name
 from pytest_brokerperf.metrics.histogram import LatencyHistogram
 from pytest_brokerperf.metrics.stats import METRICS
+from pytest_brokerperf.results.figures import PERCENTILES, percentile_name
 
 __all__ = ["SyntheticRun", "latency_block_from_samples", "record_with_timeline",
            "report_of_records", "slowed_record", "synthetic_record", "synthetic_timeline",

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_brokerperf.core.errors import BrokerDied
 from pytest_brokerperf.brokers.provision.process import ManagedProcess, check_watched
+from pytest_brokerperf.core.errors import BrokerDied
 from tests.support.engine import death_mid_run
 
 

@@ -14,10 +14,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint, LocalProcesses
 from pytest_brokerperf.brokers.kafka.jmx_exporter import agent_flag, render_config
 from pytest_brokerperf.brokers.kafka.metrics import kafka_figures
 from pytest_brokerperf.config.settings import Settings
-from pytest_brokerperf.brokers.endpoint import BrokerEndpoint, LocalProcesses
 from pytest_brokerperf.metrics.broker import (
     COLUMN_NAMES,
     BrokerMetricsSampler,

@@ -14,11 +14,12 @@ from typing import Any
 import pytest
 
 from pytest_brokerperf.brokers.driver import BrokerBacklog, consumer_pause
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
 from pytest_brokerperf.config.settings import Settings
-from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 from pytest_brokerperf.engine.coordinator import LoadSession
 from pytest_brokerperf.engine.plan import PhaseRun, Rung, RunPlan
+from pytest_brokerperf.judge.slo import SLO, evaluate
 from pytest_brokerperf.metrics.histogram import LatencyHistogram
 from pytest_brokerperf.metrics.stats import METRICS, PeriodStats
 from pytest_brokerperf.scenario_library.catchup import (
@@ -30,7 +31,6 @@ from pytest_brokerperf.scenario_library.catchup import (
 )
 from pytest_brokerperf.scenario_library.tailread import TailRead
 from pytest_brokerperf.scenario_library.throughput import Throughput
-from pytest_brokerperf.judge.slo import SLO, evaluate
 from pytest_brokerperf.workload.model import Workload
 
 GIB = 1024**3

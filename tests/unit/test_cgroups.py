@@ -11,9 +11,6 @@ from pathlib import Path
 import pytest
 
 from pytest_brokerperf import brokers
-from pytest_brokerperf.config.settings import Settings
-from pytest_brokerperf.core.errors import BrokerUnavailable, ConfigError
-from pytest_brokerperf.plugin.preflight import preflight_problems
 from pytest_brokerperf.brokers.provision.cgroups import (
     MemoryCgroup,
     MemoryHierarchy,
@@ -23,6 +20,9 @@ from pytest_brokerperf.brokers.provision.cgroups import (
     memory_cap_problem,
 )
 from pytest_brokerperf.brokers.provision.process import ManagedProcess, _oom_note
+from pytest_brokerperf.config.settings import Settings
+from pytest_brokerperf.core.errors import BrokerUnavailable, ConfigError
+from pytest_brokerperf.plugin.preflight import preflight_problems
 from pytest_brokerperf.scenario_library.catchup import memory_available
 
 MIB = 1024 * 1024

@@ -23,10 +23,10 @@ def test_the_official_images_workflow_runs_every_container_test_file() -> None:
     from pytest_brokerperf.brokers.automq_container import default_images as automq_images
     from pytest_brokerperf.brokers.automq_container import object_store_images
     from pytest_brokerperf.brokers.kafka.container import default_images as kafka_images
+    from pytest_brokerperf.brokers.provision.maven import PULSAR_DEFAULT_VERSION
     from pytest_brokerperf.brokers.pulsar.container import default_images as pulsar_images
     from pytest_brokerperf.brokers.rabbitmq.container import default_images as rmq_images
     from pytest_brokerperf.brokers.redpanda_container import default_images as rp_images
-    from pytest_brokerperf.brokers.provision.maven import PULSAR_DEFAULT_VERSION
     from pytest_brokerperf.brokers.versions import KAFKA_DEFAULT_VERSION
 
     assert env["KAFKA_IMAGE"] == kafka_images(KAFKA_DEFAULT_VERSION)[1]

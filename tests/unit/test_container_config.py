@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from pytest_brokerperf.plugin.broker_session import provision_reason
 from pytest_brokerperf.brokers.kafka.container import (
     IN_NETWORK_PORT,
     KafkaContainerLayout,
@@ -28,9 +27,10 @@ from pytest_brokerperf.brokers.kafka.node_config import (
     kafka_jvm_flags,
     node_config,
 )
+from pytest_brokerperf.brokers.provision import containers
 from pytest_brokerperf.config.settings import Settings
 from pytest_brokerperf.core.errors import BrokerUnavailable, ConfigError, ProvisionError
-from pytest_brokerperf.brokers.provision import containers
+from pytest_brokerperf.plugin.broker_session import provision_reason
 
 ENTRYPOINT = Path(__file__).resolve().parents[2] / "ci" / "images" / "kafka" / "entrypoint.sh"
 NODE = KafkaContainerLayout(node_id=1, host_port=39092, alias="kafka-1")

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from pytest_brokerperf.core.errors import BrokerDied
 from pytest_brokerperf.brokers.provision import container_watch as cw
 from pytest_brokerperf.brokers.provision.container_node import ContainerNode, ContainerPlan
 from pytest_brokerperf.brokers.provision.container_watch import (
@@ -23,6 +22,7 @@ from pytest_brokerperf.brokers.provision.container_watch import (
     unwatch_container,
     watch_container,
 )
+from pytest_brokerperf.core.errors import BrokerDied
 from tests.support.engine import death_mid_run
 
 RUNNING = ContainerState(running=True, status="running", exit_code=0, pid=42)

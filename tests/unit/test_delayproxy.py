@@ -164,8 +164,8 @@ def _rtt_misses(proxy: DelayProxy) -> list[str]:
 def test_rtt_shift_equals_injected_delay(proxy: DelayProxy) -> None:
     # Up to three passes: a pass robbed by the hypervisor (steal time at the harness's
     # host-noise limit) says nothing; a real timing error misses every quiet pass.
-    from pytest_brokerperf.metrics.sysstats import cpu_snapshot, system_cpu_delta
     from pytest_brokerperf.judge.verdict import Thresholds
+    from pytest_brokerperf.metrics.sysstats import cpu_snapshot, system_cpu_delta
 
     attempts: list[tuple[float, list[str]]] = []
     for _ in range(3):

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from pytest_brokerperf import brokers
-from pytest_brokerperf.brokers import durability as d
 from pytest_brokerperf.brokers import create_driver
+from pytest_brokerperf.brokers import durability as d
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 from pytest_brokerperf.brokers.kafka.config import KafkaDriverConfig, shipped_driver
 from pytest_brokerperf.brokers.kafka.durability import (
     KAFKA_NEVER_FLUSH,
@@ -24,7 +25,6 @@ from pytest_brokerperf.brokers.pulsar.durability import apply_pulsar, pulsar_set
 from pytest_brokerperf.brokers.pulsar.process import journal_settings
 from pytest_brokerperf.brokers.rabbitmq.config import DURABILITY, config_for_durability
 from pytest_brokerperf.config.settings import Settings
-from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 from pytest_brokerperf.core.errors import BrokerUnavailable, ConfigError
 from pytest_brokerperf.scenario_library.finish import short_params as _short_params
 

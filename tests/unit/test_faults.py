@@ -11,15 +11,15 @@ from typing import Any
 import psutil
 import pytest
 
-from pytest_brokerperf.config.settings import Settings
 from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+from pytest_brokerperf.brokers.node_control import control_for
+from pytest_brokerperf.config.fault_spec import FaultSpec, fault_ids, parse_fault, parse_faults
+from pytest_brokerperf.config.settings import Settings
+from pytest_brokerperf.core.errors import ConfigError
 from pytest_brokerperf.engine.delivery import DeliveryReport, SubscriptionDelivery
 from pytest_brokerperf.engine.plan import RunOutcome, RunPlan
-from pytest_brokerperf.core.errors import ConfigError
-from pytest_brokerperf.brokers.node_control import control_for
 from pytest_brokerperf.faults.injector import FaultEvent, FaultInjector
 from pytest_brokerperf.faults.judge import judge_fault
-from pytest_brokerperf.config.fault_spec import FaultSpec, fault_ids, parse_fault, parse_faults
 from pytest_brokerperf.metrics.histogram import LatencyHistogram
 from pytest_brokerperf.metrics.stats import METRICS, PeriodStats
 from pytest_brokerperf.scenario_library.fault_run import window_before

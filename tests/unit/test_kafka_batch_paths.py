@@ -27,8 +27,8 @@ from pytest_brokerperf.brokers.kafka.driver import (
     latency_ns,
 )
 from pytest_brokerperf.core import header
-from pytest_brokerperf.engine.delivery import AckLedger
 from pytest_brokerperf.core.errors import DriverError
+from pytest_brokerperf.engine.delivery import AckLedger
 from tests.support.engine import publish_side
 
 MS = 1_000_000

@@ -31,10 +31,8 @@ from pytest_brokerperf.brokers.kafka.node_config import (
     render_log4j2_properties,
 )
 from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster
-from pytest_brokerperf.core.errors import BrokerUnavailable, ConfigError, ProvisionError
 from pytest_brokerperf.brokers.provision import java as pj
 from pytest_brokerperf.brokers.provision import maven
-from pytest_brokerperf.metrics.cpus import default_broker_cpus
 from pytest_brokerperf.brokers.provision.java import render_properties
 from pytest_brokerperf.brokers.provision.ports import (
     ephemeral_port_range,
@@ -51,6 +49,8 @@ from pytest_brokerperf.brokers.provision.process import (
     register_cleanup_path,
     running_processes,
 )
+from pytest_brokerperf.core.errors import BrokerUnavailable, ConfigError, ProvisionError
+from pytest_brokerperf.metrics.cpus import default_broker_cpus
 
 ONE = [NodePorts(1, 21001, 21002)]
 THREE = [NodePorts(1, 21001, 21002), NodePorts(2, 21003, 21004), NodePorts(3, 21005, 21006)]

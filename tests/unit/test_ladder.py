@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from pytest_brokerperf.judge import ladder as lad
-from pytest_brokerperf.results import ladder as ladres
 from pytest_brokerperf.judge.ladder import (
     BROKER,
     CLIENT_LIBRARY,
@@ -17,6 +16,7 @@ from pytest_brokerperf.judge.ladder import (
     judge_rung,
     slope,
 )
+from pytest_brokerperf.results import ladder as ladres
 from pytest_brokerperf.results.ladder import RungResult, find_knee, summarize
 from pytest_brokerperf.scenario_library.throughput_judge import (
     ladder_verdict,
@@ -491,8 +491,8 @@ def test_the_latency_knee_is_reported_even_below_the_lowest_rung():
 
 def test_throughput_refuses_an_unknown_rung_latency_metric():
     from pytest_brokerperf import Throughput
-    from pytest_brokerperf.config.settings import Settings
     from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+    from pytest_brokerperf.config.settings import Settings
 
     ep = BrokerEndpoint(kind="loopback", bootstrap="in-process", mode="process")
     with pytest.raises(ValueError, match=r"rung_latency_metric='e2e\.p98'"):

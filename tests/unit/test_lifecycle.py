@@ -18,11 +18,11 @@ from typing import ClassVar
 import pytest
 
 from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
-from pytest_brokerperf.core.errors import ProvisionError
-from pytest_brokerperf.metrics.cpus import CpuAffinity, broker_cpus
 from pytest_brokerperf.brokers.provision.lifecycle import LocalNode, ProcessCluster, ports_open
 from pytest_brokerperf.brokers.provision.ports import free_port
 from pytest_brokerperf.brokers.provision.process import running_processes
+from pytest_brokerperf.core.errors import ProvisionError
+from pytest_brokerperf.metrics.cpus import CpuAffinity, broker_cpus
 
 NODE = textwrap.dedent(
     """\

@@ -13,13 +13,14 @@ from typing import Any
 
 import pytest
 
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 from pytest_brokerperf.brokers.kafka.config import KafkaDriverConfig
 from pytest_brokerperf.brokers.kafka.driver import KafkaDriver
 from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
 from pytest_brokerperf.config.settings import Settings
-from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
-from pytest_brokerperf.engine.plan import PhaseRun
 from pytest_brokerperf.core.errors import BrokerUnavailable
+from pytest_brokerperf.engine.plan import PhaseRun
+from pytest_brokerperf.judge.slo import SCALARS, SHIPPED_SLOS, SLO, evaluate
 from pytest_brokerperf.metrics.histogram import LatencyHistogram
 from pytest_brokerperf.metrics.stats import METRICS, PeriodStats
 from pytest_brokerperf.scenario_library.mixed import (
@@ -28,7 +29,6 @@ from pytest_brokerperf.scenario_library.mixed import (
     earliest_reader,
     mixed_figures,
 )
-from pytest_brokerperf.judge.slo import SCALARS, SHIPPED_SLOS, SLO, evaluate
 
 EP = BrokerEndpoint(kind="kafka", bootstrap="localhost:9092", mode="process")
 MIB = 1024**2
@@ -156,12 +156,12 @@ def test_earliest_reader_by_broker() -> None:
 
 
 def test_verdict_says_why_the_ratios_are_withheld() -> None:
+    from pytest_brokerperf.judge.verdict import HOST_NOISE, VALID, Verdict
     from pytest_brokerperf.scenario_library.mixed import (
         CATCHUP_INCOMPLETE,
         TAIL_BEHIND,
         judge_mixed,
     )
-    from pytest_brokerperf.judge.verdict import HOST_NOISE, VALID, Verdict
 
     report, _ = _run()
     v = Verdict(status=VALID)

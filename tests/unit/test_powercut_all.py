@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
+from pytest_brokerperf.config.fault_spec import FaultSpec, fault_ids, parse_fault, parse_faults
 from pytest_brokerperf.core.errors import ConfigError
 from pytest_brokerperf.faults.injector import FaultEvent, FaultInjector
 from pytest_brokerperf.faults.judge import judge_fault
 from pytest_brokerperf.faults.readback import compare
-from pytest_brokerperf.config.fault_spec import FaultSpec, fault_ids, parse_fault, parse_faults
 from tests.unit.test_faults import _outcome, _Session
 from tests.unit.test_lifecycle import ToyCluster
 

@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
+from pytest_brokerperf.brokers.provision.lifecycle import LocalNode
+from pytest_brokerperf.brokers.provision.process import ManagedProcess
 from pytest_brokerperf.brokers.pulsar.process import PulsarStandalone, standalone_args
 from pytest_brokerperf.brokers.pulsar.readback import run_partitions
+from pytest_brokerperf.config.fault_spec import parse_fault
 from pytest_brokerperf.faults.injector import FaultEvent, FaultInjector
 from pytest_brokerperf.faults.judge import judge_fault
 from pytest_brokerperf.faults.readback import compare
-from pytest_brokerperf.config.fault_spec import parse_fault
-from pytest_brokerperf.brokers.provision.lifecycle import LocalNode
-from pytest_brokerperf.brokers.provision.process import ManagedProcess
 from tests.unit.test_faults import _outcome, _Session
 from tests.unit.test_lifecycle import ToyCluster
 

@@ -12,10 +12,10 @@ from urllib.parse import unquote
 
 import pytest
 
-from pytest_brokerperf.plugin.broker_session import decide_auto, provision_reason
+from pytest_brokerperf.brokers.provision.containers import image_on_engine
 from pytest_brokerperf.config.settings import Settings
 from pytest_brokerperf.core.errors import ConfigError
-from pytest_brokerperf.brokers.provision.containers import image_on_engine
+from pytest_brokerperf.plugin.broker_session import decide_auto, provision_reason
 
 
 @pytest.fixture(autouse=True)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_brokerperf.report import published
 from pytest_brokerperf.core.errors import ConfigError
+from pytest_brokerperf.report import published
 from pytest_brokerperf.scenario_library.study_cases import STUDIES
 
 

@@ -247,8 +247,8 @@ def test_the_forwarder_relays_both_ways(tmp_path: Path) -> None:
     import socket
     import threading
 
-    from pytest_brokerperf.brokers.pulsar.container_layout import FORWARDER_PY
     from pytest_brokerperf.brokers.provision.ports import free_port
+    from pytest_brokerperf.brokers.pulsar.container_layout import FORWARDER_PY
 
     peer = socket.create_server(("127.0.0.1", 0))
     peer_port = peer.getsockname()[1]

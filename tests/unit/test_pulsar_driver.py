@@ -16,9 +16,9 @@ import pytest
 
 from pytest_brokerperf.brokers import create_driver
 from pytest_brokerperf.brokers.driver import QueueFull
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 from pytest_brokerperf.brokers.pulsar.config import JAVA_INT_MAX, PulsarDriverConfig
 from pytest_brokerperf.brokers.pulsar.driver import PulsarDriver
-from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 from pytest_brokerperf.core import header
 from tests.support.engine import publish_side
 

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_brokerperf.brokers.provision import maven
+from pytest_brokerperf.brokers.provision.java import render_properties
 from pytest_brokerperf.brokers.pulsar.process import (
     PulsarPorts,
     PulsarStandalone,
@@ -22,8 +24,6 @@ from pytest_brokerperf.brokers.pulsar.process import (
     standalone_config,
 )
 from pytest_brokerperf.core.errors import BrokerUnavailable, ConfigError, ProvisionError
-from pytest_brokerperf.brokers.provision import maven
-from pytest_brokerperf.brokers.provision.java import render_properties
 
 PORTS = PulsarPorts(broker_port=21650, web_port=21080)
 

@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from pytest_brokerperf.plugin.broker_session import start_broker
 from pytest_brokerperf.brokers.pulsar.config import PulsarDriverConfig
 from pytest_brokerperf.brokers.pulsar.driver import PulsarDriver
 from pytest_brokerperf.brokers.pulsar.remote import (
@@ -24,6 +23,7 @@ from pytest_brokerperf.brokers.pulsar.remote import (
 )
 from pytest_brokerperf.config.settings import Settings
 from pytest_brokerperf.core.errors import ClusterUnreachable, ConfigError, DriverError
+from pytest_brokerperf.plugin.broker_session import start_broker
 
 
 def resolve(**cli: Any) -> Settings:

@@ -9,6 +9,7 @@ import pytest
 
 from pytest_brokerperf import brokers
 from pytest_brokerperf.brokers import create_driver
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 from pytest_brokerperf.brokers.kafka.config import shipped_driver, shipped_drivers
 from pytest_brokerperf.brokers.rabbitmq.config import (
     QueueSpec,
@@ -19,7 +20,6 @@ from pytest_brokerperf.brokers.rabbitmq.config import (
     topic_queues,
 )
 from pytest_brokerperf.brokers.rabbitmq.driver import RabbitMQDriver
-from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 from pytest_brokerperf.core.errors import BrokerUnavailable, ConfigError
 from pytest_brokerperf.core.warnings import BrokerPerfWarning
 

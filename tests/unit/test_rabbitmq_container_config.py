@@ -81,9 +81,9 @@ def test_the_cli_runs_inside_the_container_by_exec_prefix() -> None:
 def test_the_driver_reads_the_cli_access_from_the_typed_endpoint_field() -> None:
     import pickle
 
+    from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
     from pytest_brokerperf.brokers.rabbitmq.config import RabbitMQDriverConfig
     from pytest_brokerperf.brokers.rabbitmq.driver import RabbitMQDriver
-    from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 
     ctl = CtlAccess("", "rabbit@rabbitmq-1", {}, ("docker", "exec", "c1"))
     ep = BrokerEndpoint(kind="rabbitmq", bootstrap="amqp://guest:guest@127.0.0.1:5672/",

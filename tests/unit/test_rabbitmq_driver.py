@@ -20,9 +20,9 @@ from pika.frame import Method
 from pika.spec import Basic, Connection
 
 from pytest_brokerperf.brokers.driver import QueueFull
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 from pytest_brokerperf.brokers.rabbitmq.config import RabbitMQDriverConfig
 from pytest_brokerperf.brokers.rabbitmq.driver import ConfirmTracker, RabbitMQDriver
-from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 
 # --------------------------------------------------------------------- ConfirmTracker
 

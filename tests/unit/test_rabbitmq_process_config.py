@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from pytest_brokerperf.plugin.broker_session import start_broker
 from pytest_brokerperf.brokers.rabbitmq.process import (
     SCHEDULER_FLAGS,
     CtlAccess,
@@ -20,6 +19,7 @@ from pytest_brokerperf.brokers.rabbitmq.process import (
 from pytest_brokerperf.brokers.tansu.process import TansuProcess, tansu_argv
 from pytest_brokerperf.config.settings import Settings
 from pytest_brokerperf.core.errors import BrokerUnavailable, ClusterUnreachable, ConfigError
+from pytest_brokerperf.plugin.broker_session import start_broker
 
 
 def test_node_conf_binds_loopback_and_states_alarm_thresholds() -> None:

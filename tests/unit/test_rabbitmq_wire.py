@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from pika import frame, spec
 
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 from pytest_brokerperf.brokers.rabbitmq.config import RabbitMQDriverConfig
 from pytest_brokerperf.brokers.rabbitmq.driver import RabbitMQDriver
-from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 
 N = 300
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_brokerperf.core.errors import ConfigError
 from pytest_brokerperf.engine.rate_controller import (
     CONTROL_PERIOD_S,
     INITIAL_RATE,
@@ -12,7 +13,6 @@ from pytest_brokerperf.engine.rate_controller import (
     RateController,
     RateControllerLimits,
 )
-from pytest_brokerperf.core.errors import ConfigError
 
 SECOND = 1_000_000_000
 

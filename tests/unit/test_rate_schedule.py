@@ -12,16 +12,16 @@ from typing import Any
 
 import pytest
 
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
 from pytest_brokerperf.config.settings import Settings
-from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 from pytest_brokerperf.engine.coordinator import run_workload
 from pytest_brokerperf.engine.plan import RunPlan
-from pytest_brokerperf.workload.rate_schedule import RateSchedule
 from pytest_brokerperf.scenario_library import CatchUp, TailRead
 from pytest_brokerperf.scenario_library.mixed import Mixed
 from pytest_brokerperf.scenario_library.throughput import Throughput
 from pytest_brokerperf.workload.model import Workload
+from pytest_brokerperf.workload.rate_schedule import RateSchedule
 
 EP = BrokerEndpoint(kind="kafka", bootstrap="localhost:9092", mode="process")
 

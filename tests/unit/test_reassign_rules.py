@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 from pytest_brokerperf.brokers.kafka.config import KafkaDriverConfig
 from pytest_brokerperf.brokers.kafka.driver import KafkaDriver
 from pytest_brokerperf.brokers.kafka.reassign import (
@@ -27,8 +28,9 @@ from pytest_brokerperf.brokers.kafka.reassign import (
 )
 from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
 from pytest_brokerperf.config.settings import Settings
-from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 from pytest_brokerperf.core.errors import BrokerUnavailable
+from pytest_brokerperf.judge.slo import SCALARS, SHIPPED_SLOS, SLO, evaluate
+from pytest_brokerperf.judge.verdict import HOST_NOISE, UNDERSAMPLED, VALID, Verdict
 from pytest_brokerperf.metrics.histogram import LatencyHistogram
 from pytest_brokerperf.metrics.stats import METRICS, PeriodStats
 from pytest_brokerperf.scenario_library.reassign import (
@@ -39,8 +41,6 @@ from pytest_brokerperf.scenario_library.reassign import (
     reassign_figures,
     window_ratios,
 )
-from pytest_brokerperf.judge.slo import SCALARS, SHIPPED_SLOS, SLO, evaluate
-from pytest_brokerperf.judge.verdict import HOST_NOISE, UNDERSAMPLED, VALID, Verdict
 
 EP = BrokerEndpoint(kind="kafka", bootstrap="localhost:9092", mode="process")
 

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 import pytest
 
 from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+from pytest_brokerperf.core.errors import BrokerDied, ClusterLost
 from pytest_brokerperf.engine.liveness import (
     REMOTE_LOSS_S,
     Address,
@@ -17,7 +18,6 @@ from pytest_brokerperf.engine.liveness import (
     probe_addresses,
     tcp_probe,
 )
-from pytest_brokerperf.core.errors import BrokerDied, ClusterLost
 
 A, B = ("10.0.0.1", 9092), ("10.0.0.2", 9092)
 REFUSED = "ConnectionRefusedError: [Errno 111] Connection refused"

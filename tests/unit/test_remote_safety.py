@@ -9,16 +9,16 @@ from typing import Any
 import pytest
 
 from pytest_brokerperf import TailRead
-from pytest_brokerperf.scenario_library import safety
 from pytest_brokerperf.brokers import create_driver
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 from pytest_brokerperf.brokers.kafka.cleanup import parse_age, select
 from pytest_brokerperf.brokers.kafka.config import KafkaDriverConfig, shipped_driver
 from pytest_brokerperf.brokers.kafka.node_config import ExtraListener, NodePorts, node_config
 from pytest_brokerperf.brokers.kafka.remote import load_client_config
 from pytest_brokerperf.config.settings import REMOTE_MAX_BYTES, REMOTE_MAX_RATE, Settings
-from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
-from pytest_brokerperf.engine.plan import RunPlan
 from pytest_brokerperf.core.errors import ConfigError
+from pytest_brokerperf.engine.plan import RunPlan
+from pytest_brokerperf.scenario_library import safety
 
 
 def resolve(**cli: Any) -> Settings:
@@ -244,8 +244,8 @@ def test_a_refused_kafka_bootstrap_fails_at_once_saying_so() -> None:
     import time
 
     from pytest_brokerperf.brokers.kafka.remote import remote_kafka_endpoint
-    from pytest_brokerperf.core.errors import ClusterUnreachable
     from pytest_brokerperf.brokers.provision.ports import free_port
+    from pytest_brokerperf.core.errors import ClusterUnreachable
 
     port = free_port()
     settings = Settings.resolve({"brokerperf_kafka_bootstrap": f"127.0.0.1:{port}"}, {}, {})

@@ -11,20 +11,20 @@ from typing import Any
 
 import pytest
 
-from pytest_brokerperf.config.settings import Settings
 from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
-from pytest_brokerperf.metrics.stats import PeriodStats, WorkerSample
-from pytest_brokerperf.metrics.sysstats import (
-    ProcessResources,
-    jvm_heap_first_touch,
-    process_resources,
-)
+from pytest_brokerperf.config.settings import Settings
 from pytest_brokerperf.judge.resource_growth import (
     GrowthLimits,
     growth_findings,
     judge_series,
     process_series,
     trends,
+)
+from pytest_brokerperf.metrics.stats import PeriodStats, WorkerSample
+from pytest_brokerperf.metrics.sysstats import (
+    ProcessResources,
+    jvm_heap_first_touch,
+    process_resources,
 )
 from pytest_brokerperf.scenario_library.soak import SOAK_RATE, SOAK_SMOKE_S, SOAK_WINDOW_S, Soak
 

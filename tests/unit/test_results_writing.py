@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
+from pytest_brokerperf.core.errors import RunInterrupted
 from pytest_brokerperf.engine.coordinator import run_workload
 from pytest_brokerperf.engine.plan import RunPlan
-from pytest_brokerperf.core.errors import RunInterrupted
 from pytest_brokerperf.results.record import append_jsonl
 from pytest_brokerperf.workload.model import Workload
 

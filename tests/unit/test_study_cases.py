@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from pytest_brokerperf import brokers
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 from pytest_brokerperf.brokers.kafka.config import KafkaDriverConfig, shipped_driver
 from pytest_brokerperf.brokers.pulsar.config import PulsarDriverConfig
 from pytest_brokerperf.config.settings import Settings
-from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 from pytest_brokerperf.core.errors import BrokerUnavailable
 from pytest_brokerperf.scenario_library import CatchUp, Reassign, TailRead, Throughput
 from pytest_brokerperf.scenario_library.study_cases import (
@@ -260,8 +260,8 @@ def test_the_shipped_suite_declares_the_studies_cases() -> None:
 
 def test_the_generator_capacity_is_the_lower_process_bound_ceiling_times_workers(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_brokerperf.judge import calibration
     from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
+    from pytest_brokerperf.judge import calibration
     from pytest_brokerperf.scenario_library.study_cases import generator_capacity
 
     def ceiling(rate: float, bound: str) -> calibration.Ceiling:

@@ -47,7 +47,12 @@ def test_the_discarded_windows_note_counts_each_kind():
 def test_a_window_voided_by_other_processes_says_so_not_steal_0() -> None:
     """The host-noise of other processes on the generator's CPUs showed as "steal 0.0%"
     in the progress line and the note: no reason at all, to a reader."""
-    from pytest_brokerperf.judge.verdict import HOST_NOISE, Remeasure, Verdict, discarded_windows_note
+    from pytest_brokerperf.judge.verdict import (
+        HOST_NOISE,
+        Remeasure,
+        Verdict,
+        discarded_windows_note,
+    )
 
     reasons = ["other processes used 61% of the generator's CPUs while its workers waited "
                "on a run queue 35% of the window: ..."]

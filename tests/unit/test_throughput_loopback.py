@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_brokerperf.judge import calibration as cal
 from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
 from pytest_brokerperf.engine.coordinator import LoadSession, run_rates
 from pytest_brokerperf.engine.plan import Rung, RunOutcome, RunPlan
 from pytest_brokerperf.engine.rate_controller import DiscoveryLoop, RateController
+from pytest_brokerperf.judge import calibration as cal
 from pytest_brokerperf.judge.ladder import GENERATOR, HOST, LadderPolicy
 from pytest_brokerperf.scenario_library.throughput_judge import judge
 from pytest_brokerperf.workload.model import Workload

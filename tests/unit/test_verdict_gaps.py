@@ -12,8 +12,8 @@ import pytest
 from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
 from pytest_brokerperf.engine.coordinator import run_workload
 from pytest_brokerperf.engine.plan import RunOutcome, RunPlan
-from pytest_brokerperf.metrics.histogram import LatencyHistogram
 from pytest_brokerperf.judge.verdict import Thresholds, assess, window_steal_share
+from pytest_brokerperf.metrics.histogram import LatencyHistogram
 from pytest_brokerperf.workload.model import Workload
 
 #: this machine's load is not under test: the generator and host signals are switched off

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_brokerperf.plugin.cli import main
 from pytest_brokerperf.brokers.provision import watchdog
+from pytest_brokerperf.plugin.cli import main
 
 
 def pid_gone(pid: int) -> bool:

@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from pytest_brokerperf.core.errors import ConfigError, WorkloadError
-from pytest_brokerperf.workload.fields import FIELDS
 from pytest_brokerperf.core.shipped import WORKLOADS_DIR, shipped_workload, shipped_workloads
 from pytest_brokerperf.core.warnings import BrokerPerfWarning
+from pytest_brokerperf.workload.fields import FIELDS
 from pytest_brokerperf.workload.model import (
     PAYLOAD_HEADER_BYTES,
     KeyDistributor,

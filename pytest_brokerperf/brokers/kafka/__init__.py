@@ -18,19 +18,19 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pytest_brokerperf.brokers.base import BrokerType, ManagedBroker, RemoteFlags
 from pytest_brokerperf.brokers.capabilities import Capabilities
+from pytest_brokerperf.brokers.durability import check_level
 from pytest_brokerperf.brokers.kafka import durability as kafka_durability
 from pytest_brokerperf.brokers.kafka.readback import KafkaEarliestReader, KafkaReadBack
 from pytest_brokerperf.brokers.kafka.reassign import KafkaPartitionMover
-from pytest_brokerperf.brokers.durability import check_level
 from pytest_brokerperf.core.errors import BrokerUnavailable
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.base import BrokerSettings
     from pytest_brokerperf.brokers.driver import Driver
+    from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
     from pytest_brokerperf.brokers.kafka.config import KafkaDriverConfig
     from pytest_brokerperf.brokers.kafka.driver import KafkaDriver
     from pytest_brokerperf.brokers.producer_tweak import ProducerTweak
-    from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
     from pytest_brokerperf.metrics.broker import Series
 
 __all__ = ["KafkaBroker", "KafkaProtocolBroker"]

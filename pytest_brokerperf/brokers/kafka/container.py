@@ -31,12 +31,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 from pytest_brokerperf.brokers.kafka.node_config import (
     KAFKA_PERFORMANCE_FLAGS,
     generate_cluster_id,
 )
-from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
-from pytest_brokerperf.core.errors import ConfigError, ProvisionError
 from pytest_brokerperf.brokers.provision.container_node import (
     ContainerNode,
     ContainerPlan,
@@ -44,6 +43,7 @@ from pytest_brokerperf.brokers.provision.container_node import (
 )
 from pytest_brokerperf.brokers.provision.java import jvm_size_bytes
 from pytest_brokerperf.brokers.provision.ports import LOOPBACK, free_ports
+from pytest_brokerperf.core.errors import ConfigError, ProvisionError
 
 if TYPE_CHECKING:
     from testcontainers.core.container import DockerContainer

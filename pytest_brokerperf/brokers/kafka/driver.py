@@ -32,8 +32,8 @@ from pytest_brokerperf.brokers.driver import (
     QueueFull,
     batch_ack,
 )
-from pytest_brokerperf.brokers.kafka.client_log import client_logger, take_log_doc
 from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+from pytest_brokerperf.brokers.kafka.client_log import client_logger, take_log_doc
 from pytest_brokerperf.core.errors import ConfigError, DriverError
 from pytest_brokerperf.core.redaction import SecretDict, redact
 

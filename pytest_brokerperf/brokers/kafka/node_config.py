@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pytest_brokerperf.core.errors import ConfigError
 from pytest_brokerperf.brokers.provision.java import (
     check_jvm_size,
     gc_log_flag,
     render_console_log4j2,
 )
 from pytest_brokerperf.brokers.provision.ports import LOOPBACK
+from pytest_brokerperf.core.errors import ConfigError
 
 __all__ = [
     "KAFKA_PERFORMANCE_FLAGS",

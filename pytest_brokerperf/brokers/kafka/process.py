@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 from pytest_brokerperf.brokers.kafka.node_config import (
     LISTENER_NAME,
     LISTENER_PROTOCOLS,
@@ -36,8 +37,6 @@ from pytest_brokerperf.brokers.kafka.node_config import (
     render_log4j2_properties,
     render_log4j_properties,
 )
-from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
-from pytest_brokerperf.core.errors import BrokerPerfError, ConfigError
 from pytest_brokerperf.brokers.provision.java import (
     JVM_NON_HEAP,
     JavaRuntime,
@@ -60,6 +59,7 @@ from pytest_brokerperf.brokers.provision.maven import (
 )
 from pytest_brokerperf.brokers.provision.ports import LOOPBACK, free_ports
 from pytest_brokerperf.brokers.provision.process import ManagedProcess
+from pytest_brokerperf.core.errors import BrokerPerfError, ConfigError
 
 __all__ = ["KAFKA_DEFAULT_VERSION", "KafkaProcessCluster"]
 

@@ -13,8 +13,8 @@ from pytest_brokerperf.brokers.base import BrokerType
 from pytest_brokerperf.brokers.capabilities import Capabilities
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
     from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+    from pytest_brokerperf.brokers.loopback.driver import LoopbackDriver
 
 __all__ = ["LoopbackBroker"]
 

@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pytest_brokerperf.brokers.endpoint import BrokerEndpoint, LocalProcesses
-from pytest_brokerperf.core.errors import ProvisionError
 from pytest_brokerperf.brokers.node_control import register_control, unregister_control
 from pytest_brokerperf.brokers.provision import containers
 from pytest_brokerperf.brokers.provision.container_watch import unwatch_container, watch_container
-from pytest_brokerperf.metrics.cpus import CpuAffinity, allowed_cpus, default_broker_cpus
 from pytest_brokerperf.brokers.provision.ports import LOOPBACK
+from pytest_brokerperf.core.errors import ProvisionError
+from pytest_brokerperf.metrics.cpus import CpuAffinity, allowed_cpus, default_broker_cpus
 
 if TYPE_CHECKING:
     from testcontainers.core.container import DockerContainer

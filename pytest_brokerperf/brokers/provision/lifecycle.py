@@ -35,7 +35,6 @@ from types import TracebackType
 from typing import Any, ClassVar, Generic, Self, TypeVar
 
 from pytest_brokerperf.brokers.endpoint import BrokerEndpoint, LocalProcesses
-from pytest_brokerperf.core.errors import ProvisionError
 from pytest_brokerperf.brokers.node_control import register_control, unregister_control
 from pytest_brokerperf.brokers.provision import watchdog
 from pytest_brokerperf.brokers.provision.cgroups import (
@@ -44,7 +43,6 @@ from pytest_brokerperf.brokers.provision.cgroups import (
     check_memory_limit,
     find_memory_hierarchy,
 )
-from pytest_brokerperf.metrics.cpus import CpuAffinity, broker_cpus, check_cpus_allowed
 from pytest_brokerperf.brokers.provision.ports import LOOPBACK, port_open
 from pytest_brokerperf.brokers.provision.powercut_nodes import PowerCutNodes
 from pytest_brokerperf.brokers.provision.process import (
@@ -54,6 +52,8 @@ from pytest_brokerperf.brokers.provision.process import (
     register_cleanup_path,
     stop_all,
 )
+from pytest_brokerperf.core.errors import ProvisionError
+from pytest_brokerperf.metrics.cpus import CpuAffinity, broker_cpus, check_cpus_allowed
 
 __all__ = [
     "BIND_FAILURE",

@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from pytest_brokerperf.core.errors import BrokerUnavailable, ConfigError, ProvisionError
 from pytest_brokerperf.brokers.provision.process import ManagedProcess, log_tail
 from pytest_brokerperf.brokers.versions import KAFKA_DEFAULT_VERSION, PULSAR_DEFAULT_VERSION
+from pytest_brokerperf.core.errors import BrokerUnavailable, ConfigError, ProvisionError
 
 __all__ = [
     "KAFKA_DEFAULT_VERSION",

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_brokerperf.core.errors import BrokerUnavailable, ProvisionError
 from pytest_brokerperf.brokers.provision.powercut_fs import (
     CUT_FILE,
     CUT_REPORT,
@@ -34,6 +33,7 @@ from pytest_brokerperf.brokers.provision.process import (
     discard_cleanup_path,
     register_cleanup_path,
 )
+from pytest_brokerperf.core.errors import BrokerUnavailable, ProvisionError
 
 __all__ = ["PowerCutMount", "powercut_problem"]
 

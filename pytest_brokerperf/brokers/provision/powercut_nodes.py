@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_brokerperf.core.errors import ConfigError
 from pytest_brokerperf.brokers.provision.powercut import PowerCutMount
+from pytest_brokerperf.core.errors import ConfigError
 
 __all__ = ["PowerCutNodes", "merge_reports"]
 

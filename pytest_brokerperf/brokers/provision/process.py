@@ -28,9 +28,9 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Self
 
-from pytest_brokerperf.core.errors import BrokerDied
 from pytest_brokerperf.brokers.provision import watchdog
 from pytest_brokerperf.brokers.provision.cgroups import MemoryCgroup, join_argv
+from pytest_brokerperf.core.errors import BrokerDied
 from pytest_brokerperf.metrics.cpus import allowed_cpus
 
 __all__ = [

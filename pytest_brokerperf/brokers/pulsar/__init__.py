@@ -15,15 +15,15 @@ from urllib.parse import urlsplit
 
 from pytest_brokerperf.brokers.base import BrokerType, ManagedBroker, RemoteFlags
 from pytest_brokerperf.brokers.capabilities import Capabilities
+from pytest_brokerperf.brokers.durability import check_level
 from pytest_brokerperf.brokers.pulsar import durability as pulsar_durability
 from pytest_brokerperf.brokers.pulsar.readback import PulsarEarliestReader, PulsarReadBack
-from pytest_brokerperf.brokers.durability import check_level
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.base import BrokerSettings
+    from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
     from pytest_brokerperf.brokers.producer_tweak import ProducerTweak
     from pytest_brokerperf.brokers.pulsar.driver import PulsarDriver
-    from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 
 __all__ = ["PulsarBroker"]
 

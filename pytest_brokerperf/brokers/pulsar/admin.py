@@ -19,8 +19,8 @@ from pytest_brokerperf.brokers.driver import (
 from pytest_brokerperf.core.errors import DriverError
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.brokers.pulsar.config import PulsarDriverConfig
     from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+    from pytest_brokerperf.brokers.pulsar.config import PulsarDriverConfig
 
 
 # -- admin (REST v2) --------------------------------------------------------------------

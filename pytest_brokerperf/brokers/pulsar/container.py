@@ -32,6 +32,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+from pytest_brokerperf.brokers.provision.container_node import (
+    ContainerNode,
+    ContainerPlan,
+    wait_for_log,
+)
+from pytest_brokerperf.brokers.provision.java import check_jvm_size
+from pytest_brokerperf.brokers.provision.ports import LOOPBACK, free_ports
 from pytest_brokerperf.brokers.pulsar.container_layout import (
     META_ALIAS,
     META_READY,
@@ -51,15 +59,7 @@ from pytest_brokerperf.brokers.pulsar.process import (
     journal_settings,
     standalone_config,
 )
-from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 from pytest_brokerperf.core.errors import ConfigError, ProvisionError
-from pytest_brokerperf.brokers.provision.container_node import (
-    ContainerNode,
-    ContainerPlan,
-    wait_for_log,
-)
-from pytest_brokerperf.brokers.provision.java import check_jvm_size
-from pytest_brokerperf.brokers.provision.ports import LOOPBACK, free_ports
 
 if TYPE_CHECKING:
     from testcontainers.core.container import DockerContainer

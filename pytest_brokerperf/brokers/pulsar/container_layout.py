@@ -37,14 +37,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from pytest_brokerperf.brokers.provision.java import check_jvm_size
+from pytest_brokerperf.brokers.provision.ports import LOOPBACK
 from pytest_brokerperf.brokers.pulsar.process import (
     CLUSTER_NAME,
     PULSAR_EXTRA_FLAGS,
     PULSAR_GC_FLAGS,
     journal_settings,
 )
-from pytest_brokerperf.brokers.provision.java import check_jvm_size
-from pytest_brokerperf.brokers.provision.ports import LOOPBACK
 
 __all__ = [
     "BOOKIE_PORT", "BOOKIE_PREFIX", "BROKER_PREFIX", "META_ALIAS", "ZK_PORT", "NodeLayout",

@@ -56,6 +56,7 @@ from pytest_brokerperf.brokers.driver import (
     AckCallback,
     ErrorCallback,
 )
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 from pytest_brokerperf.brokers.pulsar.admin import PulsarAdmin, _Rest
 from pytest_brokerperf.brokers.pulsar.client import (
     _CLIENTS,
@@ -67,7 +68,6 @@ from pytest_brokerperf.brokers.pulsar.client import (
 from pytest_brokerperf.brokers.pulsar.consumer import _PulsarConsumer
 from pytest_brokerperf.brokers.pulsar.producer import _PulsarProducer
 from pytest_brokerperf.brokers.pulsar.slice_producer import _PulsarSliceProducer
-from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 from pytest_brokerperf.core.errors import ConfigError
 
 if TYPE_CHECKING:

@@ -17,8 +17,8 @@ from pytest_brokerperf.brokers.durability import LEVELS, SYNC_MIN_REPLICAS, chec
 from pytest_brokerperf.core.errors import BrokerUnavailable
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.brokers.pulsar.config import PulsarDriverConfig
     from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+    from pytest_brokerperf.brokers.pulsar.config import PulsarDriverConfig
 
 __all__ = ["JOURNAL_KEYS", "PERSISTENCE_KEYS", "apply_pulsar", "driver_settings",
            "level_settings", "pulsar_settings", "read_back_view"]

@@ -46,7 +46,6 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
-from pytest_brokerperf.core.errors import ConfigError
 from pytest_brokerperf.brokers.provision.java import (
     JVM_NON_HEAP,
     JavaRuntime,
@@ -64,6 +63,7 @@ from pytest_brokerperf.brokers.provision.maven import (
     resolve_pulsar,
 )
 from pytest_brokerperf.brokers.provision.ports import LOOPBACK, free_ports
+from pytest_brokerperf.core.errors import ConfigError
 
 __all__ = [
     "DURABILITY_LEVELS",

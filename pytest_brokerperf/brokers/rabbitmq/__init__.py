@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pytest_brokerperf.brokers.base import BrokerType, ManagedBroker, RemoteFlags
 from pytest_brokerperf.brokers.capabilities import Capabilities
+from pytest_brokerperf.brokers.durability import check_level
 from pytest_brokerperf.brokers.rabbitmq import durability as rabbitmq_durability
 from pytest_brokerperf.brokers.rabbitmq.readback import RabbitMQReadBack
-from pytest_brokerperf.brokers.durability import check_level
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.base import BrokerSettings
     from pytest_brokerperf.brokers.driver import Driver
-    from pytest_brokerperf.brokers.rabbitmq.driver import RabbitMQDriver
     from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+    from pytest_brokerperf.brokers.rabbitmq.driver import RabbitMQDriver
 
 __all__ = ["RabbitMQBroker"]
 

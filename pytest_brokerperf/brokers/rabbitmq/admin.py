@@ -21,9 +21,9 @@ from pytest_brokerperf.brokers.rabbitmq.connection import _params
 from pytest_brokerperf.core.errors import BrokerUnavailable, DriverError
 
 if TYPE_CHECKING:
+    from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
     from pytest_brokerperf.brokers.rabbitmq.config import RabbitMQDriverConfig
     from pytest_brokerperf.brokers.rabbitmq.process import CtlAccess
-    from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 
 
 class AdminSource(Protocol):

@@ -29,6 +29,13 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+from pytest_brokerperf.brokers.provision.container_node import (
+    ContainerNode,
+    ContainerPlan,
+    wait_for_log,
+)
+from pytest_brokerperf.brokers.provision.ports import LOOPBACK, free_ports
 from pytest_brokerperf.brokers.rabbitmq.process import (
     SCHEDULER_FLAGS,
     CtlAccess,
@@ -36,10 +43,7 @@ from pytest_brokerperf.brokers.rabbitmq.process import (
     read_alarms,
     render_conf,
 )
-from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 from pytest_brokerperf.core.errors import ConfigError, ProvisionError
-from pytest_brokerperf.brokers.provision.container_node import ContainerNode, ContainerPlan, wait_for_log
-from pytest_brokerperf.brokers.provision.ports import LOOPBACK, free_ports
 
 if TYPE_CHECKING:
     from testcontainers.core.container import DockerContainer

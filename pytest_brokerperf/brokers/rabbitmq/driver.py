@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
 
 from pytest_brokerperf.brokers.driver import AckCallback, ErrorCallback
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 from pytest_brokerperf.brokers.rabbitmq.admin import _RabbitAdmin
 from pytest_brokerperf.brokers.rabbitmq.config import (
     RabbitMQDriverConfig,
@@ -46,7 +47,6 @@ from pytest_brokerperf.brokers.rabbitmq.producer import (
     ConfirmTracker,
     _RabbitProducer,
 )
-from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 from pytest_brokerperf.core.errors import DriverError
 
 if TYPE_CHECKING:

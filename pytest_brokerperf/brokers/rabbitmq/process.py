@@ -43,7 +43,6 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
-from pytest_brokerperf.core.errors import BrokerUnavailable, ConfigError, ProvisionError
 from pytest_brokerperf.brokers.provision.lifecycle import (
     LocalNode,
     Probe,
@@ -54,6 +53,7 @@ from pytest_brokerperf.brokers.provision.lifecycle import (
 from pytest_brokerperf.brokers.provision.ports import LOOPBACK, free_port, free_ports, port_open
 from pytest_brokerperf.brokers.provision.process import ManagedProcess
 from pytest_brokerperf.brokers.provision.watchdog import tagged_env
+from pytest_brokerperf.core.errors import BrokerUnavailable, ConfigError, ProvisionError
 
 __all__ = [
     "RABBITMQ_BIN_DIR",

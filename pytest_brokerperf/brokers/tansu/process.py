@@ -21,11 +21,11 @@ import subprocess
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pytest_brokerperf.brokers.tansu.durability import IN_MEMORY_NOTE
 from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
-from pytest_brokerperf.core.errors import BrokerUnavailable
 from pytest_brokerperf.brokers.provision.lifecycle import LocalNode, ProcessCluster, ports_open
 from pytest_brokerperf.brokers.provision.ports import LOOPBACK, free_port
+from pytest_brokerperf.brokers.tansu.durability import IN_MEMORY_NOTE
+from pytest_brokerperf.core.errors import BrokerUnavailable
 
 __all__ = ["TansuProcess", "find_tansu", "tansu_argv"]
 

@@ -11,7 +11,12 @@ from typing import Any
 from pytest_brokerperf.core.errors import SLOSyntaxError
 from pytest_brokerperf.core.files import load_yaml as _load_yaml
 from pytest_brokerperf.core.files import validate
-from pytest_brokerperf.judge.slo.expression import SLO, _apply_multiplier, _normalize_unit, _validate
+from pytest_brokerperf.judge.slo.expression import (
+    SLO,
+    _apply_multiplier,
+    _normalize_unit,
+    _validate,
+)
 from pytest_brokerperf.judge.slo.selector import Selector
 from pytest_brokerperf.judge.slo.vocabulary import _VALUE_RE, METRICS, OPERATORS, _err
 
