@@ -53,12 +53,14 @@ class RunSetup:
 
 def set_up_run(ctx: RunContext, scenario: Scenario, extra_slos: tuple[str, ...], *,
                prepared: PreparedRun | None = None,
-               check_driver: Callable[[Driver], None] | None = None) -> RunSetup:
+               check_driver: Callable[[Driver], None] | None = None,
+               driver_for: str | None = None) -> RunSetup:
     """Prepare ``scenario`` on ``ctx``'s broker and build everything its load needs.
 
     The payload seed is random per run and recorded in the plan, so a run can be
     replayed with the same bytes. ``check_driver`` refuses a driver the scenario cannot
-    use (before any topic exists).
+    use (before any topic exists); ``driver_for`` is the scenario kind whose shipped
+    driver file the broker picks (default the scenario's name).
     """
     from pytest_brokerperf import safety
     from pytest_brokerperf.brokers import create_driver
@@ -74,7 +76,7 @@ def set_up_run(ctx: RunContext, scenario: Scenario, extra_slos: tuple[str, ...],
     base_dir = prepared.workload_file.parent if prepared.workload_file else None
     seed = int.from_bytes(os.urandom(4), "little")
     payloads = wl.payloads(base_dir, seed=seed)
-    driver = create_driver(broker, prepared.driver_file, prepared.scenario,
+    driver = create_driver(broker, prepared.driver_file, driver_for or prepared.scenario,
                            stats_interval_ms=max(1000, int(prepared.period_s * 1000)))
     if check_driver is not None:
         check_driver(driver)

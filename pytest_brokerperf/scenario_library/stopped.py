@@ -46,9 +46,10 @@ class PhaseLog:
     ``now`` is the phase in progress as a reason names it ("the drain", "rung 2/3 at
     2k msg/s"); ``rungs`` the completed fixed-rate windows in order; ``periods`` every
     completed period in order, warm-up periods included (labelled by their phase).
+    A run of one window names no phase (``now`` None).
     """
 
-    now: str = SET_UP
+    now: str | None = SET_UP
     rungs: list[RunOutcome] = field(default_factory=list)
     periods: list[PeriodStats] = field(default_factory=list)
 
