@@ -102,14 +102,14 @@ class RunSession:
               cluster_change: str | None = None,
               cluster_changes: tuple[str, ...] | None = None,
               label: Callable[[PeriodStats], str] | str | None = None,
-              show: Callable[[], bool] | None = None, sample: bool = True) -> ScenarioPlan:
+              show: Callable[[], bool] | None = None, sample: bool = True) -> PeriodWatch:
         """Bound the driver, build the safety plan and guard it (prints it, refuses it
         over a cap, stops a dry run), then make the sampler and the period watch.
 
         The safety plan counts ``producing_s`` seconds of measured load (the longest all
         phases may produce) or ``plan``; ``cluster_change`` must be allowed on this
         cluster (``--brokerperf-allow-cluster-changes``); ``label`` names the run in
-        progress lines (default ``scenario:phase``)."""
+        progress lines (default ``scenario:phase``). The period watch back."""
         from pytest_brokerperf import safety
         from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
         from pytest_brokerperf.scenario_library.setup import PeriodWatch
@@ -134,7 +134,7 @@ class RunSession:
             ctx, broker.kind, prepared.period_s, self.splan.max_bytes, sampler=self.sampler,
             label=label if label is not None else lambda p: f"{prepared.scenario}:{p.phase}",
             **({"show": show} if show is not None else {}))
-        return self.splan
+        return self.watch
 
     # -- the load -------------------------------------------------------------------------
 
