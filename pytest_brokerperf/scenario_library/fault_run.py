@@ -120,7 +120,7 @@ def run_with_fault(ctx: RunContext, scenario: Scenario,
     # the sampler stops before a stopped run's record (which has no broker metrics)
     with run.stopped_records(stopped, record_sampler=False), run.sampling():
         try:
-            outcome = run_workload(run.driver, run.setup.workload, run.plan,
+            outcome = run_workload(run.driver, run.prepared.workload, run.plan,
                                    payloads=run.setup.payloads, on_period=watch,
                                    on_wait=injector, after_measure=injector.settle,
                                    after_drain=_read_back_hook(fault.action, broker, injector))

@@ -171,7 +171,7 @@ class RunSession:
         assert self.watch is not None, "RunSession.guard() comes before the load"
         with self.sampling(), \
                 self.stopped_records(measured, record_sampler=record_sampler), \
-                LoadSession(self.driver, self.setup.workload, self.plan,
+                LoadSession(self.driver, self.prepared.workload, self.plan,
                             payloads=self.setup.payloads, on_period=self.watch) as s:
             yield s
 

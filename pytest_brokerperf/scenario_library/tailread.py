@@ -205,7 +205,7 @@ def run_fixed_rate(ctx: RunContext, scenario: Scenario, extra_slos: tuple[str, .
             plan, topic_prefix=f"{plan.topic_prefix}-m{attempt}")  # fresh topics
         # the sampler stops before a stopped run's record (which has no broker metrics)
         with run.stopped_records(record_sampler=False), run.sampling():
-            return run_workload(run.driver, run.setup.workload, fresh,
+            return run_workload(run.driver, run.prepared.workload, fresh,
                                 payloads=run.setup.payloads, on_period=watch)
 
     outcome, verdict = run.remeasured(
