@@ -24,9 +24,10 @@ if TYPE_CHECKING:
     from pytest_brokerperf.endpoint import BrokerEndpoint
     from pytest_brokerperf.engine.coordinator import LoadSession
     from pytest_brokerperf.engine.plan import RunOutcome, SessionEnd
+    from pytest_brokerperf.faults.control import NodeControl
     from pytest_brokerperf.faults.injector import FaultInjector
     from pytest_brokerperf.faults.judge import FaultVerdict
-    from pytest_brokerperf.scenario_library.base import Scenario, ScenarioResult
+    from pytest_brokerperf.scenario_library.base import PreparedRun, Scenario, ScenarioResult
     from pytest_brokerperf.scenario_library.context import RunContext
     from pytest_brokerperf.scenario_library.finish import Measured
     from pytest_brokerperf.scenario_library.session import RunSession
@@ -61,16 +62,12 @@ def _check_timing(ctx: RunContext, at_s: float, period_s: float, measure_s: floa
         raise ConfigError(problem)
 
 
-def run_with_fault(ctx: RunContext, scenario: Scenario,
-                   extra_slos: tuple[str, ...]) -> ScenarioResult:
-    """Run ``scenario`` (a fixed-rate tail read) with ``ctx.fault`` in its window."""
-    from pytest_brokerperf import brokers
-    from pytest_brokerperf.engine.coordinator import run_workload
+def _fault_prepared(ctx: RunContext, scenario: Scenario) -> tuple[PreparedRun, NodeControl]:
+    """Refuse a fault this session cannot inject (before anything is created), else the
+    run prepared for it (no shipped latency bounds: the window holds the outage) and the
+    control over the broker's nodes."""
     from pytest_brokerperf.faults.control import control_for
-    from pytest_brokerperf.faults.injector import FaultInjector
-    from pytest_brokerperf.faults.judge import judge_fault
     from pytest_brokerperf.faults.offered import power_cut_problem
-    from pytest_brokerperf.scenario_library.session import RunSession
 
     fault, broker, settings = ctx.fault, ctx.broker, ctx.settings
     assert fault is not None
@@ -99,6 +96,21 @@ def run_with_fault(ctx: RunContext, scenario: Scenario,
     elif control.node_count() == 1:
         prepared.notes.append(f"fault {fault}: a single-node {broker.kind}: the fault takes "
                               "the whole broker down")
+    return prepared, control
+
+
+def run_with_fault(ctx: RunContext, scenario: Scenario,
+                   extra_slos: tuple[str, ...]) -> ScenarioResult:
+    """Run ``scenario`` (a fixed-rate tail read) with ``ctx.fault`` in its window."""
+    from pytest_brokerperf import brokers
+    from pytest_brokerperf.engine.coordinator import run_workload
+    from pytest_brokerperf.faults.injector import FaultInjector
+    from pytest_brokerperf.faults.judge import judge_fault
+    from pytest_brokerperf.scenario_library.session import RunSession
+
+    fault, broker = ctx.fault, ctx.broker
+    assert fault is not None
+    prepared, control = _fault_prepared(ctx, scenario)
     run = RunSession.set_up(ctx, scenario, extra_slos, prepared=prepared, phases=False)
     watch = run.guard(cluster_changes=(f"fault {fault}",),
                       label=f"{prepared.scenario} {fault.short}")

@@ -1,7 +1,8 @@
 """What every load-running scenario does before its first message and at every period.
 
-Tail-read, catch-up and the throughput ladder share these steps, so a change to one of
-them (the seed of the payloads, the generator's CPUs, the byte cap) reaches all three:
+Every scenario's run session (:mod:`~pytest_brokerperf.scenario_library.session`) takes
+these steps, so a change to one of them (the seed of the payloads, the generator's CPUs,
+the byte cap) reaches every scenario:
 
 * :func:`set_up_run` — prepare the scenario, resolve its SLOs, build the payloads and the
   driver, lay out the generator's CPUs and workers, and name the topics;

@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from pytest_brokerperf.brokers.driver import Driver
     from pytest_brokerperf.calibration import Ceiling
     from pytest_brokerperf.engine.plan import RunOutcome, RunPlan
+    from pytest_brokerperf.engine.rate_controller import DiscoveryLoop
     from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
     from pytest_brokerperf.results import ScenarioBlocks
     from pytest_brokerperf.scenario_library.context import RunContext
@@ -473,34 +474,10 @@ def _run_discovery(run: RunSession, prepared: ThroughputPrepared,
         f"control every {CONTROL_PERIOD_S:g}s, warm-up={prepared.warmup_s:g}s "
         f"measure={prepared.measure_s:g}s workers={run.plan.workers} limits {asdict(limits)}")
 
-    def blocks(out: RunOutcome, stopped: str | None = None
-               ) -> tuple[dict[str, float | None], ScenarioBlocks, dict[str, Any]]:
-        measured_rate = out.ack_rate
-        doc = {
-            "label": LABEL, "control_period_s": CONTROL_PERIOD_S,
-            "initial_rate_msg_s": INITIAL_RATE, "limits": asdict(limits),
-            "steps": loop.steps, "final_rate_msg_s": loop.rate,
-            "measured_ack_rate_msg_s": measured_rate,
-            "measured_publish_rate_msg_s": [p.publish_rate for p in out.periods],
-            "note": "OMB's RateController (PR #329) reproduced: the figure is the measured "
-                    "window's acknowledged rate while the controller keeps adjusting; it is "
-                    "not a ladder result",
-        }
-        summary = f"{LABEL}: {measured_rate:,.0f} msg/s acknowledged in the measured window"
-        throughput_doc = {
-            "mode": LABEL, "label": LABEL, "highest_sustainable_rate_msg_s": measured_rate,
-            "limit": None, "outcome": LABEL if stopped is None else "stopped",
-            "limit_rate_msg_s": None,
-            "summary": summary if stopped is None else f"stopped during {stopped}; {summary}",
-        }
-        return ({"max_sustainable_rate": measured_rate, "knee_rate": None},
-                {"ladder": None, "throughput": throughput_doc, "calibration": ceilings_doc,
-                 "rate_discovery": doc}, doc)
-
     def measured(out: RunOutcome, session: RunOutcome, verdict: Verdict,
                  stopped: str | None = None) -> Measured:
         # no broker metrics in a rate discovery's record (as before the shared session)
-        extra, record_extra, _ = blocks(out, stopped=stopped)
+        extra, record_extra, _ = _discovery_blocks(out, loop, ceilings_doc, stopped)
         return _measured(run, out, session, verdict, None, extra=extra,
                          record_extra=record_extra, rung_outcomes=[out],
                          calibration=ceilings_doc, row_params=LABEL, steps_csv=loop.steps)
@@ -521,13 +498,47 @@ def _run_discovery(run: RunSession, prepared: ThroughputPrepared,
     verdict.details["target_rate"] = None
     verdict.details["note"] = ("omb-rate-discovery: the target changes every 3 s, so the "
                                "measured window mixes rates")
-    doc = blocks(out)[2]
+    doc = _discovery_blocks(out, loop, ceilings_doc)[2]
     ctx.progress(f"brokerperf: {run.kind} throughput {LABEL}: measured "
                  f"{out.ack_rate:,.0f} msg/s acknowledged, controller at {loop.rate:,.0f} "
                  f"msg/s after {len(loop.steps)} steps")
     prepared.rate = out.ack_rate
     return _finish(ctx, measured(out, out, verdict), discovery=doc, rung_outcomes=[out],
                    calibration=ceilings_doc)
+
+
+def _discovery_blocks(out: RunOutcome, loop: DiscoveryLoop, ceilings_doc: dict[str, Any],
+                      stopped: str | None = None,
+                      ) -> tuple[dict[str, float | None], ScenarioBlocks, dict[str, Any]]:
+    """A rate discovery's SLO-checkable figures, record blocks and ``rate_discovery``
+    block; one ``stopped`` part-way says in which phase."""
+    from pytest_brokerperf.engine.rate_controller import (
+        CONTROL_PERIOD_S,
+        INITIAL_RATE,
+        LABEL,
+    )
+
+    measured_rate = out.ack_rate
+    doc = {
+        "label": LABEL, "control_period_s": CONTROL_PERIOD_S,
+        "initial_rate_msg_s": INITIAL_RATE, "limits": asdict(loop.controller.limits),
+        "steps": loop.steps, "final_rate_msg_s": loop.rate,
+        "measured_ack_rate_msg_s": measured_rate,
+        "measured_publish_rate_msg_s": [p.publish_rate for p in out.periods],
+        "note": "OMB's RateController (PR #329) reproduced: the figure is the measured "
+                "window's acknowledged rate while the controller keeps adjusting; it is "
+                "not a ladder result",
+    }
+    summary = f"{LABEL}: {measured_rate:,.0f} msg/s acknowledged in the measured window"
+    throughput_doc = {
+        "mode": LABEL, "label": LABEL, "highest_sustainable_rate_msg_s": measured_rate,
+        "limit": None, "outcome": LABEL if stopped is None else "stopped",
+        "limit_rate_msg_s": None,
+        "summary": summary if stopped is None else f"stopped during {stopped}; {summary}",
+    }
+    return ({"max_sustainable_rate": measured_rate, "knee_rate": None},
+            {"ladder": None, "throughput": throughput_doc, "calibration": ceilings_doc,
+             "rate_discovery": doc}, doc)
 
 
 def _measured(run: RunSession, headline: RunOutcome, session_outcome: RunOutcome,
