@@ -116,17 +116,19 @@ def _rungs(pytester: pytest.Pytester) -> int:
 
 
 def test_a_new_scenario_on_the_session_records_every_phase(pytester: pytest.Pytester) -> None:
-    result = _run(pytester)
+    result = _run(pytester, "--brokerperf-noise-retries=0")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     rec = _record(pytester)
     assert rec["scenario"] == "toy" and rec["run_status"] == "completed"
     phases = rec["timeline"]["phase"]
     assert "measure" in phases and phases[-1] == "after"  # the window, then the phase
     assert rec["toy"]["after_periods"] == phases.count("after") >= 1
-    assert rec["figures"]["toy.after_periods"] == float(phases.count("after"))
-    assert rec["delivery"]["reconciled"] is True  # the session's end drained and counted
-    assert rec["noise_retries"] == []
-    assert _rungs(pytester) == 1
+    # the session's end drained and counted: every acknowledged message received
+    assert rec["delivery"]["acknowledged"] == rec["delivery"]["received"] > 0
+    assert rec["delivery"]["lost"] == 0
+    # this shared machine may spoil or unsettle a window: each one discarded is one
+    # window more, and the record keeps it
+    assert _rungs(pytester) == 1 + len(rec["noise_retries"])
     assert Path(rec["artefacts"], "record.json").is_file()
     result.stdout.fnmatch_lines(["*toy*toy params*"])  # the summary row the session fills
 
@@ -149,7 +151,7 @@ def test_a_window_the_host_spoiled_is_measured_once_more_per_retry(
 def test_a_stop_in_a_phase_writes_the_record_through_the_session(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("STOP_IN", "after")
-    result = _run(pytester)
+    result = _run(pytester, "--brokerperf-noise-retries=0")
     assert result.ret == pytest.ExitCode.INTERRUPTED, result.stdout.str()
     rec = _record(pytester)
     assert rec["scenario"] == "toy" and rec["run_status"] == "interrupted"
