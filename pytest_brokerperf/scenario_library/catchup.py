@@ -417,7 +417,7 @@ def run_catchup(ctx: RunContext, scenario: CatchUp,
                 f"catch-up on {broker.kind}: its driver cannot pause consumers without a "
                 f"rebalance or a backlog held in client memory{': ' + why if why else ''}")
 
-    run = RunSession.set_up(ctx, scenario, extra_slos, prepared=prepared,
+    run = RunSession(ctx, scenario, extra_slos, prepared=prepared,
                             check_driver=pausable)
     how = consumer_pause(run.driver) or ""
     # the safety plan counts the longest producing time: window + build + drain bounds
@@ -428,7 +428,7 @@ def run_catchup(ctx: RunContext, scenario: CatchUp,
         f"warm-up≤{prepared.warmup_s:g}s measure={prepared.measure_s:g}s then backlog "
         f"{format_bytes(prepared.backlog_bytes)} (drain done at ≤{prepared.drain_threshold:,} "
         f"messages, producers {'on' if prepared.producers_during_drain else 'off'}) "
-        f"workers={run.setup.workers}")
+        f"workers={run.workers}")
     run.summary_params = (f"{short_params(prepared.params)} "
                           f"backlog={format_bytes(prepared.backlog_bytes).replace(' ', '')}")
     run.junit_figures = (*JUNIT_FIGURES, "build_s", "drain_s", "catchup_rate_msg_s",

@@ -111,7 +111,7 @@ def run_with_fault(ctx: RunContext, scenario: Scenario,
     fault, broker = ctx.fault, ctx.broker
     assert fault is not None
     prepared, control = _fault_prepared(ctx, scenario)
-    run = RunSession.set_up(ctx, scenario, extra_slos, prepared=prepared, phases=False)
+    run = RunSession(ctx, scenario, extra_slos, prepared=prepared, phases=False)
     watch = run.guard(cluster_changes=(f"fault {fault}",),
                       label=f"{prepared.scenario} {fault.short}")
     btype = brokers.get(broker.kind)
@@ -133,7 +133,7 @@ def run_with_fault(ctx: RunContext, scenario: Scenario,
     with run.stopped_records(stopped, record_sampler=False), run.sampling():
         try:
             outcome = run_workload(run.driver, run.prepared.workload, run.plan,
-                                   payloads=run.setup.payloads, on_period=watch,
+                                   payloads=run.payloads, on_period=watch,
                                    on_wait=injector, after_measure=injector.settle,
                                    after_drain=_read_back_hook(fault.action, broker, injector))
         finally:

@@ -495,7 +495,7 @@ def run_mixed(ctx: RunContext, scenario: Mixed, extra_slos: tuple[str, ...]) -> 
     def replayable(driver: Driver) -> None:
         earliest_reader(driver)  # refused or skipped before any topic exists
 
-    run = RunSession.set_up(ctx, scenario, extra_slos, prepared=prepared,
+    run = RunSession(ctx, scenario, extra_slos, prepared=prepared,
                             check_driver=replayable)
     run.guard(producing_s=prepared.measure_s + prepared.build_timeout_s
               + prepared.catchup_timeout_s)
@@ -505,7 +505,7 @@ def run_mixed(ctx: RunContext, scenario: Mixed, extra_slos: tuple[str, ...]) -> 
         f"brokerperf: {broker.kind} {prepared.scenario} rate={prepared.rate:g} msg/s "
         f"warm-up≤{prepared.warmup_s:g}s measure={prepared.measure_s:g}s then a "
         f"subscription from the earliest position once "
-        f"{format_bytes(prepared.backlog_bytes)} are retained workers={run.setup.workers}")
+        f"{format_bytes(prepared.backlog_bytes)} are retained workers={run.workers}")
     run.summary_params = (f"{short_params(prepared.params)} "
                           f"backlog={format_bytes(prepared.backlog_bytes).replace(' ', '')}")
     run.junit_figures = (*JUNIT_FIGURES, "mixed.catchup_s", "mixed.catchup_rate_msg_s",

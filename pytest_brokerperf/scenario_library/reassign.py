@@ -417,7 +417,7 @@ def run_reassign(ctx: RunContext, scenario: Reassign,
         # skipped before any topic exists; a dry run asks the broker nothing
         holder.append(movable(driver, ask_broker=not settings.dry_run))
 
-    run = RunSession.set_up(ctx, scenario, extra_slos, prepared=prepared, check_driver=check)
+    run = RunSession(ctx, scenario, extra_slos, prepared=prepared, check_driver=check)
     run.guard(producing_s=prepared.measure_s + prepared.timeout_s + prepared.after_s,
               cluster_change="partition reassignment")
     wl = prepared.workload
@@ -428,7 +428,7 @@ def run_reassign(ctx: RunContext, scenario: Reassign,
         f"{wl.partitions_for_topic(1)} partition(s)) "
         f"warm-up≤{prepared.warmup_s:g}s before={prepared.measure_s:g}s then the first "
         f"topic's partition moves to another broker{throttle}, after={prepared.after_s:g}s "
-        f"workers={run.setup.workers}")
+        f"workers={run.workers}")
     run.summary_params = (f"{short_params(prepared.params)}"
                           + (f" throttle={prepared.throttle_bytes_s}" if throttle else ""))
     run.junit_figures = (*JUNIT_FIGURES, "reassign.duration_s", "reassign.publish_p99_ratio",

@@ -3,11 +3,11 @@
 A scenario is its ``prepare()``, a short phase script and its figures; everything around
 the script lives here once (docs/explanation/architecture.md, "Adding a scenario"):
 
-* :meth:`RunSession.set_up` — prepare, SLOs, payloads, driver, workers, load plan
-  (:func:`~pytest_brokerperf.scenario_library.setup.set_up_run`);
+* :class:`RunSession` itself — prepare, SLOs, payloads, driver, workers, load plan;
 * :meth:`RunSession.guard` — the safety-bounded driver, the safety plan over the
   longest the phases may produce, the guard (refusal, dry run), the broker-metrics
-  sampler and the per-period watch;
+  sampler and the per-period watch
+  (:class:`~pytest_brokerperf.scenario_library.setup.PeriodWatch`);
 * :meth:`RunSession.load` — one load session whose stop (a broker death, Ctrl-C,
   SIGTERM) still writes the record of the phases measured until then
   (:mod:`~pytest_brokerperf.scenario_library.stopped`);
@@ -20,6 +20,7 @@ the script lives here once (docs/explanation/architecture.md, "Adding a scenario
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
@@ -37,7 +38,8 @@ if TYPE_CHECKING:
     from pytest_brokerperf.safety import ScenarioPlan
     from pytest_brokerperf.scenario_library.base import PreparedRun, Scenario, ScenarioResult
     from pytest_brokerperf.scenario_library.context import RunContext
-    from pytest_brokerperf.scenario_library.setup import PeriodWatch, RunSetup
+    from pytest_brokerperf.scenario_library.setup import PeriodWatch
+    from pytest_brokerperf.slo import SLO
     from pytest_brokerperf.verdict import Verdict
 
 __all__ = ["RunSession"]
@@ -51,46 +53,63 @@ class RunSession:
     """A scenario's run: set up, guarded, loaded through phases, judged and recorded.
 
     ``driver`` is the run's driver: the one the broker kind made until :meth:`guard`,
-    then the safety-bounded one every load uses (``setup.driver`` keeps the first).
+    then the safety-bounded one every load uses.
     ``log`` names the phase in progress; ``discarded`` holds the windows measured again.
     ``summary_params`` and ``junit_figures`` are the record's defaults for every
     :class:`~pytest_brokerperf.scenario_library.finish.Measured` this run hands on.
     """
 
-    def __init__(self, ctx: RunContext, scenario: Scenario, setup: RunSetup, *,
-                 phases: bool = True) -> None:
+    def __init__(self, ctx: RunContext, scenario: Scenario, extra_slos: tuple[str, ...], *,
+                 prepared: PreparedRun | None = None,
+                 check_driver: Callable[[Driver], None] | None = None,
+                 driver_for: str | None = None, phases: bool = True) -> None:
+        """Prepare ``scenario`` on ``ctx``'s broker (unless ``prepared``) and build what its
+        load needs: SLOs, payloads, driver, generator CPUs, workers, the load plan.
+
+        The payload seed is random per run and recorded in the plan, so a run can be
+        replayed with the same bytes. ``check_driver`` refuses a driver the scenario
+        cannot use (before any topic exists); ``driver_for`` is the scenario kind whose
+        shipped driver file the broker picks (default the scenario's name); a run of one
+        window (``phases=False``) names no phase in a stopped record."""
+        from pytest_brokerperf import safety
+        from pytest_brokerperf.brokers import create_driver
+        from pytest_brokerperf.engine.coordinator import default_generator_cpus
+        from pytest_brokerperf.engine.plan import RunPlan
+        from pytest_brokerperf.scenario_library.base import auto_workers
         from pytest_brokerperf.verdict import Thresholds
 
-        self.ctx, self.scenario, self.setup = ctx, scenario, setup
-        self.prepared: PreparedRun = setup.prepared
-        self.plan: RunPlan = setup.plan
-        self.driver: Driver = setup.driver
+        settings, broker = ctx.settings, ctx.broker
+        if prepared is None:
+            prepared = scenario.prepare(settings, broker)
+        self.ctx, self.scenario, self.prepared = ctx, scenario, prepared
+        self.slos: list[SLO] = ctx.slos_for(prepared, (*scenario.slos, *extra_slos))
+        wl = prepared.workload
+        base_dir = prepared.workload_file.parent if prepared.workload_file else None
+        self.seed = int.from_bytes(os.urandom(4), "little")
+        self.payloads: list[bytes] = wl.payloads(base_dir, seed=self.seed)
+        self.driver: Driver = create_driver(
+            broker, prepared.driver_file, driver_for or prepared.scenario,
+            stats_interval_ms=max(1000, int(prepared.period_s * 1000)))
+        if check_driver is not None:
+            check_driver(self.driver)
+        self.generator_cpus = default_generator_cpus(broker.broker_cpus())
+        clients = wl.total_producers + wl.total_consumers
+        self.workers: int = settings.workers or auto_workers(prepared.rate, clients,
+                                                             self.generator_cpus)
+        self.plan: RunPlan = RunPlan(
+            rate=prepared.rate, period_s=prepared.period_s, warmup_max_s=prepared.warmup_s,
+            measure_s=prepared.measure_s, workers=self.workers,
+            topic_prefix=safety.topic_prefix(settings, prepared.scenario, ctx.test_id),
+            keep_topics=settings.keep_topics, generator_cpus=self.generator_cpus,
+            seed=self.seed, rate_schedule=prepared.rate_schedule)
         self.splan: ScenarioPlan | None = None
         self.sampler: BrokerMetricsSampler | None = None
         self.watch: PeriodWatch | None = None
-        # a one-window run names no phase in a stopped record
         self.log = PhaseLog() if phases else PhaseLog(now=None)
         self.discarded: list[dict[str, Any]] = []
-        self.thresholds = Thresholds(steal_share=ctx.settings.max_steal / 100)
+        self.thresholds = Thresholds(steal_share=settings.max_steal / 100)
         self.summary_params: str | None = None
         self.junit_figures: tuple[str, ...] = JUNIT_FIGURES
-
-    @classmethod
-    def set_up(cls, ctx: RunContext, scenario: Scenario, extra_slos: tuple[str, ...], *,
-               prepared: PreparedRun | None = None,
-               check_driver: Callable[[Driver], None] | None = None,
-               driver_for: str | None = None, phases: bool = True) -> RunSession:
-        """Prepare ``scenario`` (unless ``prepared``) and build what its load needs;
-        ``check_driver`` refuses a driver the scenario cannot use, before any topic."""
-        from pytest_brokerperf.scenario_library.setup import set_up_run
-
-        setup = set_up_run(ctx, scenario, extra_slos, prepared=prepared,
-                           check_driver=check_driver, driver_for=driver_for)
-        return cls(ctx, scenario, setup, phases=phases)
-
-    @property
-    def slos(self) -> list[Any]:
-        return self.setup.slos
 
     @property
     def kind(self) -> str:
@@ -114,8 +133,8 @@ class RunSession:
         from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
         from pytest_brokerperf.scenario_library.setup import PeriodWatch
 
-        ctx, settings, broker, prepared = self.ctx, self.ctx.settings, self.ctx.broker, \
-            self.prepared
+        ctx, prepared = self.ctx, self.prepared
+        settings, broker = ctx.settings, ctx.broker
         if plan is None:
             plan = (self.plan if producing_s is None
                     else replace(self.plan, measure_s=producing_s))
@@ -172,7 +191,7 @@ class RunSession:
         with self.sampling(), \
                 self.stopped_records(measured, record_sampler=record_sampler), \
                 LoadSession(self.driver, self.prepared.workload, self.plan,
-                            payloads=self.setup.payloads, on_period=self.watch) as s:
+                            payloads=self.payloads, on_period=self.watch) as s:
             yield s
 
     def window(self, s: LoadSession, phase: str, *, remeasure: str | None = None,
@@ -254,7 +273,7 @@ class RunSession:
         assert self.splan is not None, "RunSession.guard() comes before a record"
         base: dict[str, Any] = {
             "prepared": self.prepared, "driver_name": self.driver.name, "slos": self.slos,
-            "seed": self.setup.seed, "plan": self.splan, "sampler": self.sampler,
+            "seed": self.seed, "plan": self.splan, "sampler": self.sampler,
             "noise_retries": self.discarded, "summary_params": self.summary_params,
             "junit_figures": self.junit_figures}
         return Measured(headline=headline, verdict=verdict, **{**base, **fields})

@@ -189,13 +189,13 @@ def run_fixed_rate(ctx: RunContext, scenario: Scenario, extra_slos: tuple[str, .
     from pytest_brokerperf.slo import judged_percentile
 
     settings, broker = ctx.settings, ctx.broker
-    run = RunSession.set_up(ctx, scenario, extra_slos, phases=False)
+    run = RunSession(ctx, scenario, extra_slos, phases=False)
     prepared, plan = run.prepared, run.plan
     watch = run.guard(label=prepared.scenario, sample=False)
     ctx.progress(
         f"brokerperf: {broker.kind} {prepared.scenario} rate={prepared.rate:g} msg/s "
         f"warm-up≤{prepared.warmup_s:g}s measure={prepared.measure_s:g}s "
-        f"period={prepared.period_s:g}s workers={run.setup.workers}"
+        f"period={prepared.period_s:g}s workers={run.workers}"
     )
     run.thresholds = replace(run.thresholds, publish_delay_q=judged_percentile(run.slos))
 
@@ -206,7 +206,7 @@ def run_fixed_rate(ctx: RunContext, scenario: Scenario, extra_slos: tuple[str, .
         # the sampler stops before a stopped run's record (which has no broker metrics)
         with run.stopped_records(record_sampler=False), run.sampling():
             return run_workload(run.driver, run.prepared.workload, fresh,
-                                payloads=run.setup.payloads, on_period=watch)
+                                payloads=run.payloads, on_period=watch)
 
     outcome, verdict = run.remeasured(
         window, lambda attempt: f"{prepared.scenario}: measured window {attempt}")

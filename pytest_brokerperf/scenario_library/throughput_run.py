@@ -167,7 +167,7 @@ def run_throughput(ctx: RunContext, scenario: Scenario,
     if not isinstance(prepared, ThroughputPrepared):
         raise TypeError(f"{type(scenario).__name__}.prepare() must return ThroughputPrepared "
                         f"to run as a throughput scenario, got {type(prepared).__name__}")
-    run = RunSession.set_up(ctx, scenario, extra_slos, prepared=prepared,
+    run = RunSession(ctx, scenario, extra_slos, prepared=prepared,
                             driver_for="throughput")
     discovery = prepared.mode == RATE_DISCOVERY
     n_rungs = max(1, len(prepared.rates))
@@ -206,7 +206,7 @@ def _size(run: RunSession, prepared: ThroughputPrepared, guard_plan: RunPlan,
     run.log.enter(CALIBRATION)
     with run.stopped_records(partial(_calibration_stopped, run), record_sampler=False,
                              before_measuring=guard_plan):
-        calib = _calibrate(ctx, run.driver, prepared, run.setup.generator_cpus,
+        calib = _calibrate(ctx, run.driver, prepared, run.generator_cpus,
                            guard_plan.topic_prefix)
     harness: Ceiling | None = calib["harness"]
     drv_c: Ceiling | None = calib["driver"]
@@ -218,7 +218,7 @@ def _size(run: RunSession, prepared: ThroughputPrepared, guard_plan: RunPlan,
     per_process = used.sizing_rate if used is not None else None
     # OMB's controller may climb anywhere: give it every generator CPU
     sizing = plan_workers(None if discovery else prepared.rate, per_process=per_process,
-                          cpus=run.setup.generator_cpus, requested=ctx.settings.workers,
+                          cpus=run.generator_cpus, requested=ctx.settings.workers,
                           source=(f"calibration ({used.target} {used.driver}, bound "
                                   f"{used.bound})" if used is not None else None),
                           topic_limit=(prepared.workload.topics
@@ -408,7 +408,7 @@ def _run_ladder(run: RunSession, prepared: ThroughputPrepared,
     climb = _Climb(run, prepared, sized)
     with run.sampling(), run.stopped_records(climb.until_stop, headline=climb.top_rung):
         rungs, end = run_rates(run.driver, wl, plan, climb.next_rung,
-                               payloads=run.setup.payloads, on_period=run.watch,
+                               payloads=run.payloads, on_period=run.watch,
                                on_rung=climb.on_rung)
     if run.sampler is not None:
         with contextlib.suppress(Exception):

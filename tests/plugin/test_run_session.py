@@ -75,7 +75,7 @@ class Toy(TailRead):
     name: str = "toy"
 
     def execute(self, ctx, extra_slos):
-        run = RunSession.set_up(ctx, self, extra_slos)
+        run = RunSession(ctx, self, extra_slos)
         run.guard(producing_s=run.prepared.measure_s + 1.0)
         run.summary_params = "toy params"
         with run.load() as s:
