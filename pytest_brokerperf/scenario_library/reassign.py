@@ -418,6 +418,7 @@ def run_reassign(ctx: RunContext, scenario: Reassign,
         holder.append(movable(driver, ask_broker=not settings.dry_run))
 
     run = RunSession(ctx, scenario, extra_slos, prepared=prepared, check_driver=check)
+    run.driver = holder[0]  # the run's driver with single-replica topics: bounded next
     run.guard(producing_s=prepared.measure_s + prepared.timeout_s + prepared.after_s,
               cluster_change="partition reassignment")
     wl = prepared.workload
