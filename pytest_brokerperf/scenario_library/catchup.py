@@ -17,8 +17,7 @@ never mixed into the end-to-end latency of the tail-read window.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
-from functools import partial
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,17 +32,19 @@ from pytest_brokerperf.scenario_library.base import (
     refuse_rate_schedule,
     resolve_workload,
 )
-from pytest_brokerperf.scenario_library.finish import JUNIT_FIGURES, Measured, finish, short_params
+from pytest_brokerperf.scenario_library.finish import JUNIT_FIGURES, short_params
 from pytest_brokerperf.scenario_library.tailread import fixed_rate_window
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.driver import BrokerBacklog, Driver
     from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
     from pytest_brokerperf.config.settings import Settings
-    from pytest_brokerperf.engine.plan import PhaseRun
+    from pytest_brokerperf.engine.coordinator import LoadSession
+    from pytest_brokerperf.engine.plan import PhaseRun, RunOutcome, SessionEnd
     from pytest_brokerperf.metrics.histogram import LatencyHistogram
     from pytest_brokerperf.metrics.stats import PeriodStats
     from pytest_brokerperf.scenario_library.context import RunContext
+    from pytest_brokerperf.scenario_library.session import RunSession
     from pytest_brokerperf.workload.model import Workload
 
 __all__ = ["BUILD_SECONDS", "CatchUp", "CatchUpPrepared", "CatchUpReport",
@@ -384,33 +385,30 @@ def catchup_figures(prepared: CatchUpPrepared, *, subs_per_topic: int, build: Ph
     return report, figures
 
 
+@dataclass
+class _Drained:
+    """What the catch-up's phases measured, for its figures."""
+
+    before: RunOutcome
+    build: PhaseRun
+    drain: PhaseRun
+    end: SessionEnd
+    at_start: list[BrokerBacklog] | None
+    at_end: list[BrokerBacklog] | None
+    end_totals: dict[str, int]
+    disk_read_bytes: int | None
+
+
 def run_catchup(ctx: RunContext, scenario: CatchUp,
                 extra_slos: tuple[str, ...]) -> ScenarioResult:
     """Prepare, guard, run the four phases (tail-read window, build, drain, end), judge
     and record."""
     from pytest_brokerperf.brokers.driver import consumer_pause
-    from pytest_brokerperf.engine.coordinator import LoadSession
-    from pytest_brokerperf.engine.plan import Rung
-    from pytest_brokerperf.judge.verdict import (
-        HOT_CACHE,
-        Remeasure,
-        Thresholds,
-        assess,
-        discarded_windows_note,
-        noise_note,
-    )
-    from pytest_brokerperf.results.summary_rows import CatchupFigures
-    from pytest_brokerperf.scenario_library import safety
     from pytest_brokerperf.scenario_library.safety import format_bytes
-    from pytest_brokerperf.scenario_library.setup import PeriodWatch, broker_sampler, set_up_run
-    from pytest_brokerperf.scenario_library.stopped import (
-        SESSION_END,
-        PhaseLog,
-        record_if_stopped,
-    )
+    from pytest_brokerperf.scenario_library.session import RunSession
 
-    settings, broker = ctx.settings, ctx.broker
-    prepared = scenario.prepare(settings, broker)
+    broker = ctx.broker
+    prepared = scenario.prepare(ctx.settings, broker)
 
     def pausable(driver: Driver) -> None:
         if consumer_pause(driver) is None:
@@ -419,113 +417,88 @@ def run_catchup(ctx: RunContext, scenario: CatchUp,
                 f"catch-up on {broker.kind}: its driver cannot pause consumers without a "
                 f"rebalance or a backlog held in client memory{': ' + why if why else ''}")
 
-    run = set_up_run(ctx, scenario, extra_slos, prepared=prepared, check_driver=pausable)
-    slos, wl, plan, payloads, workers = run.slos, run.workload, run.plan, run.payloads, run.workers
+    run = RunSession(ctx, scenario, extra_slos, prepared=prepared,
+                            check_driver=pausable)
     how = consumer_pause(run.driver) or ""
     # the safety plan counts the longest producing time: window + build + drain bounds
-    producing = replace(plan, measure_s=prepared.measure_s + prepared.build_timeout_s
-                        + prepared.drain_timeout_s)
-    driver, safety_notes = safety.safe_driver(run.driver, settings, broker, prepared, producing)
-    prepared.notes.extend(safety_notes)
-    splan = safety.build_plan(settings, broker, prepared, driver, producing,
-                              test_id=ctx.test_id, cluster_changes=scenario.cluster_changes)
-    ctx.guard(splan)
-    sampler = broker_sampler(broker, settings)
-    on_period = PeriodWatch(ctx, broker.kind, prepared.period_s, splan.max_bytes,
-                            sampler=sampler,
-                            label=lambda p: f"{prepared.scenario}:{p.phase}")
-
+    run.guard(producing_s=prepared.measure_s + prepared.build_timeout_s
+              + prepared.drain_timeout_s)
     ctx.progress(
         f"brokerperf: {broker.kind} {prepared.scenario} rate={prepared.rate:g} msg/s "
         f"warm-up≤{prepared.warmup_s:g}s measure={prepared.measure_s:g}s then backlog "
         f"{format_bytes(prepared.backlog_bytes)} (drain done at ≤{prepared.drain_threshold:,} "
         f"messages, producers {'on' if prepared.producers_during_drain else 'off'}) "
-        f"workers={workers}")
-    size = wl.message_size
-    thresholds = Thresholds(steal_share=settings.max_steal / 100)
-    again = Remeasure(settings.noise_retries)
-    discarded: list[dict[str, Any]] = []
-    row_params = (f"{short_params(prepared.params)} "
-                  f"backlog={format_bytes(prepared.backlog_bytes).replace(' ', '')}")
-    junit = (*JUNIT_FIGURES, "build_s", "drain_s", "catchup_rate_msg_s", "catchup_mib_s",
-             "catchup_age.p99", "drain_publish_response.p99")
-    log = PhaseLog()
+        f"workers={run.workers}")
+    run.summary_params = (f"{short_params(prepared.params)} "
+                          f"backlog={format_bytes(prepared.backlog_bytes).replace(' ', '')}")
+    run.junit_figures = (*JUNIT_FIGURES, "build_s", "drain_s", "catchup_rate_msg_s",
+                         "catchup_mib_s", "catchup_age.p99", "drain_publish_response.p99")
+    with run.load() as s:
+        got = _catchup_phases(run, s, prepared)
+    return _catchup_record(run, prepared, got, how)
 
-    until_stop = partial(Measured, prepared=prepared, driver_name=driver.name, slos=slos,
-                         seed=run.seed, plan=splan, noise_retries=discarded,
-                         summary_params=row_params, junit_figures=junit)
-    if sampler is not None:
-        sampler.start()
-    try:
-        with record_if_stopped(ctx, log, until_stop, sampler=sampler), \
-                LoadSession(driver, wl, plan, payloads=payloads, on_period=on_period) as s:
-            spec = settings.profile_spec
-            rung = Rung(prepared.rate, prepared.warmup_s, prepared.measure_s,
-                        warmup_until_steady=spec.warmup_until_steady)
-            log.enter("the tail-read window before the backlog")
-            before = log.rung_done(s.run_rung(rung))
-            while True:
-                # the tail-read window before the backlog, measured again as tail-read does
-                first = assess(before, thresholds)
-                why = again.why(first, before.warmup_steady, prepared.warmup_s)
-                if why is None:
-                    break
-                discarded.append(noise_note(len(discarded) + 1, first))
-                ctx.progress(f"brokerperf: {broker.kind} catchup: the window before the "
-                             f"backlog is {why}")
-                before = log.rung_done(s.run_rung(rung))
-            log.enter("the backlog build")
-            s.pause_consumers(True)
-            build = log.phase_done(s.run_until(
-                "build", lambda t: s.backlog(t) * size >= prepared.backlog_bytes,
-                prepared.build_timeout_s))
-            if not build.done:
-                have = s.backlog(build.end_totals) * size
-                raise MeasurementError(
-                    f"backlog not built within {prepared.build_timeout_s:g} s: "
-                    f"{format_bytes(have)} of {format_bytes(prepared.backlog_bytes)} at "
-                    f"{prepared.rate:g} msg/s; raise CatchUp(build_timeout_s=...) or the rate, "
-                    "or lower backlog_bytes")
-            ctx.progress(f"brokerperf: {broker.kind} catchup: backlog "
-                         f"{format_bytes(s.backlog(build.end_totals) * size)} built in "
-                         f"{build.elapsed_s:.1f} s; draining")
-            log.enter("the drain")
-            at_start = s.broker_backlog()
-            reads0 = broker_disk_reads(broker)
-            if not prepared.producers_during_drain:
-                s.stop_producers()
-            drain = log.phase_done(s.run_until(
-                "drain", lambda t: s.backlog(t) <= prepared.drain_threshold,
-                prepared.drain_timeout_s, begin=lambda: s.pause_consumers(False)))
-            reads1 = broker_disk_reads(broker)
-            # one exact reading at the drain's end: consumers paused (offsets committed)
-            end_totals = s.pause_consumers(True)
-            at_end = s.broker_backlog()
-            s.pause_consumers(False)
-            log.enter(SESSION_END)
-            end = s.finish()
-    finally:
-        if sampler is not None:
-            sampler.stop()
+
+def _catchup_phases(run: RunSession, s: LoadSession, prepared: CatchUpPrepared) -> _Drained:
+    """The phase script: the tail-read window (measured again when the host spoiled it),
+    the backlog built with consumers paused, its drain, the session's end."""
+    from pytest_brokerperf.scenario_library.safety import format_bytes
+
+    broker, size = run.ctx.broker, prepared.workload.message_size
+    before = run.window(s, "the tail-read window before the backlog",
+                        remeasure="catchup: the window before the backlog")
+    run.log.enter("the backlog build")
+    s.pause_consumers(True)
+    build = run.phase(s, "build", lambda t: s.backlog(t) * size >= prepared.backlog_bytes,
+                      prepared.build_timeout_s)
+    if not build.done:
+        have = s.backlog(build.end_totals) * size
+        raise MeasurementError(
+            f"backlog not built within {prepared.build_timeout_s:g} s: "
+            f"{format_bytes(have)} of {format_bytes(prepared.backlog_bytes)} at "
+            f"{prepared.rate:g} msg/s; raise CatchUp(build_timeout_s=...) or the rate, "
+            "or lower backlog_bytes")
+    run.ctx.progress(f"brokerperf: {broker.kind} catchup: backlog "
+                     f"{format_bytes(s.backlog(build.end_totals) * size)} built in "
+                     f"{build.elapsed_s:.1f} s; draining")
+    run.log.enter("the drain")
+    at_start = s.broker_backlog()
+    reads0 = broker_disk_reads(broker)
+    if not prepared.producers_during_drain:
+        s.stop_producers()
+    drain = run.phase(s, "drain", lambda t: s.backlog(t) <= prepared.drain_threshold,
+                      prepared.drain_timeout_s, begin=lambda: s.pause_consumers(False))
+    reads1 = broker_disk_reads(broker)
+    # one exact reading at the drain's end: consumers paused (offsets committed)
+    end_totals = s.pause_consumers(True)
+    at_end = s.broker_backlog()
+    s.pause_consumers(False)
+    return _Drained(before=before, build=build, drain=drain, end=run.end(s),
+                    at_start=at_start, at_end=at_end, end_totals=end_totals,
+                    disk_read_bytes=None if reads0 is None or reads1 is None
+                    else reads1 - reads0)
+
+
+def _catchup_record(run: RunSession, prepared: CatchUpPrepared, got: _Drained,
+                    how: str) -> ScenarioResult:
+    """Judge the window before the backlog, compute the catch-up's figures, record."""
+    from pytest_brokerperf.judge.verdict import HOT_CACHE
+    from pytest_brokerperf.results.summary_rows import CatchupFigures
+
+    before, end, drain, broker = got.before, got.end, got.drain, run.ctx.broker
     end.apply(before, end_time=False)
     before.begin_time = end.begin_time
-    verdict = assess(before, thresholds)
-    if discarded:
-        prepared.notes.append(discarded_windows_note(discarded))
-    before_p99 = before.cumulative["publish_response"].percentile(99)
+    verdict = run.assess(before)
     report, extra = catchup_figures(
-        prepared, subs_per_topic=wl.subscriptions_per_topic, build=build, drain=drain,
-        before_p99=before_p99, consumer_pause=how, at_start=at_start, at_end=at_end,
-        end_totals=end_totals,
-        disk_read_bytes=None if reads0 is None or reads1 is None else reads1 - reads0,
+        prepared, subs_per_topic=prepared.workload.subscriptions_per_topic, build=got.build,
+        drain=drain, before_p99=before.cumulative["publish_response"].percentile(99),
+        consumer_pause=how, at_start=got.at_start, at_end=got.at_end,
+        end_totals=got.end_totals, disk_read_bytes=got.disk_read_bytes,
         memory_available_bytes=memory_available(
             broker.processes_record().memory_limit_bytes))
     if report.cache is not None and report.cache.state == "hot":
         verdict.flags.append(HOT_CACHE)
         verdict.details["hot_cache"] = report.cache.reason()
-    session = replace(before, periods=before.periods + build.periods + drain.periods,
-                      end_time=end.end_time, worker_errors=list(end.worker_errors))
-    ctx.progress(
+    run.ctx.progress(
         f"brokerperf: {broker.kind} catchup: build {report.build_s:.1f} s, drain "
         + (f"{report.drain_s:.1f} s at {report.catchup_rate_msg_s:,.0f} msg/s "
            f"({report.catchup_mib_s:.1f} MiB/s)" if report.drain_s is not None
@@ -536,15 +509,11 @@ def run_catchup(ctx: RunContext, scenario: CatchUp,
             f"the backlog was not drained within {prepared.drain_timeout_s:g} s: "
             f"{report.residual_messages:,} messages left, done at "
             f"≤{prepared.drain_threshold:,} (CatchUp(drain_timeout_s=...) waits longer)")
-    return finish(ctx, Measured(
-        prepared=prepared, driver_name=driver.name, headline=before, verdict=verdict,
-        slos=slos, seed=run.seed, plan=splan, sampler=sampler, session=session,
-        noise_retries=discarded,
+    return run.finish(
+        before, verdict, session=run.joined(before, end, got.build, drain),
         extra_figures=extra, record_extra={"catchup": report.as_dict()},
-        summary_params=row_params, junit_figures=junit,
         summary_catchup=CatchupFigures(
             backlog_bytes=report.backlog_at_drain_start_bytes, build_s=report.build_s,
             drain_s=report.drain_s, rate_msg_s=report.catchup_rate_msg_s,
             mib_s=report.catchup_mib_s,
-            cache=report.cache.state if report.cache is not None else "unknown"),
-    ))
+            cache=report.cache.state if report.cache is not None else "unknown"))

@@ -16,18 +16,23 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_brokerperf.config.fault_spec import MIN_PERIODS_BEFORE
-from pytest_brokerperf.core.errors import BrokerDied, BrokerUnavailable, ConfigError, RunInterrupted
+from pytest_brokerperf.core.errors import BrokerUnavailable, ConfigError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from pytest_brokerperf.brokers.base import BrokerType
     from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+    from pytest_brokerperf.brokers.node_control import NodeControl
     from pytest_brokerperf.engine.coordinator import LoadSession
     from pytest_brokerperf.engine.plan import RunOutcome, SessionEnd
     from pytest_brokerperf.faults.injector import FaultInjector
-    from pytest_brokerperf.scenario_library.base import Scenario, ScenarioResult
+    from pytest_brokerperf.faults.judge import FaultVerdict
+    from pytest_brokerperf.judge.verdict import Verdict
+    from pytest_brokerperf.scenario_library.base import PreparedRun, Scenario, ScenarioResult
     from pytest_brokerperf.scenario_library.context import RunContext
+    from pytest_brokerperf.scenario_library.finish import Measured
+    from pytest_brokerperf.scenario_library.session import RunSession
 
 __all__ = ["FAULT_FAILED", "MIN_PERIODS_BEFORE", "run_with_fault", "window_before"]
 
@@ -58,24 +63,12 @@ def _check_timing(ctx: RunContext, at_s: float, period_s: float, measure_s: floa
         raise ConfigError(problem)
 
 
-def run_with_fault(ctx: RunContext, scenario: Scenario,
-                   extra_slos: tuple[str, ...]) -> ScenarioResult:
-    """Run ``scenario`` (a fixed-rate tail read) with ``ctx.fault`` in its window."""
+def _fault_prepared(ctx: RunContext, scenario: Scenario) -> tuple[PreparedRun, NodeControl]:
+    """Refuse a fault this session cannot inject (before anything is created), else the
+    run prepared for it (no shipped latency bounds: the window holds the outage) and the
+    control over the broker's nodes."""
     from pytest_brokerperf.brokers.node_control import control_for
-    from pytest_brokerperf.engine.coordinator import run_workload
-    from pytest_brokerperf.faults.injector import FaultInjector
-    from pytest_brokerperf.faults.judge import judge_fault, questions
     from pytest_brokerperf.faults.offered import power_cut_problem
-    from pytest_brokerperf.judge.slo import judged_percentile
-    from pytest_brokerperf.judge.verdict import Thresholds, Verdict, assess
-    from pytest_brokerperf.scenario_library import safety
-    from pytest_brokerperf.scenario_library.finish import (
-        Measured,
-        finish,
-        finish_failed,
-        finish_interrupted,
-    )
-    from pytest_brokerperf.scenario_library.setup import PeriodWatch, broker_sampler, set_up_run
 
     fault, broker, settings = ctx.fault, ctx.broker, ctx.settings
     assert fault is not None
@@ -104,58 +97,66 @@ def run_with_fault(ctx: RunContext, scenario: Scenario,
     elif control.node_count() == 1:
         prepared.notes.append(f"fault {fault}: a single-node {broker.kind}: the fault takes "
                               "the whole broker down")
-    run = set_up_run(ctx, scenario, extra_slos, prepared=prepared)
-    prepared, slos, wl, plan = run.prepared, run.slos, run.workload, run.plan
-    driver, safety_notes = safety.safe_driver(run.driver, settings, broker, prepared, plan)
-    prepared.notes.extend(safety_notes)
-    splan = safety.build_plan(settings, broker, prepared, driver, plan, test_id=ctx.test_id,
-                              cluster_changes=(f"fault {fault}",))
-    ctx.guard(splan)
-    on_period = PeriodWatch(ctx, broker.kind, prepared.period_s, splan.max_bytes,
-                            label=f"{prepared.scenario} {fault.short}")
+    return prepared, control
+
+
+def run_with_fault(ctx: RunContext, scenario: Scenario,
+                   extra_slos: tuple[str, ...]) -> ScenarioResult:
+    """Run ``scenario`` (a fixed-rate tail read) with ``ctx.fault`` in its window."""
+    from pytest_brokerperf.engine.coordinator import run_workload
+    from pytest_brokerperf.faults.injector import FaultInjector
+    from pytest_brokerperf.faults.judge import judge_fault
+    from pytest_brokerperf.scenario_library.session import RunSession
+
+    fault, broker = ctx.fault, ctx.broker
+    assert fault is not None
+    prepared, control = _fault_prepared(ctx, scenario)
+    run = RunSession(ctx, scenario, extra_slos, prepared=prepared, phases=False)
+    watch = run.guard(cluster_changes=(f"fault {fault}",),
+                      label=f"{prepared.scenario} {fault.short}")
     btype = ctx.broker_type
     injector = FaultInjector(
         fault, control,
         leader=lambda session: btype.fault_leader(broker, session.driver, session.topics[0]))
     ctx.progress(f"brokerperf: {broker.kind} {prepared.scenario} rate={prepared.rate:g} msg/s "
                  f"measure={prepared.measure_s:g}s with fault {fault}")
-    sampler = on_period.sampler = broker_sampler(broker, settings)
-    if sampler is not None:
-        sampler.start()
-    try:
-        outcome = run_workload(driver, wl, plan, payloads=run.payloads, on_period=on_period,
-                               on_wait=injector, after_measure=injector.settle,
-                               after_drain=_read_back_hook(fault.action, broker, btype,
-                                                           injector))
-    except (BrokerDied, RunInterrupted) as exc:  # a node the fault did not ask for went
-        injector.settle()                         # away, or Ctrl-C / SIGTERM
-        if sampler is not None:
-            sampler.stop()
-            sampler = None
-        if exc.partial is not None:
-            judged = judge_fault(injector, exc.partial, broker.durability,
-                                 control.node_count())
-            stopped = Measured(
-                prepared=prepared, driver_name=driver.name, headline=exc.partial,
-                verdict=Verdict(status="broker-died"), slos=slos, seed=run.seed, plan=splan,
-                record_extra={"fault": judged.block, "faults": judged.block["events"]})
-            if isinstance(exc, BrokerDied):
-                finish_failed(ctx, stopped, exc)
-            else:
-                finish_interrupted(ctx, stopped, exc)
-        raise
-    finally:
-        injector.settle()  # never leave a node down for the next test
-        if sampler is not None:
-            sampler.stop()
-    judged = judge_fault(injector, outcome, broker.durability, control.node_count())
-    thresholds = Thresholds(steal_share=settings.max_steal / 100,
-                            publish_delay_q=judged_percentile(slos))
+
+    def stopped(*, headline: RunOutcome, session: RunOutcome, verdict: Verdict) -> Measured:
+        # a node the fault did not ask for went away, or Ctrl-C / SIGTERM
+        injector.settle()
+        judged = judge_fault(injector, headline, broker.durability, control.node_count())
+        return run.measured(headline, verdict, session=session, sampler=None,
+                            record_extra={"fault": judged.block,
+                                          "faults": judged.block["events"]})
+
+    # the sampler stops before a stopped run's record (which has no broker metrics)
+    with run.stopped_records(stopped, record_sampler=False), run.sampling():
+        try:
+            outcome = run_workload(run.driver, run.prepared.workload, run.plan,
+                                   payloads=run.payloads, on_period=watch,
+                                   on_wait=injector, after_measure=injector.settle,
+                                   after_drain=_read_back_hook(fault.action, broker, btype,
+                                                              injector))
+        finally:
+            injector.settle()  # never leave a node down for the next test
+    return _fault_record(run, outcome, judge_fault(injector, outcome, broker.durability,
+                                                   control.node_count()), injector)
+
+
+def _fault_record(run: RunSession, outcome: RunOutcome, judged: FaultVerdict,
+                  injector: FaultInjector) -> ScenarioResult:
+    """The window before the fault judged, the fault's own questions answered, recorded."""
+    from pytest_brokerperf.faults.judge import questions
+    from pytest_brokerperf.judge.slo import judged_percentile
+    from pytest_brokerperf.judge.verdict import Verdict
+
+    prepared = run.prepared
+    run.thresholds = replace(run.thresholds, publish_delay_q=judged_percentile(run.slos))
     own_question: list[str] = []
     if judged.inconclusive is not None:
         verdict = Verdict(status=FAULT_FAILED, reasons=[judged.inconclusive])
     else:
-        verdict = assess(window_before(outcome, injector.first_ns()), thresholds)
+        verdict = run.assess(window_before(outcome, injector.first_ns()))
         verdict.details["window"] = ("judged on the measured periods before the fault; "
                                      "the rest is the fault's effect (record.fault)")
         verdict.details["applies_to"] = (
@@ -165,20 +166,20 @@ def run_with_fault(ctx: RunContext, scenario: Scenario,
         judged.block["questions"] = answers
         if why is not None:
             own_question.append(why)
-    ctx.progress(_progress_line(broker.kind, judged.block))
+    run.ctx.progress(_progress_line(run.kind, judged.block))
     figures: dict[str, float | None] = {
         "fault.unavailable_s": judged.block["unavailable_s"],
         "fault.longest_publish_wait_s": judged.block["longest_publish_wait_s"],
         "fault.node_down_s": judged.block["node_down_s"],
         "fault.send_errors": float(judged.block["send_errors"]),
     }
-    return finish(ctx, Measured(
-        prepared=prepared, driver_name=driver.name, headline=outcome, verdict=verdict,
-        slos=slos, seed=run.seed, plan=splan, sampler=sampler, extra_figures=figures,
+    assert run.ctx.fault is not None
+    return run.finish(
+        outcome, verdict, extra_figures=figures,
         record_extra={"fault": judged.block, "faults": judged.block["events"]},
         findings=[judged.finding] if judged.finding else [],
         validity_gates_test=judged.inconclusive is not None, inconclusive=own_question,
-        summary_scenario=f"{prepared.scenario}+{fault.short}"))
+        summary_scenario=f"{prepared.scenario}+{run.ctx.fault.short}")
 
 
 def _read_back_hook(action: str, broker: BrokerEndpoint, btype: BrokerType,

@@ -32,8 +32,7 @@ load engine: its deliveries are in no tailing histogram, and its counters are it
 from __future__ import annotations
 
 import contextlib
-from dataclasses import asdict, dataclass, replace
-from functools import partial
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -50,8 +49,6 @@ from pytest_brokerperf.scenario_library.base import (
 )
 from pytest_brokerperf.scenario_library.finish import (
     JUNIT_FIGURES,
-    Measured,
-    finish,
     ratios_text,
     short_params,
 )
@@ -63,11 +60,13 @@ if TYPE_CHECKING:
     from pytest_brokerperf.brokers.driver import BrokerBacklog, Driver
     from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
     from pytest_brokerperf.config.settings import Settings
-    from pytest_brokerperf.engine.plan import PhaseRun
+    from pytest_brokerperf.engine.coordinator import LoadSession
+    from pytest_brokerperf.engine.plan import PhaseRun, RunOutcome, SessionEnd
     from pytest_brokerperf.judge.verdict import Verdict
     from pytest_brokerperf.metrics.histogram import LatencyHistogram
     from pytest_brokerperf.metrics.stats import PeriodStats
     from pytest_brokerperf.scenario_library.context import RunContext
+    from pytest_brokerperf.scenario_library.session import RunSession
     from pytest_brokerperf.workload.model import Workload
 
 __all__ = ["BUILD_SECONDS", "CATCHUP_INCOMPLETE", "TAIL_BEHIND", "Mixed", "MixedPrepared",
@@ -447,127 +446,108 @@ def judge_mixed(verdict: Verdict, report: MixedReport) -> None:
             "Mixed(backlog_bytes=...) or a higher rate lengthens it")
 
 
+@dataclass
+class _CaughtUp:
+    """What the mixed run's phases measured, for its figures."""
+
+    before: RunOutcome
+    build: PhaseRun
+    catchup: PhaseRun
+    end: SessionEnd
+    consumed: tuple[int, int]
+    subscription: str
+    position: list[BrokerBacklog] | None
+
+
 def run_mixed(ctx: RunContext, scenario: Mixed, extra_slos: tuple[str, ...]) -> ScenarioResult:
     """Prepare, guard, run the phases (tail-read window, build, catch-up, end), judge and
     record."""
-    from pytest_brokerperf.brokers.driver import BacklogReader
-    from pytest_brokerperf.engine.coordinator import LoadSession
-    from pytest_brokerperf.engine.plan import Rung
-    from pytest_brokerperf.judge.verdict import Thresholds, assess
-    from pytest_brokerperf.scenario_library import safety
     from pytest_brokerperf.scenario_library.safety import format_bytes
-    from pytest_brokerperf.scenario_library.setup import PeriodWatch, broker_sampler, set_up_run
-    from pytest_brokerperf.scenario_library.stopped import (
-        SESSION_END,
-        PhaseLog,
-        record_if_stopped,
-    )
+    from pytest_brokerperf.scenario_library.session import RunSession
 
-    settings, broker = ctx.settings, ctx.broker
-    prepared = scenario.prepare(settings, broker)
+    broker = ctx.broker
+    prepared = scenario.prepare(ctx.settings, broker)
 
     def replayable(driver: Driver) -> None:
         earliest_reader(ctx.broker_type, driver)  # refused or skipped before any topic exists
 
-    run = set_up_run(ctx, scenario, extra_slos, prepared=prepared, check_driver=replayable)
-    slos, wl, plan, payloads, workers = run.slos, run.workload, run.plan, run.payloads, run.workers
-    producing = replace(plan, measure_s=prepared.measure_s + prepared.build_timeout_s
-                        + prepared.catchup_timeout_s)
-    driver, safety_notes = safety.safe_driver(run.driver, settings, broker, prepared, producing)
-    prepared.notes.extend(safety_notes)
+    run = RunSession(ctx, scenario, extra_slos, prepared=prepared,
+                            check_driver=replayable)
+    run.guard(producing_s=prepared.measure_s + prepared.build_timeout_s
+              + prepared.catchup_timeout_s)
     # the catch-up reader: the run's (safety-bounded) driver, started at the earliest offset
-    reader_driver, how = earliest_reader(ctx.broker_type, driver)
-    splan = safety.build_plan(settings, broker, prepared, driver, producing,
-                              test_id=ctx.test_id, cluster_changes=scenario.cluster_changes)
-    ctx.guard(splan)
-    sampler = broker_sampler(broker, settings)
-    on_period = PeriodWatch(ctx, broker.kind, prepared.period_s, splan.max_bytes,
-                            sampler=sampler, label=lambda p: f"{prepared.scenario}:{p.phase}")
+    reader_driver, how = earliest_reader(ctx.broker_type, run.driver)
     ctx.progress(
         f"brokerperf: {broker.kind} {prepared.scenario} rate={prepared.rate:g} msg/s "
         f"warm-up≤{prepared.warmup_s:g}s measure={prepared.measure_s:g}s then a "
         f"subscription from the earliest position once "
-        f"{format_bytes(prepared.backlog_bytes)} are retained workers={workers}")
-    size = wl.message_size
-    thresholds = Thresholds(steal_share=settings.max_steal / 100)
-    reader: CatchUpReader | None = None
-    position: list[BrokerBacklog] | None = None
-    row_params = (f"{short_params(prepared.params)} "
-                  f"backlog={format_bytes(prepared.backlog_bytes).replace(' ', '')}")
-    junit = (*JUNIT_FIGURES, "mixed.catchup_s", "mixed.catchup_rate_msg_s",
-             "mixed.publish_p99_ratio", "mixed.e2e_p99_ratio")
-    log = PhaseLog()
-    until_stop = partial(Measured, prepared=prepared, driver_name=driver.name, slos=slos,
-                         seed=run.seed, plan=splan, summary_params=row_params,
-                         junit_figures=junit)
-    if sampler is not None:
-        sampler.start()
+        f"{format_bytes(prepared.backlog_bytes)} are retained workers={run.workers}")
+    run.summary_params = (f"{short_params(prepared.params)} "
+                          f"backlog={format_bytes(prepared.backlog_bytes).replace(' ', '')}")
+    run.junit_figures = (*JUNIT_FIGURES, "mixed.catchup_s", "mixed.catchup_rate_msg_s",
+                         "mixed.publish_p99_ratio", "mixed.e2e_p99_ratio")
+    readers: list[CatchUpReader] = []
     try:
-        with record_if_stopped(ctx, log, until_stop, sampler=sampler), \
-                LoadSession(driver, wl, plan, payloads=payloads, on_period=on_period) as s:
-            spec = settings.profile_spec
-            log.enter("the tail-read window before the backlog")
-            before = log.rung_done(s.run_rung(Rung(
-                prepared.rate, prepared.warmup_s, prepared.measure_s,
-                warmup_until_steady=spec.warmup_until_steady)))
-            log.enter("the backlog build")
-            build = log.phase_done(s.run_until(
-                "build", lambda t: t.get("acked", 0) * size >= prepared.backlog_bytes,
-                prepared.build_timeout_s))
-            if not build.done:
-                raise MeasurementError(
-                    f"backlog not built within {prepared.build_timeout_s:g} s: "
-                    f"{format_bytes(build.end_totals.get('acked', 0) * size)} of "
-                    f"{format_bytes(prepared.backlog_bytes)} at {prepared.rate:g} msg/s; "
-                    "raise Mixed(build_timeout_s=...) or the rate, or lower backlog_bytes")
-            log.enter("the catch-up")
-            sub = f"{s.prefix}-catchup"
-            reader = CatchUpReader(reader_driver, s.topics, sub, s.prefix)
-            reader.spawn()  # between phases: in no period
-            r = reader
-            ctx.progress(f"brokerperf: {broker.kind} mixed: "
-                         f"{format_bytes(build.end_totals.get('acked', 0) * size)} retained; "
-                         f"subscription {sub} starts from the earliest position")
-            catchup = log.phase_done(s.run_until(
-                "catchup",
-                lambda t: r.failed() or t.get("acked", 0) - r.received()[0]
-                <= prepared.caught_up_lag,
-                prepared.catchup_timeout_s, begin=r.start))
-            consumed = reader.stop()
-            reader = None
-            admin = driver.admin()
-            try:
-                if isinstance(admin, BacklogReader):
-                    position = admin.subscription_backlog({t: [sub] for t in s.topics})
-                if not settings.keep_topics:
-                    admin.delete_groups([sub])
-            finally:
-                admin.close()
-            log.enter(SESSION_END)
-            end = s.finish()
+        with run.load() as s:
+            got = _mixed_phases(run, s, prepared, reader_driver, readers)
     finally:
-        if reader is not None:
-            reader.kill()
-        if sampler is not None:
-            sampler.stop()
+        for reader in readers:
+            reader.kill()  # a reader that stopped already is left as it is
+    end, before = got.end, got.before
     end.apply(before, end_time=False)
-    verdict = assess(before, thresholds)
+    verdict = run.assess(before)
     report, extra = mixed_figures(
-        prepared, before=before.periods, build=build, catchup=catchup,
-        catchup_consumed=consumed, how=how, subscription=sub, judgeable=verdict.judgeable,
-        broker_position=position)
+        prepared, before=before.periods, build=got.build, catchup=got.catchup,
+        catchup_consumed=got.consumed, how=how, subscription=got.subscription,
+        judgeable=verdict.judgeable, broker_position=got.position)
     judge_mixed(verdict, report)
-    session = replace(before, periods=before.periods + build.periods + catchup.periods,
-                      end_time=end.end_time, worker_errors=list(end.worker_errors))
     ctx.progress(
         f"brokerperf: {broker.kind} mixed: catch-up "
         + (f"{report.catchup_s:.1f} s at {report.catchup_rate_msg_s:,.0f} msg/s "
            f"({report.catchup_mib_s:.1f} MiB/s)" if report.catchup_s is not None
            else f"not at the head in {prepared.catchup_timeout_s:g} s")
         + ratios_text(report.publish_p99_ratio, report.e2e_p99_ratio, "tailing e2e"))
-    return finish(ctx, Measured(
-        prepared=prepared, driver_name=driver.name, headline=before, verdict=verdict,
-        slos=slos, seed=run.seed, plan=splan, sampler=sampler, session=session,
-        extra_figures=extra, record_extra={"mixed": report.as_dict()},
-        summary_params=row_params, junit_figures=junit,
-    ))
+    return run.finish(before, verdict, session=run.joined(before, end, got.build, got.catchup),
+                      extra_figures=extra, record_extra={"mixed": report.as_dict()})
+
+
+def _mixed_phases(run: RunSession, s: LoadSession, prepared: MixedPrepared,
+                  reader_driver: Driver, readers: list[CatchUpReader]) -> _CaughtUp:
+    """The phase script: the tail-read window, the retained backlog, the second
+    subscription from the earliest position until it is at the head, the session's end."""
+    from pytest_brokerperf.brokers.driver import BacklogReader
+    from pytest_brokerperf.scenario_library.safety import format_bytes
+
+    size = prepared.workload.message_size
+    before = run.window(s, "the tail-read window before the backlog")
+    build = run.phase(s, "build", lambda t: t.get("acked", 0) * size >= prepared.backlog_bytes,
+                      prepared.build_timeout_s, enter="the backlog build")
+    if not build.done:
+        raise MeasurementError(
+            f"backlog not built within {prepared.build_timeout_s:g} s: "
+            f"{format_bytes(build.end_totals.get('acked', 0) * size)} of "
+            f"{format_bytes(prepared.backlog_bytes)} at {prepared.rate:g} msg/s; "
+            "raise Mixed(build_timeout_s=...) or the rate, or lower backlog_bytes")
+    run.log.enter("the catch-up")
+    sub = f"{s.prefix}-catchup"
+    reader = CatchUpReader(reader_driver, s.topics, sub, s.prefix)
+    readers.append(reader)
+    reader.spawn()  # between phases: in no period
+    run.ctx.progress(f"brokerperf: {run.kind} mixed: "
+                     f"{format_bytes(build.end_totals.get('acked', 0) * size)} retained; "
+                     f"subscription {sub} starts from the earliest position")
+    catchup = run.phase(
+        s, "catchup", lambda t: reader.failed() or t.get("acked", 0) - reader.received()[0]
+        <= prepared.caught_up_lag, prepared.catchup_timeout_s, begin=reader.start)
+    consumed = reader.stop()
+    position: list[BrokerBacklog] | None = None
+    admin = run.driver.admin()
+    try:
+        if isinstance(admin, BacklogReader):
+            position = admin.subscription_backlog({t: [sub] for t in s.topics})
+        if not run.ctx.settings.keep_topics:
+            admin.delete_groups([sub])
+    finally:
+        admin.close()
+    return _CaughtUp(before=before, build=build, catchup=catchup, end=run.end(s),
+                     consumed=consumed, subscription=sub, position=position)

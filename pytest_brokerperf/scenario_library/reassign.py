@@ -35,8 +35,7 @@ also when the run fails.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
-from functools import partial
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -50,8 +49,6 @@ from pytest_brokerperf.scenario_library.base import (
 )
 from pytest_brokerperf.scenario_library.finish import (
     JUNIT_FIGURES,
-    Measured,
-    finish,
     ratios_text,
     short_params,
 )
@@ -62,14 +59,18 @@ if TYPE_CHECKING:
         CapabilityName,
         MoveState,
         PartitionMove,
+        PartitionMover,
     )
     from pytest_brokerperf.brokers.driver import Driver
     from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
     from pytest_brokerperf.config.settings import Settings
+    from pytest_brokerperf.engine.coordinator import LoadSession
+    from pytest_brokerperf.engine.plan import PhaseRun
     from pytest_brokerperf.judge.verdict import Verdict
     from pytest_brokerperf.metrics.histogram import LatencyHistogram
     from pytest_brokerperf.metrics.stats import PeriodStats
     from pytest_brokerperf.scenario_library.context import RunContext
+    from pytest_brokerperf.scenario_library.session import RunSession
     from pytest_brokerperf.workload.model import Workload
 
 __all__ = ["REASSIGN_INCOMPLETE", "Reassign", "ReassignPrepared", "ReassignReport",
@@ -411,17 +412,8 @@ def run_reassign(ctx: RunContext, scenario: Reassign,
                  extra_slos: tuple[str, ...]) -> ScenarioResult:
     """Prepare, guard, run the phases (before window, move, after window, end), judge
     and record."""
-    from pytest_brokerperf.core.errors import BrokerUnavailable, MeasurementError
-    from pytest_brokerperf.engine.coordinator import LoadSession
-    from pytest_brokerperf.engine.plan import Rung
-    from pytest_brokerperf.judge.verdict import Thresholds, assess
-    from pytest_brokerperf.scenario_library import safety
-    from pytest_brokerperf.scenario_library.setup import PeriodWatch, broker_sampler, set_up_run
-    from pytest_brokerperf.scenario_library.stopped import (
-        SESSION_END,
-        PhaseLog,
-        record_if_stopped,
-    )
+    from pytest_brokerperf.core.errors import BrokerUnavailable
+    from pytest_brokerperf.scenario_library.session import RunSession
 
     settings, broker = ctx.settings, ctx.broker
     prepared = scenario.prepare(settings, broker)
@@ -435,124 +427,109 @@ def run_reassign(ctx: RunContext, scenario: Reassign,
         # skipped before any topic exists; a dry run asks the broker nothing
         holder.append(moves.movable(driver, ask_broker=not settings.dry_run))
 
-    run = set_up_run(ctx, scenario, extra_slos, prepared=prepared, check_driver=check)
-    slos, wl, plan, payloads, workers = run.slos, run.workload, run.plan, run.payloads, run.workers
-    base_driver = holder[0]
-    producing = replace(plan, measure_s=prepared.measure_s + prepared.timeout_s
-                        + prepared.after_s)
-    driver, safety_notes = safety.safe_driver(base_driver, settings, broker, prepared,
-                                              producing)
-    prepared.notes.extend(safety_notes)
-    safety.require_cluster_change(settings, broker, "partition reassignment")
-    splan = safety.build_plan(settings, broker, prepared, driver, producing,
-                              test_id=ctx.test_id, cluster_changes=scenario.cluster_changes)
-    ctx.guard(splan)
-    sampler = broker_sampler(broker, settings)
-    on_period = PeriodWatch(ctx, broker.kind, prepared.period_s, splan.max_bytes,
-                            sampler=sampler, label=lambda p: f"{prepared.scenario}:{p.phase}")
-    throttle = (f" throttled to {prepared.throttle_bytes_s:,} B/s"
-                if prepared.throttle_bytes_s else "")
+    run = RunSession(ctx, scenario, extra_slos, prepared=prepared, check_driver=check)
+    run.driver = holder[0]  # the run's driver with single-replica topics: bounded next
+    run.guard(producing_s=prepared.measure_s + prepared.timeout_s + prepared.after_s,
+              cluster_change="partition reassignment")
+    wl = prepared.workload
+    throttle = _throttle_text(prepared)
     ctx.progress(
         f"brokerperf: {broker.kind} reassign rate={prepared.rate:g} msg/s over 2 topics "
         f"(moved {wl.rate_for_topic(0):g}, background {wl.rate_for_topic(1):g} on "
         f"{wl.partitions_for_topic(1)} partition(s)) "
         f"warm-up≤{prepared.warmup_s:g}s before={prepared.measure_s:g}s then the first "
         f"topic's partition moves to another broker{throttle}, after={prepared.after_s:g}s "
-        f"workers={workers}")
-    thresholds = Thresholds(steal_share=settings.max_steal / 100)
-    mover: PartitionMove | None = None
+        f"workers={run.workers}")
+    run.summary_params = (f"{short_params(prepared.params)}"
+                          + (f" throttle={prepared.throttle_bytes_s}" if throttle else ""))
+    run.junit_figures = (*JUNIT_FIGURES, "reassign.duration_s", "reassign.publish_p99_ratio",
+                         "reassign.e2e_p99_ratio")
+    movers: list[PartitionMove] = []
     info: dict[str, Any] = {}
-    row_params = (f"{short_params(prepared.params)}"
-                  + (f" throttle={prepared.throttle_bytes_s}" if throttle else ""))
-    junit = (*JUNIT_FIGURES, "reassign.duration_s", "reassign.publish_p99_ratio",
-             "reassign.e2e_p99_ratio")
-    log = PhaseLog()
-    until_stop = partial(Measured, prepared=prepared, driver_name=driver.name, slos=slos,
-                         seed=run.seed, plan=splan, summary_params=row_params,
-                         junit_figures=junit)
-    if sampler is not None:
-        sampler.start()
     try:
-        with record_if_stopped(ctx, log, until_stop, sampler=sampler), \
-                LoadSession(driver, wl, plan, payloads=payloads, on_period=on_period) as s:
-            spec = settings.profile_spec
-            log.enter("the window before the move")
-            before = log.rung_done(s.run_rung(Rung(
-                prepared.rate, prepared.warmup_s, prepared.measure_s,
-                warmup_until_steady=spec.warmup_until_steady)))
-            log.enter("the partition move")
-            topic = s.topics[0]
-            mover = moves.mover(base_driver, topic, 0, prepared.timeout_s)
-            first = mover.read()
-            brokers = mover.brokers()
-            source = list(first.replicas)
-            if prepared.target_broker is not None:
-                if prepared.target_broker not in brokers:
-                    raise MeasurementError(
-                        f"Reassign(target_broker={prepared.target_broker}) is not a broker "
-                        f"of the cluster at {broker.bootstrap} (brokers {brokers})")
-                if prepared.target_broker in source:
-                    raise MeasurementError(
-                        f"Reassign(target_broker={prepared.target_broker}) already holds "
-                        f"{topic}-0 (replicas {source}); give a broker without a replica")
-                dest = prepared.target_broker
-            else:
-                free = [b for b in brokers if b not in source]
-                if not free:
-                    raise MeasurementError(f"every broker {brokers} holds a replica of "
-                                           f"{topic}-0; nowhere to move it")
-                dest = free[0]
-            target = [dest]
-            mover.target = target
-            info.update(topic=topic, partition=0, brokers=brokers, replicas_before=source,
-                        target=target,
-                        background_topic=s.topics[1] if len(s.topics) > 1 else None)
-            if prepared.throttle_bytes_s:
-                safety.require_cluster_change(settings, broker, "replication throttles")
-            ctx.progress(f"brokerperf: {broker.kind} reassign: {topic}-0 from brokers "
-                         f"{source} to {target}{throttle}")
-            m = mover
-            with mover.throttled(source, target, prepared.throttle_bytes_s, info):
-                move = log.phase_done(s.run_until("reassign", lambda t: m.done.is_set(),
-                                                  prepared.timeout_s, begin=m.start))
-                mover.stop()
-                info["cancelled"] = mover.duration_s is None and mover.cancel()
-            if mover.error is not None:
-                raise MeasurementError(
-                    f"reading the reassignment of {topic}-0 failed: {mover.error}"
-                ) from mover.error
-            info.update(request_ns=move.periods[0].start_ns if move.periods else 0,
-                        duration_s=mover.duration_s, polls=len(mover.states),
-                        requested_at=mover.requested_at,
-                        final=mover.states[-1] if mover.states else None)
-            log.enter("the window after the move")
-            after = log.phase_done(s.run_until("after", lambda t: False, prepared.after_s))
-            log.enter(SESSION_END)
-            end = s.finish()
+        with run.load() as s:
+            before = run.window(s, "the window before the move")
+            move = _move(run, s, moves, holder[0], prepared, info, movers)
+            after = run.phase(s, "after", lambda t: False, prepared.after_s,
+                              enter="the window after the move")
+            end = run.end(s)
     finally:
-        if mover is not None:
+        for mover in movers:
             mover.close()
-        if sampler is not None:
-            sampler.stop()
     for err in info.get("throttle_errors", []):
         prepared.notes.append(f"{err}; remove the config by hand (incremental alter "
                               "configs, DELETE, or kafka-configs --delete-config)")
     end.apply(before, end_time=False)
-    verdict = assess(before, thresholds)
+    verdict = run.assess(before)
     report, extra = reassign_figures(
         prepared, before=before.periods, during=move.periods, after=after.periods,
         mover=info, judgeable=verdict.judgeable, client_errors=len(end.worker_errors))
     judge_reassign(verdict, report)
-    session = replace(before, periods=before.periods + move.periods + after.periods,
-                      end_time=end.end_time, worker_errors=list(end.worker_errors))
     ctx.progress(
         f"brokerperf: {broker.kind} reassign: "
         + (f"moved in {report.duration_s:.2f} s" if report.duration_s is not None
            else f"not complete in {prepared.timeout_s:g} s")
         + ratios_text(report.publish_p99_ratio, report.e2e_p99_ratio, "e2e"))
-    return finish(ctx, Measured(
-        prepared=prepared, driver_name=driver.name, headline=before, verdict=verdict,
-        slos=slos, seed=run.seed, plan=splan, sampler=sampler, session=session,
-        extra_figures=extra, record_extra={"reassignment": report.as_dict()},
-        summary_params=row_params, junit_figures=junit,
-    ))
+    return run.finish(before, verdict, session=run.joined(before, end, move, after),
+                      extra_figures=extra, record_extra={"reassignment": report.as_dict()})
+
+
+def _throttle_text(prepared: ReassignPrepared) -> str:
+    return (f" throttled to {prepared.throttle_bytes_s:,} B/s"
+            if prepared.throttle_bytes_s else "")
+
+
+def _move(run: RunSession, s: LoadSession, moves: PartitionMover, base_driver: Driver,
+          prepared: ReassignPrepared, info: dict[str, Any],
+          movers: list[PartitionMove]) -> PhaseRun:
+    """The move phase: pick the target broker, request the reassignment (throttled if
+    asked) and poll until it is complete or its bound passes; what it said goes to
+    ``info`` (:func:`reassign_figures`)."""
+    from pytest_brokerperf.core.errors import MeasurementError
+    from pytest_brokerperf.scenario_library import safety
+
+    ctx, broker = run.ctx, run.ctx.broker
+    run.log.enter("the partition move")
+    topic = s.topics[0]
+    mover = moves.mover(base_driver, topic, 0, prepared.timeout_s)
+    movers.append(mover)
+    first = mover.read()
+    brokers = mover.brokers()
+    source = list(first.replicas)
+    if prepared.target_broker is not None:
+        if prepared.target_broker not in brokers:
+            raise MeasurementError(
+                f"Reassign(target_broker={prepared.target_broker}) is not a broker "
+                f"of the cluster at {broker.bootstrap} (brokers {brokers})")
+        if prepared.target_broker in source:
+            raise MeasurementError(
+                f"Reassign(target_broker={prepared.target_broker}) already holds "
+                f"{topic}-0 (replicas {source}); give a broker without a replica")
+        dest = prepared.target_broker
+    else:
+        free = [b for b in brokers if b not in source]
+        if not free:
+            raise MeasurementError(f"every broker {brokers} holds a replica of "
+                                   f"{topic}-0; nowhere to move it")
+        dest = free[0]
+    target = [dest]
+    mover.target = target
+    info.update(topic=topic, partition=0, brokers=brokers, replicas_before=source,
+                target=target, background_topic=s.topics[1] if len(s.topics) > 1 else None)
+    if prepared.throttle_bytes_s:
+        safety.require_cluster_change(ctx.settings, broker, "replication throttles")
+    ctx.progress(f"brokerperf: {broker.kind} reassign: {topic}-0 from brokers "
+                 f"{source} to {target}{_throttle_text(prepared)}")
+    with mover.throttled(source, target, prepared.throttle_bytes_s, info):
+        move = run.phase(s, "reassign", lambda t: mover.done.is_set(), prepared.timeout_s,
+                         begin=mover.start)
+        mover.stop()
+        info["cancelled"] = mover.duration_s is None and mover.cancel()
+    if mover.error is not None:
+        raise MeasurementError(
+            f"reading the reassignment of {topic}-0 failed: {mover.error}") from mover.error
+    info.update(request_ns=move.periods[0].start_ns if move.periods else 0,
+                duration_s=mover.duration_s, polls=len(mover.states),
+                requested_at=mover.requested_at,
+                final=mover.states[-1] if mover.states else None)
+    return move

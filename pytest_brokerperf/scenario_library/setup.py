@@ -1,18 +1,13 @@
-"""What every load-running scenario does before its first message and at every period.
+"""What every load-running scenario does at every period: :class:`PeriodWatch`.
 
-Tail-read, catch-up and the throughput ladder share these steps, so a change to one of
-them (the seed of the payloads, the generator's CPUs, the byte cap) reaches all three:
-
-* :func:`set_up_run` — prepare the scenario, resolve its SLOs, build the payloads and the
-  driver, lay out the generator's CPUs and workers, and name the topics;
-* :class:`PeriodWatch` — the per-period callback: appends the period to the artefact
-  directory, feeds the broker-metrics sampler, stops the run at the byte cap, and prints
-  a progress line every ~5 s.
+The per-period callback of every scenario's run session
+(:class:`~pytest_brokerperf.scenario_library.session.RunSession`, which also sets the run
+up): appends the period to the artefact directory, feeds the broker-metrics sampler,
+stops the run at the byte cap, and prints a progress line every ~5 s.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -20,95 +15,18 @@ from typing import TYPE_CHECKING, Any
 from pytest_brokerperf.core.errors import ConfigError
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.brokers.driver import Driver
+    from pytest_brokerperf.brokers.base import BrokerType
     from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
     from pytest_brokerperf.config.settings import Settings
-    from pytest_brokerperf.engine.plan import RunPlan
-    from pytest_brokerperf.judge.slo import SLO
     from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
     from pytest_brokerperf.metrics.histogram import LatencyHistogram
     from pytest_brokerperf.metrics.stats import PeriodStats
-    from pytest_brokerperf.scenario_library.base import PreparedRun, Scenario
     from pytest_brokerperf.scenario_library.context import RunContext
-    from pytest_brokerperf.workload.model import Workload
 
-__all__ = ["PROGRESS_METRICS", "PeriodWatch", "RunSetup", "broker_sampler", "set_up_run"]
+__all__ = ["PROGRESS_METRICS", "PeriodWatch", "broker_sampler"]
 
 #: The latencies a progress line shows (their p99 since the previous line).
 PROGRESS_METRICS = ("publish_response", "e2e_response")
-
-
-@dataclass
-class RunSetup:
-    """A scenario's run, resolved and not yet started."""
-
-    prepared: PreparedRun
-    slos: list[SLO]
-    workload: Workload
-    seed: int
-    payloads: list[bytes]
-    driver: Driver
-    generator_cpus: tuple[int, ...] | None
-    workers: int
-    plan: RunPlan
-
-
-def set_up_run(ctx: RunContext, scenario: Scenario, extra_slos: tuple[str, ...], *,
-               prepared: PreparedRun | None = None,
-               check_driver: Callable[[Driver], None] | None = None) -> RunSetup:
-    """Prepare ``scenario`` on ``ctx``'s broker and build everything its load needs.
-
-    The payload seed is random per run and recorded in the plan, so a run can be
-    replayed with the same bytes. ``check_driver`` refuses a driver the scenario cannot
-    use (before any topic exists).
-    """
-    from pytest_brokerperf.engine.coordinator import default_generator_cpus
-    from pytest_brokerperf.engine.plan import RunPlan
-    from pytest_brokerperf.scenario_library import safety
-    from pytest_brokerperf.scenario_library.base import auto_workers
-
-    settings, broker = ctx.settings, ctx.broker
-    if prepared is None:
-        prepared = scenario.prepare(settings, broker)
-    slos = ctx.slos_for(prepared, (*scenario.slos, *extra_slos))
-    wl = prepared.workload
-    base_dir = prepared.workload_file.parent if prepared.workload_file else None
-    seed = int.from_bytes(os.urandom(4), "little")
-    payloads = wl.payloads(base_dir, seed=seed)
-    driver = ctx.broker_type.create_driver(
-        broker, prepared.driver_file, scenario=prepared.scenario,
-        stats_interval_ms=max(1000, int(prepared.period_s * 1000)))
-    if check_driver is not None:
-        check_driver(driver)
-    cpus = default_generator_cpus(broker.broker_cpus())
-    clients = wl.total_producers + wl.total_consumers
-    workers = settings.workers or auto_workers(prepared.rate, clients, cpus)
-    plan = RunPlan(
-        rate=prepared.rate, period_s=prepared.period_s, warmup_max_s=prepared.warmup_s,
-        measure_s=prepared.measure_s, workers=workers,
-        topic_prefix=safety.topic_prefix(settings, prepared.scenario, ctx.test_id),
-        keep_topics=settings.keep_topics, generator_cpus=cpus, seed=seed,
-        rate_schedule=prepared.rate_schedule,
-    )
-    return RunSetup(prepared=prepared, slos=slos, workload=wl, seed=seed,
-                    payloads=payloads, driver=driver, generator_cpus=cpus,
-                    workers=workers, plan=plan)
-
-
-def broker_sampler(broker: BrokerEndpoint, settings: Settings) -> BrokerMetricsSampler | None:
-    """The broker-metrics sampler of ``broker``: its local processes and agents plus
-    ``--brokerperf-prometheus``, read as its kind reads a scrape; None when
-    ``--no-brokerperf-broker-metrics`` or there is nothing to read."""
-    from pytest_brokerperf import brokers
-    from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
-
-    if not settings.broker_metrics:
-        return None
-    local = broker.processes_record()
-    return BrokerMetricsSampler.for_sources(
-        remote=broker.mode == "remote", pids=local.pids, metrics_urls=local.metrics_urls,
-        prometheus=[secret.reveal() for secret in settings.prometheus],
-        figures=brokers.get(broker.kind).prometheus_figures)
 
 
 @dataclass
@@ -160,3 +78,19 @@ class PeriodWatch:
 
     def describe(self) -> dict[str, Any]:
         return {"acked_bytes": self.acked_bytes, "max_bytes": self.max_bytes}
+
+
+def broker_sampler(broker_type: BrokerType, broker: BrokerEndpoint,
+                   settings: Settings) -> BrokerMetricsSampler | None:
+    """The broker-metrics sampler of ``broker``: its local processes and agents plus
+    ``--brokerperf-prometheus``, read as its kind reads a scrape; None when
+    ``--no-brokerperf-broker-metrics`` or there is nothing to read."""
+    from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
+
+    if not settings.broker_metrics:
+        return None
+    local = broker.processes_record()
+    return BrokerMetricsSampler.for_sources(
+        remote=broker.mode == "remote", pids=local.pids, metrics_urls=local.metrics_urls,
+        prometheus=[secret.reveal() for secret in settings.prometheus],
+        figures=broker_type.prometheus_figures)

@@ -6,8 +6,10 @@ local broker dies (``BrokerDied``) or Ctrl-C / SIGTERM arrives (``RunInterrupted
 any of them, the run still leaves a record, as the tail-read run does: the periods of
 the phases completed until then plus those of the phase it stopped in, the phase named
 in the verdict's reason, ``run_status`` ``failed`` or ``interrupted``
-(docs/reference/results.md). The scenario keeps a :class:`PhaseLog` while it runs and
-wraps its session in :func:`record_if_stopped`; this module writes the record through
+(docs/reference/results.md). The run session
+(:class:`~pytest_brokerperf.scenario_library.session.RunSession`) keeps a
+:class:`PhaseLog` while it runs and wraps its load in :func:`record_if_stopped`; this
+module writes the record through
 :func:`~pytest_brokerperf.scenario_library.finish.finish_failed` or
 :func:`~pytest_brokerperf.scenario_library.finish.finish_interrupted`, then re-raises so
 pytest fails the test (or stops the session) as it would have.
@@ -46,9 +48,10 @@ class PhaseLog:
     ``now`` is the phase in progress as a reason names it ("the drain", "rung 2/3 at
     2k msg/s"); ``rungs`` the completed fixed-rate windows in order; ``periods`` every
     completed period in order, warm-up periods included (labelled by their phase).
+    A run of one window names no phase (``now`` None).
     """
 
-    now: str = SET_UP
+    now: str | None = SET_UP
     rungs: list[RunOutcome] = field(default_factory=list)
     periods: list[PeriodStats] = field(default_factory=list)
 

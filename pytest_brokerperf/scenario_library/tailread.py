@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from pytest_brokerperf.core.errors import BrokerDied, RunInterrupted
 from pytest_brokerperf.engine.plan import TOPOLOGY_CHECK_RATE
 from pytest_brokerperf.scenario_library.base import (
     PreparedRun,
@@ -30,6 +29,7 @@ from pytest_brokerperf.scenario_library.finish import Measured, finish
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
     from pytest_brokerperf.config.settings import Settings
+    from pytest_brokerperf.engine.plan import RunOutcome
     from pytest_brokerperf.scenario_library.context import RunContext
     from pytest_brokerperf.workload.model import Workload
     from pytest_brokerperf.workload.rate_schedule import RateSchedule
@@ -172,87 +172,40 @@ def run_fixed_rate(ctx: RunContext, scenario: Scenario, extra_slos: tuple[str, .
     """Prepare ``scenario``, guard it, run one fixed-rate window, judge it and record it.
 
     A window the host spoiled is measured again up to ``--brokerperf-noise-retries``
-    times, an unsteady one (still catching up a stall) once; the discarded windows stay
-    in the record's ``noise_retries``. ``judge`` adds the scenario's own findings, flags
-    and record blocks to the measured window before it is recorded (the soak's growth
-    rule).
+    times, an unsteady one (still catching up a stall) once, on fresh topics; the
+    discarded windows stay in the record's ``noise_retries``. ``judge`` adds the
+    scenario's own findings, flags and record blocks to the measured window before it
+    is recorded (the soak's growth rule).
     """
     from pytest_brokerperf.engine.coordinator import run_workload
-    from pytest_brokerperf.judge.verdict import (
-        Remeasure,
-        Thresholds,
-        Verdict,
-        assess,
-        discarded_windows_note,
-        noise_note,
-    )
-    from pytest_brokerperf.scenario_library import safety
-    from pytest_brokerperf.scenario_library.finish import finish_failed, finish_interrupted
-    from pytest_brokerperf.scenario_library.setup import PeriodWatch, broker_sampler, set_up_run
+    from pytest_brokerperf.judge.slo import judged_percentile
+    from pytest_brokerperf.scenario_library.session import RunSession
+    from pytest_brokerperf.scenario_library.setup import broker_sampler
 
     settings, broker = ctx.settings, ctx.broker
-    run = set_up_run(ctx, scenario, extra_slos)
-    prepared, slos, wl, plan = run.prepared, run.slos, run.workload, run.plan
-    seed, payloads, workers = run.seed, run.payloads, run.workers
-    driver, safety_notes = safety.safe_driver(run.driver, settings, broker, prepared, plan)
-    prepared.notes.extend(safety_notes)
-    splan = safety.build_plan(settings, broker, prepared, driver, plan, test_id=ctx.test_id,
-                              cluster_changes=scenario.cluster_changes)
-    ctx.guard(splan)  # prints, refuses over a cap, stops here in a dry run
-    on_period = PeriodWatch(ctx, broker.kind, prepared.period_s, splan.max_bytes,
-                            label=prepared.scenario)
-
+    run = RunSession(ctx, scenario, extra_slos, phases=False)
+    prepared, plan = run.prepared, run.plan
+    watch = run.guard(label=prepared.scenario, sample=False)
     ctx.progress(
         f"brokerperf: {broker.kind} {prepared.scenario} rate={prepared.rate:g} msg/s "
         f"warm-up≤{prepared.warmup_s:g}s measure={prepared.measure_s:g}s "
-        f"period={prepared.period_s:g}s workers={workers}"
+        f"period={prepared.period_s:g}s workers={run.workers}"
     )
-    from pytest_brokerperf.judge.slo import judged_percentile
+    run.thresholds = replace(run.thresholds, publish_delay_q=judged_percentile(run.slos))
 
-    thresholds = Thresholds(steal_share=settings.max_steal / 100,
-                            publish_delay_q=judged_percentile(slos))
-    discarded: list[dict[str, Any]] = []
-    again = Remeasure(settings.noise_retries)
-    attempt_no = 0
-    while True:
-        attempt_no += 1
-        sampler = on_period.sampler = broker_sampler(broker, settings)
-        run_plan = plan if attempt_no == 1 else replace(
-            plan, topic_prefix=f"{plan.topic_prefix}-m{attempt_no}")  # fresh topics
-        if sampler is not None:
-            sampler.start()
-        try:
-            outcome = run_workload(driver, wl, run_plan, payloads=payloads,
-                                   on_period=on_period)
-        except (BrokerDied, RunInterrupted) as exc:
-            if sampler is not None:
-                sampler.stop()
-                sampler = None
-            if exc.partial is not None:  # the run's record, figures up to the stop
-                stopped = Measured(
-                    prepared=prepared, driver_name=driver.name, headline=exc.partial,
-                    verdict=Verdict(status="broker-died"), slos=slos, seed=seed, plan=splan,
-                    noise_retries=discarded)
-                if isinstance(exc, BrokerDied):
-                    finish_failed(ctx, stopped, exc)
-                else:
-                    finish_interrupted(ctx, stopped, exc)
-            raise
-        finally:
-            if sampler is not None:
-                sampler.stop()
-        verdict = assess(outcome, thresholds)
-        why = again.why(verdict, outcome.warmup_steady, plan.warmup_max_s)
-        if why is None:
-            break
-        discarded.append(noise_note(attempt_no, verdict))
-        ctx.progress(f"brokerperf: {broker.kind} {prepared.scenario}: measured window "
-                     f"{attempt_no} is {why}")
-    if discarded:
-        prepared.notes.append(discarded_windows_note(discarded))
-    measured = Measured(
-        prepared=prepared, driver_name=driver.name, headline=outcome, verdict=verdict,
-        slos=slos, seed=seed, plan=splan, sampler=sampler, noise_retries=discarded)
+    def window(attempt: int) -> RunOutcome:
+        run.sampler = watch.sampler = broker_sampler(ctx.broker_type, broker, settings)
+        fresh = plan if attempt == 1 else replace(
+            plan, topic_prefix=f"{plan.topic_prefix}-m{attempt}")  # fresh topics
+        # the sampler stops before a stopped run's record (which has no broker metrics)
+        with run.stopped_records(record_sampler=False), run.sampling():
+            return run_workload(run.driver, run.prepared.workload, fresh,
+                                payloads=run.payloads, on_period=watch)
+
+    outcome, verdict = run.remeasured(
+        window, lambda attempt: f"{prepared.scenario}: measured window {attempt}")
+    run.note_discarded()
+    measured = run.measured(outcome, verdict)
     if judge is not None:
         judge(measured)
     return finish(ctx, measured)

@@ -16,22 +16,20 @@ import contextlib
 import csv
 import json
 import math
-import os
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_brokerperf.engine.plan import Rung
 from pytest_brokerperf.judge import ladder as lad
 from pytest_brokerperf.judge.verdict import (
     GENERATOR_BOUND,
     HOST_NOISE,
-    Thresholds,
     Verdict,
-    assess,
-    discarded_windows_note,
     noise_note,
 )
 from pytest_brokerperf.results import ladder as ladres
@@ -46,6 +44,7 @@ from pytest_brokerperf.scenario_library.finish import (
     finish,
     short_params,
 )
+from pytest_brokerperf.scenario_library.stopped import CALIBRATION, SESSION_END, SET_UP
 from pytest_brokerperf.scenario_library.throughput_judge import (
     broker_per_rung,
     ceiling_dict,
@@ -59,11 +58,12 @@ from pytest_brokerperf.scenario_library.throughput_judge import (
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.driver import Driver
     from pytest_brokerperf.engine.plan import RunOutcome, RunPlan
+    from pytest_brokerperf.engine.rate_controller import DiscoveryLoop
     from pytest_brokerperf.judge.calibration import Ceiling
-    from pytest_brokerperf.judge.slo import SLO
+    from pytest_brokerperf.metrics.broker import BrokerMetricsSampler
     from pytest_brokerperf.results.record import ScenarioBlocks
     from pytest_brokerperf.scenario_library.context import RunContext
-    from pytest_brokerperf.scenario_library.safety import ScenarioPlan
+    from pytest_brokerperf.scenario_library.session import RunSession
 
 __all__ = ["LADDER", "RATE_DISCOVERY", "THROUGHPUT_MODES",
            "ThroughputPrepared", "ThroughputResult", "run_throughput"]
@@ -160,54 +160,53 @@ def _session_outcome(rungs: list[RunOutcome], headline: RunOutcome, end: Any) ->
 def run_throughput(ctx: RunContext, scenario: Scenario,
                    extra_slos: tuple[str, ...]) -> ThroughputResult:
     """Run ``scenario`` on ``ctx``'s broker; judge it; write record and artefacts."""
-    from pytest_brokerperf.engine.coordinator import default_generator_cpus
-    from pytest_brokerperf.engine.plan import RunPlan
-    from pytest_brokerperf.scenario_library import safety
-    from pytest_brokerperf.scenario_library.setup import PeriodWatch, broker_sampler
+    from pytest_brokerperf.scenario_library.session import RunSession
 
-    settings, broker = ctx.settings, ctx.broker
-    prepared = scenario.prepare(settings, broker)
+    prepared = scenario.prepare(ctx.settings, ctx.broker)
     if not isinstance(prepared, ThroughputPrepared):
         raise TypeError(f"{type(scenario).__name__}.prepare() must return ThroughputPrepared "
                         f"to run as a throughput scenario, got {type(prepared).__name__}")
-    slos = ctx.slos_for(prepared, (*scenario.slos, *extra_slos))
-    seed = int.from_bytes(os.urandom(4), "little")
-    driver = ctx.broker_type.create_driver(
-        broker, prepared.driver_file, scenario="throughput",
-        stats_interval_ms=max(1000, int(prepared.period_s * 1000)))
-    cpus = default_generator_cpus(broker.broker_cpus())
-    test_id = ctx.test_id
-    prefix = safety.topic_prefix(settings, prepared.scenario, test_id)
+    run = RunSession(ctx, scenario, extra_slos, prepared=prepared,
+                            driver_for="throughput")
     discovery = prepared.mode == RATE_DISCOVERY
     n_rungs = max(1, len(prepared.rates))
     # The safety plan, worst case: every rung at the top rate (nothing created yet).
-    guard_plan = RunPlan(
-        rate=prepared.rate, period_s=prepared.period_s,
-        warmup_max_s=prepared.warmup_s * n_rungs, measure_s=prepared.measure_s * n_rungs,
-        workers=1, topic_prefix=prefix, keep_topics=settings.keep_topics,
-        generator_cpus=cpus, seed=seed,
-    )
-    driver, safety_notes = safety.safe_driver(driver, settings, broker, prepared, guard_plan)
-    prepared.notes.extend(safety_notes)
-    splan = safety.build_plan(settings, broker, prepared, driver, guard_plan, test_id=test_id)
-    ctx.guard(splan)  # prints, refuses over a cap, stops here in a dry run
+    guard_plan = replace(run.plan, warmup_max_s=prepared.warmup_s * n_rungs,
+                         measure_s=prepared.measure_s * n_rungs, workers=1)
+    # prints, refuses over a cap, stops here in a dry run
+    run.guard(plan=guard_plan, label=prepared.scenario, show=lambda: discovery)
+    sized = _size(run, prepared, guard_plan, discovery)
+    run.plan = replace(guard_plan, rate=prepared.rate, warmup_max_s=prepared.warmup_s,
+                       measure_s=prepared.measure_s, workers=sized.workers)
+    run.log.enter(SET_UP)
+    if discovery:
+        return _run_discovery(run, prepared, sized)
+    return _run_ladder(run, prepared, sized)
 
-    from pytest_brokerperf.results.record import ScenarioBlocks
-    from pytest_brokerperf.scenario_library.stopped import (
-        CALIBRATION,
-        PhaseLog,
-        record_if_stopped,
-    )
 
-    def calibration_stopped(*, headline: RunOutcome, session: RunOutcome,
-                            verdict: Verdict) -> Measured:
-        return _measured(ctx, driver, prepared, headline, session, verdict, slos, seed,
-                         splan, None, extra={}, record_extra=ScenarioBlocks(),
-                         row_params="calibration")
+@dataclass
+class _Sizing:
+    """The calibrated ceilings and the worker processes a throughput run got."""
 
-    with record_if_stopped(ctx, PhaseLog(now=CALIBRATION), calibration_stopped,
-                           before_measuring=guard_plan):
-        calib = _calibrate(ctx, driver, prepared, cpus, prefix)
+    workers: int
+    producing: int  # worker processes that produce
+    policy: lad.LadderPolicy
+    harness_ceiling: float | None
+    client_ceiling: float | None
+    refuse_above: float | None  # no rung above this rate (the harness would be measured)
+    ceilings_doc: dict[str, Any]  # the record's ``calibration`` block
+
+
+def _size(run: RunSession, prepared: ThroughputPrepared, guard_plan: RunPlan,
+          discovery: bool) -> _Sizing:
+    """Calibrate (a stop in it leaves a record with no figures), size the worker pool
+    and give every worker process producers and consumers."""
+    ctx = run.ctx
+    run.log.enter(CALIBRATION)
+    with run.stopped_records(partial(_calibration_stopped, run), record_sampler=False,
+                             before_measuring=guard_plan):
+        calib = _calibrate(ctx, run.driver, prepared, run.generator_cpus,
+                           guard_plan.topic_prefix)
     harness: Ceiling | None = calib["harness"]
     drv_c: Ceiling | None = calib["driver"]
     harness_ceiling = harness.rate_msg_s if harness is not None and harness.bound == "client" \
@@ -218,11 +217,11 @@ def run_throughput(ctx: RunContext, scenario: Scenario,
     per_process = used.sizing_rate if used is not None else None
     # OMB's controller may climb anywhere: give it every generator CPU
     sizing = plan_workers(None if discovery else prepared.rate, per_process=per_process,
-                          cpus=cpus, requested=settings.workers,
+                          cpus=run.generator_cpus, requested=ctx.settings.workers,
                           source=(f"calibration ({used.target} {used.driver}, bound "
                                   f"{used.bound})" if used is not None else None),
                           topic_limit=(prepared.workload.topics
-                                       if getattr(driver, "TOPIC_IN_ONE_WORKER", False)
+                                       if getattr(run.driver, "TOPIC_IN_ONE_WORKER", False)
                                        else None))
     workers = sizing.workers
     ctx.progress(f"brokerperf: {sizing.describe()}")
@@ -240,8 +239,6 @@ def run_throughput(ctx: RunContext, scenario: Scenario,
         prepared.workload = wl
         prepared.params.update(producers=wl.total_producers, consumers=wl.total_consumers)
     producing = min(workers, wl.total_producers)
-    plan = replace(guard_plan, rate=prepared.rate, warmup_max_s=prepared.warmup_s,
-                   measure_s=prepared.measure_s, workers=workers)
     policy = replace(prepared.policy or lad.LadderPolicy(),
                      steal_share=ctx.settings.max_steal / 100)
     refuse_above = (policy.refuse_factor * producing * harness_ceiling
@@ -257,168 +254,175 @@ def run_throughput(ctx: RunContext, scenario: Scenario,
     for c in (harness, drv_c if drv_c is not harness else None):
         if c is not None:
             ctx.progress(f"brokerperf: calibrated ceiling: {c.describe()}")
-
-    sampler = broker_sampler(broker, settings)
-    on_period = PeriodWatch(ctx, broker.kind, prepared.period_s, splan.max_bytes,
-                            sampler=sampler, label=prepared.scenario,
-                            show=lambda: discovery)
-
-    payloads = wl.payloads(prepared.workload_file.parent if prepared.workload_file else None,
-                           seed=seed)
-    if sampler is not None:
-        sampler.start()
-    try:
-        if discovery:
-            result = _run_discovery(ctx, driver, prepared, plan, payloads, on_period,
-                                    ceilings_doc, slos, seed, splan)
-        else:
-            result = _run_ladder(ctx, driver, prepared, plan, payloads, on_period, policy,
-                                 ceilings_doc, slos, seed, splan, sampler,
-                                 harness_ceiling=harness_ceiling,
-                                 client_ceiling=client_ceiling, producing=producing,
-                                 refuse_above=refuse_above)
-    finally:
-        if sampler is not None:
-            sampler.stop()
-    return result
+    return _Sizing(workers=workers, producing=producing, policy=policy,
+                   harness_ceiling=harness_ceiling, client_ceiling=client_ceiling,
+                   refuse_above=refuse_above, ceilings_doc=ceilings_doc)
 
 
-def _run_ladder(ctx: RunContext, driver: Driver, prepared: ThroughputPrepared, plan: RunPlan,
-                payloads: list[bytes], on_period: Any, policy: lad.LadderPolicy,
-                ceilings_doc: dict[str, Any], slos: list[Any], seed: int, splan: Any,
-                sampler: Any, *, harness_ceiling: float | None,
-                client_ceiling: float | None, producing: int,
-                refuse_above: float | None) -> ThroughputResult:
-    from pytest_brokerperf.engine.coordinator import run_rates
-    from pytest_brokerperf.engine.plan import Rung
-    from pytest_brokerperf.scenario_library.stopped import (
-        SESSION_END,
-        PhaseLog,
-        record_if_stopped,
-    )
+def _calibration_stopped(run: RunSession, *, headline: RunOutcome, session: RunOutcome,
+                         verdict: Verdict) -> Measured:
+    """The record of a run stopped during its calibration: no periods, no figures."""
+    from pytest_brokerperf.results.record import ScenarioBlocks
 
-    broker = ctx.broker
-    wl = prepared.workload
-    rates = prepared.rates
-    if refuse_above is not None and rates[0] > refuse_above:
-        pytest.fail(
-            f"REFUSED before anything was created: the lowest rung {rates[0]:,.0f} msg/s is "
-            f"above {policy.refuse_factor:g} x {producing} worker process(es) x the harness's "
-            f"calibrated ceiling {harness_ceiling:,.0f} msg/s; lower --brokerperf-ladder",
-            pytrace=False)
-    ctx.progress(
-        f"brokerperf: {broker.kind} throughput ladder "
-        f"{','.join(lad.format_rate(r) for r in rates)} msg/s: per rung warm-up"
-        f"{'≤' if prepared.warmup_until_steady else '='}{prepared.warmup_s:g}s measure="
-        f"{prepared.measure_s:g}s period={prepared.period_s:g}s workers={plan.workers} "
-        f"size={wl.message_size}B partitions={wl.partitions_per_topic}")
-    results: list[ladres.RungResult] = []
-    discarded: list[dict[str, Any]] = []
-    retries_left = {r: ctx.settings.noise_retries for r in rates}
-    settle_left = dict.fromkeys(rates, 1)  # an unsteady rung is measured again once
-    log = PhaseLog()
+    return _measured(run, headline, session, verdict, None, extra={},
+                     record_extra=ScenarioBlocks(), row_params="calibration")
 
-    def next_rung(done: list[RunOutcome]) -> Rung | None:
-        rung = _next_rung()
-        log.enter(SESSION_END if rung is None else
-                  f"rung {rates.index(rung.rate) + 1}/{len(rates)} at "
-                  f"{lad.format_rate(rung.rate)} msg/s")
+
+@dataclass
+class _Climb:
+    """A ladder while it climbs: the judged rungs, each rate's re-measure budgets, and
+    the next rung to run (``next_rung``, as :func:`run_rates` asks for it)."""
+
+    run: RunSession
+    prepared: ThroughputPrepared
+    sized: _Sizing
+    results: list[ladres.RungResult] = field(default_factory=list)
+    retries_left: dict[float, int] = field(default_factory=dict)
+    settle_left: dict[float, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        rates = self.prepared.rates
+        self.retries_left = {r: self.run.ctx.settings.noise_retries for r in rates}
+        self.settle_left = dict.fromkeys(rates, 1)  # an unsteady rung is measured again once
+
+    def next_rung(self, done: list[RunOutcome]) -> Rung | None:
+        rates = self.prepared.rates
+        rung = self._pick()
+        self.run.log.enter(SESSION_END if rung is None else
+                           f"rung {rates.index(rung.rate) + 1}/{len(rates)} at "
+                           f"{lad.format_rate(rung.rate)} msg/s")
         return rung
 
-    def _next_rung() -> Rung | None:
-        last = results[-1] if results else None
+    def _rung(self, rate: float, label: str) -> Rung:
+        p = self.prepared
+        return Rung(rate=rate, warmup_max_s=p.warmup_s, measure_s=p.measure_s,
+                    warmup_until_steady=p.warmup_until_steady, label=label)
+
+    def _pick(self) -> Rung | None:
+        rates, run, sized = self.prepared.rates, self.run, self.sized
+        last = self.results[-1] if self.results else None
         # (a failed rung limited by the host has the verdict host-noise too)
         budget = None
         if last is not None and last.verdict.get("status") == HOST_NOISE:
-            budget, why = retries_left, ("host-noise: measuring it again "
-                                         "(--brokerperf-noise-retries)")
+            budget, why = self.retries_left, ("host-noise: measuring it again "
+                                              "(--brokerperf-noise-retries)")
         elif last is not None and last.limit == lad.UNSTEADY:
-            budget, why = settle_left, ("unsteady (catching up a stall from before its "
-                                        "window): measuring it again")
+            budget, why = self.settle_left, ("unsteady (catching up a stall from before "
+                                             "its window): measuring it again")
         if last is not None and budget is not None and budget[last.target_rate] > 0:
             # the hypervisor took the CPU during this rung, or the rung was still catching
             # up a stall: its figures say nothing; measure the same rate again instead of
             # ending the ladder on them
             budget[last.target_rate] -= 1
-            results.pop()
-            discarded.append(noise_note(
-                len(discarded) + 1, Verdict(**last.verdict), target_rate_msg_s=last.target_rate))
-            ctx.progress(f"brokerperf: {broker.kind} throughput rung {last.index + 1}/"
-                         f"{len(rates)} {last.target_rate:,.0f} msg/s is {why}")
-            return Rung(rate=last.target_rate, warmup_max_s=prepared.warmup_s,
-                        measure_s=prepared.measure_s,
-                        warmup_until_steady=prepared.warmup_until_steady,
-                        label=f"rung{last.index}-again")
+            self.results.pop()
+            run.discarded.append(noise_note(
+                len(run.discarded) + 1, Verdict(**last.verdict),
+                target_rate_msg_s=last.target_rate))
+            run.ctx.progress(f"brokerperf: {run.kind} throughput rung {last.index + 1}/"
+                             f"{len(rates)} {last.target_rate:,.0f} msg/s is {why}")
+            return self._rung(last.target_rate, f"rung{last.index}-again")
         if last is not None and not last.sustainable:
             return None
-        k = len(results)
+        k = len(self.results)
         if k >= len(rates):
             return None
         rate = rates[k]
-        if refuse_above is not None and rate > refuse_above:
-            reason = (f"refused: {rate:,.0f} msg/s is above {policy.refuse_factor:g} x "
-                      f"{producing} worker process(es) x the harness's calibrated ceiling "
-                      f"{harness_ceiling:,.0f} msg/s: only the generator would be measured")
-            results.append(ladres.RungResult(
+        if sized.refuse_above is not None and rate > sized.refuse_above:
+            reason = (f"refused: {rate:,.0f} msg/s is above {sized.policy.refuse_factor:g} x "
+                      f"{sized.producing} worker process(es) x the harness's calibrated "
+                      f"ceiling {sized.harness_ceiling:,.0f} msg/s: only the generator would "
+                      "be measured")
+            self.results.append(ladres.RungResult(
                 index=k, target_rate=rate, status="refused", signals=None, failures=[reason],
                 limit=lad.GENERATOR, limit_reasons=[reason],
                 verdict={"status": GENERATOR_BOUND, "reasons": [reason],
                          "flags": [GENERATOR_BOUND], "details": {}}))
-            ctx.progress(f"brokerperf: {broker.kind} throughput rung {k + 1}/{len(rates)} "
-                         f"{reason}")
+            run.ctx.progress(f"brokerperf: {run.kind} throughput rung {k + 1}/{len(rates)} "
+                             f"{reason}")
             return None
-        return Rung(rate=rate, warmup_max_s=prepared.warmup_s, measure_s=prepared.measure_s,
-                    warmup_until_steady=prepared.warmup_until_steady, label=f"rung{k}")
+        return self._rung(rate, f"rung{k}")
 
-    def on_rung(out: RunOutcome) -> None:
-        rr = judge(out, len(results), policy=policy,
+    def on_rung(self, out: RunOutcome) -> None:
+        sized, wl = self.sized, self.prepared.workload
+        rr = judge(out, len(self.results), policy=sized.policy,
                    subscriptions_per_topic=wl.subscriptions_per_topic,
-                   producing_workers=producing, harness_ceiling=harness_ceiling,
-                   client_ceiling=client_ceiling)
-        results.append(rr)
-        log.rung_done(out)
-        ctx.progress(progress_rung(broker.kind, rr, len(rates)))
+                   producing_workers=sized.producing, harness_ceiling=sized.harness_ceiling,
+                   client_ceiling=sized.client_ceiling)
+        self.results.append(rr)
+        self.run.log.rung_done(out)
+        self.run.ctx.progress(progress_rung(self.run.kind, rr, len(self.prepared.rates)))
 
-    row_params = f"ladder {lad.format_rate(rates[0])}..{lad.format_rate(rates[-1])}"
+    def ladder(self, *, ceilings: bool = True) -> ladres.LadderResult:
+        if not ceilings:
+            return ladres.summarize(self.prepared.rates, list(self.results), self.sized.policy)
+        return ladres.summarize(self.prepared.rates, list(self.results), self.sized.policy,
+                                workers=self.run.plan.workers,
+                                ceilings=self.sized.ceilings_doc)
 
-    def until_stop(*, headline: RunOutcome, session: RunOutcome,
-                   verdict: Verdict) -> Measured:
-        # the completed rungs, judged; the one it stopped in is in the periods only
-        ladder = ladres.summarize(rates, list(results), policy, workers=plan.workers,
-                                  ceilings=ceilings_doc)
-        extra, blocks = _ladder_blocks(ladder, discarded, ceilings_doc, stopped=log.now)
-        return _measured(ctx, driver, prepared, headline, session, verdict, slos, seed,
-                         splan, sampler, extra=extra, record_extra=blocks,
-                         noise_retries=discarded, ladder=ladder, rung_outcomes=log.rungs,
-                         calibration=ceilings_doc, row_params=row_params)
-
-    def top_rung(rungs: list[RunOutcome]) -> RunOutcome:
-        top = ladres.summarize(rates, list(results), policy).top_rung
+    def top_rung(self, rungs: list[RunOutcome]) -> RunOutcome:
+        top = self.ladder(ceilings=False).top_rung
         by_rate = {o.plan.rate: o for o in rungs}
         return by_rate.get(top.target_rate, rungs[0]) if top is not None else rungs[0]
 
-    with record_if_stopped(ctx, log, until_stop, sampler=sampler, headline=top_rung):
-        rungs, end = run_rates(driver, wl, plan, next_rung, payloads=payloads,
-                               on_period=on_period, on_rung=on_rung)
-    if sampler is not None:
+    def measured(self, headline: RunOutcome, session: RunOutcome, verdict: Verdict, *,
+                 rungs: list[RunOutcome], stopped: str | None = None,
+                 ladder: ladres.LadderResult | None = None) -> Measured:
+        ladder = ladder or self.ladder()
+        extra, blocks = _ladder_blocks(ladder, self.run.discarded, self.sized.ceilings_doc,
+                                       stopped=stopped)
+        return _measured(self.run, headline, session, verdict, self.run.sampler, extra=extra,
+                         record_extra=blocks, ladder=ladder, rung_outcomes=rungs,
+                         calibration=self.sized.ceilings_doc, row_params=self.row_params)
+
+    @property
+    def row_params(self) -> str:
+        rates = self.prepared.rates
+        return f"ladder {lad.format_rate(rates[0])}..{lad.format_rate(rates[-1])}"
+
+    def until_stop(self, *, headline: RunOutcome, session: RunOutcome,
+                   verdict: Verdict) -> Measured:
+        # the completed rungs, judged; the one it stopped in is in the periods only
+        return self.measured(headline, session, verdict, rungs=self.run.log.rungs,
+                             stopped=self.run.log.now)
+
+
+def _run_ladder(run: RunSession, prepared: ThroughputPrepared,
+                sized: _Sizing) -> ThroughputResult:
+    from pytest_brokerperf.engine.coordinator import run_rates
+
+    rates, plan = prepared.rates, run.plan
+    if sized.refuse_above is not None and rates[0] > sized.refuse_above:
+        pytest.fail(
+            f"REFUSED before anything was created: the lowest rung {rates[0]:,.0f} msg/s is "
+            f"above {sized.policy.refuse_factor:g} x {sized.producing} worker process(es) x "
+            f"the harness's calibrated ceiling {sized.harness_ceiling:,.0f} msg/s; lower "
+            "--brokerperf-ladder", pytrace=False)
+    wl = prepared.workload
+    run.ctx.progress(
+        f"brokerperf: {run.kind} throughput ladder "
+        f"{','.join(lad.format_rate(r) for r in rates)} msg/s: per rung warm-up"
+        f"{'≤' if prepared.warmup_until_steady else '='}{prepared.warmup_s:g}s measure="
+        f"{prepared.measure_s:g}s period={prepared.period_s:g}s workers={plan.workers} "
+        f"size={wl.message_size}B partitions={wl.partitions_per_topic}")
+    climb = _Climb(run, prepared, sized)
+    with run.sampling(), run.stopped_records(climb.until_stop, headline=climb.top_rung):
+        rungs, end = run_rates(run.driver, wl, plan, climb.next_rung,
+                               payloads=run.payloads, on_period=run.watch,
+                               on_rung=climb.on_rung)
+    if run.sampler is not None:
         with contextlib.suppress(Exception):
-            sampler.stop()
-        broker_per_rung(sampler, rungs, results)
-    ladder = ladres.summarize(rates, results, policy, workers=plan.workers, ceilings=ceilings_doc)
-    if discarded:
-        prepared.notes.append(discarded_windows_note(discarded))
-    headline = top_rung(rungs)
-    verdict = ladder_verdict(ladder)
-    ctx.progress(f"brokerperf: {broker.kind} throughput: {ladder.summary()}"
-                 + (f"; knee {ladder.knee.rate_msg_s:,.0f} msg/s"
-                    if ladder.knee and ladder.knee.rate_msg_s else ""))
-    extra, blocks = _ladder_blocks(ladder, discarded, ceilings_doc)
-    return _finish(ctx, _measured(ctx, driver, prepared, headline,
-                                  _session_outcome(rungs, headline, end), verdict, slos, seed,
-                                  splan, sampler, extra=extra, record_extra=blocks,
-                                  noise_retries=discarded, ladder=ladder, rung_outcomes=rungs,
-                                  calibration=ceilings_doc, row_params=row_params),
-                   ladder=ladder, rung_outcomes=rungs, calibration=ceilings_doc)
+            run.sampler.stop()
+        broker_per_rung(run.sampler, rungs, climb.results)
+    ladder = climb.ladder()
+    run.note_discarded()
+    headline = climb.top_rung(rungs)
+    run.ctx.progress(f"brokerperf: {run.kind} throughput: {ladder.summary()}"
+                     + (f"; knee {ladder.knee.rate_msg_s:,.0f} msg/s"
+                        if ladder.knee and ladder.knee.rate_msg_s else ""))
+    m = climb.measured(headline, _session_outcome(rungs, headline, end),
+                       ladder_verdict(ladder), rungs=rungs, ladder=ladder)
+    return _finish(run.ctx, m, ladder=ladder, rung_outcomes=rungs,
+                   calibration=sized.ceilings_doc)
 
 
 def _ladder_blocks(ladder: ladres.LadderResult, discarded: list[dict[str, Any]],
@@ -450,14 +454,8 @@ def _ladder_blocks(ladder: ladres.LadderResult, discarded: list[dict[str, Any]],
                    "calibration": ceilings_doc, "rate_discovery": None}
 
 
-def _run_discovery(ctx: RunContext, driver: Driver, prepared: ThroughputPrepared,
-                   plan: RunPlan, payloads: list[bytes], on_period: Any,
-                   ceilings_doc: dict[str, Any], slos: list[Any], seed: int,
-                   splan: Any) -> ThroughputResult:
-    from dataclasses import asdict
-
-    from pytest_brokerperf.engine.coordinator import LoadSession
-    from pytest_brokerperf.engine.plan import Rung
+def _run_discovery(run: RunSession, prepared: ThroughputPrepared,
+                   sized: _Sizing) -> ThroughputResult:
     from pytest_brokerperf.engine.rate_controller import (
         CONTROL_PERIOD_S,
         INITIAL_RATE,
@@ -466,85 +464,85 @@ def _run_discovery(ctx: RunContext, driver: Driver, prepared: ThroughputPrepared
         RateController,
         RateControllerLimits,
     )
-    from pytest_brokerperf.scenario_library.stopped import (
-        SESSION_END,
-        PhaseLog,
-        record_if_stopped,
-    )
 
     limits = RateControllerLimits.from_env()
     loop = DiscoveryLoop(RateController(limits), INITIAL_RATE, CONTROL_PERIOD_S)
+    ctx, ceilings_doc = run.ctx, sized.ceilings_doc
     ctx.progress(
-        f"brokerperf: {ctx.broker.kind} throughput {LABEL}: start {INITIAL_RATE:,.0f} msg/s, "
+        f"brokerperf: {run.kind} throughput {LABEL}: start {INITIAL_RATE:,.0f} msg/s, "
         f"control every {CONTROL_PERIOD_S:g}s, warm-up={prepared.warmup_s:g}s "
-        f"measure={prepared.measure_s:g}s workers={plan.workers} limits {asdict(limits)}")
-    wl = prepared.workload
+        f"measure={prepared.measure_s:g}s workers={run.plan.workers} limits {asdict(limits)}")
 
-    def blocks(out: RunOutcome, stopped: str | None = None
-               ) -> tuple[dict[str, float | None], ScenarioBlocks, dict[str, Any]]:
-        measured_rate = out.ack_rate
-        doc = {
-            "label": LABEL, "control_period_s": CONTROL_PERIOD_S,
-            "initial_rate_msg_s": INITIAL_RATE, "limits": asdict(limits),
-            "steps": loop.steps, "final_rate_msg_s": loop.rate,
-            "measured_ack_rate_msg_s": measured_rate,
-            "measured_publish_rate_msg_s": [p.publish_rate for p in out.periods],
-            "note": "OMB's RateController (PR #329) reproduced: the figure is the measured "
-                    "window's acknowledged rate while the controller keeps adjusting; it is "
-                    "not a ladder result",
-        }
-        summary = f"{LABEL}: {measured_rate:,.0f} msg/s acknowledged in the measured window"
-        throughput_doc = {
-            "mode": LABEL, "label": LABEL, "highest_sustainable_rate_msg_s": measured_rate,
-            "limit": None, "outcome": LABEL if stopped is None else "stopped",
-            "limit_rate_msg_s": None,
-            "summary": summary if stopped is None else f"stopped during {stopped}; {summary}",
-        }
-        return ({"max_sustainable_rate": measured_rate, "knee_rate": None},
-                {"ladder": None, "throughput": throughput_doc, "calibration": ceilings_doc,
-                 "rate_discovery": doc}, doc)
+    def measured(out: RunOutcome, session: RunOutcome, verdict: Verdict,
+                 stopped: str | None = None) -> Measured:
+        # no broker metrics in a rate discovery's record (as before the shared session)
+        extra, record_extra, _ = _discovery_blocks(out, loop, ceilings_doc, stopped)
+        return _measured(run, out, session, verdict, None, extra=extra,
+                         record_extra=record_extra, rung_outcomes=[out],
+                         calibration=ceilings_doc, row_params=LABEL, steps_csv=loop.steps)
 
     def until_stop(*, headline: RunOutcome, session: RunOutcome,
                    verdict: Verdict) -> Measured:
-        extra, record_extra, _ = blocks(headline, stopped=log.now)
-        return _measured(ctx, driver, prepared, headline, session, verdict, slos, seed, splan,
-                         None, extra=extra, record_extra=record_extra,
-                         rung_outcomes=[headline], calibration=ceilings_doc, row_params=LABEL,
-                         steps_csv=loop.steps)
+        return measured(headline, session, verdict, stopped=run.log.now)
 
-    log = PhaseLog()
-    with record_if_stopped(ctx, log, until_stop), \
-            LoadSession(driver, wl, plan, payloads=payloads, on_period=on_period) as session:
-        log.enter("the rate-discovery window")
-        out = log.rung_done(session.run_rung(
+    with run.load(until_stop, record_sampler=False) as session:
+        run.log.enter("the rate-discovery window")
+        out = run.log.rung_done(session.run_rung(
             Rung(INITIAL_RATE, prepared.warmup_s, prepared.measure_s,
                  warmup_until_steady=False, label=LABEL), on_wait=loop.poll))
-        log.enter(SESSION_END)
-        end = session.finish()
+        end = run.end(session)
         end.apply(out)
         out.begin_time = end.begin_time
-    verdict = assess(out, Thresholds(steal_share=ctx.settings.max_steal / 100))
+    verdict = run.assess(out)
     verdict.details["target_rate"] = None
     verdict.details["note"] = ("omb-rate-discovery: the target changes every 3 s, so the "
                                "measured window mixes rates")
-    extra, record_extra, doc = blocks(out)
-    measured_rate = out.ack_rate
-    ctx.progress(f"brokerperf: {ctx.broker.kind} throughput {LABEL}: measured "
-                 f"{measured_rate:,.0f} msg/s acknowledged, controller at {loop.rate:,.0f} "
+    doc = _discovery_blocks(out, loop, ceilings_doc)[2]
+    ctx.progress(f"brokerperf: {run.kind} throughput {LABEL}: measured "
+                 f"{out.ack_rate:,.0f} msg/s acknowledged, controller at {loop.rate:,.0f} "
                  f"msg/s after {len(loop.steps)} steps")
-    prepared.rate = measured_rate
-    return _finish(ctx, _measured(ctx, driver, prepared, out, out, verdict, slos, seed, splan,
-                                  None, extra=extra, record_extra=record_extra,
-                                  rung_outcomes=[out], calibration=ceilings_doc,
-                                  row_params=LABEL, steps_csv=loop.steps),
-                   discovery=doc, rung_outcomes=[out], calibration=ceilings_doc)
+    prepared.rate = out.ack_rate
+    return _finish(ctx, measured(out, out, verdict), discovery=doc, rung_outcomes=[out],
+                   calibration=ceilings_doc)
 
 
-def _measured(ctx: RunContext, driver: Driver, prepared: ThroughputPrepared,
-              headline: RunOutcome, session_outcome: RunOutcome, verdict: Verdict,
-              slos: list[SLO], seed: int, splan: ScenarioPlan, sampler: Any, *,
+def _discovery_blocks(out: RunOutcome, loop: DiscoveryLoop, ceilings_doc: dict[str, Any],
+                      stopped: str | None = None,
+                      ) -> tuple[dict[str, float | None], ScenarioBlocks, dict[str, Any]]:
+    """A rate discovery's SLO-checkable figures, record blocks and ``rate_discovery``
+    block; one ``stopped`` part-way says in which phase."""
+    from pytest_brokerperf.engine.rate_controller import (
+        CONTROL_PERIOD_S,
+        INITIAL_RATE,
+        LABEL,
+    )
+
+    measured_rate = out.ack_rate
+    doc = {
+        "label": LABEL, "control_period_s": CONTROL_PERIOD_S,
+        "initial_rate_msg_s": INITIAL_RATE, "limits": asdict(loop.controller.limits),
+        "steps": loop.steps, "final_rate_msg_s": loop.rate,
+        "measured_ack_rate_msg_s": measured_rate,
+        "measured_publish_rate_msg_s": [p.publish_rate for p in out.periods],
+        "note": "OMB's RateController (PR #329) reproduced: the figure is the measured "
+                "window's acknowledged rate while the controller keeps adjusting; it is "
+                "not a ladder result",
+    }
+    summary = f"{LABEL}: {measured_rate:,.0f} msg/s acknowledged in the measured window"
+    throughput_doc = {
+        "mode": LABEL, "label": LABEL, "highest_sustainable_rate_msg_s": measured_rate,
+        "limit": None, "outcome": LABEL if stopped is None else "stopped",
+        "limit_rate_msg_s": None,
+        "summary": summary if stopped is None else f"stopped during {stopped}; {summary}",
+    }
+    return ({"max_sustainable_rate": measured_rate, "knee_rate": None},
+            {"ladder": None, "throughput": throughput_doc, "calibration": ceilings_doc,
+             "rate_discovery": doc}, doc)
+
+
+def _measured(run: RunSession, headline: RunOutcome, session_outcome: RunOutcome,
+              verdict: Verdict, sampler: BrokerMetricsSampler | None, *,
               extra: dict[str, float | None], record_extra: ScenarioBlocks,
-              noise_retries: list[dict[str, Any]] | None = None,
               ladder: ladres.LadderResult | None = None,
               rung_outcomes: list[RunOutcome] | None = None,
               calibration: dict[str, Any] | None = None, row_params: str = "",
@@ -554,7 +552,10 @@ def _measured(ctx: RunContext, driver: Driver, prepared: ThroughputPrepared,
     own artefacts (``ladder.csv``, ``rungs/``, ``calibration.json``)."""
     from pytest_brokerperf.results.omb import default_result_filename
 
+    prepared = run.prepared
+    assert isinstance(prepared, ThroughputPrepared)
     stem = prepared.workload_file.stem if prepared.workload_file else prepared.scenario
+    driver_name = run.driver.name
     now = datetime.now()
 
     def write_extra(directory: Path, omb_for: Any) -> None:
@@ -565,7 +566,7 @@ def _measured(ctx: RunContext, driver: Driver, prepared: ThroughputPrepared,
                 k = next((r.index for r in ladder.rungs if r.target_rate == out.plan.rate), 0)
                 d = rungs_dir / f"{k + 1:02d}-{lad.format_rate(out.plan.rate)}"
                 d.mkdir(parents=True, exist_ok=True)
-                (d / default_result_filename(stem, driver.name, now)).write_text(
+                (d / default_result_filename(stem, driver_name, now)).write_text(
                     json.dumps(omb_for(out), indent=2, allow_nan=False))
         if steps_csv is not None:
             with open(directory / "rate-discovery.csv", "w", newline="",
@@ -583,13 +584,11 @@ def _measured(ctx: RunContext, driver: Driver, prepared: ThroughputPrepared,
     if ladder is not None:
         extra_props += [("brokerperf.limit", ladder.limit),
                         ("brokerperf.ladder_outcome", ladder.outcome)]
-    return Measured(
-        prepared=prepared, driver_name=driver.name, headline=headline, verdict=verdict,
-        slos=slos, seed=seed, plan=splan, sampler=sampler, session=session_outcome,
-        extra_figures=extra,
+    return run.measured(
+        headline, verdict, sampler=sampler, session=session_outcome, extra_figures=extra,
         record_extra={**record_extra,
                       "target_rate_msg_s": headline.plan.rate if ladder is not None else None},
-        noise_retries=list(noise_retries or []),
+        noise_retries=list(run.discarded),
         summary_scenario=(prepared.scenario if ladder is not None
                           else f"{prepared.scenario}[{prepared.mode}]"),
         summary_params=f"{short_params(prepared.params, with_rate=False)} {row_params}",
