@@ -17,7 +17,7 @@ _EXPORTS = {
     "BrokerEndpoint": "pytest_brokerperf.brokers.endpoint",
     "BrokerPerf": "pytest_brokerperf.plugin.runner",
     "ScenarioResult": "pytest_brokerperf.scenario_library.base",
-    "PreparedRun": "pytest_brokerperf.engine.prepared",
+    "PreparedRun": "pytest_brokerperf.results.prepared",
     "Scenario": "pytest_brokerperf.scenario_library.base",
     "RunContext": "pytest_brokerperf.scenario_library.context",
     "TailRead": "pytest_brokerperf.scenario_library.tailread",

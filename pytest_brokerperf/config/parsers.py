@@ -257,7 +257,7 @@ def _parse_formats(spec: OptionSpec, raw: object, src: _Source) -> tuple[str, ..
 
 def _parse_budgets(spec: OptionSpec, raw: object, src: _Source) -> str:
     text = _as_text(spec, raw, src).strip()
-    from pytest_brokerperf.report.gates import parse_fail_on  # light: no pyspark
+    from pytest_brokerperf.config.fail_on import parse_fail_on
 
     try:
         parse_fail_on(text)

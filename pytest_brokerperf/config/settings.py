@@ -22,9 +22,7 @@ plugin, including for ``pytest --help``).
 
 from __future__ import annotations
 
-import datetime as _dt
 import os
-import secrets
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -54,6 +52,7 @@ from pytest_brokerperf.config.parsers import (
 )
 from pytest_brokerperf.core.errors import ConfigError
 from pytest_brokerperf.core.redaction import Secret
+from pytest_brokerperf.core.run_names import new_run_id
 
 if TYPE_CHECKING:
     import pytest
@@ -71,12 +70,6 @@ __all__ = [
     "Settings",
     "new_run_id",
 ]
-
-
-def new_run_id(now: _dt.datetime | None = None) -> str:
-    """A fresh run id, ``YYYYmmdd-HHMMSS-<6 hex>`` in UTC."""
-    now = now or _dt.datetime.now(_dt.UTC)
-    return f"{now.astimezone(_dt.UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
 
 
 # --------------------------------------------------------------------------- settings

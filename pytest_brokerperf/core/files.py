@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     M = TypeVar("M", bound=BaseModel)
 
 __all__ = [
+    "JAVA_INT_MAX",
     "LINES",
     "PYTHON_SOURCE",
     "LineOf",
@@ -49,6 +50,9 @@ __all__ = [
     "validate",
     "where",
 ]
+
+#: Java's ``Integer.MAX_VALUE``: the bound of the Java int keys of OMB's files
+JAVA_INT_MAX = 2**31 - 1
 
 #: Bounds of a file the plugin reads (a workload, driver or SLO file is a few KiB): a
 #: hostile or broken file is refused in milliseconds, naming file:line, instead of

@@ -144,7 +144,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if (settings is None or not settings.fail_on or settings.dry_run
             or config.getoption("collectonly", False) or _xdist_worker(config) is not None):
         return
-    from pytest_brokerperf.plugin.gate_session import load_gate
+    from pytest_brokerperf.report.session import load_gate
 
     try:
         gate = load_gate(settings)
@@ -641,7 +641,7 @@ def pytest_terminal_summary(
             write_summary(terminalreporter, rows)
         settings = config.stash.get(SETTINGS_KEY, None)
         if rows and settings is not None and settings.report:
-            from pytest_brokerperf.plugin.gate_session import session_report
+            from pytest_brokerperf.report.session import session_report
 
             terminalreporter.section("brokerperf report")
             code, lines = session_report(settings)
@@ -651,7 +651,7 @@ def pytest_terminal_summary(
                 terminalreporter.write_line("brokerperf report: no report (see above)")
         # saved after the report: a baseline of `all` or `last` never holds the run it judges
         if rows and settings is not None and (settings.autosave or settings.save):
-            from pytest_brokerperf.plugin.gate_session import save_session
+            from pytest_brokerperf.report.session import save_session
 
             saved = save_session(settings)
             if saved:

@@ -8,7 +8,7 @@ import pytest
 
 if TYPE_CHECKING:  # the summary module reads these keys: types only, no import cycle
     from pytest_brokerperf.config.settings import Settings
-    from pytest_brokerperf.plugin.gate_session import SessionGate
+    from pytest_brokerperf.report.session import SessionGate
     from pytest_brokerperf.results.live import ReservedArtefacts
     from pytest_brokerperf.results.summary_rows import LadderRow, SummaryRow
 

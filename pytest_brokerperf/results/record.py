@@ -36,10 +36,10 @@ if TYPE_CHECKING:
     from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
     from pytest_brokerperf.core.errors import ResultsWriteError
     from pytest_brokerperf.engine.plan import RunOutcome
-    from pytest_brokerperf.engine.prepared import PreparedRun
     from pytest_brokerperf.judge.verdict import Verdict
     from pytest_brokerperf.metrics.histogram import LatencyHistogram
     from pytest_brokerperf.metrics.stats import PeriodStats
+    from pytest_brokerperf.results.prepared import PreparedRun
 
 __all__ = [
     "PERIODS_HEADER",
@@ -248,8 +248,8 @@ def build_record(*, run_id: str, test_id: str, attempt: int, broker: BrokerEndpo
     """One JSONL record (schema ``RECORD_SCHEMA``); unit-suffixed field names."""
     from pytest_brokerperf import brokers
     from pytest_brokerperf.brokers.durability import result_block
-    from pytest_brokerperf.engine.prepared import workload_block
     from pytest_brokerperf.results.driver_identity import driver_file_name, settings_hash
+    from pytest_brokerperf.results.prepared import workload_block
 
     return {
         "schema": RECORD_SCHEMA,

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pytest_brokerperf.engine.plan import DEFAULT_PER_PROCESS_RATE, auto_workers
-from pytest_brokerperf.engine.prepared import PreparedRun, workload_block
+from pytest_brokerperf.results.prepared import PreparedRun, workload_block
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.capabilities import CapabilityName

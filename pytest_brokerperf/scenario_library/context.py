@@ -20,11 +20,11 @@ if TYPE_CHECKING:
     from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
     from pytest_brokerperf.config.fault_spec import FaultSpec
     from pytest_brokerperf.config.settings import Settings
-    from pytest_brokerperf.engine.prepared import PreparedRun
     from pytest_brokerperf.judge.slo import SLO
     from pytest_brokerperf.metrics.stats import PeriodStats
-    from pytest_brokerperf.plugin.gate_session import SessionGate
+    from pytest_brokerperf.report.session import SessionGate
     from pytest_brokerperf.results.live import LiveArtefacts, ReservedArtefacts
+    from pytest_brokerperf.results.prepared import PreparedRun
     from pytest_brokerperf.results.summary_rows import LadderRow, SummaryRow
     from pytest_brokerperf.scenario_library.safety import ScenarioPlan
 

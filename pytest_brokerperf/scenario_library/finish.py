@@ -201,7 +201,7 @@ def finish(ctx: RunContext, m: Measured) -> ScenarioResult:
                 *session.warmup, *session.periods)),
         }
     record.update(m.record_extra)
-    from pytest_brokerperf.plugin.gate_session import apply_gate
+    from pytest_brokerperf.report.session import apply_gate
 
     slo_text = _slo_text(slo_results, failures, inconclusive)  # before the gate's lines
     regressions: list[str] = []

@@ -23,20 +23,20 @@ touches the active segment of a leftover topic).
 from __future__ import annotations
 
 import dataclasses
-import datetime as _dt
 import math
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pytest_brokerperf.core.errors import ConfigError
+from pytest_brokerperf.core.run_names import RUN_ID_IN_NAME, created_at, new_run_id
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.driver import Driver
     from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
     from pytest_brokerperf.config.settings import Settings
     from pytest_brokerperf.engine.plan import RunPlan
-    from pytest_brokerperf.engine.prepared import PreparedRun
+    from pytest_brokerperf.results.prepared import PreparedRun
     from pytest_brokerperf.workload.model import Workload
 
 __all__ = [
@@ -51,9 +51,6 @@ __all__ = [
     "topic_prefix",
 ]
 
-#: A generated run id inside a topic or group name: ``YYYYmmdd-HHMMSS-<6 hex>`` (UTC).
-RUN_ID_IN_NAME = re.compile(r"(?<![0-9])(\d{8}-\d{6})-[0-9a-f]{6}(?![0-9a-f])")
-_RUN_ID_FORMAT = "%Y%m%d-%H%M%S"
 #: Retention floor on remote topics: a leftover's data is gone within ~1.5 h.
 MIN_RETENTION_MS = 3_600_000
 MIN_RETENTION_BYTES = 16 * 1024 * 1024
@@ -81,22 +78,10 @@ def owner_slug(owner: str) -> str:
     return slug or "owner"
 
 
-def created_at(name: str) -> _dt.datetime | None:
-    """When the run that created ``name`` began (UTC), from its embedded run id."""
-    m = RUN_ID_IN_NAME.search(name)
-    if m is None:
-        return None
-    try:
-        return _dt.datetime.strptime(m.group(1), _RUN_ID_FORMAT).replace(tzinfo=_dt.UTC)
-    except ValueError:
-        return None
-
-
 def topic_prefix(settings: Settings, scenario: str, test_id: str) -> str:
     """``bp-<owner>-<run id>-<scenario>-<test hash>``; topics append ``-000``, groups
     ``-000-sub000``. A hand-made run id without a timestamp gets one, so cleanup can age it.
     """
-    from pytest_brokerperf.config.settings import new_run_id
     from pytest_brokerperf.engine.coordinator import safe_name
 
     run = settings.run_id

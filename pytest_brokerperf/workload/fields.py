@@ -13,7 +13,9 @@ from enum import StrEnum
 __all__ = ["FIELDS", "JAVA_INT_MAX", "JAVA_LONG_MAX", "MAX_MESSAGE_SIZE", "MAX_PARTITIONS",
            "MAX_TOPICS", "KeyDistributor", "WorkloadField"]
 
-JAVA_INT_MAX = 2**31 - 1
+from pytest_brokerperf.core.files import JAVA_INT_MAX
+
+#: Java's ``Long.MAX_VALUE``: OMB's workload keys are Java ints and longs
 JAVA_LONG_MAX = 2**63 - 1
 
 

@@ -22,8 +22,9 @@ import pytest
 from pytest_brokerperf.brokers.rabbitmq.config import config_for_durability
 from pytest_brokerperf.brokers.rabbitmq.process import RabbitMQProcessCluster
 from pytest_brokerperf.brokers.rabbitmq.readback import read_back_streams
+from pytest_brokerperf.brokers.readback import SeqBitmaps
 from pytest_brokerperf.core.header import KIND_DATA, MAGIC, VERSION, pack
-from pytest_brokerperf.faults.readback import SeqBitmaps, compare
+from pytest_brokerperf.faults.readback import compare
 from tests.support.powercut import powercut_rabbitmq
 
 pytestmark = pytest.mark.integration

@@ -180,8 +180,8 @@ def test_failed_and_interrupted_runs_are_never_counted_as_valid_figures(
         spark: Any, tmp_path: Path) -> None:
     """A stopped run's record holds the figures of the periods before the stop; even
     with a ``valid`` verdict (written by hand, or by an older writer) it is left out."""
-    from pytest_brokerperf.plugin.gate_session import cell_of_record
     from pytest_brokerperf.report.model import record_status
+    from pytest_brokerperf.report.session import cell_of_record
 
     s = {"e2e_response": np.arange(1, 2001, dtype=np.int64)}
     done = synthetic_record(SyntheticRun(test_id="a", ack_rate=1000.0), s)

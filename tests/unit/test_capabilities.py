@@ -66,7 +66,7 @@ def test_the_refusal_names_the_scenario_the_broker_and_the_capability() -> None:
 
 
 def test_the_kafka_read_back_lives_in_the_kafka_package() -> None:
-    import pytest_brokerperf.faults.readback as neutral
+    import pytest_brokerperf.brokers.readback as neutral
     from pytest_brokerperf.brokers.kafka.readback import KafkaReadBack, read_back_kafka
 
     assert not hasattr(neutral, "read_back_kafka")  # faults/ keeps the neutral part only

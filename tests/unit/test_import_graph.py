@@ -121,49 +121,28 @@ def test_type_only_and_function_level_imports_count() -> None:
         "pytest_brokerperf.b", "pytest_brokerperf.c"}
 
 
-#: Broker modules that still name ``config.Settings`` (type-only in ``brokers/base.py``):
-#: brokers never import config once they read their own settings (issue 25, item 2).
-#: Until then these arrows are the one known way back up, left out of the cycle check;
-#: the list is exact, so it shrinks with the code.
-SETTINGS_IN_BROKERS: set[str] = set()
-
-
 def test_no_import_cycles() -> None:
     graph = import_graph()
     assert "pytest_brokerperf.plugin.hooks" in graph
-    config = f"{ROOT}.config"
-    naming = {m for m, deps in graph.items() if m.startswith(f"{ROOT}.brokers") and config in deps}
-    assert naming == SETTINGS_IN_BROKERS, "update SETTINGS_IN_BROKERS to the modules that do"
-    pruned = {m: deps - {config} if m in SETTINGS_IN_BROKERS else deps
-              for m, deps in graph.items()}
-    assert cycles(pruned) == []
+    assert cycles(graph) == []
 
 
-def _under(module: str, prefixes: tuple[str, ...]) -> bool:
-    rel = module.removeprefix(f"{ROOT}.")
-    return any(rel == p or rel.startswith(f"{p}.") for p in prefixes)
+def _contract_layers() -> list[str]:
+    import tomllib
+
+    cfg = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())
+    contracts = cfg["tool"]["importlinter"]["contracts"]
+    return next(c for c in contracts if c["id"] == "layers")["layers"]
 
 
-#: The plugin's side and the scenarios (docs/explanation/architecture.md): nothing below
-#: them imports them, not even for a type.
-_TOP = ("plugin", "fixtures", "runner", "_stash", "summary", "cli", "broker_session",
-        "scenario_library", "study_cases")
-#: (importers, what they never import): arrows that would run back up the layers.
-NEVER = [
-    (("brokers", "provision", "metrics", "engine", "durability", "endpoint", "results",
-      "live_artefacts", "safety", "verdict", "workload", "workload_checks",
-      "workload_payloads", "slo", "report"), _TOP),
-    (("brokers", "provision", "metrics"), ("study_cases", "report", "results")),
-    (("metrics",), ("brokers", "config", "endpoint")),
-    (("provision",), ("brokers",)),
-]
-
-
-def test_lower_layers_never_import_upper_ones() -> None:
-    graph = import_graph()
-    up = sorted(f"{m} -> {d}" for importers, banned in NEVER for m, deps in graph.items()
-                if _under(m, importers) for d in deps if _under(d, banned))
-    assert up == []
+def test_every_top_level_package_has_its_layer() -> None:
+    """The layer contract (pyproject.toml, checked by ``lint-imports`` in CI) names every
+    package at the top of pytest_brokerperf: a new one must be given its place."""
+    packages = sorted(p.name for p in PACKAGE.iterdir()
+                      if (p / "__init__.py").is_file())
+    assert sorted(_contract_layers()) == packages
+    modules = sorted(p.name for p in PACKAGE.glob("*.py") if p.name != "__init__.py")
+    assert modules == [], "the top of the package holds packages only"
 
 
 def test_loading_the_plugin_imports_no_client_library_or_numpy() -> None:

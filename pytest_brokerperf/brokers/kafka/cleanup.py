@@ -3,7 +3,7 @@
 A run deletes its topics and consumer groups on the way out, also on errors; only a
 killed process (SIGKILL, a lost CI runner) leaves them behind. Their names carry the
 owner and the run id, ``bp-<owner>-<YYYYmmdd-HHMMSS>-<hex>-...`` (see
-:mod:`pytest_brokerperf.scenario_library.safety`), so the run's start time is read from the name:
+:mod:`pytest_brokerperf.core.run_names`), so the run's start time is read from the name:
 Kafka keeps no creation time for topics or groups. A name under the prefix without a
 run id is never touched (it may not be ours).
 
@@ -21,7 +21,7 @@ from typing import Any
 
 from pytest_brokerperf.core.errors import ConfigError
 from pytest_brokerperf.core.redaction import SecretDict
-from pytest_brokerperf.scenario_library.safety import created_at
+from pytest_brokerperf.core.run_names import created_at
 
 __all__ = ["Leftover", "cleanup", "parse_age", "select"]
 

@@ -4,7 +4,7 @@ power cut (``Capabilities.read_back``) and the mixed scenario's catch-up reader
 
 The read-back assigns every partition to one consumer (no group offsets) and compares
 the harness messages it finds with those acknowledged
-(:func:`pytest_brokerperf.faults.readback.compare`).
+(:func:`pytest_brokerperf.brokers.readback.compare`).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def read_back_kafka(bootstrap: str, topics: Sequence[str],
     ``timeout_s``: the bound (None: ``READ_BACK_TIMEOUT_S``)."""
     import confluent_kafka as ck
 
-    from pytest_brokerperf.faults.readback import READ_BACK_TIMEOUT_S, SETTLE_S, SeqBitmaps
+    from pytest_brokerperf.brokers.readback import READ_BACK_TIMEOUT_S, SETTLE_S, SeqBitmaps
 
     if timeout_s is None:
         timeout_s = READ_BACK_TIMEOUT_S

@@ -13,8 +13,7 @@ from typing import Annotated, Any, Protocol
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model
 
-from pytest_brokerperf.core.files import problem, type_name
-from pytest_brokerperf.workload.fields import JAVA_INT_MAX
+from pytest_brokerperf.core.files import JAVA_INT_MAX, problem, type_name
 
 __all__ = ["KeySpec", "block_model"]
 

@@ -5,7 +5,7 @@ keeps it (the shipped driver files set infinite retention), so after the restart
 partition of the run's topics is read again from its earliest message with a
 pulsar-client ``Reader`` (no subscription, nothing acknowledged) and its (producer,
 sequence) pairs compared with what was acknowledged
-(:func:`pytest_brokerperf.faults.readback.compare`). The driver puts its topics in a
+(:func:`pytest_brokerperf.brokers.readback.compare`). The driver puts its topics in a
 namespace of its own (``<tenant>/<prefix>-<random>``), which the endpoint does not name:
 the partitions are found by listing every namespace's topics through the admin API. See
 docs/reference/faults.md (``power-cut``).
@@ -117,7 +117,7 @@ def read_back_pulsar(endpoint: BrokerEndpoint, topics: Sequence[str],
     """Every harness message in the partitions of ``topics`` from the earliest message:
     (producer id -> sequence bitmap, messages read, whether every partition was read to
     the last message the broker reports within the bound)."""
-    from pytest_brokerperf.faults.readback import READ_BACK_TIMEOUT_S, SeqBitmaps
+    from pytest_brokerperf.brokers.readback import READ_BACK_TIMEOUT_S, SeqBitmaps
 
     if timeout_s is None:
         timeout_s = READ_BACK_TIMEOUT_S

@@ -3,7 +3,7 @@
 A stream is a log that consumers read without removing anything, so after the restart
 every stream of the run's topics is read again from its first offset and its
 (producer, sequence) pairs compared with what was confirmed
-(:func:`pytest_brokerperf.faults.readback.compare`). Quorum and classic queues delete
+(:func:`pytest_brokerperf.brokers.readback.compare`). Quorum and classic queues delete
 what was consumed: there is nothing to read again, and delivery accounting (confirmed,
 never delivered, even after the restart) tells what the cut took. See
 docs/reference/faults.md (``power-cut``).
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
-    from pytest_brokerperf.faults.readback import SeqBitmaps
+    from pytest_brokerperf.brokers.readback import SeqBitmaps
 
 __all__ = ["RabbitMQReadBack", "read_back_streams", "stream_names"]
 
@@ -49,7 +49,7 @@ def read_back_streams(endpoint: BrokerEndpoint, topics: Sequence[str],
     (producer id -> sequence bitmap, messages read, whether every stream went idle
     within the bound); None when the topics have no stream (queues: nothing to read
     again)."""
-    from pytest_brokerperf.faults.readback import READ_BACK_TIMEOUT_S, SeqBitmaps
+    from pytest_brokerperf.brokers.readback import READ_BACK_TIMEOUT_S, SeqBitmaps
 
     if timeout_s is None:
         timeout_s = READ_BACK_TIMEOUT_S
