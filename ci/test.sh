@@ -13,7 +13,8 @@ PY=${PYTHON:-python3}
 "$PY" -m ruff check pytest_brokerperf tests scenarios benchmarks
 "$PY" -m mypy
 # The layers of docs/explanation/architecture.md ([tool.importlinter] in pyproject.toml)
-lint-imports --no-cache
+"$PY" -c 'import sys; from importlinter.cli import lint_imports_command as m; sys.exit(m())' \
+  --no-cache
 # Two pytest runs, each with its closing line; the script fails if either fails.
 # 1. Unit, plugin and report tests (mostly the in-process loopback broker). Serial: the
 #    CPU-sensitive ones (host noise, steal, calibration) would judge a second worker's load.
