@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +34,7 @@ from pytest_brokerperf.plugin.stash import (
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.base import BrokerType
     from pytest_brokerperf.config.fault_spec import FaultSpec
+    from pytest_brokerperf.scenario_library.study_cases import StudyCase
 
 #: Fixtures that make a test a performance scenario (refused inside xdist workers).
 SCENARIO_FIXTURES = frozenset({"broker_kind", "broker_type", "broker", "brokerperf",
@@ -316,14 +318,25 @@ def _parametrize_durability(metafunc: pytest.Metafunc, settings: Settings | None
 def pytest_itemcollected(item: pytest.Item) -> None:
     """Mark a published study's case ``study(name=..., table=...)`` as it is collected,
     before ``-m`` selects (so ``-m "study(name='automq')"`` runs one study). A case whose
-    table the study does not publish (a sweep at a study's shape) is not marked."""
-    from pytest_brokerperf.scenario_library.study_cases import StudyCase
-
+    table the study does not publish (a sweep at a study's shape) is not marked. Only a
+    test module that imported the study cases can hold one: collecting others imports
+    nothing (no scenario, engine or numpy)."""
+    study_case = _study_case_class()
+    if study_case is None:
+        return
     params = getattr(getattr(item, "callspec", None), "params", {})
     for value in params.values():
-        if isinstance(value, StudyCase) and _published_table(value.study, value.source):
+        if isinstance(value, study_case) and _published_table(value.study, value.source):
             item.add_marker(pytest.mark.study(name=value.study, table=value.source))
             return
+
+
+def _study_case_class() -> type[StudyCase] | None:
+    """``StudyCase`` when a test module imported the study cases (only then can a test be
+    parametrized with one); None otherwise, importing nothing (no scenario, engine or
+    numpy while collecting)."""
+    cases = sys.modules.get("pytest_brokerperf.scenario_library.study_cases")
+    return None if cases is None else cases.StudyCase
 
 
 def _published_table(study: str, table: str) -> bool:
@@ -400,8 +413,7 @@ def _apply_study_case_refusals(config: pytest.Config, settings: Settings,
     ``BrokerType.capabilities``), and the study's case of another broker (its RabbitMQ
     case on Kafka). Study cases this setup cannot run (too few nodes, broker settings a
     local broker cannot take) are skipped with the reason. Before any broker starts."""
-    from pytest_brokerperf.scenario_library.study_cases import StudyCase
-
+    study_case = _study_case_class()
     dropped: list[pytest.Item] = []
     reasons: list[str] = []
     remote = settings.provision == "remote"
@@ -428,7 +440,7 @@ def _apply_study_case_refusals(config: pytest.Config, settings: Settings,
             reasons.append(f"{item.nodeid}: {why}")
             continue
         for value in params.values():
-            if not isinstance(value, StudyCase):
+            if study_case is None or not isinstance(value, study_case):
                 continue
             refusal = value.refusal(str(kind), nodes=settings.nodes, remote=remote)
             if refusal is None:
@@ -462,10 +474,9 @@ def _runs_own_workload(item: pytest.Item) -> bool:
     or a test marked ``own_workload``: neither runs the ``--brokerperf-workload`` file."""
     if item.get_closest_marker("own_workload") is not None:
         return True
-    from pytest_brokerperf.scenario_library.study_cases import StudyCase
-
+    study_case = _study_case_class()
     params = getattr(getattr(item, "callspec", None), "params", {})
-    return any(isinstance(v, StudyCase) for v in params.values())
+    return study_case is not None and any(isinstance(v, study_case) for v in params.values())
 
 
 def _own_workload_lines(config: pytest.Config) -> list[str]:

@@ -2,7 +2,7 @@
 skips before any broker starts, and one broker process per (kind, bookie-wide level).
 
 Brokers never start here: ``--collect-only``, levels refused before a start, or a fake
-``start_broker`` that only logs.
+``BrokerType.start`` that only logs.
 """
 
 from __future__ import annotations
@@ -146,8 +146,7 @@ def test_a(broker):
 FAKE_PROVISION = """
 import json, os
 import pytest
-from pytest_brokerperf.plugin import broker_session
-from pytest_brokerperf.brokers.base import ManagedBroker
+from pytest_brokerperf.brokers.base import BrokerType, ManagedBroker
 from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 
 LOG = os.environ["BROKER_LOG"]
@@ -177,8 +176,9 @@ def fake_start(kind, settings, workdir, durability=None):
 @pytest.fixture(autouse=True, scope="session")
 def _fake(request):
     mp = pytest.MonkeyPatch()
-    mp.setattr(broker_session, "start_broker", fake_start)
-    mp.setattr("pytest_brokerperf.plugin.warmup.warm_broker", lambda ep, s: {"fake": True})
+    mp.setattr(BrokerType, "start", lambda self, mode, settings, workdir, durability=None:
+               fake_start(self.name, settings, workdir, durability))
+    mp.setattr("pytest_brokerperf.plugin.warmup.warm_broker", lambda ep, s, bt: {"fake": True})
     mp.setattr("pytest_brokerperf.metrics.sysstats.fsync_probe", lambda p: {"fake": True})
     yield
     mp.undo()
