@@ -24,6 +24,10 @@ HERE = Path(__file__).parent
 # engine holding the images (as in CI). Children (pytester subprocesses) inherit it.
 os.environ.setdefault("BROKERPERF_AUTO_PROVISION", "process")
 
+# The summary's full layout, whatever runs the tests (a terminal, CI's pipe, an xdist
+# worker): its narrower layouts are tested on purpose in tests/plugin/test_summary_width.py.
+os.environ.setdefault("COLUMNS", "200")
+
 
 def _own_cpu_lane() -> None:
     """Under xdist (ci/test.sh runs the tests without a broker with ``-n 2``) each worker
