@@ -42,6 +42,13 @@ def _own_cpu_lane() -> None:
 
 
 _own_cpu_lane()
+# The report tests start Spark's JVM some fifteen times (each pytest session and CLI run
+# in a subprocess starts its own), each for a few seconds of work on small inputs: the
+# JIT's first tier only (C1) starts such a JVM in about half the time, and compiled code
+# does the same work. SPARK_SUBMIT_OPTS reaches only the JVMs spark-submit starts (the
+# brokers' JVMs keep their flags) and, unlike JAVA_TOOL_OPTIONS, prints nothing.
+# Children inherit it; a developer's own setting wins.
+os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1")
 
 #: One mark, its filters applied in order: every warning is an error, then
 #: confluent-kafka's own deprecation warnings (not ours to fix) are ignored.

@@ -64,13 +64,17 @@ def brokerperf_session_info(brokerperf_settings: Settings) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="session")
-def broker_durability() -> int | None:
+def broker_durability(request: pytest.FixtureRequest) -> int | None:
     """This test's durability level 1-4; None = the driver file's settings as they are.
 
     ``--brokerperf-durability`` and ``@pytest.mark.durability`` parametrize it (see
-    :mod:`pytest_brokerperf.brokers.durability` for what a level means on each broker).
+    :mod:`pytest_brokerperf.brokers.durability` for what a level means on each broker),
+    indirectly: levelled and unlevelled tests then share this one fixture, so a change
+    of level also re-makes the session-scoped ``broker`` that depends on it (a direct
+    parametrization is a second fixture, and ``broker`` would keep the other's level).
     """
-    return None
+    level: int | None = getattr(request, "param", None)
+    return level
 
 
 @pytest.fixture

@@ -311,7 +311,8 @@ def _parametrize_durability(metafunc: pytest.Metafunc, settings: Settings | None
     if levels is None:
         levels = settings.durability if settings is not None else ()
     if levels:
-        metafunc.parametrize("broker_durability", list(levels),
+        # indirect: the fixture gives the level (see fixtures.broker_durability)
+        metafunc.parametrize("broker_durability", list(levels), indirect=True,
                              ids=[level_id(lv) for lv in levels], scope="session")
 
 

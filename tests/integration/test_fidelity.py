@@ -43,9 +43,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+from pytest_brokerperf.brokers.provision.process import running_processes
 from pytest_brokerperf.judge.verdict import Thresholds, assess, window_steal_share
 from pytest_brokerperf.testing.delayproxy import DelayProxy, ProxyStats
 
@@ -85,18 +87,39 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
     proxy_port = free_port()  # advertised by the broker, so it must be known first
     cluster = KafkaProcessCluster(
         nodes=1,
+        quorum="dynamic",  # an extra listener with a dynamic KRaft quorum
         workdir=tmp_path_factory.mktemp("fidelity-kafka"),
         extra_listeners={"DELAYED": proxy_port},
     )
     endpoint = cluster.start()
     try:
-        bind_port = int(endpoint.info["listeners"]["DELAYED"]["bind_port"])
-        assert bind_port != proxy_port
+        listener = endpoint.info["listeners"]["DELAYED"]
+        assert listener["advertised_port"] == proxy_port
+        bind_port = int(listener["bind_port"])
+        assert bind_port not in (proxy_port, endpoint.info["node_ports"][0]["port"])
+        direct_port = int(endpoint.bootstrap.rsplit(":", 1)[1])
+        assert _broker_ports(endpoint.bootstrap) == {1: direct_port}
         with DelayProxy(proxy_port, (LOOPBACK, bind_port)) as proxy:
             assert proxy.port == proxy_port
+            # the metadata a client gets through the proxy keeps it on the proxy
+            assert _broker_ports(proxy.address) == {1: proxy_port}
             yield Rig(endpoint, proxy)
     finally:
         cluster.stop()
+    # nothing of the broker survives its stop
+    assert not cluster.running
+    assert not [pid for pid in endpoint.info["pids"] if psutil.pid_exists(pid)]
+    assert not [p for p in psutil.process_iter(["cmdline"])
+                if any(endpoint.info["workdir"] in a for a in (p.info["cmdline"] or []))]
+    assert running_processes() == []
+
+
+def _broker_ports(bootstrap: str) -> dict[int, int]:
+    """node id -> port, as advertised in the metadata a client gets via ``bootstrap``."""
+    from confluent_kafka.admin import AdminClient
+
+    md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=20)
+    return {b.id: b.port for b in md.brokers.values()}
 
 
 def _run_once(rig: Rig, delay_ms: float, index: int,

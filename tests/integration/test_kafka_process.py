@@ -6,7 +6,6 @@ JVM and no data directory of ours is left behind.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import socket
@@ -24,7 +23,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 from pytest_brokerperf.brokers.kafka import process as kp
 from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster
-from pytest_brokerperf.brokers.provision.ports import free_port, free_ports
+from pytest_brokerperf.brokers.provision.ports import free_ports
 from pytest_brokerperf.brokers.provision.process import running_processes
 from pytest_brokerperf.core.errors import ProvisionError
 
@@ -107,71 +106,6 @@ def broker_ports(bootstrap: str) -> dict[int, int]:
     """node id -> port, as advertised in the metadata a client gets via ``bootstrap``."""
     md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=20)
     return {b.id: b.port for b in md.brokers.values()}
-
-
-class Forwarder:
-    """A trivial TCP forwarder 127.0.0.1:listen -> 127.0.0.1:target (a stand-in proxy)."""
-
-    def __init__(self, listen_port: int, target_port: int) -> None:
-        self.target_port = target_port
-        self.server = socket.create_server(("127.0.0.1", listen_port))
-        self.server.settimeout(0.2)
-        self.stopping = threading.Event()
-        self.sockets: list[socket.socket] = []
-        self.threads: list[threading.Thread] = []
-        self.bytes_forwarded = 0
-        self.connections = 0
-        self._lock = threading.Lock()
-        self._spawn(self._accept)
-
-    def _spawn(self, fn: Any, *args: Any) -> None:
-        t = threading.Thread(target=fn, args=args, daemon=True)
-        self.threads.append(t)
-        t.start()
-
-    def _accept(self) -> None:
-        while not self.stopping.is_set():
-            try:
-                client, _ = self.server.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            try:
-                upstream = socket.create_connection(("127.0.0.1", self.target_port), timeout=5)
-            except OSError:
-                client.close()
-                continue
-            upstream.settimeout(None)
-            client.settimeout(None)
-            with self._lock:
-                self.sockets += [client, upstream]
-                self.connections += 1
-            self._spawn(self._pipe, client, upstream)
-            self._spawn(self._pipe, upstream, client)
-
-    def _pipe(self, src: socket.socket, dst: socket.socket) -> None:
-        try:
-            while data := src.recv(65536):
-                dst.sendall(data)
-                with self._lock:
-                    self.bytes_forwarded += len(data)
-        except OSError:
-            pass
-        finally:
-            with contextlib.suppress(OSError):
-                dst.shutdown(socket.SHUT_WR)
-
-    def close(self) -> None:
-        self.stopping.set()
-        self.server.close()
-        with self._lock:
-            for s in self.sockets:
-                with contextlib.suppress(OSError):
-                    s.shutdown(socket.SHUT_RDWR)
-                s.close()
-        for t in self.threads:
-            t.join(5)
 
 
 @pytest.fixture
@@ -320,36 +254,6 @@ def test_port_collision_is_retried(
     assert len(calls) == 2
     assert ep.info["node_ports"][0]["controller_port"] != taken
     assert len(broker_ports(ep.bootstrap)) == 1
-
-
-def test_extra_listener_through_proxy() -> None:
-    """Producers through a proxy on the advertised port, consumers direct (dynamic quorum)."""
-    advertised = free_port()
-    with KafkaProcessCluster(
-        nodes=1, quorum="dynamic", extra_listeners={"DELAYED": advertised}
-    ) as cluster:
-        ep = cluster.endpoint
-        listener = ep.info["listeners"]["DELAYED"]
-        assert listener["advertised_port"] == advertised
-        bind_port = listener["bind_port"]
-        assert bind_port not in (advertised, ep.info["node_ports"][0]["port"])
-
-        direct_port = int(ep.bootstrap.rsplit(":", 1)[1])
-        assert broker_ports(ep.bootstrap) == {1: direct_port}
-        proxy = Forwarder(advertised, bind_port)
-        try:
-            via_proxy = f"127.0.0.1:{advertised}"
-            # The metadata a client gets through the proxy keeps it on the proxy.
-            assert broker_ports(via_proxy) == {1: advertised}
-            create_topic(ep.bootstrap, "px", partitions=1, rf=1)
-            before = proxy.bytes_forwarded
-            assert produce(via_proxy, "px", 100, acks="all") == []
-            assert proxy.bytes_forwarded - before > 100 * len("msg-00")
-            assert consume(ep.bootstrap, "px", 100) == [f"msg-{i}" for i in range(100)]
-        finally:
-            proxy.close()
-    assert not cluster.running
-    assert_all_gone(ep.info["pids"], ep.info["workdir"])
 
 
 def test_three_nodes_rf3_acks_all(kafka_three: BrokerEndpoint) -> None:

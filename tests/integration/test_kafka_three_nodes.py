@@ -1,9 +1,19 @@
-"""The tail-read scenario on a three-node local KRaft cluster: RF 3, min.insync.replicas=2.
+"""The tail-read scenario on a three-node local KRaft cluster: RF 3, min.insync.replicas=2;
+then durability levels 1 and 4 on the same cluster, in the same session.
 
 What can fail: the broker must report RF 3 and ``min.insync.replicas=2`` for the topic
 it created (read back, not assumed), every replica in sync, nothing lost with
 ``acks=all``; the run must be labelled a topology check in the record, the JUnit
 properties and the summary table; broker metrics must cover all three nodes.
+
+Levels: each level's topic configs must be on the broker itself (asked with
+AdminClient.describe_configs while the cluster runs, not taken from the harness's own
+read-back): ``min.insync.replicas=2`` at both levels, ``flush.messages=1``/``flush.ms=0``
+at level 1 and Kafka's never-flush default written explicitly at level 4, all as
+``DYNAMIC_TOPIC_CONFIG``; the producer must run ``acks=all`` / ``acks=1``; the JSONL
+record, the OMB result and the summary must carry the level; and the unlevelled run and
+both levels must share one broker process (a Kafka level is per topic, so no restart).
+Levels 1 and 2 need replication, hence the three nodes. One session, one cluster start.
 """
 
 from __future__ import annotations
@@ -12,19 +22,58 @@ import csv
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from pytest_brokerperf.brokers.kafka.durability import KAFKA_NEVER_FLUSH
 from pytest_brokerperf.testing import PLAIN_SCENARIOS
 
 REPO = Path(__file__).resolve().parents[2]
 
+#: the level tests: run after the unlevelled scenario (the plugin groups a broker's
+#: tests by level, unlevelled first), each writes what the broker itself says
+LEVELS = '''
+import json, os
+import pytest
+from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType, ConfigSource
+from pytest_brokerperf import TailRead
 
-def test_tailread_on_three_local_nodes_is_a_replicated_topology_check(
-        pytester: pytest.Pytester) -> None:
+
+@pytest.mark.tailread
+@pytest.mark.durability(1, 4)
+def test_level(brokerperf, broker, broker_durability):
+    result = brokerperf.run(TailRead(partitions=1), check=False)
+    topics = sorted(result.outcome.read_back["topics"])
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    res = [ConfigResource(ResourceType.TOPIC, t) for t in topics]
+    on_broker = {}
+    for r, fut in admin.describe_configs(res, request_timeout=30).items():
+        entries = fut.result(timeout=60)
+        on_broker[r.name] = {k: [entries[k].value, ConfigSource(entries[k].source).name]
+                             for k in ("min.insync.replicas", "flush.messages", "flush.ms")}
+    md = admin.list_topics(timeout=10)
+    rf = {t: sorted({len(p.replicas) for p in md.topics[t].partitions.values()})
+          for t in topics}
+    admin.delete_topics(topics, operation_timeout=30)  # kept only to be described here
+    out = os.path.join(os.environ["DURABILITY_OUT"], f"d{broker_durability}.json")
+    with open(out, "w") as fh:
+        json.dump({"on_broker": on_broker, "rf": rf, "record": result.record["durability"],
+                   "pids": broker.info.get("pids"), "lost": result.outcome.delivery.lost,
+                   "acked": result.outcome.delivery.acknowledged,
+                   "params": result.record["params"]}, fh)
+'''
+
+
+def test_three_local_nodes_a_replicated_topology_check_then_levels_1_and_4(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     results = pytester.path / "res"
     junit = pytester.path / "junit.xml"
+    out = pytester.path / "out"
+    out.mkdir()
+    monkeypatch.setenv("DURABILITY_OUT", str(out))
     pytester.makeini("[pytest]\n")
+    inner = pytester.makepyfile(test_levels=LEVELS)
     # A functional check: three JVMs pinned to one of two (shared) cores can take seconds
     # per request while they compile; latency bounds are relaxed, lost == 0 stays.
     slo = pytester.makefile(".yaml", slo="""
@@ -36,14 +85,15 @@ slos:
 """)
     run = pytester.runpytest_subprocess(
         f"--brokerperf-slo={slo}",
-        str(REPO / "scenarios" / "test_tailread.py"), "-m", "tailread", "-k", PLAIN_SCENARIOS,
-        "--broker=kafka",
+        str(REPO / "scenarios" / "test_tailread.py"), str(inner), "-m", "tailread",
+        "-k", PLAIN_SCENARIOS, "--broker=kafka",
         "--brokerperf-nodes=3", f"--brokerperf-results={results}", f"--junitxml={junit}",
-        # 100 msg/s (the topology-check rate) x 12 s: enough samples for p99
+        "--brokerperf-keep-topics",  # the levels' topics: described, then deleted by them
+        # 100 msg/s (the topology-check rate) x 8 s: 800 samples, enough for p99
         # the scenario's warm-up ends once steady, capped at 30 s: three JVMs sharing a
         # core stall for seconds while they compile, and a window that catches such a
         # stall up is `unsteady`, not a figure
-        "--brokerperf-duration=12", "--brokerperf-warmup=30", "-p", "no:cacheprovider",
+        "--brokerperf-duration=8", "--brokerperf-warmup=30", "-v", "-p", "no:cacheprovider",
         # The topology is under test, not a figure: three JVMs on one of two cores can
         # leave the generator late (an honest generator-bound verdict), so INCONCLUSIVE
         # is a warning here.
@@ -51,13 +101,26 @@ slos:
         "-W", "default::pytest_brokerperf.core.warnings.BrokerPerfWarning",
         "-p", "no:randomly", "--rootdir", str(pytester.path), timeout=900,
     )
-    run.assert_outcomes(passed=1, warnings=run.parseoutcomes().get("warnings", 0))
+    run.assert_outcomes(passed=3, warnings=run.parseoutcomes().get("warnings", 0))
     run.stdout.fnmatch_lines([
         "*brokerperf: brokers=kafka provision=auto(process) nodes=3*",
+        "*test_tailread[[]kafka[]] PASSED*",
+        "*test_level[[]kafka-d1[]] PASSED*",
+        "*test_level[[]kafka-d4[]] PASSED*",
+    ])
+    run.stdout.fnmatch_lines([
         "*kafka*tailread*rate=100*[[]topology check[]]*",
         "[[]topology check[]]: several broker nodes share this one machine*",
     ])
-    (rec,) = [json.loads(x) for x in (results / "results.jsonl").read_text().splitlines()]
+    run.stdout.fnmatch_lines(["*kafka*tailread*p=1*d=1 rate=100*", "*kafka*tailread*d=4*"])
+    recs = [json.loads(x) for x in (results / "results.jsonl").read_text().splitlines()]
+    (rec,) = [r for r in recs if r["durability"]["level"] is None]
+    _check_topology(rec, junit)
+    _check_levels(out, [r for r in recs if r is not rec], rec)
+
+
+def _check_topology(rec: dict[str, Any], junit: Path) -> None:
+    """The unlevelled tail read: a replicated topology check on three nodes."""
     assert rec["nodes"] == 3 and rec["topology_check"] is True
     # a shortfall or lagging consumers on three JVMs sharing a core are the machine's
     # findings (named so), reported as a warning under a topology check
@@ -95,3 +158,38 @@ slos:
     with open(art / "periods.csv") as fh:
         client_rows = [(r["phase"], r["index"]) for r in csv.DictReader(fh)]
     assert broker_rows == client_rows
+
+
+def _check_levels(out: Path, recs: list[dict[str, Any]], unlevelled: dict[str, Any]) -> None:
+    """Levels 1 and 4: on the broker, in the records and OMB files, on one cluster."""
+    one = json.loads((out / "d1.json").read_text())
+    four = json.loads((out / "d4.json").read_text())
+    dyn = "DYNAMIC_TOPIC_CONFIG"
+    for topic, configs in one["on_broker"].items():
+        assert configs == {"min.insync.replicas": ["2", dyn], "flush.messages": ["1", dyn],
+                           "flush.ms": ["0", dyn]}, topic
+        assert one["rf"][topic] == [3]
+    for topic, configs in four["on_broker"].items():
+        assert configs == {"min.insync.replicas": ["2", dyn],
+                           "flush.messages": [KAFKA_NEVER_FLUSH, dyn],
+                           "flush.ms": [KAFKA_NEVER_FLUSH, dyn]}, topic
+    assert one["on_broker"] and four["on_broker"]
+    # the record: the level, the settings the clients ran with, the broker's read-back
+    assert one["record"]["level"] == 1 and four["record"]["level"] == 4
+    assert one["record"]["settings"]["acks"] == "all"
+    assert four["record"]["settings"]["acks"] == "1"
+    for topic, row in one["record"]["read_back"]["topics"].items():
+        assert row["flush.messages"] == {"value": "1", "source": dyn}, topic
+        assert row["replication_factor"] == 3
+    assert one["params"]["durability"] == 1 and four["params"]["durability"] == 4
+    assert one["lost"] == four["lost"] == 0 and one["acked"] > 0 and four["acked"] > 0
+    # one Kafka cluster served the unlevelled run and both levels
+    assert one["pids"] and one["pids"] == four["pids"]
+    assert unlevelled["manifest"]["broker"]["info"]["pids"] == one["pids"]
+    # the JSONL records and the OMB result files carry the level
+    assert sorted(r["durability"]["level"] for r in recs) == [1, 4]
+    for rec in recs:
+        art = Path(rec["artefacts"])
+        (omb,) = [p for p in art.glob("*.json")
+                  if p.name not in ("manifest.json", "record.json", "broker-settings.json")]
+        assert json.loads(omb.read_text())["durability"]["level"] == rec["durability"]["level"]

@@ -53,9 +53,12 @@ def test_smoke_ladder_on_kafka_brackets_a_limit(pytester: pytest.Pytester,
     assert len(list((art / "rungs").iterdir())) == len(  # a refused rung never ran
         [r for r in rungs if r["status"] != "refused"])
     if rec["ladder"]["limit"] == "host-noise":
-        # the hypervisor, not the broker, stopped the climb (the verdict is host-noise,
-        # asserted above): nothing was judged; the bracketing itself went unchecked
-        assert "steal" in " ".join(rungs[-1]["limit_reasons"])
+        # the host, not the broker, stopped the climb (the verdict is host-noise, asserted
+        # above): hypervisor steal, or another process holding the generator's CPU (the
+        # other sessions of a shared CI machine); nothing was judged, the bracketing
+        # itself went unchecked
+        reasons = " ".join(rungs[-1]["limit_reasons"])
+        assert "steal" in reasons or "another process took its CPU" in reasons, reasons
         skip_if_host_noise([rec])
 
 

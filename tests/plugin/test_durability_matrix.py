@@ -214,3 +214,32 @@ def test_b(broker, broker_durability):
         "start pulsar 4",
         "stop pulsar-4",
     ]
+
+
+def test_a_level_test_after_an_unlevelled_one_gets_its_level_and_back_again(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unmarked test and ``@pytest.mark.durability`` tests in one session: each sees
+    its own level on ``broker`` (the session-scoped broker is not reused across the
+    level fixture and its direct parametrization), and Kafka still starts once."""
+    log = pytester.path / "brokers.log"
+    monkeypatch.setenv("BROKER_LOG", str(log))
+    pytester.makeconftest(FAKE_PROVISION)
+    pytester.makepyfile(test_scn="""
+import pytest
+
+def test_first(broker, broker_durability):
+    assert broker_durability is None and broker.durability is None
+
+@pytest.mark.durability(1, 4)
+def test_level(broker, broker_durability):
+    assert broker.durability == broker_durability
+
+def test_last(broker, broker_durability):
+    assert broker_durability is None and broker.durability is None
+""")
+    result = pytester.runpytest_subprocess("--broker=kafka", "--brokerperf-nodes=3", "-v",
+                                           "-p", "no:cacheprovider", "-p", "no:randomly")
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(["*test_level[[]kafka-d1[]] PASSED*",
+                                 "*test_level[[]kafka-d4[]] PASSED*"])
+    assert log.read_text().splitlines() == ["start kafka None", "stop kafka-None"]

@@ -8,12 +8,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pytest_brokerperf.faults.readback import compare
 from pytest_brokerperf.config.fault_spec import FaultSpec, fault_ids, parse_fault
 from pytest_brokerperf.config.settings import Settings
 from pytest_brokerperf.engine.delivery import reconcile, seq_ranges
 from pytest_brokerperf.faults.injector import FaultEvent, FaultInjector
 from pytest_brokerperf.faults.judge import judge_fault
+from pytest_brokerperf.faults.readback import compare
 from tests.unit.test_faults import _outcome, _Session
 from tests.unit.test_lifecycle import ToyCluster
 
