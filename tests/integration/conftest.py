@@ -16,6 +16,8 @@ brokers never run at once.
 from __future__ import annotations
 
 import fcntl
+import json
+import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -167,6 +169,48 @@ def _broker_session_lock() -> Iterator[None]:
             yield
         finally:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _shared_calibration_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One calibration cache per integration run (``$BROKERPERF_CALIBRATION_DIR``, unless
+    set already): the first throughput session measures the loopback harness ceiling
+    (``--brokerperf-calibration=refresh``, test_pulsar_scenarios), the later ones reuse
+    it (``auto``, checked by :func:`check_calibration_reused`); never a user's cached
+    figure from an earlier run."""
+    from pytest_brokerperf.calibration import CALIBRATION_DIR_ENV
+
+    with pytest.MonkeyPatch.context() as mp:
+        if not os.environ.get(CALIBRATION_DIR_ENV, "").strip():
+            mp.setenv(CALIBRATION_DIR_ENV, str(tmp_path_factory.mktemp("calibration")))
+        yield Path(os.environ[CALIBRATION_DIR_ENV])
+
+
+def _harness_keys() -> list[dict[str, Any]]:
+    """The keys of the harness ceilings the run's calibration cache holds now."""
+    from pytest_brokerperf.calibration import cache_path
+
+    try:
+        doc = json.loads(cache_path().read_text())
+    except (OSError, ValueError):
+        return []
+    return [e["key"] for e in doc.values() if isinstance(e, dict) and e.get("target") == "harness"]
+
+
+@pytest.fixture
+def check_calibration_reused() -> Callable[[dict[str, Any]], None]:
+    """Snapshot the run's cached harness ceilings now; the returned check asserts that a
+    record whose harness key was among them used the cached figure (measured once per
+    run), and one whose key was not measured it (an ``auto`` calibration)."""
+    before = _harness_keys()
+
+    def check(rec: dict[str, Any]) -> None:
+        harness = rec["calibration"]["harness"]
+        assert rec["calibration"]["mode"] == "auto", rec["calibration"]["mode"]
+        assert harness["cached"] is (harness["key"] in before), (harness, before)
+        if not harness["cached"]:
+            assert harness["steps"], harness
+    return check
 
 
 @pytest.fixture(scope="session", autouse=True)
