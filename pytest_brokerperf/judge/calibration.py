@@ -25,6 +25,8 @@ Results are cached in ``<cache dir>/calibration.json`` keyed by machine (host, C
 model, CPUs, the generator's CPU set), plugin/Python/client versions, driver, broker
 version, message size and partitions; ``--brokerperf-calibration=refresh`` measures
 again, ``off`` skips calibration (results then say ``uncalibrated``).
+``$BROKERPERF_CALIBRATION_DIR`` moves only the calibration cache (e.g. one per CI run,
+shared by its sessions) and leaves the jars where they are.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ if TYPE_CHECKING:
     from pytest_brokerperf.engine.plan import Rung, RunOutcome
 
 __all__ = [
+    "CALIBRATION_DIR_ENV",
     "CALIBRATION_MODES",
     "Ceiling",
     "cache_path",
@@ -60,6 +63,8 @@ __all__ = [
 
 CALIBRATION_MODES = ("auto", "refresh", "off")
 CACHE_FILE = "calibration.json"
+#: a directory for calibration.json alone (the jars stay in the cache dir)
+CALIBRATION_DIR_ENV = "BROKERPERF_CALIBRATION_DIR"
 #: 2: the generator's batch path raised the loopback (harness) ceiling; ceilings cached
 #: before it would undersize worker pools
 CACHE_SCHEMA = 2
@@ -114,9 +119,11 @@ class Ceiling:
 
 
 def cache_path() -> Path:
+    """``$BROKERPERF_CALIBRATION_DIR/calibration.json``, else in the cache dir."""
     from pytest_brokerperf.brokers.provision.maven import cache_root
 
-    return cache_root() / CACHE_FILE
+    own = os.environ.get(CALIBRATION_DIR_ENV, "").strip()
+    return (Path(own).expanduser() if own else cache_root()) / CACHE_FILE
 
 
 def calibration_key(driver: Driver, *, broker_version: str, message_size: int,

@@ -10,12 +10,15 @@ asks for one of the fixtures in :data:`SHARED` instead of starting its own. The 
 starts at the first test that asks, serves every following test that asks too (the
 tests of every file that asks are run next to each other), and stops — checked to leave
 no process and no data directory — before the first test that does not ask, so two
-brokers never run at once.
+brokers never run at once. A test may stop a shared broker itself (test_rabbitmq's
+last test checks what a stop leaves); it is then the last to use it in its file.
 """
 
 from __future__ import annotations
 
 import fcntl
+import json
+import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -44,7 +47,17 @@ class SharedShape:
     nodes: int
     heap: str | None = None
 
-    def cluster(self) -> KafkaProcessCluster:
+    def cluster(self, tmp: pytest.TempPathFactory) -> KafkaProcessCluster | RabbitMQProcessCluster:
+        if self.kind == "rabbitmq":
+            from pytest_brokerperf.brokers.rabbitmq.process import (
+                RabbitMQProcessCluster,
+                rabbitmq_available,
+            )
+
+            reason = rabbitmq_available()
+            if reason is not None:
+                pytest.skip(reason)
+            return RabbitMQProcessCluster(nodes=self.nodes, workdir=tmp.mktemp("rmq"))
         from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster
 
         assert self.kind == "kafka", self.kind
@@ -55,30 +68,45 @@ class SharedShape:
 SHARED = {
     "kafka_one": SharedShape("kafka", 1),
     "kafka_three": SharedShape("kafka", 3, heap="512m"),
+    "rmq": SharedShape("rabbitmq", 1),
 }
+
+
+@dataclass
+class _Running:
+    """A shared broker and what it started (read at its start: a stopped cluster has no
+    endpoint), every one of which must be gone once it is stopped."""
+
+    cluster: KafkaProcessCluster | RabbitMQProcessCluster
+    pids: list[int]
+    dirs: list[Path]
 
 
 class SharedBrokers:
     """The shared brokers running now (at most one: see the module docstring)."""
 
     def __init__(self) -> None:
-        self._running: dict[str, KafkaProcessCluster] = {}
+        self._running: dict[str, _Running] = {}
 
-    def get(self, name: str) -> KafkaProcessCluster:
+    def get(self, name: str,
+            tmp: pytest.TempPathFactory) -> KafkaProcessCluster | RabbitMQProcessCluster:
+        if name in self._running and not self._running[name].cluster.alive():
+            self.release(keep=set())  # a test stopped it (or a node): a fresh one
         if name not in self._running:
             self.release(keep=set())
-            cluster = SHARED[name].cluster()
+            cluster = SHARED[name].cluster(tmp)
             cluster.start()  # a failed start stops what it started and raises
-            self._running[name] = cluster
-        return self._running[name]
+            info = cluster.endpoint.info
+            pids = [*info["pids"], *([info["epmd_pid"]] if info.get("epmd_pid") else [])]
+            self._running[name] = _Running(cluster, pids, [Path(d) for d in info["data_dirs"]])
+        return self._running[name].cluster
 
     def release(self, keep: set[str]) -> None:
         """Stop every shared broker not in ``keep``; each must leave nothing behind."""
         for name in [n for n in self._running if n not in keep]:
-            cluster = self._running.pop(name)
-            ep = cluster.endpoint
-            pids, dirs = list(ep.info["pids"]), [Path(d) for d in ep.info["data_dirs"]]
-            cluster.stop()
+            run = self._running.pop(name)
+            run.cluster.stop()  # a no-op when a test stopped it already
+            pids, dirs = run.pids, run.dirs
             alive = [p for p in pids if _alive(p)]
             left = [str(d) for d in dirs if d.exists()]
             assert not alive and not left, (
@@ -137,16 +165,30 @@ def pytest_sessionfinish() -> None:
 
 
 @pytest.fixture
-def kafka_one(_broker_session_lock: None) -> BrokerEndpoint:
+def kafka_one(_broker_session_lock: None,
+              tmp_path_factory: pytest.TempPathFactory) -> BrokerEndpoint:
     """A one-node local Kafka shared with every test that asks for it (never stopped or
     reconfigured by a test: topics are the test's own, under its own prefix)."""
-    return _SHARED.get("kafka_one").endpoint
+    return _SHARED.get("kafka_one", tmp_path_factory).endpoint
 
 
 @pytest.fixture
-def kafka_three(_broker_session_lock: None) -> BrokerEndpoint:
+def kafka_three(_broker_session_lock: None,
+                tmp_path_factory: pytest.TempPathFactory) -> BrokerEndpoint:
     """A three-node local Kafka (512 MiB heaps) shared with every test that asks for it."""
-    return _SHARED.get("kafka_three").endpoint
+    return _SHARED.get("kafka_three", tmp_path_factory).endpoint
+
+
+@pytest.fixture
+def rmq(_broker_session_lock: None,
+        tmp_path_factory: pytest.TempPathFactory) -> RabbitMQProcessCluster:
+    """A one-node local RabbitMQ shared with every test that asks for it (queues and
+    exchanges are the test's own, under its own prefix; skips where RabbitMQ is missing)."""
+    from pytest_brokerperf.brokers.rabbitmq.process import RabbitMQProcessCluster
+
+    cluster = _SHARED.get("rmq", tmp_path_factory)
+    assert isinstance(cluster, RabbitMQProcessCluster)
+    return cluster
 
 
 @pytest.fixture(scope="session")
@@ -167,6 +209,48 @@ def _broker_session_lock() -> Iterator[None]:
             yield
         finally:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _shared_calibration_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One calibration cache per integration run (``$BROKERPERF_CALIBRATION_DIR``, unless
+    set already): the first throughput session measures the loopback harness ceiling
+    (``--brokerperf-calibration=refresh``, test_pulsar_scenarios), the later ones reuse
+    it (``auto``, checked by :func:`check_calibration_reused`); never a user's cached
+    figure from an earlier run."""
+    from pytest_brokerperf.judge.calibration import CALIBRATION_DIR_ENV
+
+    with pytest.MonkeyPatch.context() as mp:
+        if not os.environ.get(CALIBRATION_DIR_ENV, "").strip():
+            mp.setenv(CALIBRATION_DIR_ENV, str(tmp_path_factory.mktemp("calibration")))
+        yield Path(os.environ[CALIBRATION_DIR_ENV])
+
+
+def _harness_keys() -> list[dict[str, Any]]:
+    """The keys of the harness ceilings the run's calibration cache holds now."""
+    from pytest_brokerperf.judge.calibration import cache_path
+
+    try:
+        doc = json.loads(cache_path().read_text())
+    except (OSError, ValueError):
+        return []
+    return [e["key"] for e in doc.values() if isinstance(e, dict) and e.get("target") == "harness"]
+
+
+@pytest.fixture
+def check_calibration_reused() -> Callable[[dict[str, Any]], None]:
+    """Snapshot the run's cached harness ceilings now; the returned check asserts that a
+    record whose harness key was among them used the cached figure (measured once per
+    run), and one whose key was not measured it (an ``auto`` calibration)."""
+    before = _harness_keys()
+
+    def check(rec: dict[str, Any]) -> None:
+        harness = rec["calibration"]["harness"]
+        assert rec["calibration"]["mode"] == "auto", rec["calibration"]["mode"]
+        assert harness["cached"] is (harness["key"] in before), (harness, before)
+        if not harness["cached"]:
+            assert harness["steps"], harness
+    return check
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -302,22 +386,3 @@ def _valid_or_noise(rec: dict[str, Any]) -> tuple[str, str]:
 def valid_or_noise() -> Callable[[dict[str, Any]], tuple[str, str]]:
     """``valid_or_noise(record)`` → (status, SLO column): valid, or honestly host-noise."""
     return _valid_or_noise
-
-
-@pytest.fixture(scope="module")
-def rmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RabbitMQProcessCluster]:
-    """One local RabbitMQ node for a module's tests (skips where RabbitMQ is missing)."""
-    from pytest_brokerperf.brokers.rabbitmq.process import (
-        RabbitMQProcessCluster,
-        rabbitmq_available,
-    )
-
-    reason = rabbitmq_available()
-    if reason is not None:
-        pytest.skip(reason)
-    cluster = RabbitMQProcessCluster(nodes=1, workdir=tmp_path_factory.mktemp("rmq"))
-    cluster.start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop()

@@ -111,26 +111,6 @@ def _bias(name: str, stamped: Stamped, wires: list[WireStamps], first: int) -> d
     return figures
 
 
-def test_rabbitmq_send_is_stamped_at_the_wire_and_the_handoff_is_bounded(
-        rmq: RabbitMQProcessCluster) -> None:
-    port = int(rmq.endpoint.bootstrap.rsplit(":", 1)[1])
-    proxy = WireStampProxy(("127.0.0.1", port), "amqp").start()
-    try:
-        endpoint = replace(rmq.endpoint, bootstrap=f"amqp://127.0.0.1:{proxy.port}")
-        driver = create_driver(endpoint, shipped_driver("rabbitmq-omb"))
-        stamped = _publish(driver, "it-handoff-000")
-        # (the process's list: other tests' consumers add their own lines)
-        docs = [json.loads(s) for s in driver.client_stats()]
-        stats = [d["rabbitmq_producer"] for d in docs if "rabbitmq_producer" in d]
-    finally:
-        wires = proxy.stop()
-    assert all(sent > header_sent for header_sent, sent, _ in stamped)  # the write, later
-    _bias("RabbitMQ", stamped, wires, first=1)
-    handoff = stats[0]["send_handoff_us"]
-    assert handoff["count"] == COUNT
-    print(f"  client statistics send_handoff_us: {handoff}")
-
-
 def test_pulsar_ack_stamp_is_bounded_against_the_wire(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     try:
@@ -158,3 +138,23 @@ def test_pulsar_ack_stamp_is_bounded_against_the_wire(
     finally:
         standalone.stop()
     _bias("Pulsar (batching)", stamped, wires, first=0)
+
+
+def test_rabbitmq_send_is_stamped_at_the_wire_and_the_handoff_is_bounded(
+        rmq: RabbitMQProcessCluster) -> None:
+    port = int(rmq.endpoint.bootstrap.rsplit(":", 1)[1])
+    proxy = WireStampProxy(("127.0.0.1", port), "amqp").start()
+    try:
+        endpoint = replace(rmq.endpoint, bootstrap=f"amqp://127.0.0.1:{proxy.port}")
+        driver = create_driver(endpoint, shipped_driver("rabbitmq-omb"))
+        stamped = _publish(driver, "it-handoff-000")
+        # (the process's list: other tests' consumers add their own lines)
+        docs = [json.loads(s) for s in driver.client_stats()]
+        stats = [d["rabbitmq_producer"] for d in docs if "rabbitmq_producer" in d]
+    finally:
+        wires = proxy.stop()
+    assert all(sent > header_sent for header_sent, sent, _ in stamped)  # the write, later
+    _bias("RabbitMQ", stamped, wires, first=1)
+    handoff = stats[0]["send_handoff_us"]
+    assert handoff["count"] == COUNT
+    print(f"  client statistics send_handoff_us: {handoff}")

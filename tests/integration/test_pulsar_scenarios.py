@@ -28,6 +28,7 @@ import pytest
 
 from pytest_brokerperf.brokers.provision.maven import resolve_pulsar
 from pytest_brokerperf.core.errors import BrokerUnavailable
+from pytest_brokerperf.judge.calibration import cache_path
 from pytest_brokerperf.results.omb import read_omb_result
 from pytest_brokerperf.testing import PLAIN_SCENARIOS
 
@@ -58,7 +59,10 @@ def test_scenarios_end_to_end_through_pytest(
         # a short ladder whose top may be the Python client's limit here: INCONCLUSIVE
         # turns into a warning so the ladder's own record can be checked
         "--brokerperf-ladder=1k,30k", "--brokerperf-inconclusive=warn",
-        "--brokerperf-calibration=refresh",  # never a ceiling cached by an earlier run
+        # a real refresh: measured again even if cached; the first throughput session
+        # of the run, so it fills the run's calibration cache (tests/integration/
+        # conftest.py) that test_rabbitmq_scenarios and test_throughput_kafka reuse
+        "--brokerperf-calibration=refresh",
         "-W", "default::pytest_brokerperf.core.warnings.BrokerPerfWarning",
         "--rootdir", str(pytester.path), timeout=900,
     )
@@ -80,6 +84,15 @@ def test_scenarios_end_to_end_through_pytest(
     # 16 partitions at 1k msg/s must hold: with OMB's 16 I/O threads on a one-CPU
     # generator it did not (see docs/reference/pulsar.md)
     check_ladder(recs["throughput"], "pulsar")
+    # refresh measured both ceilings again (nothing taken from a cache), and stored the
+    # harness one in the run's calibration cache unless the hypervisor stopped it
+    cal = recs["throughput"]["calibration"]
+    assert cal["mode"] == "refresh"
+    assert not cal["harness"]["cached"] and cal["harness"]["steps"], cal["harness"]
+    assert not cal["driver"]["cached"] and cal["driver"]["steps"], cal["driver"]
+    stored = json.loads(cache_path().read_text()) if cache_path().exists() else {}
+    assert (cal["harness"]["key"] in [e["key"] for e in stored.values()]) is (
+        cal["harness"]["bound"] != "host"), cal["harness"]
     rec = recs["tailread"]
     assert rec["broker"] == "pulsar" and rec["broker_version"] == "4.0.7"
     assert rec["delivery"]["lost"] == 0 and rec["delivery"]["acknowledged"] > 3000

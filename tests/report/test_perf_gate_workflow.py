@@ -4,10 +4,11 @@ The workflow's own ``run:`` steps run in order with its environment
 (``ci/github/drive_workflow.py``; the cache, artefact and comment actions emulated on
 disk). Each push's measurement is a record already written (``SKIP_RUN=1``: no broker,
 no pytest run; the records carry real histograms), so what is under test is the CI
-example itself: the history grows by one run per push, is pruned to ``KEEP`` runs, is
-saved whatever the gate said, and the gate goes 0 (no baseline yet) → 3 → 3 (fewer than
-3 baseline runs) → 0 → 1 (a fabricated +100 % regression). A pull request gets the
-summary as its comment.
+example itself: the history grows by one run per push to main, is pruned to ``KEEP``
+runs, is saved whatever the gate said, and the gate goes 0 (no baseline yet) → 3 → 3
+(fewer than 3 baseline runs) → 0 (a pull request: its summary is its comment, the
+history is neither added to nor saved) → 1 (a fabricated +100 % regression on main,
+saved all the same). Five jobs, one ``brokerperf report`` (a Spark start) each.
 """
 
 from __future__ import annotations
@@ -53,38 +54,40 @@ def test_the_workflow_builds_a_history_and_gates_3_then_0_then_1(tmp_path: Path)
     drive = _driver().drive
     store = tmp_path / "store"
     history_sizes, codes = [], []
-    for push in range(1, 7):
+    for push in range(1, 6):
         ws = tmp_path / f"push{push}"  # a fresh checkout per job, as on GitHub
         ws.mkdir()
         (ws / "ci").symlink_to(REPO / "ci")
         run_id = f"2026030{push}-000000-00000{push}"
         regression = push == 5
+        pull_request = push == 4
         _measure(ws, run_id, seed=push, slow=2.0 if regression else 1.0)
-        event = "pull_request" if push == 6 else "push"
-        ref = "refs/pull/7/merge" if push == 6 else "refs/heads/main"
+        event = "pull_request" if pull_request else "push"
+        ref = "refs/pull/7/merge" if pull_request else "refs/heads/main"
         log = io.StringIO()
         res = drive(WORKFLOW, ws, store, ref=ref, event=event, run_id=str(push), log=log,
                     skip=["Install", "Fetch"],
-                    extra_env={"SKIP_RUN": "1", "RUN_ID": run_id, "KEEP": "4",
+                    extra_env={"SKIP_RUN": "1", "RUN_ID": run_id, "KEEP": "3",
                                "PYTHON": sys.executable})
         gate = res.step("Run the smoke and gate it")
         codes.append(int(gate.outputs["code"]))
         assert gate.outputs.get("measured") == "true", log.getvalue()
         saved = res.step("Save the baseline history")
-        if push < 6:
+        if not pull_request:  # saved whatever the gate said (push 5: a regression)
             assert saved.ran and "saved as" in saved.note, log.getvalue()
             history_sizes.append(len(history_runs(ws / "brokerperf-baseline")))
         else:  # a pull request neither adds to nor saves the history
             assert not saved.ran and not res.step("Add this run").ran
+            # it got the summary as its comment: the gate passed against pushes 1-3
+            comment = (store / "pr-comment-brokerperf-perf-gate.md").read_text()
+            assert "Regression gate: ok" in comment
         # the job fails on a regression only: 3 (too few baseline runs) is not a failure
         assert res.success == (codes[-1] != 1), log.getvalue()
         if regression:
             summary = (ws / "brokerperf-report" / "summary.md").read_text()
             assert "**Regression gate: REGRESSION**" in summary
             assert "regression" in summary and "SLO" not in summary
-    # each push appended its run; KEEP=4 pruned the oldest on push 5
-    assert history_sizes == [1, 2, 3, 4, 4]
-    assert codes == [0, 3, 3, 0, 1, 0]
-    # push 6 (a pull request, like push 4's figures) got the summary as its comment
-    comment = (store / "pr-comment-brokerperf-perf-gate.md").read_text()
-    assert "Regression gate: ok" in comment
+    # each push to main appended its run; KEEP=3 pruned the oldest on push 5 (the pull
+    # request's run never entered the history)
+    assert history_sizes == [1, 2, 3, 3]
+    assert codes == [0, 3, 3, 0, 1]

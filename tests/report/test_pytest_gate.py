@@ -44,6 +44,10 @@ PARAMS = {"topics": 1, "partitions": 4, "message_size": 128, "producers": 1,
           "subscriptions": 1, "consumers": 1, "rate": 500.0}
 
 
+RUN = ("--brokerperf-duration=2", "--brokerperf-warmup=1", "--brokerperf-period=0.5",
+       "-p", "no:cacheprovider", "-p", "no:randomly", "--brokerperf-noise-retries=2")
+
+
 def _baseline(path: Path, cpu_model: str | None = None, runs: int = 3,
               name: str = "results.jsonl") -> None:
     """Synthetic runs of the loopback test's cell (every latency 1 µs), on this machine
@@ -60,21 +64,31 @@ def _baseline(path: Path, cpu_model: str | None = None, runs: int = 3,
         write_jsonl(path / name.format(i=i + 1), [rec])
 
 
-def test_a_regression_fails_the_test_and_the_session_report_says_so(
+def test_a_regression_fails_the_test_the_report_says_so_and_the_run_is_saved_after_it(
         pytester: pytest.Pytester) -> None:
-    _baseline(pytester.path / "baseline")
+    """Three stored runs are the baseline (``all``); the loopback run regresses against
+    them, the session-end report says so, and the run is stored only after its report,
+    so ``all`` never holds the run itself."""
+    store = pytester.path / "store"
+    _baseline(store / machine_key("local"), name="000{i}_b/results.jsonl")
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_scn=TEST)
     result = pytester.runpytest_subprocess(
-        "--brokerperf-duration=2", "--brokerperf-warmup=1", "--brokerperf-period=0.5",
-        "-p", "no:cacheprovider", "-p", "no:randomly", "--brokerperf-noise-retries=2",
-        f"--brokerperf-results={pytester.path}/res", "--brokerperf-report=markdown,csv",
-        f"--brokerperf-baseline={pytester.path}/baseline",
-        "--brokerperf-fail-on=e2e_response.p99:+15%")
+        *RUN, f"--brokerperf-results={pytester.path}/res", f"--brokerperf-storage={store}",
+        "--brokerperf-baseline=all", "--brokerperf-fail-on=e2e_response.p99:+15%",
+        "--brokerperf-report=markdown,csv", "--brokerperf-save=new")
+    out = result.stdout.str()
+    [summary] = (pytester.path / "res").glob("*/summary.md")
+    text = summary.read_text()
+    # the session-end report's baseline is the three stored runs, not this run as well
+    assert "Baseline: 3 records from 3 files" in text, out
+    assert sorted(p.name for p in (store / machine_key("local")).iterdir()) == [
+        "0001_b", "0002_b", "0003_b", "0004_new"]
+    assert list((pytester.path / "res").glob("*/cells.csv"))
+    assert "report written to" in out
     records = [json.loads(x) for x in
                (pytester.path / "res" / "results.jsonl").read_text().splitlines()]
     skip_if_host_noise(records)
-    out = result.stdout.str()
     assert result.ret == 1, out
     # a regression, never called an SLO failure: the failure line, the column, the count
     assert "REGRESSION against the baseline:" in out and "e2e_response.p99 = " in out
@@ -85,11 +99,7 @@ def test_a_regression_fails_the_test_and_the_session_report_says_so(
     [rec] = records
     [gate] = rec["gates"]
     assert gate["status"] == "regression" and gate["baseline"] == 1.0
-    [summary] = (pytester.path / "res").glob("*/summary.md")
-    text = summary.read_text()
     assert "**Regression gate: REGRESSION**" in text and "loopback" in text
-    assert list((pytester.path / "res").glob("*/cells.csv"))
-    assert "report written to" in out
 
 
 def test_a_saved_run_is_a_named_baseline_and_an_unknown_name_a_usage_error(
@@ -116,10 +126,6 @@ def test_a_saved_run_is_a_named_baseline_and_an_unknown_name_a_usage_error(
                                   "0002_2*Fix:*"])
 
 
-RUN = ("--brokerperf-duration=2", "--brokerperf-warmup=1", "--brokerperf-period=0.5",
-       "-p", "no:cacheprovider", "-p", "no:randomly", "--brokerperf-noise-retries=2")
-
-
 def test_a_baseline_of_another_machine_under_the_default_label_is_a_usage_error(
         pytester: pytest.Pytester) -> None:
     _baseline(pytester.path / "baseline", cpu_model="Other CPU 9000")
@@ -143,21 +149,3 @@ def test_a_baseline_of_another_machine_under_the_default_label_is_a_usage_error(
     if all(r["verdict"]["status"] == "valid" for r in recs):  # a busy machine: not judged
         # judged: the 1 µs baseline makes it a regression
         assert across.ret == 1 and "REGRESSION against the baseline" in out, out
-
-
-def test_the_run_is_saved_after_its_report_so_all_never_holds_it(
-        pytester: pytest.Pytester) -> None:
-    store = pytester.path / "store"
-    _baseline(store / machine_key("local"), name="000{i}_b/results.jsonl")
-    pytester.makeconftest(CONFTEST)
-    pytester.makepyfile(test_scn=TEST)
-    result = pytester.runpytest_subprocess(
-        *RUN, f"--brokerperf-results={pytester.path}/res", f"--brokerperf-storage={store}",
-        "--brokerperf-baseline=all", "--brokerperf-fail-on=e2e_response.p99:+15%",
-        "--brokerperf-report=markdown", "--brokerperf-save=new")
-    out = result.stdout.str()
-    [summary] = (pytester.path / "res").glob("*/summary.md")
-    # the session-end report's baseline is the three stored runs, not this run as well
-    assert "Baseline: 3 records from 3 files" in summary.read_text(), out
-    assert sorted(p.name for p in (store / machine_key("local")).iterdir()) == [
-        "0001_b", "0002_b", "0003_b", "0004_new"]

@@ -9,11 +9,12 @@ import pytest
 
 from pytest_brokerperf.brokers.provision.powercut_nodes import merge_reports
 from pytest_brokerperf.brokers.rabbitmq.readback import stream_names
-from pytest_brokerperf.brokers.readback import SeqBitmaps, compare
+from pytest_brokerperf.brokers.readback import SeqBitmaps
 from pytest_brokerperf.config.fault_spec import parse_fault
 from pytest_brokerperf.config.settings import Settings
 from pytest_brokerperf.core.header import KIND_DATA, MAGIC, VERSION, pack
 from pytest_brokerperf.faults.offered import power_cut_problem
+from pytest_brokerperf.faults.readback import compare
 from pytest_brokerperf.plugin.preflight import preflight_problems
 
 CUT = parse_fault("power-cut@5s", "test")

@@ -157,6 +157,34 @@ def test_calibration_finds_and_caches_a_ceiling(tmp_path, monkeypatch):
     assert got is not None and got.cached and got.rate_msg_s == 8_000
 
 
+def test_calibration_dir_moves_the_calibration_cache_alone(tmp_path, monkeypatch):
+    """$BROKERPERF_CALIBRATION_DIR (one per CI run, shared by its sessions) holds
+    calibration.json; the jars' cache dir is not moved, and a ceiling stored there is
+    found there only."""
+    from pytest_brokerperf.brokers.provision.maven import cache_root
+
+    monkeypatch.setenv("BROKERPERF_CACHE_DIR", str(tmp_path / "jars"))
+    monkeypatch.setenv(cal.CALIBRATION_DIR_ENV, str(tmp_path / "ci-run"))
+    assert cal.cache_path() == tmp_path / "ci-run" / "calibration.json"
+    assert cache_root() == tmp_path / "jars"
+    drv = LoopbackDriver()
+    key = cal.calibration_key(drv, broker_version="in-process", message_size=256,
+                              partitions=1, generator_cpus=None)
+    cal.store(cal.Ceiling(target="harness", driver="loopback", broker="loopback",
+                          rate_msg_s=5_000.0, bound="client", failed_rate_msg_s=10_000.0,
+                          limit_reasons=[], steps=[], message_size=256, partitions=1,
+                          measured_at="2026-11-28T00:00:00", duration_s=1.0, key=key))
+    assert (tmp_path / "ci-run" / "calibration.json").is_file()
+    assert not (tmp_path / "jars" / "calibration.json").exists()
+    got = cal.cached_or_measured(drv, target="harness", broker="loopback",
+                                 broker_version="in-process", message_size=256, partitions=1,
+                                 generator_cpus=None, mode="auto")
+    assert got is not None and got.cached and got.rate_msg_s == 5_000.0
+    monkeypatch.setenv(cal.CALIBRATION_DIR_ENV, "  ")  # blank: the cache dir again
+    assert cal.cache_path() == tmp_path / "jars" / "calibration.json"
+    assert cal.load_cached(key) is None
+
+
 def test_calibration_measures_a_stalled_step_again_before_it_counts(tmp_path, monkeypatch):
     # a 1 µs publish-delay budget fails every step while the process idles: a failure
     # that is not saturation is measured once more (here at most once) before it counts
