@@ -651,7 +651,8 @@ def _find_java() -> str:
     ``provision.java`` on newer trees, in ``brokers.kafka.process`` before)."""
     import importlib
 
-    for module in ("pytest_brokerperf.brokers.provision.java", "pytest_brokerperf.brokers.kafka.process"):
+    for module in ("pytest_brokerperf.brokers.provision.java",
+                   "pytest_brokerperf.brokers.kafka.process"):
         try:
             find = importlib.import_module(module).find_java
         except (ImportError, AttributeError):

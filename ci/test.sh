@@ -16,11 +16,12 @@ PY=${PYTHON:-python3}
 "$PY" -c 'import sys; from importlinter.cli import lint_imports_command as m; sys.exit(m())' \
   --no-cache
 # Two pytest runs, each with its closing line; the script fails if either fails.
-# 1. Unit, plugin and report tests (mostly the in-process loopback broker). Serial: the
-#    CPU-sensitive ones (host noise, steal, calibration) would judge a second worker's load.
+# 1. Unit, plugin and report tests (mostly the in-process loopback broker), on two xdist
+#    workers, each pinned to a CPU of its own (tests/conftest.py): a test's CPU figures
+#    (host noise, steal, calibration) see its own lane, never the other worker's load.
 # 2. The integration tests: real brokers, one at a time, so serial.
 # The slowest tests of each run are listed: where CI time goes, for keeping it short.
 status=0
-"$PY" -m pytest tests --ignore=tests/integration --durations=30 "$@" || status=$?
+"$PY" -m pytest tests --ignore=tests/integration -n 2 --durations=30 "$@" || status=$?
 "$PY" -m pytest tests/integration --durations=40 "$@" || status=$?
 exit "$status"

@@ -2,8 +2,8 @@
 
 A :class:`ProducerTweak` is what a broker applies to its driver file's producer block
 (:meth:`~pytest_brokerperf.brokers.base.BrokerType.tweak_driver_file`), so it lives with the
-brokers: a study case (:mod:`pytest_brokerperf.scenario_library.study_cases`) carries one, a broker never
-needs to know the case.
+brokers: a study case (:mod:`pytest_brokerperf.scenario_library.study_cases`) carries
+one, a broker never needs to know the case.
 """
 
 from __future__ import annotations

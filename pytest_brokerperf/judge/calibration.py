@@ -9,11 +9,12 @@ producer and one consumer (the per-process shape of the throughput scenario):
   broker's client library (confluent-kafka for Kafka).
 
 Each is a short open-loop ladder in one session: rates double from ``start_rate`` until
-a step is not sustainable (the ladder's own rules, :func:`~pytest_brokerperf.judge.ladder.judge_rung`),
-then two geometric bisection steps (queues drained in between). A step that fails on
-the harness side without saturating the process (a stall, not a ceiling) is measured
-once more before it counts, at most twice per calibration. The ceiling is the
-highest sustained step. What stopped it is recorded as the ceiling's ``bound``:
+a step is not sustainable (the ladder's own rules,
+:func:`~pytest_brokerperf.judge.ladder.judge_rung`), then two geometric bisection steps
+(queues drained in between). A step that fails on the harness side without saturating
+the process (a stall, not a ceiling) is measured once more before it counts, at most
+twice per calibration. The ceiling is the highest sustained step. What stopped it is
+recorded as the ceiling's ``bound``:
 
 * ``client`` — the process itself (CPU, run queue, its own schedule): a true per-process
   ceiling, used to flag targets above ``workers × ceiling`` as ``client-bound``;

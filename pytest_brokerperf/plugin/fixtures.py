@@ -1,6 +1,7 @@
 """The fixtures pytest-brokerperf provides; heavy imports stay inside the bodies.
 
-* ``brokerperf_settings`` (session): the validated :class:`~pytest_brokerperf.config.settings.Settings`.
+* ``brokerperf_settings`` (session): the validated
+  :class:`~pytest_brokerperf.config.settings.Settings`.
 * ``broker_durability`` (session): the test's durability level, ``None`` unless
   ``--brokerperf-durability`` or ``@pytest.mark.durability`` parametrize it (ids ``-d1``).
 * ``broker`` (session, parametrized by ``--broker`` and the level): a started, warmed

@@ -2,13 +2,12 @@
 
 ``data/studies/layouts.yaml`` declares every table and figure of the studies
 (:data:`STUDIES`: who published each, its title, its hardware; the cases of
-:mod:`pytest_brokerperf.scenario_library.study_cases` name them by key) with its rows and columns as the
-study draws them; ``data/studies/published.csv`` holds one row per cell: study, table, row,
-column, value, unit and a note. A chart drawn without numbers has cells with no value
-and the note "chart, no numbers published" — nothing is read off a chart. The
-transcription is from the studies' texts; a reader holds a run's figures against these
-(``study_source`` in a study case's record names its table).
-"""
+:mod:`pytest_brokerperf.scenario_library.study_cases` name them by key) with its rows
+and columns as the study draws them; ``data/studies/published.csv`` holds one row per
+cell: study, table, row, column, value, unit and a note. A chart drawn without numbers
+has cells with no value and the note "chart, no numbers published" — nothing is read off
+a chart. The transcription is from the studies' texts; a reader holds a run's figures
+against these (``study_source`` in a study case's record names its table). """
 
 from __future__ import annotations
 

@@ -7,7 +7,8 @@ duration and cluster-wide changes — which is printed against remote clusters (
 ``--brokerperf-dry-run``, which then stops), and refused when it breaks a cap:
 
 * byte cap ``--brokerperf-max-bytes`` and rate cap ``--brokerperf-max-rate``, with
-  conservative defaults against remote clusters (:data:`~pytest_brokerperf.config.settings.REMOTE_MAX_BYTES`,
+  conservative defaults against remote clusters
+  (:data:`~pytest_brokerperf.config.settings.REMOTE_MAX_BYTES`,
   :data:`~pytest_brokerperf.config.settings.REMOTE_MAX_RATE`);
 * OMB's ``reset: true`` (which deletes *every* topic) against a remote cluster;
 * cluster-wide changes (broker configs, throttles, reassigning what the run did not

@@ -628,7 +628,8 @@ def test_managed_process_cpu_pinning(tmp_path: Path) -> None:
 
 
 def test_pinning_shim_without_taskset(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("pytest_brokerperf.brokers.provision.process.shutil.which", lambda name: None)
+    monkeypatch.setattr("pytest_brokerperf.brokers.provision.process.shutil.which",
+                        lambda name: None)
     cpu = max(os.sched_getaffinity(0))
     p = ManagedProcess(
         ["sh", "-c", "cat /proc/self/status"], log_file=tmp_path / "p.log", cpus={cpu}
@@ -667,7 +668,8 @@ def test_no_orphans_when_interpreter_ends(tmp_path: Path, ending: str) -> None:
         # Whatever this test was started from: a background job leaves SIGINT ignored,
         # and a child inherits that; Ctrl-C's Python default is what is tested here.
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        from pytest_brokerperf.brokers.provision.process import ManagedProcess, register_cleanup_path
+        from pytest_brokerperf.brokers.provision.process import (
+            ManagedProcess, register_cleanup_path)
         d = Path({str(tmp_path / "data")!r}); d.mkdir()
         register_cleanup_path(d)
         p = ManagedProcess(["sleep", "60"], log_file=Path({str(tmp_path / "s.log")!r})).start()

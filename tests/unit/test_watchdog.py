@@ -49,7 +49,8 @@ def test_sigkill_of_owner_kills_tagged_processes_and_removes_data(
         f"""
         import time
         from pathlib import Path
-        from pytest_brokerperf.brokers.provision.process import ManagedProcess, register_cleanup_path
+        from pytest_brokerperf.brokers.provision.process import (
+            ManagedProcess, register_cleanup_path)
         from pytest_brokerperf.brokers.provision import watchdog
         d = Path({str(tmp_path / "data")!r}); d.mkdir()
         register_cleanup_path(d)

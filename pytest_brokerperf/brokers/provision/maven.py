@@ -522,7 +522,8 @@ def resolve_pulsar(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m pytest_brokerperf.brokers.provision.maven kafka|pulsar [--version V]``: the lib dir."""
+    """``python -m pytest_brokerperf.brokers.provision.maven kafka|pulsar [--version V]``:
+    the lib dir."""
     parser = argparse.ArgumentParser(
         prog="python -m pytest_brokerperf.brokers.provision.maven",
         description="Resolve a broker's jars into the pytest-brokerperf cache and print "

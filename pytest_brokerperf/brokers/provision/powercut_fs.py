@@ -251,7 +251,8 @@ def _announce_ready(mount: str, state: str) -> None:
 def main(argv: list[str]) -> int:
     """``BACKING MOUNT STATE``: serve MOUNT in the foreground until unmounted."""
     if len(argv) != 3:
-        print("usage: python -m pytest_brokerperf.brokers.provision.powercut_fs BACKING MOUNT STATE",
+        print("usage: python -m pytest_brokerperf.brokers.provision.powercut_fs "
+              "BACKING MOUNT STATE",
               file=sys.stderr)
         return 2
     backing, mount, state = argv
