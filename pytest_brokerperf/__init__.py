@@ -1,7 +1,8 @@
 """pytest-brokerperf: scenario-based message-broker performance tests for pytest.
 
 The public API, imported lazily so that loading the pytest plugin (which imports this
-package) never pulls in broker clients, numpy or YAML::
+package) never pulls in broker clients, numpy or YAML. It names no broker kind: a
+broker's own types live in its package (``pytest_brokerperf.brokers.kafka.config``)::
 
     from pytest_brokerperf import TailRead, Workload, BrokerEndpoint
 """
@@ -29,7 +30,6 @@ _EXPORTS = {
     "Workload": "pytest_brokerperf.workload.model",
     "StudyCase": "pytest_brokerperf.scenario_library.study_cases",
     "ProducerTweak": "pytest_brokerperf.brokers.producer_tweak",
-    "KafkaDriverConfig": "pytest_brokerperf.brokers.kafka.config",
     "LatencyHistogram": "pytest_brokerperf.metrics.histogram",
     "Settings": "pytest_brokerperf.config.settings",
     "BrokerPerfWarning": "pytest_brokerperf.core.warnings",

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from pytest_brokerperf import brokers
 from pytest_brokerperf.brokers.endpoint import BrokerEndpoint, LocalProcesses
 from pytest_brokerperf.brokers.kafka.jmx_exporter import agent_flag, render_config
 from pytest_brokerperf.brokers.kafka.metrics import kafka_figures
@@ -108,15 +109,17 @@ def test_sources_of_an_endpoint() -> None:
     s = Settings.resolve({}, {}, {})
     local = BrokerEndpoint(kind="kafka", bootstrap="b", mode="process", local=LocalProcesses(
         pids=(11, 12), metrics_urls=("http://127.0.0.1:1/metrics",)))
-    sampler = broker_sampler(local, s)
+    sampler = broker_sampler(brokers.get(local.kind), local, s)
     assert sampler is not None and sampler.nodes == ["1", "2"]
-    assert broker_sampler(BrokerEndpoint(kind="loopback", bootstrap="x", mode="process"),
+    assert broker_sampler(brokers.get("loopback"),
+                          BrokerEndpoint(kind="loopback", bootstrap="x", mode="process"),
                           s) is None
     off = Settings.resolve({"brokerperf_broker_metrics": "false"}, {}, {})
-    assert broker_sampler(local, off) is None
+    assert broker_sampler(brokers.get(local.kind), local, off) is None
     remote = Settings.resolve({"brokerperf_kafka_bootstrap": "h:1",
                                "brokerperf_prometheus": "http://a/m,http://b/m"}, {}, {})
-    sampler = broker_sampler(BrokerEndpoint(kind="kafka", bootstrap="h:1", mode="remote"),
+    sampler = broker_sampler(brokers.get("kafka"),
+                             BrokerEndpoint(kind="kafka", bootstrap="h:1", mode="remote"),
                              remote)
     assert sampler is not None and sampler.nodes == ["1", "2"]
     assert sampler.kinds == ["prometheus"]
@@ -127,7 +130,8 @@ def test_the_sampler_reads_a_scrape_as_the_broker_kind_does() -> None:
     from pytest_brokerperf import brokers
 
     s = Settings.resolve({"brokerperf_prometheus": "http://a/m"}, {}, {})
-    kafka = broker_sampler(BrokerEndpoint(kind="kafka", bootstrap="b", mode="process"), s)
+    kafka = broker_sampler(brokers.get("kafka"),
+                           BrokerEndpoint(kind="kafka", bootstrap="b", mode="process"), s)
     assert kafka is not None
     assert kafka._figures == brokers.get("kafka").prometheus_figures
     assert BrokerMetricsSampler.for_sources(remote=True) is None

@@ -67,10 +67,13 @@ def test_the_refusal_names_the_scenario_the_broker_and_the_capability() -> None:
 
 def test_the_kafka_read_back_lives_in_the_kafka_package() -> None:
     import pytest_brokerperf.brokers.readback as neutral
+    import pytest_brokerperf.faults.readback as judged
     from pytest_brokerperf.brokers.kafka.readback import KafkaReadBack, read_back_kafka
 
-    assert not hasattr(neutral, "read_back_kafka")  # faults/ keeps the neutral part only
-    assert {"ReadBack", "SeqBitmaps", "compare"} <= set(neutral.__all__)
+    # brokers/ keeps what every broker's reader shares, faults/ the comparison
+    assert not hasattr(neutral, "read_back_kafka") and not hasattr(judged, "read_back_kafka")
+    assert {"SeqBitmaps", "READ_BACK_TIMEOUT_S"} <= set(neutral.__all__)
+    assert {"ReadBack", "compare"} <= set(judged.__all__)
     assert callable(read_back_kafka)
     assert isinstance(brokers.get("kafka").capabilities.read_back, KafkaReadBack)
 
@@ -99,23 +102,19 @@ def test_the_kafka_earliest_reader_refuses_another_driver() -> None:
 
 # --------------------------------------------------------------------------- boundary
 
-#: broker packages (and modules) under brokers/ that only brokers/ may import; the
-#: neutral interface (base, driver, capabilities) and the registry are for everyone
-_NEUTRAL = {"base", "driver", "capabilities", "producer_tweak"}
+#: broker packages (and modules) under brokers/ that only brokers/ may import; what every
+#: broker shares (the interface, endpoint, durability levels, node control, read-back
+#: bitmaps, versions, the provisioning base) and the registry are for everyone
+_NEUTRAL = {"base", "driver", "capabilities", "producer_tweak", "durability", "endpoint",
+            "node_control", "provision", "readback", "versions"}
 
 #: what stays, and why; anything new fails the test
 _ALLOWED: dict[str, str] = {
     # the ``brokerperf`` command's Kafka-only subcommands (``fetch kafka`` jars,
     # ``cleanup`` of a Kafka cluster's topics by prefix)
-    "cli.py": "kafka",
-    # the Maven coordinates of the Kafka and Pulsar jars it fetches
-    "provision/maven.py": "kafka pulsar",
-    # the package's lazily exported public names (item 4 of issue #25 reshapes them)
-    "__init__.py": "kafka",
+    "plugin/cli.py": "kafka",
     # the studies' tables have a column per broker: a record's broker is its column
     "report/studies.py": "kafka pulsar rabbitmq automq",
-    # test machinery that drives real brokers' processes (moves to tests/support/)
-    "testing/powercut.py": "kafka pulsar rabbitmq",
 }
 
 

@@ -162,3 +162,13 @@ def test_file_classes_import_pydantic_only_when_a_file_is_checked() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=60)
     assert out.stdout.split() == ["False", "True"]
+
+
+def test_the_public_api_names_no_broker_kind() -> None:
+    """``from pytest_brokerperf import X`` gives what scenarios and users' tests share; a
+    broker's own types (``KafkaDriverConfig``...) stay in its package."""
+    from pytest_brokerperf import _EXPORTS, brokers
+
+    kinds = {f"{ROOT}.brokers.{k}" for k in brokers.BUILTIN}
+    assert sorted(name for name, module in _EXPORTS.items()
+                  if any(module == k or module.startswith(f"{k}.") for k in kinds)) == []
