@@ -24,10 +24,10 @@ AUTO_PROVISION_ENV = "BROKERPERF_AUTO_PROVISION"
 def decide_auto(settings: Settings) -> tuple[str, str]:
     """What ``--brokerperf-provision=auto`` becomes for this session, and why.
 
-    Containers when a Docker engine answers and every broker of the session offers
-    container mode for ``--brokerperf-nodes`` with an image on the engine (the one
-    ``--brokerperf-image`` names, else one of its defaults; nothing is pulled); local
-    processes otherwise. One mode for the whole session, so a multi-broker run is never
+    Containers when the containers extra is installed, a Docker engine answers and every
+    broker of the session offers container mode for ``--brokerperf-nodes`` with an image
+    on the engine (the one ``--brokerperf-image`` names, else one of its defaults; nothing
+    is pulled); local processes otherwise. One mode for the whole session, so a multi-broker run is never
     split across two. ``BROKERPERF_AUTO_PROVISION=process`` keeps ``auto`` on processes
     on a machine whose engine must not change what a suite measures (the project's own
     tests set it).
@@ -45,6 +45,11 @@ def decide_auto(settings: Settings) -> tuple[str, str]:
 
         raise ConfigError(f"{AUTO_PROVISION_ENV}={pinned!r} (environment variable) is not "
                           "'process' or 'container'; unset it to let auto decide")
+    import importlib.util
+
+    if importlib.util.find_spec("testcontainers") is None:
+        return "process", ("provision auto -> process: container mode needs the containers "
+                           "extra (pip install 'pytest-brokerperf[containers]')")
     engine = engine_status()
     if not engine.answers:
         return "process", (f"provision auto -> process: no Docker engine answers at "

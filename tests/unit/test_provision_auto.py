@@ -136,3 +136,18 @@ def test_automq_needs_its_object_stores_image_as_well(engine: set[str]) -> None:
     engine.add("brokerperf/s3-standin:latest")
     assert decide_auto(_settings(
         broker="automq", image=f"{images},minio=brokerperf/s3-standin:latest"))[0] == "container"
+
+
+def test_an_engine_with_the_images_but_no_containers_extra_means_processes(
+        engine: set[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`bash ci/smoke.sh`'s .venv has no testcontainers: on a machine whose engine holds
+    the images, auto chose containers and the smoke failed with ModuleNotFoundError."""
+    import importlib.util
+
+    engine.update({"brokerperf/kafka:4.3.1", "apache/kafka:4.3.1"})
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "testcontainers" else real(name, *a))
+    mode, reason = decide_auto(_settings(kafka_version="4.3.1"))
+    assert mode == "process"
+    assert "pytest-brokerperf[containers]" in reason
