@@ -27,10 +27,10 @@ def decide_auto(settings: Settings) -> tuple[str, str]:
     Containers when the containers extra is installed, a Docker engine answers and every
     broker of the session offers container mode for ``--brokerperf-nodes`` with an image
     on the engine (the one ``--brokerperf-image`` names, else one of its defaults; nothing
-    is pulled); local processes otherwise. One mode for the whole session, so a multi-broker run is never
-    split across two. ``BROKERPERF_AUTO_PROVISION=process`` keeps ``auto`` on processes
-    on a machine whose engine must not change what a suite measures (the project's own
-    tests set it).
+    is pulled); local processes otherwise. One mode for the whole session, so a
+    multi-broker run is never split across two. ``BROKERPERF_AUTO_PROVISION=process``
+    keeps ``auto`` on processes on a machine whose engine must not change what a suite
+    measures (the project's own tests set it).
     """
     import os
 
