@@ -12,22 +12,11 @@ import json
 
 import pytest
 
-CONFTEST = """
-import itertools, os, time
+from tests.support.fake_steal import FAKE_STEAL_CONFTEST
+
+CONFTEST = FAKE_STEAL_CONFTEST + """
 import pytest
 from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
-from pytest_brokerperf.metrics import sysstats
-
-_calls = itertools.count(1)
-_STEAL = float(os.environ["FAKE_STEAL"])
-
-def _fake_cpu_snapshot():
-    k = next(_calls) * 1000  # ticks; user, nice, system, idle, iowait, irq, softirq, steal
-    steal = round(k * _STEAL)
-    ticks = (k // 2, 0, 0, k - k // 2 - steal, 0, 0, 0, steal)
-    return sysstats.CpuSnapshot(time.monotonic_ns(), ticks, {0: ticks, 1: ticks})
-
-sysstats.cpu_snapshot = _fake_cpu_snapshot
 
 @pytest.fixture(scope="session")
 def broker(broker_kind):

@@ -19,26 +19,14 @@ from pathlib import Path
 import pytest
 
 from pytest_brokerperf.testing.loopback import FAST_ARGS, LOOPBACK_CONFTEST
+from tests.support.fake_steal import FAKE_STEAL_CONFTEST
 
 CONFTEST = LOOPBACK_CONFTEST + """
-import itertools, os, signal, time
-from pytest_brokerperf.metrics import sysstats
+import signal
 
 # the child's SIGINT reaches Python even when this process was started with it ignored
 signal.signal(signal.SIGINT, signal.default_int_handler)
-
-_STEAL = float(os.environ.get("FAKE_STEAL", "0"))
-if _STEAL:
-    _calls = itertools.count(1)
-
-    def _fake_cpu_snapshot():
-        k = next(_calls) * 1000  # ticks; user, nice, system, idle, iowait, irq, softirq, steal
-        steal = round(k * _STEAL)
-        ticks = (k // 2, 0, 0, k - k // 2 - steal, 0, 0, 0, steal)
-        return sysstats.CpuSnapshot(time.monotonic_ns(), ticks, {0: ticks, 1: ticks})
-
-    sysstats.cpu_snapshot = _fake_cpu_snapshot
-"""
+""" + FAKE_STEAL_CONFTEST
 
 #: a new scenario on the session: TailRead's prepare(), a phase script, its figures;
 #: ``RUNGS`` counts the fixed-rate windows the engine ran, ``STOP_IN`` the phase whose
