@@ -2,9 +2,9 @@
 
 Hooks only. Nothing heavy is imported here (no broker clients, numpy, hdrh, yaml,
 testcontainers or pyspark): ``pytest --help``, ``--collect-only`` and ``-k`` must work
-without them and must never start a broker. Settings live in :mod:`.config`, the
-summary table in :mod:`.summary`, the fixtures in :mod:`.fixtures` (imported at the
-end so pytest finds them on this plugin module).
+without them and must never start a broker. Settings live in
+:mod:`pytest_brokerperf.config`, the summary table in :mod:`.summary`, the fixtures in
+:mod:`.fixtures` (imported at the end so pytest finds them on this plugin module).
 """
 
 from __future__ import annotations
