@@ -211,13 +211,19 @@ class FaultInjector:
         for i in range(1, count + 1):
             self._event("start-broker", node=i)
         pids: list[int] = start(START_TIMEOUT_S)
+        note = self._restart_note()
         for i, pid in enumerate(pids, 1):
-            self._event("serving", pid, node=i)
+            self._event("serving", pid, note, node=i)
 
     def _start(self, node: int) -> None:
         self._event("start-broker")
         pid = self.control.start_node(node, START_TIMEOUT_S)
-        self._event("serving", pid)
+        self._event("serving", pid, self._restart_note())
+
+    def _restart_note(self) -> str:
+        """What the start did besides starting (a Pulsar standalone clears the killed
+        process's ephemeral metadata nodes first), for the event's detail."""
+        return str(getattr(self.control, "restart_note", "") or "")
 
     def settle(self, timeout: float = START_TIMEOUT_S + STOP_TIMEOUT_S + 60) -> None:
         """Wait until the fault has run its course (the node is back); a fault still
