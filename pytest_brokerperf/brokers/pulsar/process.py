@@ -513,7 +513,8 @@ class PulsarStandalone(ProcessCluster[LocalNode]):
         writable bookie for minutes (seen in about one restart in ten here). A graceful
         stop leaves none, so this removes nothing then. ``data/java/DropEphemerals.java``
         runs with the Pulsar jars (Java's single-file source launcher)."""
-        assert self._workdir is not None and self._java is not None
+        if self._workdir is None or self._java is None:  # never started: nothing left
+            return ""
         store = self._workdir / "data" / "metadata"
         if not store.is_dir():
             return ""
