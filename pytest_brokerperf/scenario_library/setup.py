@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from pytest_brokerperf.metrics.stats import PeriodStats
     from pytest_brokerperf.scenario_library.context import RunContext
 
-__all__ = ["PROGRESS_METRICS", "PeriodWatch", "broker_sampler"]
+__all__ = ["PROGRESS_METRICS", "PeriodWatch", "broker_sampler", "live_pids"]
 
 #: The latencies a progress line shows (their p99 since the previous line).
 PROGRESS_METRICS = ("publish_response", "e2e_response")
@@ -91,6 +91,23 @@ def broker_sampler(broker_type: BrokerType, broker: BrokerEndpoint,
         return None
     local = broker.processes_record()
     return BrokerMetricsSampler.for_sources(
-        remote=broker.mode == "remote", pids=local.pids, metrics_urls=local.metrics_urls,
+        remote=broker.mode == "remote", pids=live_pids(broker), metrics_urls=local.metrics_urls,
         prometheus=[secret.reveal() for secret in settings.prometheus],
         figures=broker_type.prometheus_figures)
+
+
+def live_pids(broker: BrokerEndpoint) -> tuple[int, ...]:
+    """The broker's processes now, in node order: a node a fault restarted earlier in the
+    session runs in a new process, which its start's record (``endpoint.local``) does not
+    name. The start's pids where this session controls no node (containers, remote) or a
+    node is down."""
+    from pytest_brokerperf.brokers.node_control import control_for
+
+    started = broker.processes_record().pids
+    control = control_for(broker)
+    if control is None:
+        return started
+    now = tuple(control.node_pid(i) for i in range(1, control.node_count() + 1))
+    if len(now) != len(started) or any(p is None for p in now):
+        return started
+    return tuple(p for p in now if p is not None)

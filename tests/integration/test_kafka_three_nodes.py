@@ -13,7 +13,14 @@ at level 1 and Kafka's never-flush default written explicitly at level 4, all as
 ``DYNAMIC_TOPIC_CONFIG``; the producer must run ``acks=all`` / ``acks=1``; the JSONL
 record, the OMB result and the summary must carry the level; and the unlevelled run and
 both levels must share one broker process (a Kafka level is per topic, so no restart).
-Levels 1 and 2 need replication, hence the three nodes. One session, one cluster start.
+Levels 1 and 2 need replication, hence the three nodes.
+
+Then, on the same cluster, a node killed in the middle of a tail read at level 1
+(``@pytest.mark.fault("kill-broker@4s:3s")``, the leader of the run's topic): the fault
+must strike the leader at its time, the node must come back on its own data (a new
+process, serving), every acknowledged message must arrive (level 1 promises no loss after
+a single node failure), the record must say what the fault did, and nothing the session
+started may survive it. One session, one cluster start.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from pytest_brokerperf.brokers.kafka.durability import KAFKA_NEVER_FLUSH
@@ -64,6 +72,20 @@ def test_level(brokerperf, broker, broker_durability):
                    "params": result.record["params"]}, fh)
 '''
 
+#: the leader of the run's topic killed 4 s into the window, down for 3 s (pytest runs
+#: it with the other level-1 test, before level 4)
+KILL = '''
+import pytest
+from pytest_brokerperf import TailRead
+
+
+@pytest.mark.tailread
+@pytest.mark.durability(1)
+@pytest.mark.fault("kill-broker@4s:3s")
+def test_kill(brokerperf):
+    brokerperf.run(TailRead())
+'''
+
 
 def test_three_local_nodes_a_replicated_topology_check_then_levels_1_and_4(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -74,6 +96,7 @@ def test_three_local_nodes_a_replicated_topology_check_then_levels_1_and_4(
     monkeypatch.setenv("DURABILITY_OUT", str(out))
     pytester.makeini("[pytest]\n")
     inner = pytester.makepyfile(test_levels=LEVELS)
+    kill = pytester.makepyfile(test_zkill=KILL)
     # A functional check: three JVMs pinned to one of two (shared) cores can take seconds
     # per request while they compile; latency bounds are relaxed, lost == 0 stays.
     slo = pytester.makefile(".yaml", slo="""
@@ -85,7 +108,7 @@ slos:
 """)
     run = pytester.runpytest_subprocess(
         f"--brokerperf-slo={slo}",
-        str(REPO / "scenarios" / "test_tailread.py"), str(inner), "-m", "tailread",
+        str(REPO / "scenarios" / "test_tailread.py"), str(inner), str(kill), "-m", "tailread",
         "-k", PLAIN_SCENARIOS, "--broker=kafka",
         "--brokerperf-nodes=3", f"--brokerperf-results={results}", f"--junitxml={junit}",
         "--brokerperf-keep-topics",  # the levels' topics: described, then deleted by them
@@ -101,11 +124,15 @@ slos:
         "-W", "default::pytest_brokerperf.core.warnings.BrokerPerfWarning",
         "-p", "no:randomly", "--rootdir", str(pytester.path), timeout=900,
     )
-    run.assert_outcomes(passed=3, warnings=run.parseoutcomes().get("warnings", 0))
+    recs = [json.loads(x) for x in (results / "results.jsonl").read_text().splitlines()]
+    outcomes = run.parseoutcomes()
+    assert outcomes.get("passed") == 4, (run.stdout.str()[-3000:], [
+        (r["test_id"], r["verdict"], r["delivery"], r.get("fault")) for r in recs])
     run.stdout.fnmatch_lines([
         "*brokerperf: brokers=kafka provision=auto(process) nodes=3*",
         "*test_tailread[[]kafka[]] PASSED*",
         "*test_level[[]kafka-d1[]] PASSED*",
+        "*test_kill[[]kafka-d1-kill[]] PASSED*",
         "*test_level[[]kafka-d4[]] PASSED*",
     ])
     run.stdout.fnmatch_lines([
@@ -113,10 +140,11 @@ slos:
         "[[]topology check[]]: several broker nodes share this one machine*",
     ])
     run.stdout.fnmatch_lines(["*kafka*tailread*p=1*d=1 rate=100*", "*kafka*tailread*d=4*"])
-    recs = [json.loads(x) for x in (results / "results.jsonl").read_text().splitlines()]
     (rec,) = [r for r in recs if r["durability"]["level"] is None]
+    (killed,) = [r for r in recs if r.get("fault")]
     _check_topology(rec, junit)
-    _check_levels(out, [r for r in recs if r is not rec], rec)
+    _check_levels(out, [r for r in recs if r is not rec and r is not killed], rec, killed)
+    _check_kill(killed)
 
 
 def _check_topology(rec: dict[str, Any], junit: Path) -> None:
@@ -160,8 +188,11 @@ def _check_topology(rec: dict[str, Any], junit: Path) -> None:
     assert broker_rows == client_rows
 
 
-def _check_levels(out: Path, recs: list[dict[str, Any]], unlevelled: dict[str, Any]) -> None:
-    """Levels 1 and 4: on the broker, in the records and OMB files, on one cluster."""
+def _check_levels(out: Path, recs: list[dict[str, Any]], unlevelled: dict[str, Any],
+                  killed: dict[str, Any]) -> None:
+    """Levels 1 and 4: on the broker, in the records and OMB files, on one cluster (pytest
+    runs the level-1 kill between them: the node it killed serves level 4 from a new
+    process, which level 4's broker metrics sample)."""
     one = json.loads((out / "d1.json").read_text())
     four = json.loads((out / "d4.json").read_text())
     dyn = "DYNAMIC_TOPIC_CONFIG"
@@ -183,8 +214,14 @@ def _check_levels(out: Path, recs: list[dict[str, Any]], unlevelled: dict[str, A
         assert row["replication_factor"] == 3
     assert one["params"]["durability"] == 1 and four["params"]["durability"] == 4
     assert one["lost"] == four["lost"] == 0 and one["acked"] > 0 and four["acked"] > 0
-    # one Kafka cluster served the unlevelled run and both levels
+    # one Kafka cluster (its first start's pids) served the unlevelled run and both levels
     assert one["pids"] and one["pids"] == four["pids"]
+    # the node the kill between them restarted is sampled in its new process at level 4
+    events = killed["fault"]["events"]
+    gone, back = events[0]["pid"], events[-1]["pid"]
+    (rec4,) = [r for r in recs if r["durability"]["level"] == 4]
+    sampled = rec4["broker_metrics"]["pids"]
+    assert back in sampled and gone not in sampled and len(sampled) == 3, (sampled, events)
     assert unlevelled["manifest"]["broker"]["info"]["pids"] == one["pids"]
     # the JSONL records and the OMB result files carry the level
     assert sorted(r["durability"]["level"] for r in recs) == [1, 4]
@@ -193,3 +230,37 @@ def _check_levels(out: Path, recs: list[dict[str, Any]], unlevelled: dict[str, A
         (omb,) = [p for p in art.glob("*.json")
                   if p.name not in ("manifest.json", "record.json", "broker-settings.json")]
         assert json.loads(omb.read_text())["durability"]["level"] == rec["durability"]["level"]
+
+
+def _check_kill(rec: dict[str, Any]) -> None:
+    """The leader killed mid-window at level 1: struck in time, back on its own data,
+    nothing acknowledged lost, the record says what the fault did, nothing survives."""
+    fault = rec["fault"]
+    assert rec["params"]["fault"] == "kill-broker@4s:3s/leader"
+    assert fault["error"] is None, fault
+    assert fault["node"] in (1, 2, 3) and "leader of" in fault["target"], fault
+    actions = [e["action"] for e in fault["events"]]
+    assert actions == ["kill-broker", "start-broker", "serving"], fault
+    killed, restarted = fault["events"][0]["pid"], fault["events"][-1]["pid"]
+    assert killed != restarted
+    assert fault["node_down_s"] >= 3.0
+    measure_start = next(t for t, ph in zip(rec["timeline"]["t_s"], rec["timeline"]["phase"],
+                                            strict=True) if ph == "measure")
+    assert fault["struck_at_s"] >= 4.0 and fault["struck_at_s"] < measure_start + 8
+    # level 1 promises no loss after a single node failure: the harness's ledgers agree
+    assert rec["durability"]["level"] == 1
+    assert rec["delivery"]["lost"] == 0 and rec["delivery"]["unconfirmed"] == 0
+    assert rec["delivery"]["acknowledged"] > 500
+    assert fault["lost"] == 0 and fault["verdict"] == "no-loss"
+    assert fault["unavailable_s"] is not None
+    # acks=all waits for the dead follower until Kafka fences it (its controller session,
+    # broker.session.timeout.ms = 9 s): a stall the window may or may not outlast
+    if fault["recovered"]:
+        assert fault["longest_publish_wait_s"] is not None
+    else:
+        assert fault["longest_publish_wait_s"] is None and "lower bound" in fault[
+            "recovery_note"]
+    assert rec["faults"] == fault["events"]
+    # nothing of the session survives it, the restarted node included
+    for pid in (killed, restarted):
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie"

@@ -5,7 +5,7 @@ processes of a small cluster the conftest registers for the loopback endpoint, s
 whole path runs: option and marker parsing, test ids, the injector at its time, node
 restart, the record's ``fault`` block and ``faults`` events, and the refusals. Faults on
 real brokers (loss judged at the durability level) are in
-tests/integration/test_faults_kafka.py.
+tests/integration/test_kafka_three_nodes.py (and test_faults_rabbitmq.py).
 """
 
 import json
