@@ -315,6 +315,14 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
         help="warm-up window (a cap: it ends early once steady), seconds >= 0; 0 disables",
     ),
     OptionSpec(
+        name="broker_warmup", field="broker_warmup", flag="--brokerperf-broker-warmup",
+        kind="seconds", default=None, metavar="SECONDS", what="broker warm-up duration",
+        example="0", default_text="the profile's: 15 s smoke, 60 s otherwise",
+        help="the once-per-session broker warm-up load before the first scenario, seconds "
+        ">= 0; 0 skips it (the record says so: the first scenario meets a cold JVM, whose "
+        "own warm-up then absorbs the JIT)",
+    ),
+    OptionSpec(
         name="rate", field="rate", flag="--brokerperf-rate", kind="rate", default=None,
         metavar="MSG_PER_S", what="publish rate", example="5000",
         default_text="the profile's or the workload's",

@@ -147,7 +147,7 @@ _UNIT_SECONDS: Final = {"ms": 0.001, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.
 
 
 def _parse_seconds(spec: OptionSpec, raw: object, src: _Source) -> float:
-    allow_zero = spec.name == "warmup"
+    allow_zero = spec.name in ("warmup", "broker_warmup")
     requirement = (
         f"expected a number of seconds {'>= 0' if allow_zero else '> 0'} "
         "(optionally with a unit: 500ms, 90s, 2m, 1h)"

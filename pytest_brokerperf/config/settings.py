@@ -132,6 +132,8 @@ class Settings:
     period: float | None = _default("period")
     duration: float | None = _default("duration")
     warmup: float | None = _default("warmup")
+    #: the once-per-session broker warm-up (--brokerperf-broker-warmup); None: the profile's
+    broker_warmup: float | None = _default("broker_warmup")
     rate: float | None = _default("rate")
     workers: int | None = _default("workers")
     #: --brokerperf-env label, not the process environment

@@ -32,9 +32,12 @@ def warm_broker(endpoint: BrokerEndpoint, settings: Settings,
     from pytest_brokerperf.engine.plan import TOPOLOGY_CHECK_RATE, RunPlan
     from pytest_brokerperf.workload.model import Workload
 
-    seconds = float(settings.profile_spec.broker_warmup_s)
+    asked = settings.broker_warmup
+    seconds = float(settings.profile_spec.broker_warmup_s if asked is None else asked)
     if seconds <= 0:
-        return {"seconds": 0.0, "skipped": True}
+        where = settings.sources.get("broker_warmup", "--brokerperf-broker-warmup")
+        return {"seconds": 0.0, "skipped": f"broker warm-up 0 s (from {where}): the first "
+                "scenario met a cold broker, its own warm-up absorbed the JIT"}
     wl = Workload.from_yaml(shipped_workload("tail-read-smoke"))
     rate = float(settings.profile_spec.tailread_rate)
     driver = broker_type.create_driver(endpoint, None, scenario="warmup", stats_interval_ms=0)

@@ -226,6 +226,18 @@ def _shared_calibration_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterato
         yield Path(os.environ[CALIBRATION_DIR_ENV])
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _cold_brokers_for_functional_checks() -> Iterator[None]:
+    """The pytest sessions these tests start skip the plugin's once-per-session broker
+    warm-up (``BROKERPERF_BROKER_WARMUP=0``: 15 s per broker start, until steady and up to
+    180 s on three nodes): they check functional truths (delivery, records, verdict logic,
+    cleanup), and each scenario's own warm-up still runs until steady. A test whose
+    subject is the warm-up or a warm cluster passes ``--brokerperf-broker-warmup``."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("BROKERPERF_BROKER_WARMUP", os.environ.get("BROKERPERF_BROKER_WARMUP", "0"))
+        yield
+
+
 def _harness_keys() -> list[dict[str, Any]]:
     """The keys of the harness ceilings the run's calibration cache holds now."""
     from pytest_brokerperf.judge.calibration import cache_path

@@ -185,12 +185,12 @@ def test_broker_that_never_gets_ready_times_out_and_is_killed(tmp_path: Path) ->
         nodes=1,
         workdir=workdir,
         broker_overrides={"controller.quorum.voters": "1@127.0.0.1:1"},
-        start_timeout=20,
+        start_timeout=12,
     )
     t0 = time.monotonic()
-    with pytest.raises(ProvisionError, match="not ready within 20 s") as info:
+    with pytest.raises(ProvisionError, match="not ready within 12 s") as info:
         cluster.start()
-    assert time.monotonic() - t0 < 20 + 25  # bounded: timeout + stop
+    assert time.monotonic() - t0 < 12 + 25  # bounded: timeout + stop
     msg = str(info.value)
     assert "--- node 1 (pid " in msg and "kafka-1.log ---" in msg
     assert re.search(r"\] (INFO|WARN|ERROR) .*\(kafka\.|org\.apache\.kafka\.", msg), msg

@@ -61,6 +61,7 @@ def test_tailread_on_kafka_to_html_report_in_chromium(
         str(repo / "scenarios"), "-m", "tailread", "-k",
         f"({PLAIN_SCENARIOS}) or ({STUDY_CASE})", "--broker=kafka",
         f"--brokerperf-results={results}", f"--junitxml={junit}", "--brokerperf-warmup=5",
+        "--brokerperf-broker-warmup=3",
         "--brokerperf-duration=6", "--brokerperf-rate=2000", "--brokerperf-calibration=off",
         "--brokerperf-inconclusive=warn", "-p", "no:cacheprovider",
         "-W", "default::pytest_brokerperf.core.warnings.BrokerPerfWarning",

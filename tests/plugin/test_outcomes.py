@@ -151,3 +151,10 @@ def test_typo(brokerperf):
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*e2e_respnse*"])
     assert not (suite.path / "res" / "results.jsonl").exists()
+
+
+
+def test_a_negative_broker_warm_up_is_a_usage_error_naming_the_flag(suite):
+    result = _run(suite, "def test_x():\n    pass\n", "--brokerperf-broker-warmup=-3")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*'-3' from --brokerperf-broker-warmup*>= 0*"])
