@@ -430,7 +430,10 @@ def run_reassign(ctx: RunContext, scenario: Reassign,
     run = RunSession(ctx, scenario, extra_slos, prepared=prepared, check_driver=check)
     run.driver = holder[0]  # the run's driver with single-replica topics: bounded next
     run.guard(producing_s=prepared.measure_s + prepared.timeout_s + prepared.after_s,
-              cluster_change="partition reassignment")
+              cluster_change="partition reassignment",
+              phases=(f"{prepared.measure_s:g} s measured before the move, then the move "
+                      f"(at most {prepared.timeout_s:g} s), then {prepared.after_s:g} s "
+                      "after it"))
     wl = prepared.workload
     throttle = _throttle_text(prepared)
     ctx.progress(

@@ -139,6 +139,9 @@ class ScenarioPlan:
     dry_run: bool
     refusals: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: the run's phases in order, where the measured window is more than one window
+    #: (a reassignment: before the move, the move, after it); None: one window
+    phases: str | None = None
 
     @property
     def peak_bytes_s(self) -> float:
@@ -188,6 +191,7 @@ class ScenarioPlan:
             f"  load        {self.rate_msg_s:,.0f} msg/s x {self.message_size:,} B = "
             f"{mib_s:.2f} MiB/s peak; warm-up <= {self.warmup_max_s:g} s + measured "
             f"{self.measure_s:g} s",
+            *([f"  phases      {self.phases}"] if self.phases else []),
             f"  totals      <= {self.messages_max:,} messages, <= {format_bytes(self.bytes_max)} "
             f"produced (<= {format_bytes(self.stored_bytes_max)} stored with replicas)",
             f"  duration    <= {self.load_s:g} s of load, <= {self.max_run_s:g} s in all "

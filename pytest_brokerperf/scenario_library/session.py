@@ -120,14 +120,16 @@ class RunSession:
               cluster_change: str | None = None,
               cluster_changes: tuple[str, ...] | None = None,
               label: Callable[[PeriodStats], str] | str | None = None,
-              show: Callable[[], bool] | None = None, sample: bool = True) -> PeriodWatch:
+              show: Callable[[], bool] | None = None, sample: bool = True,
+              phases: str | None = None) -> PeriodWatch:
         """Bound the driver, build the safety plan and guard it (prints it, refuses it
         over a cap, stops a dry run), then make the sampler and the period watch.
 
         The safety plan counts ``producing_s`` seconds of measured load (the longest all
         phases may produce) or ``plan``; ``cluster_change`` must be allowed on this
         cluster (``--brokerperf-allow-cluster-changes``); ``label`` names the run in
-        progress lines (default ``scenario:phase``). The period watch back."""
+        progress lines (default ``scenario:phase``); ``phases`` spells out the measured
+        load's phases in the printed plan. The period watch back."""
         from pytest_brokerperf.scenario_library import safety
         from pytest_brokerperf.scenario_library.setup import PeriodWatch, broker_sampler
 
@@ -144,6 +146,7 @@ class RunSession:
             settings, broker, prepared, self.driver, plan, test_id=ctx.test_id,
             cluster_changes=(self.scenario.cluster_changes if cluster_changes is None
                              else cluster_changes))
+        self.splan.phases = phases
         ctx.guard(self.splan)
         if sample:
             self.sampler = broker_sampler(ctx.broker_type, broker, settings)

@@ -209,6 +209,8 @@ def test_the_reassignment_case_dry_runs_under_omb_with_its_delay_before_the_move
         "DRY RUN, nothing is created*",
         "*1-4 partitions, replication factor 1*",
         "*12,800 msg/s x 4,096 B = 50.00 MiB/s peak; warm-up <= 60 s + measured 960 s*",
+        "*phases      600 s measured before the move, then the move (at most 300 s), then "
+        "60 s after it*",
         "*DRY RUN: plan printed, nothing created*",
     ])
 
