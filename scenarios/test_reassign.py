@@ -42,7 +42,9 @@ REASSIGN_CASES = [
     StudyCase("automq", "section 3.3", "reassign", partitions=1, message_size=4 * KIB,
               rate=40 * MIB // (4 * KIB), delay_s=600.0, background_partitions=4,
               background_rate=10 * MIB // (4 * KIB), throttle_bytes_s=100 * MIB,
-              section="partition reassignment",
+              section="partition reassignment", min_nodes=2,
+              min_nodes_why="moving a partition needs a broker without a replica of it "
+              "(the study ran two)",
               assumptions=("4 KiB messages: the section does not state the size; the "
                            "study's other workloads use 4 KiB",)),
 ]

@@ -336,6 +336,11 @@ def test_automq_reassignment_moves_after_ten_minutes_beside_its_background_topic
     assert run.delay_s == 600.0  # the delay before the move, not the window after it
     assert run.after_s is None  # the scenario's own window after the move
     assert run.throttle_bytes_s == 100 * MIB and run.message_size == 4 * KIB
+    # one broker holds every replica: refused before any broker starts, not skipped after
+    assert case.refusal("kafka", nodes=1, remote=False) == (
+        "skip", f"study case automq {case.id} needs --brokerperf-nodes >= 2: moving a "
+        "partition needs a broker without a replica of it (the study ran two)")
+    assert case.refusal("kafka", nodes=3, remote=False) is None
     prepared = run.prepare(_settings(profile="omb"), KAFKA)
     wl = prepared.workload
     assert prepared.measure_s == 600.0  # the load before the move
