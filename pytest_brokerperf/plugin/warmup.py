@@ -16,12 +16,21 @@ if TYPE_CHECKING:
     from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
     from pytest_brokerperf.config.settings import Settings
 
-__all__ = ["TOPOLOGY_WARMUP_CAP_S", "warm_broker"]
+__all__ = ["TOPOLOGY_WARMUP_CAP_S", "broker_warmup_s", "warm_broker"]
 
 #: Several broker JVMs sharing one (pinned) CPU compile their hot paths slowly: on two
 #: cores a three-node cluster needs 40-90 s of load before it keeps up with 1000 msg/s.
 #: Their warm-up therefore runs until steady (ack rate and p99), capped here.
 TOPOLOGY_WARMUP_CAP_S = 180.0
+
+
+def broker_warmup_s(settings: Settings) -> tuple[float, str]:
+    """The session's broker warm-up length and where it came from: the flag (env, ini)
+    when given, else the profile's."""
+    if settings.broker_warmup is None:
+        return float(settings.profile_spec.broker_warmup_s), f"the {settings.profile} profile"
+    return float(settings.broker_warmup), settings.sources.get(
+        "broker_warmup", "--brokerperf-broker-warmup")
 
 
 def warm_broker(endpoint: BrokerEndpoint, settings: Settings,
@@ -32,10 +41,8 @@ def warm_broker(endpoint: BrokerEndpoint, settings: Settings,
     from pytest_brokerperf.engine.plan import TOPOLOGY_CHECK_RATE, RunPlan
     from pytest_brokerperf.workload.model import Workload
 
-    asked = settings.broker_warmup
-    seconds = float(settings.profile_spec.broker_warmup_s if asked is None else asked)
+    seconds, where = broker_warmup_s(settings)
     if seconds <= 0:
-        where = settings.sources.get("broker_warmup", "--brokerperf-broker-warmup")
         return {"seconds": 0.0, "skipped": f"broker warm-up 0 s (from {where}): the first "
                 "scenario met a cold broker, its own warm-up absorbed the JIT"}
     wl = Workload.from_yaml(shipped_workload("tail-read-smoke"))

@@ -29,13 +29,14 @@ def test_zero_skips_the_warm_up_and_names_where_it_was_asked() -> None:
 
 
 @pytest.mark.parametrize(("env", "profile", "expected"), [
-    ({}, "smoke", 15.0), ({}, "standard", 60.0),
-    ({"BROKERPERF_BROKER_WARMUP": "3"}, "standard", 3.0),
-    ({"BROKERPERF_BROKER_WARMUP": "2m"}, "smoke", 120.0),
+    ({}, "smoke", (15.0, "the smoke profile")),
+    ({}, "standard", (60.0, "the standard profile")),
+    ({"BROKERPERF_BROKER_WARMUP": "3"}, "standard",
+     (3.0, "BROKERPERF_BROKER_WARMUP environment variable")),
+    ({"BROKERPERF_BROKER_WARMUP": "2m"}, "smoke",
+     (120.0, "BROKERPERF_BROKER_WARMUP environment variable")),
 ])
 def test_the_length_is_the_profiles_unless_asked(
-        env: dict[str, str], profile: str, expected: float) -> None:
+        env: dict[str, str], profile: str, expected: tuple[float, str]) -> None:
     settings = Settings.resolve({}, env, {"brokerperf_profile": profile})
-    asked = settings.broker_warmup
-    length = settings.profile_spec.broker_warmup_s if asked is None else asked
-    assert length == expected
+    assert warmup.broker_warmup_s(settings) == expected

@@ -510,9 +510,10 @@ class PulsarStandalone(ProcessCluster[LocalNode]):
         a read; when that delete of the dead bookie's ``/ledgers/available/<bookie>``
         races the new bookie's registration lock, the lock livelocks (invalidated,
         deleted, re-acquired, thousands of times a second) and the broker sees no
-        writable bookie for minutes (seen in about one restart in ten here). A graceful
-        stop leaves none, so this removes nothing then. ``data/java/DropEphemerals.java``
-        runs with the Pulsar jars (Java's single-file source launcher)."""
+        writable bookie for minutes (the livelock in at least 4 of 10 restarts here, a
+        read-back that timed out in 1). A graceful stop leaves none, so this removes
+        nothing then. ``data/java/DropEphemerals.java`` runs with the Pulsar jars (Java's
+        single-file source launcher)."""
         if self._workdir is None or self._java is None:  # never started: nothing left
             return ""
         store = self._workdir / "data" / "metadata"
