@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import re
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 __all__ = [
+    "PULSAR_PERF_INTERVAL_S",
     "Measurement",
     "Spread",
     "ToolFigures",
@@ -56,6 +57,9 @@ class ToolFigures:
     #: harness's 1-s periods): a stall of a few hundred ms shows here even where a
     #: median over seconds hides it; None where the tool reports no such lines
     worst_second_p99_ms: float | None = None
+    #: the measured window in seconds the figures cover (a record-count tool's is its
+    #: steady records over its rate), so the table can show the windows were equal
+    window_s: float | None = None
 
 
 # -- Kafka ProducerPerformance ------------------------------------------------------------
@@ -75,10 +79,11 @@ def parse_producer_performance(text: str) -> ToolFigures:
         m = _KAFKA_SUMMARY.search(line)
         if not m:
             continue
-        fig = ToolFigures(float(m.group(3)), float(m.group(4)), float(m.group(6)),
-                          float(m.group(7)),
+        rate = float(m.group(3))
+        fig = ToolFigures(rate, float(m.group(4)), float(m.group(6)), float(m.group(7)),
                           how="steady-state summary (after --warmup-records)" if m.group("steady")
-                          else "whole-run summary")
+                          else "whole-run summary",
+                          window_s=int(m.group("n")) / rate if rate > 0 else None)
         if m.group("steady"):
             steady = fig
         else:
@@ -131,15 +136,17 @@ def parse_pulsar_perf(text: str, warmup_s: float,
     rate = statistics.fmean(_f(m.group("rate")) for m in steady)
     agg_lat = _PULSAR_AGG_LATENCY.search(text)
     how = f"mean of {len(steady)} periodic line(s) after {skip} warm-up line(s)"
+    window = len(steady) * interval_s
     if agg_lat:
         return ToolFigures(rate, _f(agg_lat.group("p50")), _f(agg_lat.group("p99")),
                            _f(agg_lat.group("p999")),
-                           how=how + "; latency: Aggregated (without --warmup-time)")
+                           how=how + "; latency: Aggregated (without --warmup-time)",
+                           window_s=window)
     return ToolFigures(
         rate, statistics.median(_f(m.group("p50")) for m in steady),
         statistics.median(_f(m.group("p99")) for m in steady),
         statistics.median(_f(m.group("p999")) for m in steady),
-        how=how + "; latency: median of those lines")
+        how=how + "; latency: median of those lines", window_s=window)
 
 
 # -- RabbitMQ PerfTest ------------------------------------------------------------------------
@@ -173,7 +180,7 @@ def parse_perftest(text: str, warmup_s: float, interval_s: float = 1.0) -> ToolF
         statistics.median(p99s) if p99s else None, None,
         how=f"mean of {len(steady)} per-second line(s) after the warm-up; latency: median "
             "of those lines' confirm latency (no 99.9th in PerfTest's output)",
-        worst_second_p99_ms=max(p99s) if p99s else None)
+        worst_second_p99_ms=max(p99s) if p99s else None, window_s=len(steady) * interval_s)
 
 
 # -- the table --------------------------------------------------------------------------------
@@ -189,6 +196,10 @@ class Measurement:
     figures: ToolFigures | None
     error: str = ""
     extra: dict[str, float] = field(default_factory=dict)  # e.g. harness worker CPU share
+    #: False: the consumer did not keep up (judged as the throughput ladder judges a
+    #: rung); such a run is printed as not sustainable and left out of every ratio
+    sustainable: bool = True
+    notes: tuple[str, ...] = ()  # why not sustainable, what rate a follow-up offered
 
 
 @dataclass(frozen=True)
@@ -216,11 +227,13 @@ def spread(values: Iterable[float | None]) -> Spread | None:
 
 def paired_ratios(ms: Sequence[Measurement], num: str, den: str, rate: str) -> list[float]:
     """``num``/``den`` msg/s at ``rate``, paired within each repeat: runs of one repeat
-    alternate on one broker, so they share its state (a disk filling, a warm cache)."""
-    by_key = {(m.side, m.rate, m.repeat): m for m in ms}
+    alternate on one broker, so they share its state (a disk filling, a warm cache).
+    A run that was not sustainable pairs with nothing."""
+    by_key = {(m.side, m.rate, m.repeat): m for m in ms
+              if m.figures is not None and m.sustainable}
     out: list[float] = []
     for m in ms:
-        if m.side != num or m.rate != rate or m.figures is None:
+        if m.side != num or m.rate != rate or m.figures is None or not m.sustainable:
             continue
         d = by_key.get((den, m.rate, m.repeat))
         if d is not None and d.figures is not None and d.figures.msg_s > 0:
@@ -232,52 +245,85 @@ def _cell(s: Spread | None, fmt: str) -> str:
     return "-" if s is None else s.text(fmt)
 
 
+#: the ratios printed when the caller names none
+DEFAULT_RATIOS = (("harness", "native"), ("harness", "bare"))
+
+
 def format_report(ms: Sequence[Measurement], sides: Sequence[tuple[str, str]],
-                  rates: Sequence[str], mismatches: Sequence[str] = ()) -> str:
+                  rates: Sequence[str], mismatches: Sequence[str] = (), *,
+                  kinds: Mapping[str, str] | None = None,
+                  ratios: Sequence[tuple[str, str]] = DEFAULT_RATIOS,
+                  settings: Mapping[str, Sequence[str]] | None = None) -> str:
     """The side-by-side table: per rate and generator msg/s and publish latency
-    (median [min-max] over repeats), then the ratios, then what could not be matched.
-    ``sides`` pairs each side's key with its printed name."""
+    (median [min-max] over repeats) of the sustainable runs, the runs that were not
+    sustainable apart (never a side's figure), then the ratios of sides of the same kind,
+    each side's settings, and what could not be matched. ``sides`` pairs each side's key
+    with its printed name; ``kinds`` names each side's kind ("end to end", "producer
+    only"); a ratio is printed only between sides of one kind."""
     out: list[str] = []
-    head = f"{'rate':>6}  {'generator':<34} {'msg/s median [min-max]':>28}  " \
-           f"{'p50 ms':>7} {'p99 ms':>7} {'p99.9 ms':>8}  runs"
+    head = f"{'rate':>6}  {'generator':<34} {'kind':<12} {'msg/s median [min-max]':>28}  " \
+           f"{'p50 ms':>7} {'p99 ms':>7} {'p99.9 ms':>8} {'window s':>8}  runs"
     out.append(head)
     out.append("-" * len(head))
+    kind_of = dict(kinds or {})
     for rate in rates:
         for key, label in sides:
             runs = [m for m in ms if m.side == key and m.rate == rate]
-            ok = [m.figures for m in runs if m.figures is not None]
-            failed = len(runs) - len(ok)
+            ok = [m.figures for m in runs if m.figures is not None and m.sustainable]
+            behind = [m for m in runs if m.figures is not None and not m.sustainable]
+            failed = len([m for m in runs if m.figures is None])
             rate_s = spread(f.msg_s for f in ok)
             p50 = spread(f.p50_ms for f in ok)
             p99 = spread(f.p99_ms for f in ok)
             p999 = spread(f.p999_ms for f in ok)
+            window = spread(f.window_s for f in ok)
             note = f"{len(ok)}" + (f" ({failed} failed)" if failed else "")
-            out.append(f"{rate:>6}  {label:<34} {_cell(rate_s, '{:,.0f}'):>28}  "
+            if behind:
+                note += f" (+{len(behind)} not sustainable, below)"
+            out.append(f"{rate:>6}  {label:<34} {kind_of.get(key, ''):<12} "
+                       f"{_cell(rate_s, '{:,.0f}'):>28}  "
                        f"{'-' if p50 is None else f'{p50.median:.2f}':>7} "
                        f"{'-' if p99 is None else f'{p99.median:.2f}':>7} "
-                       f"{'-' if p999 is None else f'{p999.median:.2f}':>8}  {note}")
+                       f"{'-' if p999 is None else f'{p999.median:.2f}':>8} "
+                       f"{'-' if window is None else f'{window.median:.1f}':>8}  {note}")
+            for m in behind:
+                assert m.figures is not None
+                why = "; ".join(m.notes) or "the consumer did not keep up"
+                what = f"NOT SUSTAINABLE, {key} repeat {m.repeat}"
+                out.append(f"{rate:>6}    {what:<45} {m.figures.msg_s:>28,.0f}  "
+                           f"acknowledged, not a maximum: {why}")
         for key, _label in sides:
             worst = [m.figures.worst_second_p99_ms for m in ms
                      if m.side == key and m.rate == rate and m.figures is not None
                      and m.figures.worst_second_p99_ms is not None]
             if worst:
-                out.append(f"{rate:>6}  {'worst 1-s p99 ms, ' + key:<34} "
+                out.append(f"{rate:>6}  {'worst 1-s p99 ms, ' + key:<34} {'':<12} "
                            f"{', '.join(f'{w:.1f}' for w in worst):>28}  (per run)")
-        cpu = spread(m.extra.get("worker_cpu_share") for m in ms
-                     if m.side == "harness" and m.rate == rate)
-        if cpu is not None:
-            out.append(f"{rate:>6}  {'harness worker CPU (share of a core)':<34} "
-                       f"{cpu.text('{:.2f}'):>28}")
-        for num, den in (("harness", "native"), ("harness", "bare")):
+        for key, _label in sides:
+            cpu = spread(m.extra.get("worker_cpu_share") for m in ms
+                         if m.side == key and m.rate == rate)
+            if cpu is not None:
+                out.append(f"{rate:>6}  {key + ' worker CPU (of a core)':<34} {'':<12} "
+                           f"{cpu.text('{:.2f}'):>28}")
+        for num, den in ratios:
+            if kinds is not None and kind_of.get(num) != kind_of.get(den):
+                continue
             r = spread(paired_ratios(ms, num, den, rate))
             if r is not None:
                 text = f"min {r.low:.2f} median {r.median:.2f} max {r.high:.2f}"
-                out.append(f"{rate:>6}  {'ratio ' + num + '/' + den:<34} {text:>28}")
+                out.append(f"{rate:>6}  {'ratio ' + num + '/' + den:<34} "
+                           f"{kind_of.get(num, ''):<12} {text:>28}")
         out.append("")
     errors = [m for m in ms if m.error]
     if errors:
         out.append("failed runs:")
         out.extend(f"  {m.side} rate={m.rate} repeat={m.repeat}: {m.error}" for m in errors)
+        out.append("")
+    if settings:
+        out.append("settings per side:")
+        for key, label in sides:
+            for i, line in enumerate(settings.get(key, ())):
+                out.append(f"  {label if i == 0 else '':<34} {line}")
         out.append("")
     if mismatches:
         out.append("settings the generators do not share:")

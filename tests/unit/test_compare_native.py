@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+DRIVERS = Path(__file__).resolve().parents[2] / "pytest_brokerperf" / "data" / "drivers"
 
 from native_report import (
     Measurement,
@@ -213,7 +214,8 @@ def test_the_harness_side_runs_the_engine_with_full_recording(consume: bool) -> 
     endpoint = BrokerEndpoint(kind="loopback", bootstrap="loopback", mode="process")
     m = run_harness(endpoint, "loopback", "2000", 0, warmup_s=0.5, duration_s=1.0,
                     gen_cpus=None, consume=consume)
-    assert m.side == "harness" and m.figures is not None and not m.error
+    assert m.side == ("harness" if consume else "harness-producer")
+    assert m.figures is not None and not m.error
     assert m.figures.msg_s > 0
     assert m.figures.p50_ms is not None and m.figures.p99_ms is not None
     # ~2,000 samples resolve p99, not p99.9 (10,000): the engine's rule, shown as "-"
@@ -228,3 +230,131 @@ def test_bare_consumer_with_rabbitmq_is_refused_before_a_broker_starts() -> None
 
     with pytest.raises(SystemExit, match="--bare-consumer: the bare RabbitMQ loop"):
         main(["--broker", "rabbitmq", "--bare-consumer", "--sides", "bare"])
+
+
+def test_kafka_steady_window_is_its_records_over_its_rate() -> None:
+    fig = parse_producer_performance(KAFKA_MAX)
+    assert fig.window_s == pytest.approx(1_000_000 / 41872.539988)
+
+
+def test_producer_performance_gets_pre_made_payloads_g1_and_the_harness_idempotence(
+        tmp_path: Path) -> None:
+    """Equal terms: 100 payloads made once (not a random one per record), the G1 flags of
+    kafka-run-class.sh, and enable.idempotence as librdkafka runs it (false), never the
+    Java client's default (true)."""
+    from compare_native import TOOL_JVM_FLAGS, NativeRunner, NativeTool, kafka_tool_properties
+
+    from pytest_brokerperf.brokers.kafka.config import KafkaDriverConfig
+
+    cfg = KafkaDriverConfig.from_yaml(DRIVERS / "kafka-local.yaml")
+    runner = NativeRunner("kafka", NativeTool("ProducerPerformance", "Main", "cp/*", "4.3.1"),
+                          "java", tmp_path, warmup_s=3, duration_s=10)
+
+    class _Drv:
+        config = cfg
+
+        class endpoint:  # noqa: N801 - the attribute the runner reads
+            bootstrap = "127.0.0.1:9092"
+
+    argv, _timeout = runner.kafka_argv(_Drv(), "t", "10000")
+    assert "--record-size" not in argv
+    payloads = Path(argv[argv.index("--payload-file") + 1]).read_bytes().split(b"\n")
+    assert len(payloads) == 100 and {len(x) for x in payloads} == {1024}
+    assert len(set(payloads)) == 100
+    assert [f for f in TOOL_JVM_FLAGS if f in argv] == list(TOOL_JVM_FLAGS)
+    assert "-XX:+UseG1GC" in argv and argv.index("-XX:+UseG1GC") < argv.index("Main")
+    props = argv[argv.index("--command-property") + 1:]
+    assert "enable.idempotence=false" in props and "acks=all" in props
+    assert argv[argv.index("--num-records") + 1] == str(13 * 10000)
+    on = cfg.with_overrides(producer={"enable.idempotence": "true"}, reason="test")
+    assert kafka_tool_properties(on)["enable.idempotence"] == "true"
+
+
+def test_perftest_acknowledges_in_batches_like_the_harness(tmp_path: Path) -> None:
+    from compare_native import PERFTEST_MULTI_ACK_EVERY, NativeRunner, NativeTool
+
+    from pytest_brokerperf.brokers.rabbitmq.config import RabbitMQDriverConfig
+
+    runner = NativeRunner("rabbitmq", NativeTool("PerfTest", "Main", "cp/*", "2.22.1"),
+                          "java", tmp_path, warmup_s=3, duration_s=10)
+
+    class _Drv:
+        config = RabbitMQDriverConfig.from_yaml(DRIVERS / "rabbitmq-quorum.yaml")
+
+        class endpoint:  # noqa: N801
+            bootstrap = "amqp://guest:guest@127.0.0.1:5672/%2f"
+
+    argv, _ = runner.rabbit_argv(_Drv(), "t", "10000")
+    assert argv[argv.index("--multi-ack-every") + 1] == str(PERFTEST_MULTI_ACK_EVERY)
+    assert "-XX:+UseG1GC" in argv
+
+
+def test_no_side_is_always_first_on_the_broker() -> None:
+    from compare_native import rotated
+
+    sides = ["harness", "harness-producer", "bare", "native"]
+    firsts = {rotated(sides, repeat, 0)[0] for repeat in range(4)}
+    assert firsts == set(sides)
+    assert rotated(sides, 0, 0)[0] != "harness"
+    assert sorted(rotated(sides, 2, 1)) == sorted(sides)
+
+
+def test_a_run_the_consumer_fell_behind_is_never_the_maximum() -> None:
+    """An unsustainable run is printed as such, left out of the side's figures and of
+    every ratio; ratios pair sides of one kind only; each side's settings are printed."""
+    ms = [Measurement("harness", "max", 0, ToolFigures(160_000.0), sustainable=False,
+                      notes=("consumed 80,000 msg/s of the 160,000 acknowledged",)),
+          Measurement("harness", "max", 0, ToolFigures(76_000.0),
+                      notes=("offered 76,000 msg/s",)),
+          Measurement("harness-producer", "max", 0, ToolFigures(200_000.0)),
+          Measurement("native", "max", 0, ToolFigures(400_000.0))]
+    kinds = {"harness": "end to end", "harness-producer": "producer only",
+             "native": "producer only"}
+    text = format_report(
+        ms, [("harness", "harness"), ("harness-producer", "harness no consumer"),
+             ("native", "ProducerPerformance")], ["max"], kinds=kinds,
+        ratios=[("harness", "native"), ("harness-producer", "native")],
+        settings={"native": ["--payload-file: 100 pre-made payloads"]})
+    row = next(ln for ln in text.splitlines() if ln.split()[1:2] == ["harness"])
+    assert "76,000" in row and "160,000" not in row and "not sustainable" in row
+    assert "NOT SUSTAINABLE, harness repeat 0" in text and "consumed 80,000" in text
+    assert "ratio harness-producer/native" in text and "median 0.50" in text
+    assert "ratio harness/native" not in text  # end to end against producer only
+    assert "settings per side:" in text and "100 pre-made payloads" in text
+    assert paired_ratios(ms, "harness", "harness-producer", "max") == [0.38]
+
+
+def test_the_harness_max_is_followed_by_a_run_it_can_sustain(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An offered-max run whose consumer fell behind is followed by one at 95 % of what
+    it consumed; a sustained first run is not followed by anything."""
+    import compare_native
+
+    calls: list[float | None] = []
+
+    def fake(endpoint: object, broker: str, rate: str, repeat: int, warmup_s: float,
+             duration_s: float, gen_cpus: object, consume: bool = True,
+             offered: float | None = None) -> Measurement:
+        calls.append(offered)
+        behind = offered is None and rate == "max"
+        return Measurement("harness", rate, repeat, ToolFigures(150_000.0),
+                           extra={"consume_msg_s": 80_000.0}, sustainable=not behind)
+
+    monkeypatch.setattr(compare_native, "run_harness", fake)
+    runs = compare_native.run_harness_sustained(None, "kafka", "max", 0, 1, 2, None)
+    assert calls == [None, 76_000.0] and [m.sustainable for m in runs] == [False, True]
+    calls.clear()
+    assert len(compare_native.run_harness_sustained(None, "kafka", "1000", 0, 1, 2, None)) == 1
+    assert calls == [None]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--broker", "rabbitmq", "--sides", "harness-producer"], "--sides harness-producer"),
+    (["--broker", "pulsar", "--kafka-idempotence", "on"], "Kafka only"),
+])
+def test_impossible_sides_are_refused_before_a_broker_starts(args: list[str],
+                                                             message: str) -> None:
+    from compare_native import main
+
+    with pytest.raises(SystemExit, match=message):
+        main(args)
