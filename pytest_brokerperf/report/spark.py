@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_brokerperf.brokers.provision import cds as cds_archive
+from pytest_brokerperf.brokers.provision.cds import ClassDataSharing
 from pytest_brokerperf.metrics.hdr_layout import min_samples_for
 from pytest_brokerperf.report.model import (
     PERCENTILE_NAMES,
@@ -47,6 +49,7 @@ __all__ = [
     "LoadedRecords",
     "QuietSpark",
     "aggregate",
+    "class_data_sharing",
     "find_result_files",
     "load_records",
     "record_schema",
@@ -96,8 +99,27 @@ def _quiet_log4j() -> str:
     return str(path)
 
 
+def class_data_sharing(*, write: bool) -> ClassDataSharing | None:
+    """The driver JVM's class-data sharing archive (:mod:`~pytest_brokerperf.brokers.
+    provision.cds`): Spark's start loads some 20,000 classes, which a small report
+    spends more time on than on its data. None when off, or without pyspark's jars."""
+    import shutil
+
+    try:
+        import pyspark
+    except ImportError:
+        return None
+    home = os.environ.get("JAVA_HOME", "").strip()
+    java = str(Path(home, "bin", "java")) if home else shutil.which("java")
+    if not java:
+        return None
+    jars = (Path(pyspark.__file__).parent / "jars").glob("*.jar")
+    return cds_archive.class_data_sharing("spark-driver", java, jars, write=write,
+                                  extra=(pyspark.__version__, sys.prefix))
+
+
 def spark_session(master: str | None = None, *, app: str = "brokerperf-report",
-                  verbose: bool = True) -> SparkSession:
+                  verbose: bool = True, cds: ClassDataSharing | None = None) -> SparkSession:
     """A SparkSession: embedded ``local[*]`` by default, or ``master`` (spark://, yarn...).
 
     Quiet (no UI, no console progress bar: the caller prints its own progress line) and
@@ -123,10 +145,15 @@ def spark_session(master: str | None = None, *, app: str = "brokerperf-report",
     local_dir = os.environ.get("BROKERPERF_SPARK_LOCAL_DIR")
     if local_dir:  # shuffle and spill files: a tmpfs spares a busy disk
         builder = builder.config("spark.local.dir", local_dir)
+    if cds is None:
+        cds = class_data_sharing(write=False)
+    driver_opts = [] if cds is None else [" ".join(cds.flags())]
     if not verbose:
         opt = f"-Dlog4j2.configurationFile=file:{_quiet_log4j()}"
-        builder = (builder.config("spark.driver.extraJavaOptions", opt)
-                   .config("spark.executor.extraJavaOptions", opt))
+        driver_opts.append(opt)
+        builder = builder.config("spark.executor.extraJavaOptions", opt)
+    if driver_opts:
+        builder = builder.config("spark.driver.extraJavaOptions", " ".join(driver_opts))
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN" if verbose else "ERROR")
     chosen = master or os.environ.get("BROKERPERF_SPARK_MASTER") or "local[*]"
@@ -169,14 +196,18 @@ class QuietSpark:
         self.verbose = verbose
         self.log: Path | None = None
         self._spark: SparkSession | None = None
+        self._cds: ClassDataSharing | None = None
 
     def start(self) -> SparkSession:
         from pyspark import SparkContext
 
         if SparkContext._active_spark_context is not None:  # a caller's session
             return spark_session(self.master, verbose=self.verbose)
+        # a JVM of our own: it may write the class-data archive later reports start from
+        self._cds = (class_data_sharing(write=True) if SparkContext._gateway is None
+                     else None)
         if self.verbose:
-            self._spark = spark_session(self.master, verbose=True)
+            self._spark = spark_session(self.master, verbose=True, cds=self._cds)
             return self._spark
         import tempfile
 
@@ -186,7 +217,7 @@ class QuietSpark:
         saved = os.dup(2)
         os.dup2(fd, 2)  # the JVM started now inherits the log file as its stderr
         try:
-            self._spark = spark_session(self.master, verbose=False)
+            self._spark = spark_session(self.master, verbose=False, cds=self._cds)
         finally:
             os.dup2(saved, 2)
             os.close(saved)
@@ -199,8 +230,43 @@ class QuietSpark:
         if self._spark is not None:
             self._spark.stop()
             self._spark = None
+            if self._cds is not None and self._cds.writing is not None:
+                # the archive is written as the JVM exits; a JVM killed may have left half
+                if _exit_gateway():
+                    self._cds.keep()
+                else:
+                    self._cds.discard()
+            self._cds = None
         if self.log is not None and not keep_log:
             self.log.unlink(missing_ok=True)
+
+
+def _exit_gateway(timeout_s: float = 60.0) -> bool:
+    """End the JVM pyspark started for this process (it exits when its stdin closes)
+    and wait for it; the next session starts a new one. False if it had to be killed."""
+    import subprocess
+
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    if gateway is None:
+        return False
+    proc = getattr(gateway, "proc", None)
+    exited = proc is not None
+    with contextlib.suppress(Exception):
+        gateway.shutdown()
+    if proc is not None:
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
+        try:
+            proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+            exited = False
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    return exited
 
 
 @contextlib.contextmanager

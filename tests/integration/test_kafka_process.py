@@ -164,6 +164,37 @@ def test_single_node_produce_consume(
     assert Path(info["log_files"][0]).is_file()  # logs are kept
 
 
+def test_the_second_start_maps_the_class_archive_the_first_wrote(
+        cluster_factory: list[KafkaProcessCluster], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Class-data sharing (brokers/provision/cds.py): with no archive yet, node 1 writes
+    one as it stops; the next start of the same Kafka maps it, and serves as before."""
+    from pytest_brokerperf.brokers.provision.cds import CDS_ENV
+
+    monkeypatch.delenv(CDS_ENV, raising=False)
+    archives = [p for p in _cds_dir().glob("kafka-*.jsa")]
+    for old in archives:  # the machine's own: written again below
+        old.unlink()
+    flags: list[list[str]] = []
+    for _ in range(2):
+        cluster = KafkaProcessCluster(nodes=1)
+        cluster_factory.append(cluster)
+        ep = cluster.start()
+        flags.append(list(ep.info["jvm_flags"]))
+        create_topic(ep.bootstrap, "t1", partitions=1, rf=1)
+        assert produce(ep.bootstrap, "t1", 10, acks="all") == []
+        cluster.stop()
+    (archive,) = _cds_dir().glob("kafka-*.jsa")
+    assert archive.stat().st_size > 1_000_000 and not list(_cds_dir().glob("kafka-*.tmp"))
+    assert any(f.startswith("-XX:ArchiveClassesAtExit=") for f in flags[0]), flags[0]
+    assert f"-XX:SharedArchiveFile={archive}" in flags[1], flags[1]
+
+
+def _cds_dir() -> Path:
+    from pytest_brokerperf.brokers.provision.maven import cache_root
+
+    return cache_root() / "cds"
+
+
 def test_broken_override_fails_with_log_text(tmp_path: Path) -> None:
     workdir = tmp_path / "kafka"
     cluster = KafkaProcessCluster(

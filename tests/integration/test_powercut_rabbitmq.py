@@ -135,10 +135,14 @@ def test_quorum_queues_keep_every_confirmed_message_through_power_cuts(
     lost_all = _lost(confirmed[1], _read_quorum(rabbitmq))
     assert lost_all == [], f"quorum queue lost confirmed {lost_all[:20]} to the cluster's cut"
 
-    # the streams' segments are never fsynced: every node's cut took bytes of them
-    for i, r in every["nodes"].items():
-        stream_files = [p for p in (*r["removed"], *r["restored"]) if "/stream/" in p]
-        assert r["bytes_dropped"] > 0 and stream_files, (i, r)
+    # every node's cut dropped bytes; the streams' segments are never fsynced, so the cut
+    # took bytes of them on the nodes that wrote stream data since their last sync (not
+    # necessarily every node: node 1, cut and restarted above, was seen once with none
+    # of its stream files unsynced at the cluster's cut)
+    struck = {i: [p for p in (*r["removed"], *r["restored"]) if "/stream/" in p]
+              for i, r in every["nodes"].items()}
+    assert all(r["bytes_dropped"] > 0 for r in every["nodes"].values()), every["nodes"]
+    assert any(struck.values()), every["nodes"]
     got = read_back_streams(rabbitmq.endpoint, ["pc"])
     assert got is not None, "the plugin's read-back found no stream of topic pc"
     present, read, complete = got

@@ -17,9 +17,10 @@ from tests.support.records import SyntheticRun, synthetic_record, write_jsonl
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _report(args: list[str], tmp: Path, pythonpath: list[Path]) -> subprocess.CompletedProcess[str]:
+def _report(args: list[str], tmp: Path, pythonpath: list[Path],
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "TMPDIR": str(tmp),
-           "PYTHONPATH": os.pathsep.join([*map(str, pythonpath), str(REPO)])}
+           "PYTHONPATH": os.pathsep.join([*map(str, pythonpath), str(REPO)]), **(env or {})}
     return subprocess.run([sys.executable, "-m", "pytest_brokerperf.plugin.cli", "report", *args],
                           env=env, cwd=tmp, capture_output=True, text=True, timeout=600,
                           check=False)
@@ -45,9 +46,7 @@ def test_a_missing_pyspark_is_said_first_and_nothing_starts(tmp_path: Path) -> N
     assert "starting Spark" not in run.stderr
 
 
-def test_spark_logs_nothing_into_the_progress_and_leaves_no_log(tmp_path: Path) -> None:
-    pytest.importorskip("pyspark", reason="the report extra (pyspark) is not installed")
-    run = _report([str(_results(tmp_path)), "--markdown", "-"], tmp_path, [])
+def _quiet_and_right(run: subprocess.CompletedProcess[str], tmp: Path) -> None:
     assert run.returncode == 0, run.stderr
     lines = run.stderr.splitlines()
     # only the report's own progress lines, each whole (nothing of Spark's between)
@@ -55,4 +54,25 @@ def test_spark_logs_nothing_into_the_progress_and_leaves_no_log(tmp_path: Path) 
     assert any(line.startswith("brokerperf report: starting Spark ... done in")
                for line in lines)
     assert "| kafka | tailread |" in run.stdout
-    assert not list(tmp_path.glob("brokerperf-spark-*.log"))  # removed after success
+    assert not list(tmp.glob("brokerperf-spark-*.log"))  # removed after success
+
+
+def test_spark_logs_nothing_into_the_progress_and_leaves_no_log(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Also with the class-data sharing archive (a fresh cache dir): a damaged one is
+    ignored without a word; without one, the report writes it as its JVM exits."""
+    pytest.importorskip("pyspark", reason="the report extra (pyspark) is not installed")
+    from pytest_brokerperf.report.spark import class_data_sharing
+
+    env = {"BROKERPERF_CACHE_DIR": str(tmp_path / "cache"), "BROKERPERF_CDS": "1"}
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    cds = class_data_sharing(write=True)  # the same key as the report's own JVM
+    assert cds is not None
+    cds.archive.write_bytes(b"not an archive")
+    res = _results(tmp_path)
+    _quiet_and_right(_report([str(res), "--markdown", "-"], tmp_path, [], env), tmp_path)
+    cds.archive.unlink()
+    _quiet_and_right(_report([str(res), "--markdown", "-"], tmp_path, [], env), tmp_path)
+    assert cds.archive.stat().st_size > 1_000_000  # the classes Spark's start loaded
+    assert [p.name for p in cds.archive.parent.iterdir()] == [cds.archive.name]

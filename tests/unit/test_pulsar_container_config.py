@@ -85,6 +85,13 @@ def test_process_and_container_mode_configure_the_same_standalone() -> None:
     assert container_config(ports, durability=2)["journalSyncData"] == "false"
 
 
+def test_the_three_broker_layout_stops_without_pulsar_s_5_s_quiet_period() -> None:
+    from pytest_brokerperf.brokers.pulsar.process import BROKER_SHUTDOWN_TIMEOUT_MS
+
+    cfg = broker_config(NodeLayout(index=1, broker_port=6650, web_port=8080))
+    assert cfg["brokerShutdownTimeoutMs"] == str(BROKER_SHUTDOWN_TIMEOUT_MS) == "6000"
+
+
 def test_host_clients_get_loopback_and_network_clients_the_alias() -> None:
     cfg = container_config(PulsarPorts(broker_port=31000, web_port=32000))
     listeners = dict(x.split(":", 1) for x in cfg["advertisedListeners"].split(","))

@@ -54,6 +54,8 @@ def test_single_bookie_config_is_loopback_and_1_1_1() -> None:
     assert cfg["ledgerStorageClass"].endswith("DbLedgerStorage")
     # BookKeeper's defaults when no durability level is asked for
     assert cfg["journalWriteData"] == cfg["journalSyncData"] == "true"
+    # a stop waits min(a quarter of it, 5 s) for the event loops: 1.5 s, not 5 s
+    assert min(int(cfg["brokerShutdownTimeoutMs"]) // 4, 5000) == 1500
 
 
 def test_three_bookies_get_omb_default_quorum() -> None:

@@ -243,6 +243,8 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
 
     def _layout(self, workdir: Path, version: str) -> list[_Node]:
         """Pick ports and write config files for every node."""
+        assert self._java is not None
+        java = self._java.path
         n = self.nodes
         n_agent = n if self._agent_jar is not None else 0
         ports = free_ports(
@@ -297,7 +299,8 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
             )
             gc_log = logs / f"gc-{i}.log"
             remove_gc_logs(gc_log)
-            flags = kafka_jvm_flags(self.heap, gc_log, logs) + logging_flags(version, log_config)
+            flags = (kafka_jvm_flags(self.heap, gc_log, logs) + logging_flags(version, log_config)
+                     + self.class_archive_flags(java, self._lib, i))
             if self._agent_jar is not None:
                 from pytest_brokerperf.brokers.kafka.jmx_exporter import agent_flag
 
@@ -335,7 +338,8 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
         # Format every node in parallel (one short JVM each); same id for all.
         formatters: list[tuple[_Node, ManagedProcess]] = []
         for node in nodes:
-            argv = [java, *_TOOL_FLAGS, *log_cfg_flags, "-cp", classpath, "kafka.tools.StorageTool"]
+            argv = [java, *_TOOL_FLAGS, *self.class_archive_flags(java, self._lib, None),
+                    *log_cfg_flags, "-cp", classpath, "kafka.tools.StorageTool"]
             argv += ["format", "-t", cluster_id, "-c", str(node.config_file)]
             if self.quorum == "dynamic":
                 argv.append("--standalone")

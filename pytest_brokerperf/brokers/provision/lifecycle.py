@@ -37,6 +37,7 @@ from typing import Any, ClassVar, Generic, Self, TypeVar
 from pytest_brokerperf.brokers.endpoint import BrokerEndpoint, LocalProcesses
 from pytest_brokerperf.brokers.node_control import register_control, unregister_control
 from pytest_brokerperf.brokers.provision import watchdog
+from pytest_brokerperf.brokers.provision.cds import ClassDataSharing, class_data_sharing
 from pytest_brokerperf.brokers.provision.cgroups import (
     MIN_NODE_MEMORY,
     MemoryCgroup,
@@ -166,6 +167,7 @@ class ProcessCluster(Generic[N]):
         self._launched_at = 0.0
         self._budget = start_timeout
         self._endpoint: BrokerEndpoint | None = None
+        self._cds: ClassDataSharing | None = None
 
     # -- what subclasses provide ----------------------------------------------------------
 
@@ -514,6 +516,16 @@ class ProcessCluster(Generic[N]):
         self._cgroups.append(group)
         return group
 
+    def class_archive_flags(self, java: str, lib: Path, node: int | None) -> list[str]:
+        """The JVM options that start ``node`` (1-based; None: a tool JVM of the same
+        class path) from this kind's class-data sharing archive (:mod:`.cds`). Without
+        one yet, node 1 writes it as it exits and the others start as they would."""
+        if self._cds is None:
+            self._cds = class_data_sharing(self.kind, java, lib.glob("*.jar"), write=True)
+        if self._cds is None or (self._cds.writing is not None and node != 1):
+            return []
+        return self._cds.flags()
+
     def _failure_text(self, headline: str) -> str:
         """``headline`` and the last lines of every node's logs."""
         parts = [headline]
@@ -576,7 +588,15 @@ class ProcessCluster(Generic[N]):
     def _teardown(self, timeout: float | None = None) -> None:
         """Stop every node in parallel within ``timeout`` (default ``stop_timeout``),
         unmount the power-cut filesystems, drop data."""
+        writer = self._nodes[0].proc if self._nodes else None
         stop_all(self.processes, self.stop_timeout if timeout is None else timeout)
+        if self._cds is not None:  # node 1 wrote the class archive as it exited...
+            if writer is not None and writer.returncode == -signal.SIGKILL:
+                # ...unless it was killed, perhaps half-way through the writing
+                self._cds.discard()
+            else:
+                self._cds.keep()
+            self._cds = None
         self._powercut.stop()
         for path in self._scratch:
             shutil.rmtree(path, ignore_errors=True)

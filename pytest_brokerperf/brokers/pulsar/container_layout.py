@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pytest_brokerperf.brokers.provision.java import check_jvm_size
 from pytest_brokerperf.brokers.provision.ports import LOOPBACK
 from pytest_brokerperf.brokers.pulsar.process import (
+    BROKER_SHUTDOWN_TIMEOUT_MS,
     CLUSTER_NAME,
     PULSAR_EXTRA_FLAGS,
     PULSAR_GC_FLAGS,
@@ -159,6 +160,10 @@ def broker_config(node: NodeLayout, overrides: Mapping[str, str] | None = None
         "brokerDeleteInactiveTopicsEnabled": "false",
         "transactionCoordinatorEnabled": "false",
         "functionsWorkerEnabled": "false",
+        # a stop waits a quarter of this (at most 5 s) for the broker's event loops to go
+        # quiet: with the default 60 s every stop took 5 s more; nothing is left to serve
+        # when the suite stops its broker (BrokerService's graceful-shutdown rule)
+        "brokerShutdownTimeoutMs": str(BROKER_SHUTDOWN_TIMEOUT_MS),
         # no broker-to-broker client over the loopback internal listener
         "systemTopicEnabled": "false",
         "topicLevelPoliciesEnabled": "false",
