@@ -50,6 +50,19 @@ _own_cpu_lane()
 # Children inherit it; a developer's own setting wins.
 os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1")
 
+
+def _shared_class_archives() -> None:
+    """pytester gives each inner session a HOME of its own, so a cache dir of its own:
+    each would write its own class-data sharing archive (Spark's: 170 MB, 15 s) and
+    none would read one. The archives (brokers/provision/cds.py) stay in the real cache
+    dir, shared by every session; calibrations and run state stay per test."""
+    from pytest_brokerperf.brokers.provision.cds import CDS_DIR_ENV, cds_dir
+
+    os.environ.setdefault(CDS_DIR_ENV, str(cds_dir()))
+
+
+_shared_class_archives()
+
 #: One mark, its filters applied in order: every warning is an error, then
 #: confluent-kafka's own deprecation warnings (not ours to fix) are ignored.
 STRICT_WARNINGS = pytest.mark.filterwarnings(

@@ -32,6 +32,13 @@ from pytest_brokerperf.brokers.provision.maven import cache_root, resolve_kafka
 from pytest_brokerperf.core.errors import BrokerUnavailable
 from pytest_brokerperf.judge.verdict import Verdict, assess
 
+#: pytester gives each inner session a HOME of its own, hence a cache dir of its own: every
+#: session would resolve the broker jars with Maven again (Kafka about 3 s, Pulsar's
+#: 235 MB longer) and start its JVMs from a class path no class-data sharing archive fits.
+#: The inner sessions use the real cache dir; each test that needs a cache of its own
+#: sets BROKERPERF_CACHE_DIR itself, and calibrations have BROKERPERF_CALIBRATION_DIR.
+os.environ.setdefault("BROKERPERF_CACHE_DIR", str(cache_root()))
+
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
     from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster

@@ -190,9 +190,9 @@ def test_the_second_start_maps_the_class_archive_the_first_wrote(
 
 
 def _cds_dir() -> Path:
-    from pytest_brokerperf.brokers.provision.maven import cache_root
+    from pytest_brokerperf.brokers.provision.cds import cds_dir
 
-    return cache_root() / "cds"
+    return cds_dir()
 
 
 def test_broken_override_fails_with_log_text(tmp_path: Path) -> None:

@@ -16,18 +16,15 @@ from typing import Any
 
 import pytest
 
-from pytest_brokerperf.brokers.provision.maven import cache_root
 from pytest_brokerperf.testing import PLAIN_SCENARIOS, skip_if_host_noise
 
 #: The real cache (Kafka jars): pytester points HOME at a temporary directory.
-CACHE = cache_root()
 REPO = Path(__file__).resolve().parents[2]
 
 
 def test_smoke_ladder_on_kafka_brackets_a_limit(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
         check_calibration_reused: Callable[[dict[str, Any]], None]) -> None:
-    monkeypatch.setenv("BROKERPERF_CACHE_DIR", str(CACHE))
     results = pytester.path / "res"
     pytester.makeini("[pytest]\n")
     run = pytester.runpytest_subprocess(

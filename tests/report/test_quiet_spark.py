@@ -64,7 +64,8 @@ def test_spark_logs_nothing_into_the_progress_and_leaves_no_log(
     pytest.importorskip("pyspark", reason="the report extra (pyspark) is not installed")
     from pytest_brokerperf.report.spark import class_data_sharing
 
-    env = {"BROKERPERF_CACHE_DIR": str(tmp_path / "cache"), "BROKERPERF_CDS": "1"}
+    env = {"BROKERPERF_CACHE_DIR": str(tmp_path / "cache"), "BROKERPERF_CDS": "1",
+           "BROKERPERF_CDS_DIR": str(tmp_path / "cache" / "cds")}
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     cds = class_data_sharing(write=True)  # the same key as the report's own JVM

@@ -11,13 +11,20 @@ from pathlib import Path
 
 import pytest
 
-from pytest_brokerperf.brokers.provision.cds import CDS_ENV, ClassDataSharing, class_data_sharing
+from pytest_brokerperf.brokers.provision.cds import (
+    CDS_DIR_ENV,
+    CDS_ENV,
+    ClassDataSharing,
+    cds_dir,
+    class_data_sharing,
+)
 
 
 @pytest.fixture
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("BROKERPERF_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv(CDS_ENV, raising=False)
+    monkeypatch.delenv(CDS_DIR_ENV, raising=False)
     return tmp_path / "cache"
 
 
@@ -88,3 +95,12 @@ def test_turned_off_nothing_is_read_or_written(cache: Path, jars: list[Path], of
 
 def test_no_java_no_archive(cache: Path, jars: list[Path], tmp_path: Path) -> None:
     assert class_data_sharing("kafka", tmp_path / "no-java", jars, write=True) is None
+
+
+def test_the_archives_can_live_apart_from_the_cache(cache: Path, jars: list[Path],
+                                                    tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    assert cds_dir() == cache / "cds"
+    monkeypatch.setenv(CDS_DIR_ENV, str(tmp_path / "archives"))
+    cds = class_data_sharing("kafka", JAVA, jars, write=True)
+    assert cds is not None and cds.archive.parent == tmp_path / "archives" == cds_dir()

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-DRIVERS = Path(__file__).resolve().parents[2] / "pytest_brokerperf" / "data" / "drivers"
 
 from native_report import (
     Measurement,
@@ -26,6 +25,8 @@ from native_report import (
     parse_pulsar_perf,
     spread,
 )
+
+DRIVERS = Path(__file__).resolve().parents[2] / "pytest_brokerperf" / "data" / "drivers"
 
 KAFKA_MAX = """\
 SLF4J: Failed to load class "org.slf4j.impl.StaticLoggerBinder".
@@ -253,7 +254,7 @@ def test_producer_performance_gets_pre_made_payloads_g1_and_the_harness_idempote
     class _Drv:
         config = cfg
 
-        class endpoint:  # noqa: N801 - the attribute the runner reads
+        class endpoint:  # the attribute the runner reads
             bootstrap = "127.0.0.1:9092"
 
     argv, _timeout = runner.kafka_argv(_Drv(), "t", "10000")
@@ -281,7 +282,7 @@ def test_perftest_acknowledges_in_batches_like_the_harness(tmp_path: Path) -> No
     class _Drv:
         config = RabbitMQDriverConfig.from_yaml(DRIVERS / "rabbitmq-quorum.yaml")
 
-        class endpoint:  # noqa: N801
+        class endpoint:
             bootstrap = "amqp://guest:guest@127.0.0.1:5672/%2f"
 
     argv, _ = runner.rabbit_argv(_Drv(), "t", "10000")

@@ -8,11 +8,11 @@ node ready in 2.5 s instead of 4.2 s, a Pulsar standalone in 7 s instead of 9.5 
 start in 1.9 s instead of 3.4 s. Only class loading changes: the code that runs, the JIT
 and the heap are the same, so no figure a run measures moves.
 
-One archive per kind, Java binary and class path (its jars' names), in the cache dir's
-``cds/``; the first JVM that finds none writes it when it exits normally (a few seconds
-more, once), into a temporary file that becomes the archive only once complete. An
-archive that does not fit the JVM is Java's to ignore (``-Xshare:auto``), silently (its
-CDS logging off). ``BROKERPERF_CDS=0`` turns it all off.
+One archive per kind, Java binary and class path (its jars), in the cache dir's ``cds/``
+(``BROKERPERF_CDS_DIR`` moves them alone); the first JVM that finds none writes it when
+it exits normally (a few seconds more, once), into a temporary file that becomes the
+archive only once complete. An archive that does not fit the JVM is Java's to ignore
+(``-Xshare:auto``), silently (its CDS logging off). ``BROKERPERF_CDS=0`` turns it all off.
 """
 
 from __future__ import annotations
@@ -26,10 +26,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CDS_ENV", "ClassDataSharing", "class_data_sharing"]
+__all__ = ["CDS_DIR_ENV", "CDS_ENV", "ClassDataSharing", "cds_dir", "class_data_sharing"]
 
 #: ``BROKERPERF_CDS=0`` (or off/false/no): no archive is read or written
 CDS_ENV = "BROKERPERF_CDS"
+#: a directory for the archives alone (default: ``<cache dir>/cds``)
+CDS_DIR_ENV = "BROKERPERF_CDS_DIR"
 #: a writer's temporary file older than this was left by a crash
 _STALE_S = 3600.0
 
@@ -68,6 +70,14 @@ class ClassDataSharing:
                 self.writing.unlink(missing_ok=True)
 
 
+def cds_dir() -> Path:
+    """Where the archives live: ``$BROKERPERF_CDS_DIR``, else ``<cache dir>/cds``."""
+    from pytest_brokerperf.brokers.provision.maven import cache_root
+
+    own = os.environ.get(CDS_DIR_ENV, "").strip()
+    return Path(own).expanduser() if own else cache_root() / "cds"
+
+
 def class_data_sharing(kind: str, java: str | Path, jars: Iterable[Path], *,
                        write: bool, extra: Iterable[str] = ()) -> ClassDataSharing | None:
     """The archive of ``kind``'s JVMs on ``java`` with ``jars`` on their class path:
@@ -75,16 +85,15 @@ def class_data_sharing(kind: str, java: str | Path, jars: Iterable[Path], *,
     when turned off or ``java`` cannot be found: the JVM then starts as without)."""
     if os.environ.get(CDS_ENV, "1").strip().lower() in ("0", "off", "false", "no"):
         return None
-    from pytest_brokerperf.brokers.provision.maven import cache_root
-
     try:
         binary = Path(java).resolve(strict=True)
+        # the jars' paths: an archive records its class path and fits no other
         stamp = [kind, str(binary), binary.stat().st_mtime_ns, *extra,
-                 sorted(p.name for p in jars)]
+                 sorted(str(p.resolve()) for p in jars)]
     except OSError:
         return None
     key = hashlib.sha256(json.dumps(stamp).encode()).hexdigest()[:16]
-    folder = cache_root() / "cds"
+    folder = cds_dir()
     archive = folder / f"{kind}-{key}.jsa"
     if archive.exists():
         return ClassDataSharing(archive)
