@@ -167,26 +167,38 @@ def test_single_node_produce_consume(
 def test_the_second_start_maps_the_class_archive_the_first_wrote(
         cluster_factory: list[KafkaProcessCluster], monkeypatch: pytest.MonkeyPatch) -> None:
     """Class-data sharing (brokers/provision/cds.py): with no archive yet, node 1 writes
-    one as it stops; the next start of the same Kafka maps it, and serves as before."""
+    one as it stops; the next start of the same Kafka maps it and serves as before; a
+    damaged archive is ignored by Java without a word in the broker's log."""
     from pytest_brokerperf.brokers.provision.cds import CDS_ENV
 
     monkeypatch.delenv(CDS_ENV, raising=False)
-    archives = [p for p in _cds_dir().glob("kafka-*.jsa")]
-    for old in archives:  # the machine's own: written again below
+    for old in _cds_dir().glob("kafka-*.jsa"):  # the machine's own: written again below
         old.unlink()
-    flags: list[list[str]] = []
-    for _ in range(2):
+
+    def serve() -> tuple[list[str], str]:
         cluster = KafkaProcessCluster(nodes=1)
         cluster_factory.append(cluster)
         ep = cluster.start()
-        flags.append(list(ep.info["jvm_flags"]))
         create_topic(ep.bootstrap, "t1", partitions=1, rf=1)
         assert produce(ep.bootstrap, "t1", 10, acks="all") == []
+        flags, log = list(ep.info["jvm_flags"]), Path(ep.info["log_files"][0])
         cluster.stop()
+        return flags, log.read_text(errors="replace")
+
+    writing, _ = serve()
     (archive,) = _cds_dir().glob("kafka-*.jsa")
     assert archive.stat().st_size > 1_000_000 and not list(_cds_dir().glob("kafka-*.tmp"))
-    assert any(f.startswith("-XX:ArchiveClassesAtExit=") for f in flags[0]), flags[0]
-    assert f"-XX:SharedArchiveFile={archive}" in flags[1], flags[1]
+    assert any(f.startswith("-XX:ArchiveClassesAtExit=") for f in writing), writing
+    reading, _ = serve()
+    assert f"-XX:SharedArchiveFile={archive}" in reading, reading
+    archive.chmod(0o644)
+    archive.write_bytes(b"not an archive" * 1000)
+    try:
+        damaged, log = serve()
+        assert f"-XX:SharedArchiveFile={archive}" in damaged
+        assert not re.search(r"\[(warning|error)\]\[cds|shared archive", log, re.I), log[-2000:]
+    finally:
+        archive.unlink()  # the next start writes a good one
 
 
 def _cds_dir() -> Path:
