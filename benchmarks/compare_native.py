@@ -99,8 +99,6 @@ PAYLOAD_LINES = 100
 PERFTEST_MULTI_ACK_EVERY = 100
 #: the follow-up run of the harness's "max" offers this share of what the max run consumed
 SUSTAIN_SHARE = 0.95
-#: the throughput ladder's rate tolerance: a consumer this far behind is not keeping up
-RATE_TOLERANCE = 0.05
 MESSAGE_SIZE = 1024
 KAFKA_PARTITIONS = 16
 PULSAR_PARTITIONS = 16
@@ -218,6 +216,16 @@ def _offered(rate: str) -> float:
     return HARNESS_MAX_OFFER if rate == "max" else float(rate)
 
 
+def consumer_behind(acked: float, consumed: float) -> list[str]:
+    """Why a consumer did not keep up with what was acknowledged (empty: it did), with
+    the throughput ladder's own rate tolerance."""
+    from pytest_brokerperf.judge import ladder as lad
+
+    if consumed >= (1 - lad.LadderPolicy().rate_tolerance) * acked:
+        return []
+    return [f"consumed {consumed:,.0f} msg/s of the {acked:,.0f} acknowledged"]
+
+
 def run_harness(endpoint: Any, broker: str, rate: str, repeat: int, warmup_s: float,
                 duration_s: float, gen_cpus: tuple[int, ...] | None,
                 consume: bool = True, offered: float | None = None) -> Measurement:
@@ -262,11 +270,9 @@ def run_harness(endpoint: Any, broker: str, rate: str, repeat: int, warmup_s: fl
     sustainable = True
     notes: tuple[str, ...] = ()
     if consume:
-        failures = lad.judge_rung(lad.RungSignals.from_outcome(out, subscriptions_per_topic=1))
-        if at_max:  # an open-loop offer of 1M is never met: only the consumer's pace counts
-            failures = [] if out.consume_rate >= (1 - lad.LadderPolicy().rate_tolerance) \
-                * out.ack_rate else [f"consumed {out.consume_rate:,.0f} msg/s of the "
-                                     f"{out.ack_rate:,.0f} acknowledged"]
+        # an open-loop offer of 1M is never met: at max only the consumer's pace counts
+        failures = (consumer_behind(out.ack_rate, out.consume_rate) if at_max else
+                    lad.judge_rung(lad.RungSignals.from_outcome(out, subscriptions_per_topic=1)))
         sustainable, notes = not failures, tuple(failures)
     if offered is not None:
         notes = (f"offered {offer:,.0f} msg/s", *notes)
@@ -390,14 +396,12 @@ def run_bare(endpoint: Any, broker: str, rate: str, repeat: int, warmup_s: float
                            error=f"{doc.get('error') or 'no window'}; see {log}")
     acked = float(doc["msg_s"])
     consumed = float(doc.get("consume_msg_s") or 0.0)
-    behind = spec.consume and consumed < (1 - RATE_TOLERANCE) * acked
+    behind = consumer_behind(acked, consumed) if spec.consume else []
     return Measurement("bare", rate, repeat,
                        ToolFigures(acked, how="acks counted in the window",
                                    window_s=float(doc["seconds"])),
                        extra={"consume_msg_s": consumed} if spec.consume else {},
-                       sustainable=not behind,
-                       notes=(f"consumed {consumed:,.0f} msg/s of the {acked:,.0f} "
-                              "acknowledged",) if behind else ())
+                       sustainable=not behind, notes=tuple(behind))
 
 
 def _write_log4j2(path: Path) -> None:
@@ -659,7 +663,7 @@ def side_settings(broker: str, driver: Any, tool: NativeTool | None, *, warmup_s
         client = (f"quorum queue, persistent, {cfg.max_pending_confirms:,} unconfirmed, "
                   f"prefetch {cfg.prefetch_count:,}")
     out = {
-        "harness": [f"librdkafka/pulsar-client/pika as the driver file: {client}",
+        "harness": [f"{_client_name(broker)} as the driver file sets it: {client}",
                     "one worker process: 1 producer + 1 consumer (manual multiple ack per "
                     "received batch of up to 500), 5 latency views, delivery ledgers",
                     "payload: one pre-made 1 KiB payload with the harness header",

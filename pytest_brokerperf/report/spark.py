@@ -115,7 +115,7 @@ def class_data_sharing(*, write: bool) -> ClassDataSharing | None:
         return None
     jars = (Path(pyspark.__file__).parent / "jars").glob("*.jar")
     return cds_archive.class_data_sharing("spark-driver", java, jars, write=write,
-                                  extra=(pyspark.__version__, sys.prefix))
+                                          extra=(pyspark.__version__, sys.prefix))
 
 
 def spark_session(master: str | None = None, *, app: str = "brokerperf-report",
@@ -147,7 +147,7 @@ def spark_session(master: str | None = None, *, app: str = "brokerperf-report",
         builder = builder.config("spark.local.dir", local_dir)
     if cds is None:
         cds = class_data_sharing(write=False)
-    driver_opts = [] if cds is None else [" ".join(cds.flags())]
+    driver_opts = [] if cds is None else cds.flags()
     if not verbose:
         opt = f"-Dlog4j2.configurationFile=file:{_quiet_log4j()}"
         driver_opts.append(opt)

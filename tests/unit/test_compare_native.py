@@ -359,3 +359,13 @@ def test_impossible_sides_are_refused_before_a_broker_starts(args: list[str],
 
     with pytest.raises(SystemExit, match=message):
         main(args)
+
+
+def test_a_consumer_is_behind_by_the_ladder_s_own_tolerance() -> None:
+    """One rule for the harness at max and the bare loop that consumes: the throughput
+    ladder's rate tolerance (5 %)."""
+    from compare_native import consumer_behind
+
+    assert consumer_behind(100_000, 95_000) == []
+    assert consumer_behind(100_000, 94_900) == [
+        "consumed 94,900 msg/s of the 100,000 acknowledged"]
