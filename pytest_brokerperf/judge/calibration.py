@@ -196,6 +196,15 @@ def store(ceiling: Ceiling, path: Path | None = None) -> None:
             fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
 
 
+#: A driver's ladder starts low: a broker or client library may hold only a few thousand
+#: msg/s per process.
+DRIVER_START_RATE = 4000.0
+#: The harness alone (the loopback driver) holds hundreds of thousands of msg/s per
+#: process on any machine this runs on: its ladder starts three doublings higher.
+HARNESS_START_RATE = 32_000.0
+#: When even the first step fails, rates halve down to about this before giving up.
+DOWN_FLOOR_RATE = 500.0
+
 def _step_rung(rate: float, warmup_s: float, measure_s: float, drain_s: float) -> Rung:
     from pytest_brokerperf.engine.plan import Rung
 
@@ -211,7 +220,7 @@ def calibrate(
     message_size: int = 1024,
     partitions: int = 1,
     generator_cpus: tuple[int, ...] | None = None,
-    start_rate: float = 4000.0,
+    start_rate: float = DRIVER_START_RATE,
     max_rate: float = 2_000_000.0,
     period_s: float = 0.5,
     warmup_s: float = 1.5,
@@ -239,8 +248,11 @@ def calibrate(
                    flush_timeout_s=20.0, drain_timeout_s=20.0, probe_timeout_s=60.0)
     steps: list[dict[str, Any]] = []
     judged: list[tuple[float, list[str], str, list[str]]] = []
+    # halvings allowed when even the first step fails: down to the same floor (~500
+    # msg/s) whatever the start
+    down = max(0, int(math.log2(start_rate / DOWN_FLOOR_RATE)))
     state: dict[str, Any] = {"lo": None, "hi": None, "bisect_left": bisections,
-                             "down_left": 3, "retries_left": retries, "retried": set()}
+                             "down_left": down, "retries_left": retries, "retried": set()}
 
     def on_rung(out: RunOutcome) -> None:
         sig = lad.RungSignals.from_outcome(out, subscriptions_per_topic=1, producing_workers=1)
@@ -332,7 +344,8 @@ def cached_or_measured(driver: Driver, *, target: str, broker: str, broker_versi
                        generator_cpus: tuple[int, ...] | None, mode: str = "auto",
                        progress: Callable[[str], None] | None = None,
                        topic_prefix: str = "bp-calibration",
-                       policy: lad.LadderPolicy | None = None) -> Ceiling | None:
+                       policy: lad.LadderPolicy | None = None,
+                       start_rate: float = DRIVER_START_RATE) -> Ceiling | None:
     """The cached ceiling for this key, or a fresh measurement (stored); None when off."""
     if mode == "off":
         return None
@@ -344,7 +357,8 @@ def cached_or_measured(driver: Driver, *, target: str, broker: str, broker_versi
             return hit
     ceiling = calibrate(driver, target=target, broker=broker, message_size=message_size,
                         partitions=partitions, generator_cpus=generator_cpus, key=key,
-                        progress=progress, topic_prefix=topic_prefix, policy=policy)
+                        progress=progress, topic_prefix=topic_prefix, policy=policy,
+                        start_rate=start_rate)
     if ceiling.bound != "host":  # a noisy host's figure must not outlive the noise
         with contextlib.suppress(OSError):
             store(ceiling)

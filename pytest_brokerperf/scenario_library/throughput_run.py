@@ -106,7 +106,11 @@ def _calibrate(ctx: RunContext, driver: Driver, prepared: ThroughputPrepared,
                cpus: tuple[int, ...] | None, prefix: str) -> dict[str, Any]:
     """The harness and driver ceilings (cached per machine and version)."""
     from pytest_brokerperf.brokers import HARNESS, harness_driver
-    from pytest_brokerperf.judge.calibration import cached_or_measured
+    from pytest_brokerperf.judge.calibration import (
+        DRIVER_START_RATE,
+        HARNESS_START_RATE,
+        cached_or_measured,
+    )
 
     mode = ctx.settings.calibration
     wl = prepared.workload
@@ -129,6 +133,7 @@ def _calibrate(ctx: RunContext, driver: Driver, prepared: ThroughputPrepared,
             topic_prefix=f"{prefix}-cal-{target}",
             # the user's steal limit holds for calibration steps as for rungs
             policy=lad.LadderPolicy(steal_share=ctx.settings.max_steal / 100),
+            start_rate=HARNESS_START_RATE if target == "harness" else DRIVER_START_RATE,
         )
         cache[memo] = c
         return c

@@ -112,13 +112,16 @@ slos:
         "-k", PLAIN_SCENARIOS, "--broker=kafka",
         "--brokerperf-nodes=3", f"--brokerperf-results={results}", f"--junitxml={junit}",
         "--brokerperf-keep-topics",  # the levels' topics: described, then deleted by them
-        # 100 msg/s (the topology-check rate) x 8 s: 800 samples, enough for p99
-        # the scenario's warm-up ends once steady, capped at 30 s: three JVMs sharing a
-        # core stall for seconds while they compile, and a window that catches such a
-        # stall up is `unsteady`, not a figure
-        "--brokerperf-duration=8", "--brokerperf-warmup=30",
-        # three JVMs warm until steady before the first scenario (checked below)
-        "--brokerperf-broker-warmup=15", "-v", "-p", "no:cacheprovider",
+        # 100 msg/s (the topology-check rate) x 8 s: 800 samples, enough for p50 and
+        # p95; p99 needs 1,000, so the SLOs above stay inconclusive (a warning here):
+        # replication is under test, not a latency figure. The scenario's warm-up ends
+        # once steady, capped at 10 s; a robbed window is not measured again: three JVMs
+        # sharing a core stall for seconds while they compile, and a window that catches
+        # such a stall up (measured again once) is `unsteady` (accepted below)
+        "--brokerperf-duration=8", "--brokerperf-warmup=10", "--brokerperf-noise-retries=0",
+        # three JVMs warm until steady before the first scenario (checked below), then
+        # 5 s more at the session's rate
+        "--brokerperf-broker-warmup=5", "-v", "-p", "no:cacheprovider",
         # The topology is under test, not a figure: three JVMs on one of two cores can
         # leave the generator late (an honest generator-bound verdict), so INCONCLUSIVE
         # is a warning here.

@@ -28,7 +28,11 @@ import pytest
 
 from pytest_brokerperf.brokers.provision.maven import resolve_pulsar
 from pytest_brokerperf.core.errors import BrokerUnavailable
-from pytest_brokerperf.judge.calibration import cache_path
+from pytest_brokerperf.judge.calibration import (
+    DRIVER_START_RATE,
+    HARNESS_START_RATE,
+    cache_path,
+)
 from pytest_brokerperf.results.omb import read_omb_result
 from pytest_brokerperf.testing import PLAIN_SCENARIOS
 
@@ -92,6 +96,9 @@ def test_scenarios_end_to_end_through_pytest(
     assert cal["mode"] == "refresh"
     assert not cal["harness"]["cached"] and cal["harness"]["steps"], cal["harness"]
     assert not cal["driver"]["cached"] and cal["driver"]["steps"], cal["driver"]
+    # the harness's ladder starts where its ceiling lives; a broker's starts low
+    assert cal["harness"]["steps"][0]["rate_msg_s"] == HARNESS_START_RATE
+    assert cal["driver"]["steps"][0]["rate_msg_s"] == DRIVER_START_RATE
     stored = json.loads(cache_path().read_text()) if cache_path().exists() else {}
     assert (cal["harness"]["key"] in [e["key"] for e in stored.values()]) is (
         cal["harness"]["bound"] != "host"), cal["harness"]

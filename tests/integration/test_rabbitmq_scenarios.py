@@ -1,9 +1,10 @@
-"""Tail-read and throughput through pytest on RabbitMQ and on Tansu (one broker at a time),
-and catch-up on RabbitMQ in the same session (the same node).
+"""Tail-read, throughput and catch-up through pytest on RabbitMQ, and tail-read on Tansu
+(one broker at a time, one node each).
 
 ``pytest scenarios -m "tailread or throughput or catchup" --broker=rabbitmq,tansu`` as a
-user runs it, shortened: tail-read and throughput pass on both, every record names the
-broker version, RabbitMQ's read-back shows the queue types the shipped driver asked for,
+user runs it, shortened: tail-read passes on both and throughput on RabbitMQ (Tansu's
+ladder is the Kafka driver's, which tests/integration/test_throughput_kafka.py climbs on
+Kafka), every record names the broker version, RabbitMQ's read-back shows the queue types the shipped driver asked for,
 Tansu's results flag its in-memory storage and the admin calls it lacks, and no broker
 process of that session survives it. Catch-up on RabbitMQ: consumers pause by
 ``basic.cancel``; the backlog was built and drained, nothing lost or duplicated, and the
@@ -46,7 +47,8 @@ def test_tailread_and_throughput_on_rabbitmq_and_tansu_through_pytest(
     pytester.makeini("[pytest]\n")
     run = pytester.runpytest_subprocess(
         str(repo / "scenarios"), "-m", "tailread or throughput or catchup",
-        "-k", f"not consumer_only and not (catchup and tansu) and {PLAIN_SCENARIOS}",
+        "-k", f"not consumer_only and not ((catchup or throughput) and tansu) and "
+        f"{PLAIN_SCENARIOS}",
         "--broker=rabbitmq,tansu", f"--junitxml={junit}",
         f"--brokerperf-results={results}", "--brokerperf-duration=5", "--brokerperf-warmup=4",
         # a short ladder whose top may be the Python client's limit here: INCONCLUSIVE
@@ -58,13 +60,13 @@ def test_tailread_and_throughput_on_rabbitmq_and_tansu_through_pytest(
         "-W", "default::pytest_brokerperf.core.warnings.BrokerPerfWarning",
         "-p", "no:cacheprovider", "--rootdir", str(pytester.path), timeout=900,
     )
-    # tail-read and throughput pass on both (INCONCLUSIVE is a warning here); catch-up ran
+    # tail-read and throughput pass (INCONCLUSIVE is a warning here); catch-up ran
     # to a record, judged below (its SLOs only where the window could be judged)
     outcomes = {case.get("name", ""): [c.tag for c in case]
                 for case in ET.parse(junit).iter("testcase")}
     assert sorted(outcomes) == [
         "test_catchup[rabbitmq]", "test_tailread[rabbitmq]", "test_tailread[tansu]",
-        "test_throughput[rabbitmq]", "test_throughput[tansu]"], run.stdout.str()
+        "test_throughput[rabbitmq]"], run.stdout.str()
     assert not any({"failure", "error"} & set(tags) for name, tags in outcomes.items()
                    if not name.startswith("test_catchup")), run.stdout.str()
     assert "error" not in outcomes["test_catchup[rabbitmq]"], run.stdout.str()
@@ -78,7 +80,7 @@ def test_tailread_and_throughput_on_rabbitmq_and_tansu_through_pytest(
         status, slo = valid_or_noise(rec)
         run.stdout.fnmatch_lines([f"*{broker}*tailread*{status}*{slo}*"])
     ladders = {r["broker"]: r for r in all_recs if r["scenario"] == "throughput"}
-    assert set(ladders) == {"rabbitmq", "tansu"}
+    assert set(ladders) == {"rabbitmq"}
     for broker, rec in ladders.items():
         check_ladder(rec, broker)
         check_calibration_reused(rec)
