@@ -4,11 +4,12 @@
 ``pytest scenarios -m "tailread or throughput or catchup" --broker=rabbitmq,tansu`` as a
 user runs it, shortened: tail-read passes on both and throughput on RabbitMQ (Tansu's
 ladder is the Kafka driver's, which tests/integration/test_throughput_kafka.py climbs on
-Kafka), every record names the broker version, RabbitMQ's read-back shows the queue types the shipped driver asked for,
-Tansu's results flag its in-memory storage and the admin calls it lacks, and no broker
-process of that session survives it. Catch-up on RabbitMQ: consumers pause by
-``basic.cancel``; the backlog was built and drained, nothing lost or duplicated, and the
-queues' depth at the drain's start is the backlog the counters saw.
+Kafka), every record names the broker version, RabbitMQ's read-back shows the queue
+types the shipped driver asked for, Tansu's results flag its in-memory storage and the
+admin calls it lacks, and no broker process of that session survives it. Catch-up on
+RabbitMQ: consumers pause by ``basic.cancel``; the backlog was built and drained,
+nothing lost or duplicated, and the queues' depth at the drain's start is the backlog
+the counters saw.
 """
 
 from __future__ import annotations
