@@ -1,13 +1,14 @@
-"""Each node of a three-node local RabbitMQ cluster killed in turn during a tail read.
+"""Node 1, then node 2 of a three-node local RabbitMQ cluster killed during a tail read.
 
 What can fail: each fault must strike its node at its time and the node must rejoin on
 its own data (a new process, serving AMQP); the clients connected to it must fail over
 to the other nodes (pika never reconnects by itself; a subscription nobody reads would
 look like lost messages) and no other client may — the producer lives on node 1 and the
-consumer on node 2 in every run, so the first kill moves the producer, the second the
-consumer and the third neither; every acknowledged message must arrive (durability
-level 1: quorum queues, persistent messages, confirms after a majority stored them);
-nothing may survive.
+consumer on node 2 in every run, so the first kill moves the producer and not the
+consumer, the second the consumer and not the producer (a third kill, of the node
+neither uses, would check nothing these two do not); every acknowledged message must
+arrive (durability level 1: quorum queues, persistent messages, confirms after a
+majority stored them); nothing may survive.
 """
 
 from __future__ import annotations
@@ -23,11 +24,11 @@ from pytest_brokerperf.testing import PLAIN_SCENARIOS
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_kill_each_node_at_level_1_clients_fail_over_and_nothing_is_lost(
+def test_kill_each_client_s_node_at_level_1_it_fails_over_and_nothing_is_lost(
         pytester: pytest.Pytester) -> None:
     results = pytester.path / "res"
     pytester.makeini("[pytest]\n")
-    faults = ",".join(f"kill-broker@3s:2s/node-{n}" for n in (1, 2, 3))
+    faults = ",".join(f"kill-broker@3s:2s/node-{n}" for n in (1, 2))
     run = pytester.runpytest_subprocess(
         str(REPO / "scenarios" / "test_tailread.py"), "-m", "tailread", "-k", PLAIN_SCENARIOS,
         "--broker=rabbitmq",
@@ -39,8 +40,8 @@ def test_kill_each_node_at_level_1_clients_fail_over_and_nothing_is_lost(
     )
     recs = [json.loads(x) for x in (results / "results.jsonl").read_text().splitlines()]
     seen = [(r["test_id"], r["verdict"]["status"], r["delivery"], r["fault"]) for r in recs]
-    assert run.parseoutcomes().get("passed") == 3, (run.stdout.str()[-3000:], seen)
-    assert [r["fault"]["node"] for r in recs] == [1, 2, 3]
+    assert run.parseoutcomes().get("passed") == 2, (run.stdout.str()[-3000:], seen)
+    assert [r["fault"]["node"] for r in recs] == [1, 2]
     moved = []
     for rec in recs:
         fault = rec["fault"]
