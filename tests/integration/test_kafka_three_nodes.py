@@ -1,18 +1,20 @@
-"""The tail-read scenario on a three-node local KRaft cluster: RF 3, min.insync.replicas=2;
-then durability levels 1 and 4 on the same cluster, in the same session.
+"""The tail-read scenario on a three-node local KRaft cluster at durability levels 1 and 4
+(RF 3, min.insync.replicas=2), in one session on one cluster.
 
 What can fail: the broker must report RF 3 and ``min.insync.replicas=2`` for the topic
-it created (read back, not assumed), every replica in sync, nothing lost with
-``acks=all``; the run must be labelled a topology check in the record, the JUnit
-properties and the summary table; broker metrics must cover all three nodes.
+the level-1 run created (read back, not assumed), every replica in sync, nothing lost
+with ``acks=all``; the run must be labelled a topology check in the record, the JUnit
+properties and the summary table; broker metrics must cover all three nodes. (An
+unlevelled run would add nothing: on three nodes it runs level 1's RF, min.insync and
+acks, without the flush.)
 
 Levels: each level's topic configs must be on the broker itself (asked with
 AdminClient.describe_configs while the cluster runs, not taken from the harness's own
 read-back): ``min.insync.replicas=2`` at both levels, ``flush.messages=1``/``flush.ms=0``
 at level 1 and Kafka's never-flush default written explicitly at level 4, all as
 ``DYNAMIC_TOPIC_CONFIG``; the producer must run ``acks=all`` / ``acks=1``; the JSONL
-record, the OMB result and the summary must carry the level; and the unlevelled run and
-both levels must share one broker process (a Kafka level is per topic, so no restart).
+record, the OMB result and the summary must carry the level; and both levels must share
+one broker process (a Kafka level is per topic, so no restart).
 Levels 1 and 2 need replication, hence the three nodes.
 
 Then, on the same cluster, a node killed in the middle of a tail read at level 1
@@ -35,12 +37,9 @@ import psutil
 import pytest
 
 from pytest_brokerperf.brokers.kafka.durability import KAFKA_NEVER_FLUSH
-from pytest_brokerperf.testing import PLAIN_SCENARIOS
 
-REPO = Path(__file__).resolve().parents[2]
-
-#: the level tests: run after the unlevelled scenario (the plugin groups a broker's
-#: tests by level, unlevelled first), each writes what the broker itself says
+#: the level tests (the plugin groups a broker's tests by level): each writes what the
+#: broker itself says
 LEVELS = '''
 import json, os
 import pytest
@@ -108,8 +107,8 @@ slos:
 """)
     run = pytester.runpytest_subprocess(
         f"--brokerperf-slo={slo}",
-        str(REPO / "scenarios" / "test_tailread.py"), str(inner), str(kill), "-m", "tailread",
-        "-k", PLAIN_SCENARIOS, "--broker=kafka",
+        str(inner), str(kill), "-m", "tailread",
+        "--broker=kafka",
         "--brokerperf-nodes=3", f"--brokerperf-results={results}", f"--junitxml={junit}",
         "--brokerperf-keep-topics",  # the levels' topics: described, then deleted by them
         # 100 msg/s (the topology-check rate) x 8 s: 800 samples, enough for p50 and
@@ -119,7 +118,7 @@ slos:
         # sharing a core stall for seconds while they compile, and a window that catches
         # such a stall up (measured again once) is `unsteady` (accepted below)
         "--brokerperf-duration=8", "--brokerperf-warmup=10", "--brokerperf-noise-retries=0",
-        # three JVMs warm until steady before the first scenario (checked below), then
+        # three JVMs warm until steady before the first run (checked below), then
         # 5 s more at the session's rate
         "--brokerperf-broker-warmup=5", "-v", "-p", "no:cacheprovider",
         # The topology is under test, not a figure: three JVMs on one of two cores can
@@ -131,11 +130,10 @@ slos:
     )
     recs = [json.loads(x) for x in (results / "results.jsonl").read_text().splitlines()]
     outcomes = run.parseoutcomes()
-    assert outcomes.get("passed") == 4, (run.stdout.str()[-3000:], [
+    assert outcomes.get("passed") == 3, (run.stdout.str()[-3000:], [
         (r["test_id"], r["verdict"], r["delivery"], r.get("fault")) for r in recs])
     run.stdout.fnmatch_lines([
         "*brokerperf: brokers=kafka provision=auto(process) nodes=3*",
-        "*test_tailread[[]kafka[]] PASSED*",
         "*test_level[[]kafka-d1[]] PASSED*",
         "*test_kill[[]kafka-d1-kill[]] PASSED*",
         "*test_level[[]kafka-d4[]] PASSED*",
@@ -145,15 +143,16 @@ slos:
         "[[]topology check[]]: several broker nodes share this one machine*",
     ])
     run.stdout.fnmatch_lines(["*kafka*tailread*p=1*d=1 rate=100*", "*kafka*tailread*d=4*"])
-    (rec,) = [r for r in recs if r["durability"]["level"] is None]
     (killed,) = [r for r in recs if r.get("fault")]
+    levels = [r for r in recs if r is not killed]
+    (rec,) = [r for r in levels if r["durability"]["level"] == 1]
     _check_topology(rec, junit)
-    _check_levels(out, [r for r in recs if r is not rec and r is not killed], rec, killed)
+    _check_levels(out, levels, killed)
     _check_kill(killed)
 
 
 def _check_topology(rec: dict[str, Any], junit: Path) -> None:
-    """The unlevelled tail read: a replicated topology check on three nodes."""
+    """The level-1 tail read: a replicated topology check on three nodes."""
     assert rec["nodes"] == 3 and rec["topology_check"] is True
     # a shortfall or lagging consumers on three JVMs sharing a core are the machine's
     # findings (named so), reported as a warning under a topology check
@@ -170,7 +169,7 @@ def _check_topology(rec: dict[str, Any], junit: Path) -> None:
     assert read_back["cluster"]["brokers"] == 3
     (topic,) = read_back["topics"].values()
     assert topic["min.insync.replicas"] == {"value": "2", "source": "DYNAMIC_TOPIC_CONFIG"}
-    assert len(topic["replicas"]) == 4
+    assert len(topic["replicas"]) == 1  # TailRead(partitions=1)
     for partition, replicas in topic["replicas"].items():
         assert sorted(replicas) == [1, 2, 3]
         assert sorted(topic["isr"][partition]) == [1, 2, 3]
@@ -193,8 +192,7 @@ def _check_topology(rec: dict[str, Any], junit: Path) -> None:
     assert broker_rows == client_rows
 
 
-def _check_levels(out: Path, recs: list[dict[str, Any]], unlevelled: dict[str, Any],
-                  killed: dict[str, Any]) -> None:
+def _check_levels(out: Path, recs: list[dict[str, Any]], killed: dict[str, Any]) -> None:
     """Levels 1 and 4: on the broker, in the records and OMB files, on one cluster (pytest
     runs the level-1 kill between them: the node it killed serves level 4 from a new
     process, which level 4's broker metrics sample)."""
@@ -219,7 +217,7 @@ def _check_levels(out: Path, recs: list[dict[str, Any]], unlevelled: dict[str, A
         assert row["replication_factor"] == 3
     assert one["params"]["durability"] == 1 and four["params"]["durability"] == 4
     assert one["lost"] == four["lost"] == 0 and one["acked"] > 0 and four["acked"] > 0
-    # one Kafka cluster (its first start's pids) served the unlevelled run and both levels
+    # one Kafka cluster (its first start's pids) served both levels
     assert one["pids"] and one["pids"] == four["pids"]
     # the node the kill between them restarted is sampled in its new process at level 4
     events = killed["fault"]["events"]
@@ -227,7 +225,6 @@ def _check_levels(out: Path, recs: list[dict[str, Any]], unlevelled: dict[str, A
     (rec4,) = [r for r in recs if r["durability"]["level"] == 4]
     sampled = rec4["broker_metrics"]["pids"]
     assert back in sampled and gone not in sampled and len(sampled) == 3, (sampled, events)
-    assert unlevelled["manifest"]["broker"]["info"]["pids"] == one["pids"]
     # the JSONL records and the OMB result files carry the level
     assert sorted(r["durability"]["level"] for r in recs) == [1, 4]
     for rec in recs:
