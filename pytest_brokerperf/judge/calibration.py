@@ -205,6 +205,7 @@ HARNESS_START_RATE = 32_000.0
 #: When even the first step fails, rates halve down to about this before giving up.
 DOWN_FLOOR_RATE = 500.0
 
+
 def _step_rung(rate: float, warmup_s: float, measure_s: float, drain_s: float) -> Rung:
     from pytest_brokerperf.engine.plan import Rung
 
@@ -302,7 +303,7 @@ def calibrate(
             nxt = rate * 2
             return None if nxt > max_rate else _step_rung(nxt, warmup_s, measure_s, 0.0)
         if lo is None:  # even the first step failed: go down
-            if state["down_left"] <= 0 or hi / 2 < 100:
+            if state["down_left"] <= 0:  # at the floor (DOWN_FLOOR_RATE)
                 return None
             state["down_left"] -= 1
             return _step_rung(hi / 2, warmup_s, measure_s, 20.0)
