@@ -90,12 +90,15 @@ appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n%ex
 
 
 def _quiet_log4j() -> str:
-    """A log4j 2 file (errors only), written once per process; its path."""
+    """A log4j 2 file (errors only), written once per process and removed as it exits
+    (the JVMs read it at their start); its path."""
+    import atexit
     import tempfile
 
     path = Path(tempfile.gettempdir()) / f"brokerperf-log4j2-{os.getpid()}.properties"
     if not path.exists():
         path.write_text(_LOG4J2_ERRORS, encoding="utf-8")
+        atexit.register(path.unlink, missing_ok=True)
     return str(path)
 
 
