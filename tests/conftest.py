@@ -14,6 +14,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+# numpy loads once per process: an in-process pytester run that imported it first would
+# have it dropped from sys.modules afterwards (pytester restores the module table), and
+# the next import fails ("cannot load module more than once per process"). Loaded here,
+# it outlives every in-process run, whichever test file runs alone.
+import numpy  # noqa: F401
 import pytest
 
 HERE = Path(__file__).parent

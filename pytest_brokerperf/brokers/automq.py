@@ -8,6 +8,7 @@ is no process mode.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -41,7 +42,8 @@ class AutoMQBroker(KafkaProtocolBroker):
         return {OBJECT_STORE_KIND: object_store_images()}
 
     def start_container(self, settings: BrokerSettings, workdir: Path,
-                        durability: int | None) -> ManagedBroker:
+                        durability: int | None,
+                        server: Mapping[str, str] | None = None) -> ManagedBroker:
         """One node and its object store (:mod:`.automq_container`)."""
         from pytest_brokerperf.brokers.automq_container import (
             OBJECT_STORE_KIND,

@@ -173,6 +173,9 @@ class BrokerType:
     container_nodes: ClassVar[tuple[int, ...]] = ()
     #: the modes in which --brokerperf-broker-memory caps this broker's memory
     memory_cap_modes: ClassVar[tuple[str, ...]] = ()
+    #: the modes whose start writes a study case's broker or bookie settings into the
+    #: started broker's configuration (``StudyCase.server_settings``); empty: none
+    server_settings_modes: ClassVar[tuple[str, ...]] = ()
     #: the provisioning modes whose nodes can lose unsynced writes (the ``power-cut``
     #: fault: durable directories on the power-cut filesystem); empty: none
     power_cut_modes: ClassVar[tuple[str, ...]] = ()
@@ -224,21 +227,32 @@ class BrokerType:
 
     # -- provisioning --------------------------------------------------------------------
     def start(self, mode: str, settings: BrokerSettings, workdir: Path,
-              durability: int | None = None) -> ManagedBroker:
+              durability: int | None = None, *,
+              server: Mapping[str, str] | None = None) -> ManagedBroker:
         """Start (or reach) this broker as ``mode`` says; BrokerUnavailable when it cannot.
 
         ``durability`` (1-4) matters where it is broker-wide (see
         :attr:`broker_wide_durability`); per-topic levels are applied by the driver.
+        ``server``: broker or bookie settings written into the started broker's own
+        configuration last (a study case's ``server_settings``); only in
+        :attr:`server_settings_modes`.
         """
+        if server and mode not in self.server_settings_modes:
+            raise BrokerUnavailable(
+                f"{self.name} in {mode} mode cannot take broker settings "
+                f"({'; '.join(f'{k}={v}' for k, v in server.items())}) in this version"
+                + (f" (it can in: {', '.join(self.server_settings_modes)})"
+                   if self.server_settings_modes else "")
+                + "; run against a cluster configured so (--brokerperf-provision=remote)")
         if settings.broker_memory is not None and mode not in self.memory_cap_modes:
             raise BrokerUnavailable(
                 f"--brokerperf-broker-memory (from {settings.sources.get('broker_memory')}) "
                 f"cannot cap {self.name} in {mode} mode in this version (it can in: "
                 f"{', '.join(self.memory_cap_modes) or 'no mode'}); drop the flag for {self.name}")
         if mode == "process":
-            managed = self.start_process(settings, workdir, durability)
+            managed = self.start_process(settings, workdir, durability, server or None)
         elif mode == "container":
-            managed = self.start_container(settings, workdir, durability)
+            managed = self.start_container(settings, workdir, durability, server or None)
         elif mode == "remote":
             managed = self.reach_remote(settings, timeout_s=CONNECT_TIMEOUT_S)
         else:
@@ -249,14 +263,16 @@ class BrokerType:
         return managed
 
     def start_process(self, settings: BrokerSettings, workdir: Path,
-                      durability: int | None) -> ManagedBroker:
+                      durability: int | None,
+                      server: Mapping[str, str] | None = None) -> ManagedBroker:
         """Start local broker processes (``--brokerperf-provision=process``)."""
         raise BrokerUnavailable(
             f"{self.name} cannot be started by pytest-brokerperf as a local process; point "
             "it at a running cluster (remote mode)")
 
     def start_container(self, settings: BrokerSettings, workdir: Path,
-                        durability: int | None) -> ManagedBroker:
+                        durability: int | None,
+                        server: Mapping[str, str] | None = None) -> ManagedBroker:
         """Start broker containers (``--brokerperf-provision=container``)."""
         raise BrokerUnavailable(
             f"--brokerperf-provision=container is not available for {self.name!r} in this "

@@ -7,6 +7,7 @@ process mode.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -32,7 +33,8 @@ class RedpandaBroker(KafkaProtocolBroker):
         return default_images()
 
     def start_container(self, settings: BrokerSettings, workdir: Path,
-                        durability: int | None) -> ManagedBroker:
+                        durability: int | None,
+                        server: Mapping[str, str] | None = None) -> ManagedBroker:
         """One node from the official image (:mod:`.redpanda_container`)."""
         from pytest_brokerperf.brokers.redpanda_container import RedpandaContainer
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_brokerperf.core.errors import BrokerUnavailable, ClusterUnreachable
+from pytest_brokerperf.plugin.broker_key import ProcessKey, ServerSettings, study_server_settings
 from pytest_brokerperf.plugin.stash import SETTINGS_KEY
 
 if TYPE_CHECKING:
@@ -95,30 +96,32 @@ class _BrokerProcesses:
     pytest would tear a session fixture down whenever any of its parameters changes; a
     Kafka broker must not restart because the next test wants another per-topic level,
     so the process outlives the ``broker`` fixture and is replaced only when the key
-    (kind, the broker kind's ``restart_key`` of the level) changes. A start that
-    failed is remembered for its key, so later tests skip (or error) at once.
+    (kind, the broker kind's ``restart_key`` of the level, a study case's broker
+    settings) changes. A start that failed is remembered for its key, so later tests
+    skip (or error) at once.
     """
 
     settings: Settings
     session_info: dict[str, Any]
     tmp_path_factory: pytest.TempPathFactory
-    key: tuple[str, int | None] | None = None
+    key: ProcessKey | None = None
     current: ManagedBroker | None = None
-    failed: dict[tuple[str, int | None], Exception] = field(default_factory=dict)
+    failed: dict[ProcessKey, Exception] = field(default_factory=dict)
 
-    def get(self, broker_type: BrokerType, level: int | None) -> BrokerEndpoint:
+    def get(self, broker_type: BrokerType, level: int | None,
+            server: ServerSettings = ()) -> BrokerEndpoint:
         kind = broker_type.name
-        key = (kind, broker_type.restart_key(level))
+        key = (kind, broker_type.restart_key(level), server)
         if key in self.failed:
             raise self.failed[key]
         if self.key == key and self.current is not None:
             return self.current.endpoint
         self.stop()
-        suffix = f"-d{key[1]}" if key[1] is not None else ""
+        suffix = (f"-d{key[1]}" if key[1] is not None else "") + ("-tuned" if server else "")
         workdir = self.tmp_path_factory.mktemp(f"broker-{kind}{suffix}")
         try:
             managed = broker_type.start(self.settings.provision_effective, self.settings,
-                                        workdir, key[1])
+                                        workdir, key[1], server=dict(server))
         except Exception as exc:
             self.failed[key] = exc
             raise
@@ -222,14 +225,31 @@ def broker(
 
     A remote cluster the user named that does not answer is no skip: the session stops
     with pytest's usage-error exit code (4), so a CI gate pointed at it cannot go green.
+
+    A study case with broker settings of its own (``StudyCase.server_settings``) runs on
+    a broker started with them: ``brokerperf`` hands that one to the case (this fixture,
+    session-wide, is the broker of the first test that asked for it).
     """
     settings = brokerperf_settings
+    # the test being set up (a session fixture's request names the session): its study
+    # case's settings, so a session whose first test is tuned starts the tuned broker
+    first = getattr(request, "_pyfuncitem", None)
+    server = () if settings.remote else study_server_settings(first)
+    return _provisioned(request, broker_type, broker_durability, settings,
+                        _brokerperf_processes, server)
+
+
+def _provisioned(request: pytest.FixtureRequest, broker_type: BrokerType, level: int | None,
+                 settings: Settings, processes: _BrokerProcesses,
+                 server: ServerSettings) -> BrokerEndpoint:
+    """The broker process for (kind, level, server settings), started if need be; skips
+    (BrokerUnavailable) or stops the session (a named cluster unreachable)."""
     try:
         # refuse a level the cluster cannot offer before anything starts
-        broker_type.check_offered(broker_durability, settings.nodes, remote=settings.remote)
+        broker_type.check_offered(level, settings.nodes, remote=settings.remote)
         if settings.dry_run:  # nothing is started or created
-            return _at_level(broker_type.dry_run_endpoint(settings), broker_durability)
-        endpoint = _brokerperf_processes.get(broker_type, broker_durability)
+            return _at_level(broker_type.dry_run_endpoint(settings), level)
+        endpoint = processes.get(broker_type, level, server)
     except BrokerUnavailable as exc:
         pytest.skip(str(exc))
     except ClusterUnreachable as exc:
@@ -237,7 +257,24 @@ def broker(
 
         pytest.exit(note_failure(request.config, f"pytest-brokerperf: {exc}"),
                     returncode=pytest.ExitCode.USAGE_ERROR)
-    return _at_level(endpoint, broker_durability)
+    return _at_level(endpoint, level)
+
+
+def _this_tests_broker(request: pytest.FixtureRequest, broker: BrokerEndpoint,
+                       broker_type: BrokerType, settings: Settings) -> BrokerEndpoint:
+    """``broker``, or the process this test's study case needs when its broker
+    settings differ from the running one's (the tuned cases of a group run after the
+    others: one restart). An endpoint the plugin did not start (a conftest's own
+    ``broker``, a dry run, a remote cluster) is used as it is."""
+    processes: _BrokerProcesses = request.getfixturevalue("_brokerperf_processes")
+    key = processes.key
+    if settings.remote or settings.dry_run or key is None or key[0] != broker.kind:
+        return broker
+    server = study_server_settings(request.node)
+    if key[2] == server:
+        return broker
+    level = request.getfixturevalue("broker_durability")
+    return _provisioned(request, broker_type, level, settings, processes, server)
 
 
 @pytest.fixture
@@ -260,5 +297,7 @@ def brokerperf(
         from pytest_brokerperf import brokers
 
         broker_type = brokers.get(broker.kind)
+    else:
+        broker = _this_tests_broker(request, broker, broker_type, brokerperf_settings)
     return BrokerPerf(request, broker, brokerperf_settings, brokerperf_session_info,
                       broker_type=broker_type, fault=broker_fault)

@@ -400,7 +400,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         found = preflight_problems(settings, scenarios=kinds)
         if found:
             raise pytest.UsageError(note_failure(config, "pytest-brokerperf: " + "\n".join(found)))
-    _group_by_broker_process(items)
+    _group_by_broker_process(items, remote=settings.remote)
 
 
 STUDY_DESELECTED_KEY = pytest.StashKey[list[str]]()
@@ -443,7 +443,8 @@ def _apply_study_case_refusals(config: pytest.Config, settings: Settings,
         for value in params.values():
             if study_case is None or not isinstance(value, study_case):
                 continue
-            refusal = value.refusal(str(kind), nodes=settings.nodes, remote=remote)
+            refusal = value.refusal(str(kind), nodes=settings.nodes, remote=remote,
+                                    mode=settings.provision_effective)
             if refusal is None:
                 continue
             action, why = refusal
@@ -523,41 +524,39 @@ def _refuse_omb_cases(config: pytest.Config, settings: Settings,
                         + "; ".join(reasons)))
 
 
-def _broker_process_key(item: pytest.Item) -> tuple[str, int | None] | None:
-    """(kind, the part of the level that needs its own process) of a broker test."""
-    callspec = getattr(item, "callspec", None)
-    if callspec is None or "broker_kind" not in callspec.params:
-        return None
-    kind = str(callspec.params["broker_kind"])
-    return kind, brokers.get(kind).restart_key(callspec.params.get("broker_durability"))
-
-
-def _group_by_broker_process(items: list[pytest.Item]) -> None:
+def _group_by_broker_process(items: list[pytest.Item], *, remote: bool) -> None:
     """Group broker tests by broker process: kinds in order of first appearance, within
-    a kind by the level that needs its own process (driver-defined first, then 1-4);
-    each group keeps its tests' order, and tests without a broker keep their place.
+    a kind by the level that needs its own process (driver-defined first, then 1-4),
+    then by a study case's broker settings (none first); each group keeps its tests'
+    order, and tests without a broker keep their place.
 
-    Only with durability levels: Kafka and RabbitMQ serve every level from one process,
-    a Pulsar standalone serves one (bookie-wide journal), so ``[kafka-d1]``,
-    ``[kafka-d2]`` share a broker and ``[pulsar-d1]``, ``[pulsar-d2]`` restart it once.
+    Only where a process can differ: Kafka and RabbitMQ serve every level from one
+    process, a Pulsar standalone serves one (bookie-wide journal), so ``[kafka-d1]``,
+    ``[kafka-d2]`` share a broker and ``[pulsar-d1]``, ``[pulsar-d2]`` restart it once;
+    a study case with bookie settings of its own gets a standalone of its own.
     """
-    if not any("broker_durability" in getattr(getattr(i, "callspec", None), "params", {})
-               for i in items):
+    from pytest_brokerperf.plugin.broker_key import ProcessKey, process_key
+
+    keys = {id(i): process_key(i, remote=remote) for i in items}
+    tuned = any(k is not None and k[2] for k in keys.values())
+    if not tuned and not any(
+            "broker_durability" in getattr(getattr(i, "callspec", None), "params", {})
+            for i in items):
         return
-    groups: dict[str, dict[int | None, list[pytest.Item]]] = {}
+    groups: dict[str, dict[ProcessKey, list[pytest.Item]]] = {}
     for item in items:
-        key = _broker_process_key(item)
+        key = keys[id(item)]
         if key is not None:
-            groups.setdefault(key[0], {}).setdefault(key[1], []).append(item)
+            groups.setdefault(key[0], {}).setdefault(key, []).append(item)
     ordered: list[pytest.Item] = []
     for item in items:
-        key = _broker_process_key(item)
+        key = keys[id(item)]
         if key is None:
             ordered.append(item)
         elif key[0] in groups:
-            by_level = groups.pop(key[0])
-            for level in sorted(by_level, key=lambda lv: -1 if lv is None else lv):
-                ordered += by_level[level]
+            by_process = groups.pop(key[0])
+            for k in sorted(by_process, key=lambda k: (-1 if k[1] is None else k[1], k[2])):
+                ordered += by_process[k]
     items[:] = ordered
 
 

@@ -194,6 +194,16 @@ class CatchUpReport:
     publish_response_p99_before_us: float | None
     publish_response_p99_drain_us: float | None
     drain_publish_p99_ratio: float | None
+    #: acknowledged messages per second in the tail-read window before the backlog and
+    #: during the drain, and their ratio (AutoMQ's "send throughput during catch-up");
+    #: None during the drain when its producers were stopped
+    publish_rate_before_msg_s: float | None
+    publish_rate_drain_msg_s: float | None
+    drain_publish_rate_ratio: float | None
+    #: OMB's publish latency (send to acknowledgement), mean, before and during the
+    #: drain (AutoMQ's "average send latency during catch-up")
+    publish_latency_mean_before_us: float | None
+    publish_latency_mean_drain_us: float | None
     drain_host_steal_share: float | None
     #: per subscription, read from the broker: at the drain's start (consumers paused)
     #: and at its end (consumers paused again for the reading); None where the driver
@@ -299,6 +309,8 @@ def _backlog_rows(rows: list[BrokerBacklog] | None) -> list[dict[str, Any]] | No
 
 def catchup_figures(prepared: CatchUpPrepared, *, subs_per_topic: int, build: PhaseRun,
                     drain: PhaseRun, before_p99: float | None, consumer_pause: str,
+                    before_rate: float | None = None,
+                    before_publish_mean: float | None = None,
                     at_start: list[BrokerBacklog] | None = None,
                     at_end: list[BrokerBacklog] | None = None,
                     end_totals: dict[str, int] | None = None,
@@ -332,6 +344,12 @@ def catchup_figures(prepared: CatchUpPrepared, *, subs_per_topic: int, build: Ph
     net = (b0 - residual) / drain_s if drain_s else None
     during = _merged(drain.periods, "publish_response").percentile(99)
     ratio = (during / before_p99 if during is not None and before_p99 else None)
+    # the producers' rate while the backlog is read (stopped producers: no such rate)
+    rate_drain = (produced / drain.elapsed_s
+                  if prepared.producers_during_drain and drain.elapsed_s > 0 else None)
+    rate_ratio = (rate_drain / before_rate if rate_drain is not None and before_rate
+                  else None)
+    drain_send = _merged(drain.periods, "publish_latency")
     age = _merged(drain.periods, "e2e_latency")
     pct = age.percentiles(PERCENTILES)
 
@@ -349,6 +367,10 @@ def catchup_figures(prepared: CatchUpPrepared, *, subs_per_topic: int, build: Ph
         catchup_rate_msg_s=rate, catchup_mib_s=mib, net_drain_rate_msg_s=net,
         publish_response_p99_before_us=before_p99, publish_response_p99_drain_us=during,
         drain_publish_p99_ratio=ratio,
+        publish_rate_before_msg_s=before_rate, publish_rate_drain_msg_s=rate_drain,
+        drain_publish_rate_ratio=rate_ratio,
+        publish_latency_mean_before_us=before_publish_mean,
+        publish_latency_mean_drain_us=drain_send.mean(),
         drain_host_steal_share=window_steal_share(drain.periods),
         broker_backlog_at_drain_start=_backlog_rows(at_start),
         broker_backlog_at_drain_end=_backlog_rows(at_end),
@@ -364,15 +386,18 @@ def catchup_figures(prepared: CatchUpPrepared, *, subs_per_topic: int, build: Ph
         "catchup_mib_s": mib,
         "drained": 1.0 if drain.done else 0.0,
         "drain_publish_p99_ratio": ratio,
+        "drain_publish_rate_ratio": rate_ratio,
         "backlog_at_drain_start": float(b0),
     }
     dp = _merged(drain.periods, "publish_response")
-    dpp = dp.percentiles(PERCENTILES)
+    for view, h in (("drain_publish_response", dp), ("drain_publish_latency", drain_send)):
+        hp = h.percentiles(PERCENTILES)
+        for q in PERCENTILES:
+            figures[f"{view}.{percentile_name(q)}"] = hp[q]
+        figures[f"{view}.max"] = h.max()
+        figures[f"{view}.mean"] = h.mean()
     for q in PERCENTILES:
-        figures[f"drain_publish_response.{percentile_name(q)}"] = dpp[q]
         figures[f"catchup_age.{percentile_name(q)}"] = pct[q]
-    figures["drain_publish_response.max"] = dp.max()
-    figures["drain_publish_response.mean"] = dp.mean()
     figures["catchup_age.max"] = age.max()
     figures["catchup_age.mean"] = age.mean()
     if at_start is not None:
@@ -491,6 +516,8 @@ def _catchup_record(run: RunSession, prepared: CatchUpPrepared, got: _Drained,
     report, extra = catchup_figures(
         prepared, subs_per_topic=prepared.workload.subscriptions_per_topic, build=got.build,
         drain=drain, before_p99=before.cumulative["publish_response"].percentile(99),
+        before_rate=before.ack_rate or None,
+        before_publish_mean=before.cumulative["publish_latency"].mean(),
         consumer_pause=how, at_start=got.at_start, at_end=got.at_end,
         end_totals=got.end_totals, disk_read_bytes=got.disk_read_bytes,
         memory_available_bytes=memory_available(

@@ -174,9 +174,11 @@ class StudyCase:
     ``brokers`` the broker kinds or protocols the case is for (empty: any; ``kafka``
     includes the Kafka-protocol brokers; another kind is deselected at collection);
     ``min_nodes`` with ``min_nodes_why``; ``server_settings`` broker or
-    bookie settings a broker this suite starts cannot take (refused on a local broker,
-    a note on a remote one); ``drop_page_cache`` drop the host's page cache first;
-    ``deviations`` and ``assumptions`` what differs from the study or is not stated in it.
+    bookie settings (``key=value``), written into a local broker's configuration where
+    its kind takes them (``BrokerType.server_settings_modes``; a broker of their own,
+    refused elsewhere), a note on a remote one; ``drop_page_cache`` drop the host's page
+    cache first; ``deviations`` and ``assumptions`` what differs from the study or is not
+    stated in it.
     """
 
     study: str
@@ -234,6 +236,10 @@ class StudyCase:
                                        or any(r <= 0 for r in self.rates)):
             raise ValueError(f"StudyCase(rates={self.rates!r}): a throughput ladder of "
                              "rates > 0 msg/s")
+        bad = [s for s in self.server_settings if not s.partition("=")[0].strip()
+               or "=" not in s]
+        if bad:
+            raise ValueError(f"StudyCase(server_settings={bad!r}): each is key=value")
         if self.min_nodes < 1 or (self.min_nodes > 1 and not self.min_nodes_why):
             raise ValueError(f"StudyCase(min_nodes={self.min_nodes}) needs >= 1 and, above "
                              "1, min_nodes_why (the reason a refusal gives)")
@@ -250,11 +256,18 @@ class StudyCase:
         where = self.source + (f", {self.section}" if self.section else "")
         return f"{info.cite()}, {where}" if info else where
 
-    def refusal(self, kind: str, *, nodes: int, remote: bool) -> tuple[str, str] | None:
-        """Why this case does not run on a broker of ``kind`` with ``nodes`` nodes, as
-        ``("deselect", reason)`` (the case is not for this broker kind: it cannot apply)
-        or ``("skip", reason)`` (it could, on another setup); None: it runs. Decided at
-        collection, before any broker starts."""
+    @property
+    def server_config(self) -> tuple[tuple[str, str], ...]:
+        """:attr:`server_settings` as (key, value) pairs, in the study's order."""
+        return tuple((k.strip(), v.strip()) for k, _, v in
+                     (s.partition("=") for s in self.server_settings))
+
+    def refusal(self, kind: str, *, nodes: int, remote: bool,
+                mode: str = "process") -> tuple[str, str] | None:
+        """Why this case does not run on a broker of ``kind`` with ``nodes`` nodes
+        provisioned as ``mode``, as ``("deselect", reason)`` (the case is not for this
+        broker kind: it cannot apply) or ``("skip", reason)`` (it could, on another
+        setup); None: it runs. Decided at collection, before any broker starts."""
         from pytest_brokerperf import brokers
         from pytest_brokerperf.scenario_library import capability_refusal
 
@@ -269,11 +282,12 @@ class StudyCase:
         if nodes < self.min_nodes and not remote:
             return ("skip", f"study case {self.study} {self.id} needs --brokerperf-nodes >= "
                     f"{self.min_nodes}: {self.min_nodes_why}")
-        if self.server_settings and not remote:
-            return ("skip", f"study case {self.study} {self.id} needs broker settings a "
-                    f"broker this suite starts cannot take: {'; '.join(self.server_settings)}"
+        takes = brokers.get(kind).server_settings_modes if known else ()
+        if self.server_settings and not remote and mode not in takes:
+            return ("skip", f"study case {self.study} {self.id} needs broker settings "
+                    f"{kind} in {mode} mode cannot take: {'; '.join(self.server_settings)}"
                     ". Fix: run it against a cluster configured so (--brokerperf-provision="
-                    "remote)")
+                    "remote)" + (f", or --brokerperf-provision={takes[0]}" if takes else ""))
         return None
 
     @property

@@ -165,8 +165,8 @@ class Handle:
         _log("stop", self.name)
 
 
-def fake_start(kind, settings, workdir, durability=None):
-    _log("start", kind, durability)
+def fake_start(kind, settings, workdir, durability=None, server=None):
+    _log("start", kind, durability, *(f"{k}={v}" for k, v in (server or {}).items()))
     level = durability if kind == "pulsar" else None
     ep = BrokerEndpoint(kind=kind, bootstrap="x", mode="process", nodes=settings.nodes,
                         durability=level)
@@ -176,8 +176,9 @@ def fake_start(kind, settings, workdir, durability=None):
 @pytest.fixture(autouse=True, scope="session")
 def _fake(request):
     mp = pytest.MonkeyPatch()
-    mp.setattr(BrokerType, "start", lambda self, mode, settings, workdir, durability=None:
-               fake_start(self.name, settings, workdir, durability))
+    mp.setattr(BrokerType, "start",
+               lambda self, mode, settings, workdir, durability=None, server=None:
+               fake_start(self.name, settings, workdir, durability, server))
     mp.setattr("pytest_brokerperf.plugin.warmup.warm_broker", lambda ep, s, bt: {"fake": True})
     mp.setattr("pytest_brokerperf.metrics.sysstats.fsync_probe", lambda p: {"fake": True})
     yield
@@ -243,3 +244,54 @@ def test_last(broker, broker_durability):
     result.stdout.fnmatch_lines(["*test_level[[]kafka-d1[]] PASSED*",
                                  "*test_level[[]kafka-d4[]] PASSED*"])
     assert log.read_text().splitlines() == ["start kafka None", "stop kafka-None"]
+
+
+def test_a_study_case_with_broker_settings_gets_a_broker_of_its_own(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A study case's ``server_settings`` (the Pulsar limit test's bookie tuning) are a
+    part of the broker process's key: the tuned case runs on a broker started with them,
+    after the untuned tests (grouped, one restart), and a kind that cannot take them
+    refuses the case before any broker starts."""
+    log = pytester.path / "brokers.log"
+    monkeypatch.setenv("BROKER_LOG", str(log))
+    pytester.makeconftest(FAKE_PROVISION)
+    pytester.makepyfile(test_scn="""
+import pytest
+from pytest_brokerperf.scenario_library.study_cases import StudyCase
+
+TUNED = StudyCase("mine", "t", "tailread", server_settings=(
+    "journalFlushWhenQueueEmpty=true", "journalAlignmentSize=4096"))
+PLAIN = StudyCase("mine", "t", "tailread")
+
+@pytest.mark.parametrize("case", [TUNED, PLAIN], ids=["tuned", "plain"])
+def test_c(brokerperf, case):
+    pass
+
+def test_a(broker):
+    pass
+""")
+    result = pytester.runpytest_subprocess("--broker=pulsar,rabbitmq", "-v", "-rs",
+                                           "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=5, skipped=1)
+    result.stdout.fnmatch_lines([
+        "SKIPPED [[]1[]] *REFUSED before any broker started: study case "
+        "mine * needs broker settings rabbitmq in process mode cannot take: "
+        "journalFlushWhenQueueEmpty=true; journalAlignmentSize=4096*--brokerperf-provision="
+        "remote)*"])
+    lines = log.read_text().splitlines()
+    assert lines == [
+        "start pulsar None",
+        "stop pulsar-None",
+        "start pulsar None journalFlushWhenQueueEmpty=true journalAlignmentSize=4096",
+        "stop pulsar-None",
+        "start rabbitmq None",
+        "stop rabbitmq-None",
+    ], lines
+    # a session of tuned cases only starts the tuned broker, never a plain one first
+    log.unlink()
+    result = pytester.runpytest_subprocess("--broker=pulsar", "-k", "tuned",
+                                           "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    assert log.read_text().splitlines() == [
+        "start pulsar None journalFlushWhenQueueEmpty=true journalAlignmentSize=4096",
+        "stop pulsar-None"]

@@ -133,11 +133,14 @@ def test_drivers_say_whether_consumers_can_pause() -> None:
 # --------------------------------------------------------------------------- figures
 
 
-def _period(phase: str, *, publish_us: list[int], e2e_us: list[int]) -> PeriodStats:
+def _period(phase: str, *, publish_us: list[int], e2e_us: list[int],
+            send_us: list[int] | None = None) -> PeriodStats:
     p = PeriodStats(index=0, start_ns=0, elapsed_s=1.0, phase=phase)
     p.histograms = {m: LatencyHistogram.for_metric(m) for m in METRICS}
     if publish_us:
         p.histograms["publish_response"].record_batch(publish_us)
+    if send_us:
+        p.histograms["publish_latency"].record_batch(send_us)
     if e2e_us:
         p.histograms["e2e_latency"].record_batch(e2e_us)
     return p
@@ -159,7 +162,8 @@ def _prepared(**kw: Any) -> CatchUpPrepared:
 def test_figures_from_known_counters_and_histograms() -> None:
     build = _phase("build", {"acked": 1000, "received": 1000},
                    {"acked": 11_000, "received": 1000}, 10.0)
-    drain_periods = [_period("drain", publish_us=[4000] * 2000, e2e_us=[2_000_000] * 2000)]
+    drain_periods = [_period("drain", publish_us=[4000] * 2000, e2e_us=[2_000_000] * 2000,
+                             send_us=[3000] * 2000)]
     drain = _phase(
         "drain",
         {"acked": 11_000, "received": 1000, "received_bytes": 1000 * 1024},
@@ -168,7 +172,8 @@ def test_figures_from_known_counters_and_histograms() -> None:
     at_start = [BrokerBacklog("s0", 9_990, end=20_000, position=10_010, how="offsets")]
     report, fig = catchup_figures(_prepared(), subs_per_topic=1, build=build, drain=drain,
                                   before_p99=2000.0, consumer_pause="test",
-                                  at_start=at_start)
+                                  at_start=at_start, before_rate=1000.0,
+                                  before_publish_mean=1000.0)
     assert report.backlog_at_drain_start_messages == 10_000
     assert report.consumed_during_drain == 11_500
     assert report.produced_during_drain == 2000
@@ -182,6 +187,20 @@ def test_figures_from_known_counters_and_histograms() -> None:
     assert fig["drained"] == 1.0
     assert fig["drain_publish_response.p99"] == pytest.approx(4000, rel=0.01)
     assert fig["drain_publish_p99_ratio"] == pytest.approx(2.0, rel=0.01)
+    # the writers' rate while the backlog is read (2,000 acknowledged in 4 s) against the
+    # window before (AutoMQ's "send throughput during catch-up"), and OMB's mean send
+    # latency before and during the drain
+    assert report.publish_rate_drain_msg_s == pytest.approx(500.0)
+    assert fig["drain_publish_rate_ratio"] == report.drain_publish_rate_ratio == 0.5
+    assert report.publish_latency_mean_before_us == 1000.0
+    assert report.publish_latency_mean_drain_us == pytest.approx(3000, rel=0.01)
+    assert fig["drain_publish_latency.mean"] == pytest.approx(3000, rel=0.01)
+    assert fig["drain_publish_latency.p99"] == pytest.approx(3000, rel=0.01)
+    # producers stopped for the drain: no rate during it, no change
+    off, off_fig = catchup_figures(_prepared(producers_during_drain=False), subs_per_topic=1,
+                                   build=build, drain=drain, before_p99=2000.0,
+                                   consumer_pause="test", before_rate=1000.0)
+    assert off.publish_rate_drain_msg_s is None and off_fig["drain_publish_rate_ratio"] is None
     assert fig["catchup_age.p50"] == pytest.approx(2_000_000, rel=0.01)
     assert report.age["count"] == 2000
     assert fig["broker_backlog_at_drain_start"] == 9_990

@@ -415,11 +415,28 @@ def test_pulsar_perf_cases_carry_the_commands_settings(tmp_path: Path) -> None:
     scfg = PulsarDriverConfig.from_yaml(sync.driver_file)
     assert scfg.synchronous and scfg.producer.batching_enabled is False
     assert scfg.producer.compression_type == "NONE"
-    for c in cases:  # the bookie tuning: refused on a local Pulsar, with the settings
-        refusal = c.refusal("pulsar", nodes=3, remote=False)
-        assert refusal is not None and refusal[0] == "skip"
-        assert "journalFlushWhenQueueEmpty=true" in refusal[1]
-        assert "journalAlignmentSize=4096" in refusal[1]
+    for c in cases:  # the bookie tuning: a local Pulsar is started with it
+        assert ("journalFlushWhenQueueEmpty", "true") in c.server_config
+        assert ("journalAlignmentSize", "4096") in c.server_config
+        for mode in ("process", "container"):
+            assert c.refusal("pulsar", nodes=3, remote=False, mode=mode) is None
+        # two bookies for the namespace's 2/2/2 persistence
+        assert c.refusal("pulsar", nodes=1, remote=False) == (
+            "skip", f"study case pulsar-limit {c.id} needs --brokerperf-nodes >= 2: "
+            f"{c.min_nodes_why}")
+
+
+def test_broker_settings_a_kind_cannot_take_are_refused_naming_kind_mode_and_fix() -> None:
+    case = StudyCase("mine", "t", "tailread", server_settings=("vm_memory_high_watermark=0.9",))
+    assert case.server_config == (("vm_memory_high_watermark", "0.9"),)
+    assert case.refusal("rabbitmq", nodes=1, remote=False, mode="process") == (
+        "skip", f"study case mine {case.id} needs broker settings rabbitmq in process mode "
+        "cannot take: vm_memory_high_watermark=0.9. Fix: run it against a cluster "
+        "configured so (--brokerperf-provision=remote)")
+    assert case.refusal("rabbitmq", nodes=1, remote=True) is None  # a note there
+    assert case.refusal("kafka", nodes=1, remote=False, mode="container") is None
+    with pytest.raises(ValueError, match=r"server_settings=\['flush'\]\): each is key=value"):
+        StudyCase("mine", "t", "tailread", server_settings=("flush",))
 
 
 def test_streamnative_cases_say_what_differs(tmp_path: Path) -> None:
@@ -439,7 +456,8 @@ def test_streamnative_cases_say_what_differs(tmp_path: Path) -> None:
     assert {c.subscriptions for c in bypass} == {1, 10}
     for c in bypass:
         assert c.server_settings == ("journalWriteData=false", "journalSyncData=false")
-        assert c.refusal("pulsar", nodes=1, remote=False) is not None
+        # a standalone of its own, started with the bypass (or a remote cluster, noted)
+        assert c.refusal("pulsar", nodes=1, remote=False) is None
         assert c.refusal("pulsar", nodes=1, remote=True) is None
         assert c.refusal("kafka", nodes=1, remote=False) == (
             "deselect", f"study case streamnative {c.id} is the study's pulsar case, not "

@@ -5,6 +5,7 @@ every shipped study case lands in a cell of its table, converted to the publishe
 from __future__ import annotations
 
 import importlib.util
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -110,7 +111,8 @@ def run_of(case: StudyCase, kind: str, level: int | None) -> StudyRun:
     facts = StudyFacts(study=case.study, case=case.id, source=case.source,
                        message_size=case.message_size, note=case.scaled("smoke").note(),
                        catchup_bytes_s=3 * 2.0**20, mixed_publish_p99_during_us=9000.0,
-                       move_duration_s=4.0)
+                       move_duration_s=4.0, catchup_send_rate_ratio=0.97,
+                       catchup_send_mean_before_us=2000.0, catchup_send_mean_drain_us=2600.0)
     return StudyRun(key, stats_of(key), facts)
 
 
@@ -182,3 +184,32 @@ def test_the_studies_flag(argv: list[str], studies: object, asked: bool,
     add_arguments(parser)
     opts = options_from(parser.parse_args([str(tmp_path), *argv]))
     assert (opts.studies, opts.studies_asked) == (studies, asked)
+
+
+def test_automq_catch_up_send_rate_change_and_mean_send_latency_fill_their_cells() -> None:
+    """Section 3.2's send-side rows: the acknowledged rate's change during the drain (%)
+    and the mean publish latency, AutoMQ's published as a rise, Kafka's as the mean; a
+    change has no ratio to the published change."""
+    case = StudyCase("automq", "section 3.2", "catchup", partitions=100, rate=76_800,
+                     message_size=4096, backlog_bytes=2**40)
+    run = run_of(case, "kafka", None)
+    (section,) = study_sections({run.key: run.stats}, {run.key: run.facts}, ["automq"])
+    table = next(t for t in section.tables if t.layout.table == "section 3.2")
+    layout = table.layout
+
+    def ours(row: str, column: str) -> tuple[float | None, str, float | None]:
+        cell = table.rows[layout.rows.index(row)][layout.columns.index(column)]
+        (o,) = cell.ours
+        return o.value, o.unit, o.ratio(cell.published)
+
+    value, unit, ratio = ours("send throughput during catch-up", "Apache Kafka")
+    assert (unit, ratio) == ("% change", None) and value == pytest.approx(-3.0)
+    assert ours("average send latency during catch-up", "Apache Kafka") == (
+        pytest.approx(2.6), "ms", pytest.approx(2.6 / 900))
+    # an AutoMQ cell of the same run is a rise over the window before, in ms
+    automq = StudyRun(replace(run.key, broker="automq"), run.stats, run.facts)
+    (section,) = study_sections({automq.key: automq.stats}, {automq.key: automq.facts},
+                                ["automq"])
+    table = next(t for t in section.tables if t.layout.table == "section 3.2")
+    assert ours("average send latency during catch-up", "AutoMQ") == (
+        pytest.approx(0.6), "ms increase", None)

@@ -118,7 +118,8 @@ class KafkaProtocolBroker(BrokerType):
         return KafkaDriver(endpoint, cfg, stats_interval_ms=stats_interval_ms, kind=self.name)
 
     def start_process(self, settings: BrokerSettings, workdir: Path,
-                      durability: int | None) -> ManagedBroker:
+                      durability: int | None,
+                      server: Mapping[str, str] | None = None) -> ManagedBroker:
         raise BrokerUnavailable(
             f"{self.name} cannot be started by pytest-brokerperf (no artifact it can "
             f"install); point it at a running {self.name} cluster: "
@@ -164,6 +165,8 @@ class KafkaBroker(KafkaProtocolBroker):
     no_durability: ClassVar[str | None] = None
     container_nodes: ClassVar[tuple[int, ...]] = (1, 3)
     memory_cap_modes: ClassVar[tuple[str, ...]] = ("process", "container")
+    #: every node's server.properties takes a study's broker settings last
+    server_settings_modes: ClassVar[tuple[str, ...]] = ("process", "container")
     power_cut_modes: ClassVar[tuple[str, ...]] = ("process",)
     capabilities: ClassVar[Capabilities] = Capabilities(
         earliest_reader=KafkaEarliestReader(), partition_mover=KafkaPartitionMover(),
@@ -180,19 +183,21 @@ class KafkaBroker(KafkaProtocolBroker):
         return KafkaProcessCluster().memory_floor()
 
     def start_process(self, settings: BrokerSettings, workdir: Path,
-                      durability: int | None) -> ManagedBroker:
+                      durability: int | None,
+                      server: Mapping[str, str] | None = None) -> ManagedBroker:
         from pytest_brokerperf.brokers.kafka.process import KafkaProcessCluster
 
         cluster = KafkaProcessCluster(
             nodes=settings.nodes, version=settings.kafka_version,
             kafka_home=settings.kafka_home, workdir=workdir,
             metrics_agent=settings.broker_metrics, memory_limit=settings.broker_memory,
-            powercut_fs=settings.powercut_effective,
+            powercut_fs=settings.powercut_effective, broker_overrides=dict(server or {}),
         )
         return ManagedBroker(cluster.start(), cluster)
 
     def start_container(self, settings: BrokerSettings, workdir: Path,
-                        durability: int | None) -> ManagedBroker:
+                        durability: int | None,
+                        server: Mapping[str, str] | None = None) -> ManagedBroker:
         """One or three KRaft nodes in containers (:mod:`.container`)."""
         from pytest_brokerperf.brokers.kafka.container import KafkaContainerCluster
 
@@ -202,7 +207,8 @@ class KafkaBroker(KafkaProtocolBroker):
                 "or use --brokerperf-provision=process")
         cluster = KafkaContainerCluster(
             version=settings.kafka_version, workdir=workdir, run_id=settings.run_id,
-            nodes=settings.nodes, image=settings.image_for("kafka"))
+            nodes=settings.nodes, image=settings.image_for("kafka"),
+            broker_overrides=dict(server or {}))
         cluster.memory_limit = settings.broker_memory
         return ManagedBroker(cluster.start(), cluster)
 

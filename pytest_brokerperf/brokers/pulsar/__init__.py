@@ -47,6 +47,9 @@ class PulsarBroker(BrokerType):
     no_durability: ClassVar[str | None] = None
     container_nodes: ClassVar[tuple[int, ...]] = (1, 3)  # three: bookies in one JVM
     memory_cap_modes: ClassVar[tuple[str, ...]] = ("process", "container")
+    #: standalone.conf (process, one container) or broker.conf and bookkeeper.conf
+    #: (three containers) take a study's broker and bookie settings last
+    server_settings_modes: ClassVar[tuple[str, ...]] = ("process", "container")
     #: the local standalone's data directory (metadata store, every bookie) on the
     #: power-cut filesystem; one JVM, so node 1's cut is every bookie's at once
     power_cut_modes: ClassVar[tuple[str, ...]] = ("process",)
@@ -126,14 +129,16 @@ class PulsarBroker(BrokerType):
         return PulsarStandalone().memory_floor()
 
     def start_process(self, settings: BrokerSettings, workdir: Path,
-                      durability: int | None) -> ManagedBroker:
+                      durability: int | None,
+                      server: Mapping[str, str] | None = None) -> ManagedBroker:
         from pytest_brokerperf.brokers.pulsar.process import PulsarStandalone
 
         # journal fsync is bookie-wide: one standalone serves one durability level
         standalone = PulsarStandalone(nodes=settings.nodes, version=settings.pulsar_version,
                                       workdir=workdir, durability=durability,
                                       memory_limit=settings.broker_memory,
-                                      powercut_fs=settings.powercut_effective)
+                                      powercut_fs=settings.powercut_effective,
+                                      overrides=dict(server or {}))
         return ManagedBroker(standalone.start(), standalone)
 
     def container_images(self, settings: BrokerSettings) -> tuple[str, ...]:
@@ -142,7 +147,8 @@ class PulsarBroker(BrokerType):
         return default_images(settings.pulsar_version)
 
     def start_container(self, settings: BrokerSettings, workdir: Path,
-                        durability: int | None) -> ManagedBroker:
+                        durability: int | None,
+                        server: Mapping[str, str] | None = None) -> ManagedBroker:
         """One standalone in a container (:mod:`.container`), with one or three bookies
         as process mode runs it."""
         from pytest_brokerperf.brokers.pulsar.container import PulsarContainerCluster
@@ -150,7 +156,8 @@ class PulsarBroker(BrokerType):
         node = PulsarContainerCluster(version=settings.pulsar_version, nodes=settings.nodes,
                                       workdir=workdir,
                                       run_id=settings.run_id, durability=durability,
-                                      image=settings.image_for("pulsar"))
+                                      image=settings.image_for("pulsar"),
+                                      overrides=dict(server or {}))
         node.memory_limit = settings.broker_memory
         return ManagedBroker(node.start(), node)
 

@@ -190,13 +190,17 @@ def node_env(node: NodeLayout, *, durability: int | None, heap: str, direct_memo
     """Node N's environment: every key with its file's prefix, and each JVM's flags
     (``PULSAR_BROKER_MEM`` / ``PULSAR_BOOKIE_MEM`` become ``PULSAR_MEM`` of that process
     in :func:`node_command`)."""
-    env = {BOOKIE_PREFIX + k: v for k, v in bookie_config(node, durability).items()}
+    # ``overrides`` go to both files, as in a standalone's one file (broker and bookie
+    # each read the keys they know): a study's bookie tuning reaches the bookies
+    bookie = {**bookie_config(node, durability),
+              **{str(k): str(v) for k, v in (overrides or {}).items()}}
+    env = {BOOKIE_PREFIX + k: v for k, v in bookie.items()}
     env.update({BROKER_PREFIX + k: v for k, v in broker_config(node, overrides).items()})
-    broker = _jvm(heap, direct_memory, f"gc-broker-{node.index}.log")
-    bookie = _jvm(bookie_heap, bookie_direct_memory, f"gc-bookie-{node.index}.log")
+    broker_jvm = _jvm(heap, direct_memory, f"gc-broker-{node.index}.log")
+    bookie_jvm = _jvm(bookie_heap, bookie_direct_memory, f"gc-bookie-{node.index}.log")
     env.update({
-        "PULSAR_BROKER_MEM": broker["MEM"], "PULSAR_BROKER_GC_LOG": broker["GC_LOG"],
-        "PULSAR_BOOKIE_MEM": bookie["MEM"], "PULSAR_BOOKIE_GC_LOG": bookie["GC_LOG"],
+        "PULSAR_BROKER_MEM": broker_jvm["MEM"], "PULSAR_BROKER_GC_LOG": broker_jvm["GC_LOG"],
+        "PULSAR_BOOKIE_MEM": bookie_jvm["MEM"], "PULSAR_BOOKIE_GC_LOG": bookie_jvm["GC_LOG"],
         "PULSAR_GC": " ".join(PULSAR_GC_FLAGS),
         "PULSAR_EXTRA_OPTS": " ".join(PULSAR_EXTRA_FLAGS),
         "PULSAR_BROKERPERF_PEERS": peers(node, nodes),

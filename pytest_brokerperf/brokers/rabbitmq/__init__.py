@@ -97,7 +97,8 @@ class RabbitMQBroker(BrokerType):
         return RabbitMQDriver(endpoint, cfg)
 
     def start_process(self, settings: BrokerSettings, workdir: Path,
-                      durability: int | None) -> ManagedBroker:
+                      durability: int | None,
+                      server: Mapping[str, str] | None = None) -> ManagedBroker:
         from pytest_brokerperf.brokers.rabbitmq.process import RabbitMQProcessCluster
 
         cluster = RabbitMQProcessCluster(nodes=settings.nodes, workdir=workdir,
@@ -111,7 +112,8 @@ class RabbitMQBroker(BrokerType):
         return default_images()
 
     def start_container(self, settings: BrokerSettings, workdir: Path,
-                        durability: int | None) -> ManagedBroker:
+                        durability: int | None,
+                        server: Mapping[str, str] | None = None) -> ManagedBroker:
         """One node, or a cluster of three, in containers (:mod:`.container`)."""
         from pytest_brokerperf.brokers.rabbitmq.container import RabbitMQContainerCluster
 

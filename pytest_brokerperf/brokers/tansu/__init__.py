@@ -6,6 +6,7 @@ durability level (see docs/reference/tansu.md).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -33,7 +34,8 @@ class TansuBroker(KafkaProtocolBroker):
     memory_cap_modes: ClassVar[tuple[str, ...]] = ("process",)
 
     def start_process(self, settings: BrokerSettings, workdir: Path,
-                      durability: int | None) -> ManagedBroker:
+                      durability: int | None,
+                      server: Mapping[str, str] | None = None) -> ManagedBroker:
         from pytest_brokerperf.brokers.tansu.process import TansuProcess
 
         if durability is not None:

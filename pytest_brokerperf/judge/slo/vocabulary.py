@@ -20,9 +20,11 @@ VIEWS: tuple[str, ...] = (
     "publish_response",
     "e2e_latency",
     "e2e_response",
-    # catch-up scenario: publish response time during the drain, and the drained
-    # messages' age (receive time minus send time), never mixed into e2e latency
+    # catch-up scenario: publish response time (and OMB's publish latency) during the
+    # drain, and the drained messages' age (receive time minus send time), never mixed
+    # into e2e latency
     "drain_publish_response",
+    "drain_publish_latency",
     "catchup_age",
 )
 STATS: tuple[str, ...] = ("p50", "p75", "p95", "p99", "p99.9", "p99.99", "max", "mean")
@@ -48,6 +50,7 @@ SCALARS: dict[str, str] = {
     "catchup_mib_s": "throughput",
     "drained": "count",
     "drain_publish_p99_ratio": "ratio",
+    "drain_publish_rate_ratio": "ratio",  # acknowledged rate during / before the drain
     "drain_served_from_cache": "ratio",  # 1 = every drained byte from the page cache
     "backlog_at_drain_start": "count",
     "broker_backlog_at_drain_start": "count",
