@@ -12,7 +12,7 @@ drained messages' age. Brokers whose driver cannot pause consumers skip with the
 import pytest
 
 from pytest_brokerperf import CatchUp, StudyCase
-from pytest_brokerperf.scenario_library.study_cases import STREAMNATIVE_TUNING
+from pytest_brokerperf.scenario_library.study_cases import STREAMNATIVE_SERVER, STREAMNATIVE_TUNING
 
 
 @pytest.mark.catchup
@@ -51,7 +51,8 @@ CATCHUP_CASES = [
     StudyCase("streamnative", "table 1", "catchup", partitions=100, rate=200_000,
               backlog_bytes=512 * GIB, brokers=("kafka", "pulsar"),
               section="catch-up read test", drop_page_cache=True,
-              deviations=STREAMNATIVE_TUNING),
+              deviations=STREAMNATIVE_TUNING,
+              server_settings=STREAMNATIVE_SERVER),
     # AutoMQ, section 3.2: 300 MiB/s of 4 KiB messages on 100 partitions, 1 TiB backlog,
     # read from the earliest offset while producers go on (catch-up-read.yaml)
     StudyCase("automq", "section 3.2", "catchup", partitions=100, message_size=4 * KIB,

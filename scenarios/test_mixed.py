@@ -14,7 +14,7 @@ with the reason.
 import pytest
 
 from pytest_brokerperf import Mixed, StudyCase
-from pytest_brokerperf.scenario_library.study_cases import STREAMNATIVE_TUNING
+from pytest_brokerperf.scenario_library.study_cases import STREAMNATIVE_SERVER, STREAMNATIVE_TUNING
 
 
 @pytest.mark.mixed
@@ -32,7 +32,8 @@ MIXED_CASES = [
     StudyCase("streamnative", "table 4", "mixed", partitions=100, rate=200_000,
               backlog_bytes=512 * GIB, brokers=("kafka", "pulsar"),
               section="mixed workload test", drop_page_cache=True,
-              deviations=STREAMNATIVE_TUNING),
+              deviations=STREAMNATIVE_TUNING,
+              server_settings=STREAMNATIVE_SERVER),
 ]
 
 

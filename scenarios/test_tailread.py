@@ -9,7 +9,7 @@ p99 response times within seconds); real targets come from ``--brokerperf-slo``.
 import pytest
 
 from pytest_brokerperf import ProducerTweak, StudyCase, TailRead
-from pytest_brokerperf.scenario_library.study_cases import STREAMNATIVE_TUNING
+from pytest_brokerperf.scenario_library.study_cases import STREAMNATIVE_SERVER, STREAMNATIVE_TUNING
 
 
 @pytest.mark.tailread
@@ -43,13 +43,14 @@ RABBITMQ_CLASSIC = dict(
 SN_RATE = ("200k msg/s: the study does not state its latency tests' rate; 200k msg/s "
            "is the rate it states for its catch-up and mixed workloads")
 #: StreamNative's journal bypass (BookKeeper PR 2401): levels 2 and 4 with the bookie
-#: journal skipped, not only left unsynced. Bookie-wide: a local standalone cannot.
-BYPASS = ("journalWriteData=false", "journalSyncData=false")
+#: journal skipped, not only left unsynced. Bookie-wide: a standalone of its own.
+BYPASS = ("pulsar:journalWriteData=false", "pulsar:journalSyncData=false")
 
 
 def streamnative(source, **kw):
     """A StreamNative latency case: its tuning, page cache dropped, the rate assumed."""
     kw.setdefault("brokers", KAFKA_PULSAR)
+    kw.setdefault("server_settings", STREAMNATIVE_SERVER)
     return StudyCase("streamnative", source, "tailread", rate=200_000,
                      section="StreamNative framework: broker, bookie and producer tuning",
                      drop_page_cache=True, deviations=STREAMNATIVE_TUNING,
@@ -67,9 +68,9 @@ TAILREAD_CASES = [
     # table 3: 100, 5000 and 10000 partitions
     *(streamnative("table 3", partitions=p) for p in (5000, 10000)),
     # the journal-bypass variant of levels 2 and 4 (table 8's second rows): the bookie
-    # skips its journal; refused on a local Pulsar (a bookie-wide setting), Pulsar only
+    # skips its journal (a standalone of its own, bookie-wide), Pulsar only
     *(streamnative(src, partitions=100, subscriptions=s, brokers=("pulsar",),
-                   variant="journal-bypass", server_settings=BYPASS)
+                   variant="journal-bypass", server_settings=(*STREAMNATIVE_SERVER, *BYPASS))
       for src, s in (("table 2", 1), ("table 2", 10))),
     # Confluent, "Benchmarking Apache Kafka, Apache Pulsar, and RabbitMQ: Which is the
     # Fastest?", figure 12/13: 200k msg/s (200 MB/s) of 1 KiB, 100 partitions, 4

@@ -13,7 +13,7 @@ INCONCLUSIVE (it is not a broker figure). ``--brokerperf-rate-discovery`` runs O
 import pytest
 
 from pytest_brokerperf import ProducerTweak, StudyCase, Throughput
-from pytest_brokerperf.scenario_library.study_cases import STREAMNATIVE_TUNING
+from pytest_brokerperf.scenario_library.study_cases import STREAMNATIVE_SERVER, STREAMNATIVE_TUNING
 
 
 @pytest.mark.throughput
@@ -35,7 +35,8 @@ THROUGHPUT_CASES = [
     # (levels 1 and 2: --brokerperf-durability=1,2)
     *(StudyCase("streamnative", "table 1", "throughput", partitions=p, brokers=KAFKA_PULSAR,
                 section="maximum throughput test", drop_page_cache=True,
-                deviations=STREAMNATIVE_TUNING)
+                deviations=STREAMNATIVE_TUNING,
+                server_settings=STREAMNATIVE_SERVER)
       for p in (1, 100, 2000)),
     # Confluent, "Benchmarking Apache Kafka, Apache Pulsar, and RabbitMQ: Which is the
     # Fastest?", figure 5: 1 KiB messages, 100 partitions, 4 producers and 4 consumers,

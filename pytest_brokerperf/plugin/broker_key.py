@@ -19,16 +19,16 @@ ProcessKey = tuple[str, int | None, ServerSettings]
 
 
 def study_server_settings(item: Any) -> ServerSettings:
-    """The broker or bookie settings of the test's study case (``StudyCase.
-    server_settings`` as key, value pairs); none for any other test. Imports nothing:
+    """The broker or bookie settings of the test's study case for its broker kind
+    (``StudyCase.server_config``); none for any other test. Imports nothing:
     only a test module that imported the study cases can be parametrized with one."""
     cases = sys.modules.get("pytest_brokerperf.scenario_library.study_cases")
     params = getattr(getattr(item, "callspec", None), "params", {})
-    if cases is None:
+    if cases is None or "broker_kind" not in params:
         return ()
     for value in params.values():
         if isinstance(value, cases.StudyCase):
-            return value.server_config
+            return value.server_config(str(params["broker_kind"]))
     return ()
 
 

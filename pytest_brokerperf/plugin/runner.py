@@ -103,13 +103,13 @@ class BrokerPerf:
                 pytest.skip(f"REFUSED under --brokerperf-profile=omb (nothing was created): "
                             f"study case {case.study} {case.id}: " + "; ".join(reasons))
         notes = scaled.all_notes()
-        if case.server_settings and self.broker.mode == "remote":
+        server = case.server_settings_for(self.broker.kind)
+        if server and self.broker.mode == "remote":
             notes.append("study deviation: not verified that the cluster runs with the "
-                         f"study's broker settings: {'; '.join(case.server_settings)}")
-        elif case.server_settings:  # a broker of its own, started with them
+                         f"study's broker settings: {'; '.join(server)}")
+        elif server:  # a broker of its own, started with them
             notes.append("study case: the broker was started with the study's broker "
-                         f"settings: {'; '.join(case.server_settings)} (the manifest's "
-                         "broker_overrides)")
+                         f"settings: {'; '.join(server)} (the manifest's broker_overrides)")
         study_driver = dict(case.drivers).get(self.broker.kind)
         if study_driver is not None and settings.driver:
             notes.append(f"study deviation: --brokerperf-driver={settings.driver} "

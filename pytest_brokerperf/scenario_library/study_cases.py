@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SCALE_LIMITS",
     "SCENARIO_KINDS",
+    "STREAMNATIVE_SERVER",
     "STREAMNATIVE_TUNING",
     "STUDIES",
     "ProducerTweak",
@@ -72,15 +73,29 @@ SCENARIO_KINDS: Final = ("tailread", "throughput", "catchup", "mixed", "reassign
 
 
 #: StreamNative's Pulsar tuning ("StreamNative framework") this suite does not apply, as
-#: deviation notes every StreamNative case carries
+#: deviation notes every StreamNative case carries (its broker setting is applied:
+#: :data:`STREAMNATIVE_SERVER`)
 STREAMNATIVE_TUNING: Final = (
-    "bookkeeperNumberOfChannelsPerBookie=64 (Pulsar broker) is not set: a broker this "
-    "suite starts keeps Pulsar's 16",
     "batchingPartitionSwitchFrequencyByPublishDelay=2 (Pulsar producer) is not applied: "
     "the Python client cannot set it (the driver's notes say so)",
     "managedLedgerNewEntriesCheckDelayInMillis=0 (Pulsar broker) is set by the local "
     "Pulsar this suite starts; on a remote cluster it is the operator's",
 )
+
+
+def _server_setting(entry: str) -> tuple[str | None, str, str]:
+    """``[kind:]key=value`` as (kind or None, key, value); key "" when malformed."""
+    head, eq, value = entry.partition("=")
+    scope, colon, key = head.partition(":")
+    if not colon:
+        scope, key = "", head
+    if not eq or not key.strip() or (colon and not scope.strip()):
+        return None, "", ""
+    return (scope.strip() or None), key.strip(), value.strip()
+
+
+#: StreamNative's Pulsar broker setting, a Pulsar broker of its own is started with it
+STREAMNATIVE_SERVER: Final = ("pulsar:bookkeeperNumberOfChannelsPerBookie=64",)
 
 
 def _rate_id(rate: float) -> str:
@@ -173,12 +188,12 @@ class StudyCase:
     file the case starts from on that kind (``--brokerperf-driver`` wins, with a note);
     ``brokers`` the broker kinds or protocols the case is for (empty: any; ``kafka``
     includes the Kafka-protocol brokers; another kind is deselected at collection);
-    ``min_nodes`` with ``min_nodes_why``; ``server_settings`` broker or
-    bookie settings (``key=value``), written into a local broker's configuration where
-    its kind takes them (``BrokerType.server_settings_modes``; a broker of their own,
-    refused elsewhere), a note on a remote one; ``drop_page_cache`` drop the host's page
-    cache first; ``deviations`` and ``assumptions`` what differs from the study or is not
-    stated in it.
+    ``min_nodes`` with ``min_nodes_why``; ``server_settings`` broker or bookie settings
+    (``key=value``; ``kind:key=value`` for one kind only), written into a local broker's
+    configuration where its kind takes them (``BrokerType.server_settings_modes``; a
+    broker of their own, refused elsewhere), a note on a remote one;
+    ``drop_page_cache`` drop the host's page cache first; ``deviations`` and
+    ``assumptions`` what differs from the study or is not stated in it.
     """
 
     study: str
@@ -236,10 +251,10 @@ class StudyCase:
                                        or any(r <= 0 for r in self.rates)):
             raise ValueError(f"StudyCase(rates={self.rates!r}): a throughput ladder of "
                              "rates > 0 msg/s")
-        bad = [s for s in self.server_settings if not s.partition("=")[0].strip()
-               or "=" not in s]
+        bad = [s for s in self.server_settings if _server_setting(s)[1] == ""]
         if bad:
-            raise ValueError(f"StudyCase(server_settings={bad!r}): each is key=value")
+            raise ValueError(f"StudyCase(server_settings={bad!r}): each is key=value, or "
+                             "kind:key=value for one broker kind")
         if self.min_nodes < 1 or (self.min_nodes > 1 and not self.min_nodes_why):
             raise ValueError(f"StudyCase(min_nodes={self.min_nodes}) needs >= 1 and, above "
                              "1, min_nodes_why (the reason a refusal gives)")
@@ -256,11 +271,19 @@ class StudyCase:
         where = self.source + (f", {self.section}" if self.section else "")
         return f"{info.cite()}, {where}" if info else where
 
-    @property
-    def server_config(self) -> tuple[tuple[str, str], ...]:
-        """:attr:`server_settings` as (key, value) pairs, in the study's order."""
-        return tuple((k.strip(), v.strip()) for k, _, v in
-                     (s.partition("=") for s in self.server_settings))
+    def server_config(self, kind: str) -> tuple[tuple[str, str], ...]:
+        """The :attr:`server_settings` a broker of ``kind`` is started with, as (key,
+        value) pairs in the study's order: the unscoped ones and ``kind:``'s."""
+        out = []
+        for entry in self.server_settings:
+            scope, key, value = _server_setting(entry)
+            if scope is None or scope == kind:
+                out.append((key, value))
+        return tuple(out)
+
+    def server_settings_for(self, kind: str) -> list[str]:
+        """:meth:`server_config` as ``key=value`` text (notes, refusals)."""
+        return [f"{k}={v}" for k, v in self.server_config(kind)]
 
     def refusal(self, kind: str, *, nodes: int, remote: bool,
                 mode: str = "process") -> tuple[str, str] | None:
@@ -283,9 +306,10 @@ class StudyCase:
             return ("skip", f"study case {self.study} {self.id} needs --brokerperf-nodes >= "
                     f"{self.min_nodes}: {self.min_nodes_why}")
         takes = brokers.get(kind).server_settings_modes if known else ()
-        if self.server_settings and not remote and mode not in takes:
+        server = self.server_settings_for(kind)
+        if server and not remote and mode not in takes:
             return ("skip", f"study case {self.study} {self.id} needs broker settings "
-                    f"{kind} in {mode} mode cannot take: {'; '.join(self.server_settings)}"
+                    f"{kind} in {mode} mode cannot take: {'; '.join(server)}"
                     ". Fix: run it against a cluster configured so (--brokerperf-provision="
                     "remote)" + (f", or --brokerperf-provision={takes[0]}" if takes else ""))
         return None

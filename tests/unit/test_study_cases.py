@@ -416,8 +416,8 @@ def test_pulsar_perf_cases_carry_the_commands_settings(tmp_path: Path) -> None:
     assert scfg.synchronous and scfg.producer.batching_enabled is False
     assert scfg.producer.compression_type == "NONE"
     for c in cases:  # the bookie tuning: a local Pulsar is started with it
-        assert ("journalFlushWhenQueueEmpty", "true") in c.server_config
-        assert ("journalAlignmentSize", "4096") in c.server_config
+        assert ("journalFlushWhenQueueEmpty", "true") in c.server_config("pulsar")
+        assert ("journalAlignmentSize", "4096") in c.server_config("pulsar")
         for mode in ("process", "container"):
             assert c.refusal("pulsar", nodes=3, remote=False, mode=mode) is None
         # two bookies for the namespace's 2/2/2 persistence
@@ -428,26 +428,38 @@ def test_pulsar_perf_cases_carry_the_commands_settings(tmp_path: Path) -> None:
 
 def test_broker_settings_a_kind_cannot_take_are_refused_naming_kind_mode_and_fix() -> None:
     case = StudyCase("mine", "t", "tailread", server_settings=("vm_memory_high_watermark=0.9",))
-    assert case.server_config == (("vm_memory_high_watermark", "0.9"),)
+    assert case.server_config("rabbitmq") == (("vm_memory_high_watermark", "0.9"),)
     assert case.refusal("rabbitmq", nodes=1, remote=False, mode="process") == (
         "skip", f"study case mine {case.id} needs broker settings rabbitmq in process mode "
         "cannot take: vm_memory_high_watermark=0.9. Fix: run it against a cluster "
         "configured so (--brokerperf-provision=remote)")
     assert case.refusal("rabbitmq", nodes=1, remote=True) is None  # a note there
     assert case.refusal("kafka", nodes=1, remote=False, mode="container") is None
-    with pytest.raises(ValueError, match=r"server_settings=\['flush'\]\): each is key=value"):
-        StudyCase("mine", "t", "tailread", server_settings=("flush",))
+    for bad in ("flush", ":a=1", "pulsar:=1"):
+        with pytest.raises(ValueError, match=r"server_settings=.*: each is key=value, or "
+                           "kind:key=value"):
+            StudyCase("mine", "t", "tailread", server_settings=(bad,))
+    # a kind's own settings reach that kind only: no refusal, no setting on another
+    scoped = StudyCase("mine", "t", "tailread",
+                       server_settings=("pulsar:bookkeeperNumberOfChannelsPerBookie=64", "a=1"))
+    assert scoped.server_config("pulsar") == (
+        ("bookkeeperNumberOfChannelsPerBookie", "64"), ("a", "1"))
+    assert scoped.server_config("kafka") == (("a", "1"),)
+    assert StudyCase("mine", "t", "tailread", server_settings=(
+        "pulsar:x=1",)).refusal("rabbitmq", nodes=1, remote=False) is None
 
 
 def test_streamnative_cases_say_what_differs(tmp_path: Path) -> None:
     cases = [c for cs in _suite_cases().values() for c in cs if c.study == "streamnative"]
     assert all(c.drop_page_cache for c in cases)
-    for c in cases:  # every case: the Pulsar tuning this suite does not apply
+    for c in cases:  # every case: the Pulsar tuning this suite does not apply ...
         notes = " ".join(c.deviations)
-        for setting in ("bookkeeperNumberOfChannelsPerBookie=64",
-                        "batchingPartitionSwitchFrequencyByPublishDelay=2",
+        for setting in ("batchingPartitionSwitchFrequencyByPublishDelay=2",
                         "managedLedgerNewEntriesCheckDelayInMillis=0"):
             assert setting in notes, (c.id, setting)
+        # ... and the broker setting it does, on Pulsar only
+        assert ("bookkeeperNumberOfChannelsPerBookie", "64") in c.server_config("pulsar")
+        assert c.server_config("kafka") == ()
     latency = [c for c in cases if c.source in ("table 2", "table 3")]
     for c in latency:
         assert c.rate == 200_000
@@ -455,7 +467,9 @@ def test_streamnative_cases_say_what_differs(tmp_path: Path) -> None:
     bypass = [c for c in latency if c.variant == "journal-bypass"]
     assert {c.subscriptions for c in bypass} == {1, 10}
     for c in bypass:
-        assert c.server_settings == ("journalWriteData=false", "journalSyncData=false")
+        assert c.server_config("pulsar") == (
+            ("bookkeeperNumberOfChannelsPerBookie", "64"), ("journalWriteData", "false"),
+            ("journalSyncData", "false"))
         # a standalone of its own, started with the bypass (or a remote cluster, noted)
         assert c.refusal("pulsar", nodes=1, remote=False) is None
         assert c.refusal("pulsar", nodes=1, remote=True) is None
