@@ -392,7 +392,9 @@ class StudyCase:
         if self.scenario == "throughput" and self.message_size * limits.rate > limits.bytes_rate:
             # a ladder in bytes: the message-count ladder would start far above the cap
             top = limits.bytes_rate * 8 / self.message_size
-            rates = tuple(float(max(1, round(top / 2**k))) for k in range(6, -1, -1))
+            # rungs below 1 msg/s all become 1 msg/s: once (a repeated rung is no rung)
+            rates = tuple(dict.fromkeys(float(max(1, round(top / 2**k)))
+                                        for k in range(6, -1, -1)))
             notes.append(f"ladder {', '.join(_rate_id(r) for r in rates)} msg/s "
                          f"({size_id(self.message_size)} messages)")
         backlog = None

@@ -561,3 +561,12 @@ def test_deviations_and_assumptions_reach_the_record_notes() -> None:
     assert notes[0].startswith("study case streamnative p100-1KiB-r200k (StreamNative, "
                                '"Benchmarking Pulsar and Kafka')
     assert notes[1:] == ["study deviation: x is not set", "study assumption: rate assumed"]
+
+
+def test_a_bytes_ladder_of_large_messages_repeats_no_rung() -> None:
+    """512 KiB under smoke: the ladder's lowest rungs round to 1 msg/s; the case's rates
+    and its scaling note name each rung once (the note once said "1, 1, 2, ...")."""
+    (case,) = [c for c in _suite_cases()["PULSAR_LIMIT"] if c.message_size == 512 * KIB]
+    scaled = case.scaled("smoke")
+    assert scaled.rates == (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
+    assert "ladder 1, 2, 4, 8, 16, 32 msg/s (512KiB messages)" in scaled.note()
