@@ -94,6 +94,10 @@ def _server_setting(entry: str) -> tuple[str | None, str, str]:
     return (scope.strip() or None), key.strip(), value.strip()
 
 
+#: A synchronous producer's throughput ladder (pulsar-perf's sync cases publish between
+#: 700 and 4,200 msg/s on the study's hardware): from 100 msg/s, doubling
+SYNC_LADDER: Final = (100.0, 200.0, 400.0, 800.0, 1600.0, 3200.0, 6400.0, 12800.0)
+
 #: StreamNative's Pulsar broker setting, a Pulsar broker of its own is started with it
 STREAMNATIVE_SERVER: Final = ("pulsar:bookkeeperNumberOfChannelsPerBookie=64",)
 
@@ -349,6 +353,15 @@ class StudyCase:
 
     # ----------------------------------------------------------------- scaling
 
+    def _sync_ladder(self) -> tuple[float, ...] | None:
+        """:data:`SYNC_LADDER` for a throughput case of a synchronous producer without a
+        ladder of its own: one message in flight reaches one per round trip, far below
+        the scenario's default first rung (2,000 msg/s), which would bracket nothing."""
+        if (self.scenario != "throughput" or self.rates is not None
+                or self.tweak.send_mode != "sync"):
+            return None
+        return SYNC_LADDER
+
     def scaled(self, profile: str) -> ScaledCase:
         """This case under ``profile`` (``omb``: unchanged)."""
         limits = SCALE_LIMITS.get(profile)
@@ -356,7 +369,8 @@ class StudyCase:
             return ScaledCase(
                 case=self, profile=profile, partitions=self.partitions,
                 producers=self.producers, consumers=self.consumers,
-                subscriptions=self.subscriptions, rate=self.rate, rates=self.rates,
+                subscriptions=self.subscriptions, rate=self.rate,
+                rates=self.rates if self.rates is not None else self._sync_ladder(),
                 backlog_bytes=self.backlog_bytes, reassign_after_s=self.after_s,
                 reassign_delay_s=self.delay_s, background_rate=self.background_rate)
         notes: list[str] = []
@@ -407,6 +421,10 @@ class StudyCase:
         if rates is None and self.rates is not None:
             notes.append(f"ladder {', '.join(_rate_id(r) for r in self.rates)} msg/s -> "
                          "the profile's")
+        if rates is None and (sync := self._sync_ladder()) is not None:
+            rates = sync
+            notes.append(f"ladder {', '.join(_rate_id(r) for r in rates)} msg/s (a "
+                         "synchronous producer has one message in flight)")
         after = None
         if self.after_s is not None:
             after = min(self.after_s, limits.reassign_after_s)

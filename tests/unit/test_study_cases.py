@@ -570,3 +570,20 @@ def test_a_bytes_ladder_of_large_messages_repeats_no_rung() -> None:
     scaled = case.scaled("smoke")
     assert scaled.rates == (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
     assert "ladder 1, 2, 4, 8, 16, 32 msg/s (512KiB messages)" in scaled.note()
+
+
+def test_a_synchronous_producer_climbs_its_own_ladder_from_100_msg_s() -> None:
+    """pulsar-perf's sync cases publish one message at a time: the throughput scenario's
+    default first rung (2,000 msg/s) sits above a small machine's round trips and
+    brackets nothing, so a sync case without a ladder of its own climbs SYNC_LADDER
+    (under every profile; a bytes-capped ladder of large messages still wins)."""
+    from pytest_brokerperf.scenario_library.study_cases import SYNC_LADDER
+
+    cases = {c.id: c for c in _suite_cases()["PULSAR_LIMIT"]}
+    sync = cases["p1-1KiB-none-sync"]
+    assert SYNC_LADDER[0] == 100 and SYNC_LADDER[-1] > 4_146  # above every published rate
+    for profile in ("smoke", "omb"):
+        assert sync.scaled(profile).rates == SYNC_LADDER
+    assert "(a synchronous producer has one message in flight)" in sync.scaled("smoke").note()
+    assert cases["p1-512KiB-none-sync"].scaled("smoke").rates == (1, 2, 4, 8, 16, 32)
+    assert cases["p1-1KiB-lz4-async"].scaled("smoke").rates is None  # the scenario's own
