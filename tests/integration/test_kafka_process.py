@@ -161,7 +161,9 @@ def test_single_node_produce_consume(
     assert not cluster.running
     assert_all_gone(pids, info["workdir"])
     assert not data_dir.exists()
-    assert Path(info["log_files"][0]).is_file()  # logs are kept
+    # the working directory it made itself goes too, logs and configuration included
+    # (they used to stay in $TMPDIR, one directory per start)
+    assert not Path(info["workdir"]).exists()
 
 
 def test_the_second_start_maps_the_class_archive_the_first_wrote(

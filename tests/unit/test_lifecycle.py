@@ -8,8 +8,10 @@ log lines; readiness is a file the test controls.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -69,9 +71,11 @@ class ToyCluster(ProcessCluster[LocalNode]):
 
     def __init__(self, tmp: Path, nodes: int = 2, behaviour: str = "sleep",
                  start_timeout: float = 10.0, stop_timeout: float = 5.0,
-                 cpus: set[int] | None = None) -> None:
-        super().__init__(nodes=nodes, workdir=tmp / "work", cpus=cpus,
-                         start_timeout=start_timeout, stop_timeout=stop_timeout)
+                 cpus: set[int] | None = None, own_workdir: bool = False,
+                 keep_logs: bool | None = None) -> None:
+        super().__init__(nodes=nodes, workdir=None if own_workdir else tmp / "work", cpus=cpus,
+                         start_timeout=start_timeout, stop_timeout=stop_timeout,
+                         **({} if keep_logs is None else {"keep_logs": keep_logs}))
         self.tmp = tmp
         self.behaviour = behaviour
         self.ready_file = tmp / "ready"
@@ -139,6 +143,36 @@ def test_context_manager_starts_records_and_stops_every_process_group(tmp_path: 
     with pytest.raises(RuntimeError, match="not running"):
         _ = cluster.endpoint
     cluster.stop()  # again: a no-op
+
+
+def test_a_working_directory_it_made_itself_goes_at_stop_unless_asked_or_failed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without ``workdir`` a cluster makes its own in $TMPDIR: a clean stop removes it,
+    logs and configuration too (one directory per start used to stay behind); a failed
+    start keeps it (the error names its logs), and so does ``keep_logs=True``."""
+    tmpdir = tmp_path / "tmpdir"
+    tmpdir.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmpdir))
+    clean = ToyCluster(tmp_path, cpus=set(), own_workdir=True)
+    clean.ready_file.touch()
+    with clean:
+        made = Path(clean.endpoint.info["log_files"][0]).parent.parent
+        assert made.parent == tmpdir and made.name.startswith("brokerperf-toy-")
+    assert list(tmpdir.iterdir()) == []
+
+    kept = ToyCluster(tmp_path, cpus=set(), own_workdir=True, keep_logs=True)
+    with kept:
+        log = Path(kept.endpoint.info["log_files"][0])
+    assert log.is_file()
+    shutil.rmtree(log.parent.parent)
+
+    clean.ready_file.unlink()
+    failed = ToyCluster(tmp_path, cpus=set(), own_workdir=True, start_timeout=0.5)
+    with pytest.raises(ProvisionError, match="toy-1.log"):
+        failed.start()
+    failed.stop()
+    (left,) = tmpdir.iterdir()
+    assert (left / "logs" / "toy-1.log").is_file()
 
 
 def test_readiness_timeout_shows_log_tails_and_leaves_nothing_behind(tmp_path: Path) -> None:

@@ -118,7 +118,7 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
         quorum: Quorum = "static",
         start_timeout: float = DEFAULT_START_TIMEOUT_S,
         stop_timeout: float = DEFAULT_STOP_TIMEOUT_S,
-        keep_logs: bool = True,
+        keep_logs: bool = False,
         java: str | None = None,
         listener_protocols: dict[str, str] | None = None,
         metrics_agent: bool = False,

@@ -143,7 +143,7 @@ class ProcessCluster(Generic[N]):
     log_tail_lines: ClassVar[int] = 40
 
     def __init__(self, *, nodes: int, workdir: Path | None, cpus: set[int] | None,
-                 start_timeout: float, stop_timeout: float, keep_logs: bool = True,
+                 start_timeout: float, stop_timeout: float, keep_logs: bool = False,
                  memory_limit: int | None = None, powercut_fs: bool = False) -> None:
         self.nodes = nodes
         #: every node's durable directories on a filesystem that forgets unsynced writes
@@ -159,7 +159,10 @@ class ProcessCluster(Generic[N]):
         self.cpus = set(cpus) if cpus is not None else None
         self.start_timeout = start_timeout
         self.stop_timeout = stop_timeout
+        #: keep a working directory this object made after a clean stop (a caller's own
+        #: ``workdir`` is never removed; a failed start always keeps its logs)
         self.keep_logs = keep_logs
+        self._start_failed = False
         self._workdir: Path | None = None
         self._owns_workdir = False
         self._nodes: list[N] = []
@@ -258,6 +261,7 @@ class ProcessCluster(Generic[N]):
             raise RuntimeError(f"{type(self).__name__} is already running")
         self._validate()
         self._prepare()
+        self._start_failed = True  # until it serves: the logs say why it did not
         self._budget = self.start_timeout if timeout is None else timeout
         workdir = self._prepare_workdir()
         began = time.monotonic()
@@ -284,6 +288,7 @@ class ProcessCluster(Generic[N]):
         except BaseException:
             self._teardown()
             raise
+        self._start_failed = False
         watchdog.track_ports(self._ports_label(), _endpoint_ports(self._endpoint))
         register_control(self._endpoint, self)
         return self._endpoint
@@ -294,8 +299,9 @@ class ProcessCluster(Generic[N]):
     def stop(self, timeout: float | None = None) -> None:
         """Stop every node (SIGTERM, then SIGKILL after ``timeout``) and remove the data.
 
-        Logs are kept (their paths are in ``endpoint.info``) unless ``keep_logs=False``.
-        Safe to call when not running.
+        A working directory this object made itself (no ``workdir`` given) goes too,
+        configuration and logs included, unless ``keep_logs=True`` or the start failed
+        (the error names the logs to read). Safe to call when not running.
         """
         if self._endpoint is not None:
             unregister_control(self._endpoint)
@@ -303,7 +309,8 @@ class ProcessCluster(Generic[N]):
         if self._endpoint is not None:
             watchdog.track_ports(self._ports_label(), [])
         self._endpoint = None
-        if not self.keep_logs and self._owns_workdir and self._workdir is not None:
+        if (not self.keep_logs and not self._start_failed and self._owns_workdir
+                and self._workdir is not None):
             shutil.rmtree(self._workdir, ignore_errors=True)
             self._workdir = None
 

@@ -325,7 +325,7 @@ class PulsarStandalone(ProcessCluster[LocalNode]):
         *,
         start_timeout: float = DEFAULT_START_TIMEOUT_S,
         stop_timeout: float = DEFAULT_STOP_TIMEOUT_S,
-        keep_logs: bool = True,
+        keep_logs: bool = False,
         java: str | None = None,
         memory_limit: int | None = None,
         extra_listeners: dict[str, int] | None = None,

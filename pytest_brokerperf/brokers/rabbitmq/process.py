@@ -224,7 +224,7 @@ class RabbitMQProcessCluster(ProcessCluster[_Node]):
         *,
         start_timeout: float = DEFAULT_START_TIMEOUT_S,
         stop_timeout: float = DEFAULT_STOP_TIMEOUT_S,
-        keep_logs: bool = True,
+        keep_logs: bool = False,
         bin_dir: Path = RABBITMQ_BIN_DIR,
         memory_limit: int | None = None,
         powercut_fs: bool = False,
