@@ -159,9 +159,10 @@ def run(opts: ReportOptions, *, out: TextIO | None = None, err: TextIO | None = 
         budgets = _budgets(opts)
         _require_extra(opts.html is not None)
         from pytest_brokerperf.report.render import Report, csv_text, html_page, markdown
-        from pytest_brokerperf.report.spark import QuietSpark, progress, run_job
+        from pytest_brokerperf.report.spark import QuietSpark, progress, quick_jit, run_job
 
-        started = QuietSpark(opts.master, verbose=opts.verbose)
+        started = QuietSpark(opts.master, verbose=opts.verbose,
+                             quick=quick_jit([*opts.dirs, *opts.baseline]))
         with progress("starting Spark", err):
             spark = started.start()
         with progress(f"aggregating {len(opts.dirs)} result director"

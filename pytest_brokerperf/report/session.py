@@ -61,9 +61,9 @@ def load_gate(settings: Settings) -> SessionGate | None:
     budgets = parse_fail_on(settings.fail_on)
     dirs = baseline_dirs(settings)
     from pytest_brokerperf.report.gates import same_environment
-    from pytest_brokerperf.report.spark import QuietSpark, progress, run_job
+    from pytest_brokerperf.report.spark import QuietSpark, progress, quick_jit, run_job
 
-    quiet = QuietSpark()
+    quiet = QuietSpark(quick=quick_jit(dirs))
     try:
         with progress(f"aggregating the baseline {settings.baseline}", sys.stderr):
             baseline = run_job(quiet.start(), dirs)

@@ -50,8 +50,10 @@ __all__ = [
     "QuietSpark",
     "aggregate",
     "class_data_sharing",
+    "driver_java_options",
     "find_result_files",
     "load_records",
+    "quick_jit",
     "record_schema",
     "spark_session",
     "status_column",
@@ -74,6 +76,37 @@ _RATES = {
 
 
 # --------------------------------------------------------------------------- session
+
+#: ``BROKERPERF_SPARK_QUICK_JIT=1|0``: force the driver's quick JIT on or off
+QUICK_JIT_ENV = "BROKERPERF_SPARK_QUICK_JIT"
+#: inputs up to this size get the quick JIT (:func:`quick_jit`)
+QUICK_JIT_MAX_BYTES = 1 << 30
+_ON, _OFF = ("1", "on", "true", "yes"), ("0", "off", "false", "no")
+
+
+def quick_jit(dirs: Sequence[str | Path]) -> bool:
+    """Whether the driver JVM compiles with C1 alone (``-XX:TieredStopAtLevel=1``).
+
+    A report job is short: on a few records most of its time goes to the JVM's JIT, whose
+    C2 compiler threads take the cores the job needs. Measured here (2 cores): a job on 6
+    records took 27-28 s with Java's default tiered JIT and 11-12 s with C1 alone; on
+    20,000 records (317 MB) 50 s and 37 s. Above :data:`QUICK_JIT_MAX_BYTES` of input,
+    where a long job repays C2's compilation, the default JIT stays. The figures a report
+    computes do not depend on it.
+    """
+    forced = os.environ.get(QUICK_JIT_ENV, "").strip().lower()
+    if forced in _ON:
+        return True
+    if forced in _OFF:
+        return False
+    if forced:
+        raise ReportInputError(f"{QUICK_JIT_ENV}={forced!r} is neither 1 nor 0; unset it to "
+                               "let the input's size decide")
+    try:
+        files = find_result_files(dirs)
+    except ReportInputError:
+        return True  # the job itself names the missing input
+    return sum(f.stat().st_size for f in files) <= QUICK_JIT_MAX_BYTES
 
 
 #: Spark's log4j 2 configuration when not verbose: errors only, to the console (which
@@ -121,13 +154,30 @@ def class_data_sharing(*, write: bool) -> ClassDataSharing | None:
                                           extra=(pyspark.__version__, sys.prefix))
 
 
+def _quiet_log4j_option() -> str:
+    return f"-Dlog4j2.configurationFile=file:{_quiet_log4j()}"
+
+
+def driver_java_options(cds: ClassDataSharing | None, *, verbose: bool,
+                        quick: bool) -> list[str]:
+    """The driver JVM's options: class-data sharing, the quick JIT, errors-only logging."""
+    opts = [] if cds is None else cds.flags()
+    if quick:
+        opts.append("-XX:TieredStopAtLevel=1")
+    if not verbose:
+        opts.append(_quiet_log4j_option())
+    return opts
+
+
 def spark_session(master: str | None = None, *, app: str = "brokerperf-report",
-                  verbose: bool = True, cds: ClassDataSharing | None = None) -> SparkSession:
+                  verbose: bool = True, cds: ClassDataSharing | None = None,
+                  quick: bool = False) -> SparkSession:
     """A SparkSession: embedded ``local[*]`` by default, or ``master`` (spark://, yarn...).
 
     Quiet (no UI, no console progress bar: the caller prints its own progress line) and
     with few shuffle partitions, since cells and buckets are few. Not ``verbose``: the
-    JVMs log errors only (log4j 2 from start-up on, driver and executors).
+    JVMs log errors only (log4j 2 from start-up on, driver and executors). ``quick``:
+    the driver JVM compiles with C1 alone (:func:`quick_jit`).
     """
     from pyspark.sql import SparkSession
 
@@ -150,11 +200,9 @@ def spark_session(master: str | None = None, *, app: str = "brokerperf-report",
         builder = builder.config("spark.local.dir", local_dir)
     if cds is None:
         cds = class_data_sharing(write=False)
-    driver_opts = [] if cds is None else cds.flags()
+    driver_opts = driver_java_options(cds, verbose=verbose, quick=quick)
     if not verbose:
-        opt = f"-Dlog4j2.configurationFile=file:{_quiet_log4j()}"
-        driver_opts.append(opt)
-        builder = builder.config("spark.executor.extraJavaOptions", opt)
+        builder = builder.config("spark.executor.extraJavaOptions", _quiet_log4j_option())
     if driver_opts:
         builder = builder.config("spark.driver.extraJavaOptions", " ".join(driver_opts))
     spark = builder.getOrCreate()
@@ -192,11 +240,14 @@ class QuietSpark:
     log file as its stderr and logs errors only, so its lines never interleave with the
     progress line or pytest's output; the file's path is printed when something fails.
     A session that was already running (a caller's) is used as is and left running.
+    ``quick``: the driver JVM's quick JIT (:func:`quick_jit`).
     """
 
-    def __init__(self, master: str | None = None, *, verbose: bool = False) -> None:
+    def __init__(self, master: str | None = None, *, verbose: bool = False,
+                 quick: bool = False) -> None:
         self.master = master
         self.verbose = verbose
+        self.quick = quick
         self.log: Path | None = None
         self._spark: SparkSession | None = None
         self._cds: ClassDataSharing | None = None
@@ -210,7 +261,8 @@ class QuietSpark:
         self._cds = (class_data_sharing(write=True) if SparkContext._gateway is None
                      else None)
         if self.verbose:
-            self._spark = spark_session(self.master, verbose=True, cds=self._cds)
+            self._spark = spark_session(self.master, verbose=True, cds=self._cds,
+                                        quick=self.quick)
             return self._spark
         import tempfile
 
@@ -220,7 +272,8 @@ class QuietSpark:
         saved = os.dup(2)
         os.dup2(fd, 2)  # the JVM started now inherits the log file as its stderr
         try:
-            self._spark = spark_session(self.master, verbose=False, cds=self._cds)
+            self._spark = spark_session(self.master, verbose=False, cds=self._cds,
+                                        quick=self.quick)
         finally:
             os.dup2(saved, 2)
             os.close(saved)

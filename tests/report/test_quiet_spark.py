@@ -76,3 +76,34 @@ def test_spark_logs_nothing_into_the_progress_and_leaves_no_log(
     _quiet_and_right(_report([str(res), "--markdown", "-"], tmp_path, [], env), tmp_path)
     assert cds.archive.stat().st_size > 1_000_000  # the classes Spark's start loaded
     assert [p.name for p in cds.archive.parent.iterdir()] == [cds.archive.name]
+
+
+def test_a_small_input_gets_the_quick_jit_a_large_one_the_default(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The driver JVM compiles with C1 alone for inputs up to QUICK_JIT_MAX_BYTES (a short
+    job's time went to C2's compiler threads); the environment forces either way, and a
+    value that is neither is refused naming it."""
+    from pytest_brokerperf.report import spark
+    from pytest_brokerperf.report.model import ReportInputError
+
+    monkeypatch.delenv(spark.QUICK_JIT_ENV, raising=False)
+    res = _results(tmp_path)
+    assert spark.quick_jit([res]) is True
+    monkeypatch.setattr(spark, "QUICK_JIT_MAX_BYTES", (res / "results.jsonl").stat().st_size - 1)
+    assert spark.quick_jit([res]) is False
+    monkeypatch.setenv(spark.QUICK_JIT_ENV, "1")
+    assert spark.quick_jit([res]) is True
+    monkeypatch.setattr(spark, "QUICK_JIT_MAX_BYTES", 1 << 30)
+    monkeypatch.setenv(spark.QUICK_JIT_ENV, "off")
+    assert spark.quick_jit([res]) is False
+    monkeypatch.setenv(spark.QUICK_JIT_ENV, "maybe")
+    with pytest.raises(ReportInputError, match="BROKERPERF_SPARK_QUICK_JIT='maybe'"):
+        spark.quick_jit([res])
+    monkeypatch.delenv(spark.QUICK_JIT_ENV)
+    assert spark.quick_jit([tmp_path / "missing"]) is True  # the job names what is missing
+
+    quick = spark.driver_java_options(None, verbose=True, quick=True)
+    assert quick == ["-XX:TieredStopAtLevel=1"]
+    assert spark.driver_java_options(None, verbose=True, quick=False) == []
+    quiet = spark.driver_java_options(None, verbose=False, quick=False)
+    assert len(quiet) == 1 and quiet[0].startswith("-Dlog4j2.configurationFile=file:")
