@@ -160,7 +160,8 @@ def _quiet_log4j_option() -> str:
 
 def driver_java_options(cds: ClassDataSharing | None, *, verbose: bool,
                         quick: bool) -> list[str]:
-    """The driver JVM's options: class-data sharing, the quick JIT, errors-only logging."""
+    """A JVM's options: class-data sharing (the driver's), the quick JIT, errors-only
+    logging."""
     opts = [] if cds is None else cds.flags()
     if quick:
         opts.append("-XX:TieredStopAtLevel=1")
@@ -201,8 +202,10 @@ def spark_session(master: str | None = None, *, app: str = "brokerperf-report",
     if cds is None:
         cds = class_data_sharing(write=False)
     driver_opts = driver_java_options(cds, verbose=verbose, quick=quick)
-    if not verbose:
-        builder = builder.config("spark.executor.extraJavaOptions", _quiet_log4j_option())
+    # executors in JVMs of their own (a cluster, local-cluster) run short jobs alike
+    executor_opts = driver_java_options(None, verbose=verbose, quick=quick)
+    if executor_opts:
+        builder = builder.config("spark.executor.extraJavaOptions", " ".join(executor_opts))
     if driver_opts:
         builder = builder.config("spark.driver.extraJavaOptions", " ".join(driver_opts))
     spark = builder.getOrCreate()

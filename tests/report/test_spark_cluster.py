@@ -23,10 +23,23 @@ from tests.support.records import SyntheticRun, synthetic_record, write_jsonl
 
 CLUSTER_JOB = """
 import json, sys
-from pytest_brokerperf.report.spark import run_job, spark_session
-spark = spark_session("local-cluster[2,1,1024]", app="brokerperf-cluster-test")
+from pytest_brokerperf.report.spark import quick_jit, run_job, spark_session
+spark = spark_session("local-cluster[2,1,1024]", app="brokerperf-cluster-test",
+                      quick=quick_jit([sys.argv[1]]))
+
+
+def executor_jit(_):
+    # the JIT flag of the executor JVM this Python worker runs under
+    import psutil
+    p = psutil.Process()
+    while p is not None and "java" not in p.name():
+        p = p.parent()
+    return p is not None and "-XX:TieredStopAtLevel=1" in p.cmdline()
+
+
 try:
     result = run_job(spark, [sys.argv[1]])
+    quick = spark.sparkContext.parallelize(range(4), 2).map(executor_jit).collect()
     where = spark.sparkContext.parallelize(range(4), 2).map(
         lambda _: __import__("pytest_brokerperf").__file__).collect()
     pids = spark.sparkContext.parallelize(range(4), 2).map(
@@ -34,7 +47,8 @@ try:
     cells = {str(k): {"p99": c.figures.metric("e2e_response.p99"), "records": c.records,
                       "p999": c.figures.metric("e2e_response.p99.9"),
                       "ack": c.figures.metric("ack_rate")} for k, c in result.cells.items()}
-    print("RESULT " + json.dumps({"cells": cells, "where": where, "pids": pids}))
+    print("RESULT " + json.dumps({"cells": cells, "where": where, "pids": pids,
+                                  "quick": quick}))
 finally:
     spark.stop()
 """
@@ -62,6 +76,7 @@ def test_the_job_on_separate_executor_processes_equals_local_mode(
     assert line is not None, run.stderr[-3000:]
     got = json.loads(line.removeprefix("RESULT "))
     assert got["cells"] == local and len(local) == 2
+    assert got["quick"] == [True] * 4  # a small input: the executors' JIT is C1 alone too
     # the executors' Python workers import the zip the driver shipped
     assert all(".zip" in w and "pytest_brokerperf" in w for w in got["where"]), got["where"]
     assert len(set(got["pids"])) >= 2  # two executors, two Python workers at least
