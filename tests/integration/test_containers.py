@@ -2,8 +2,8 @@
 
 Skips with the reason when no engine answers or the image is not on it (``bash
 ci/docker.sh`` starts dockerd and builds ``brokerperf/kafka``; images are never pulled).
-Assertions that can fail: the tail-read smoke scenario delivers everything through
-pytest in container mode, the manifest names the mode and the image, the advertised
+Assertions that can fail (the tail-read smoke through pytest in container mode is in
+test_faults_containers.py, in the session of the container faults): the advertised
 listeners are reachable from the host and from the container network, the broker is
 pinned like a process-mode broker, a start-up failure carries the container's log, and
 no container or network outlives its session.
@@ -15,7 +15,6 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,6 @@ from tests.support.containers import (
     engine_mark,
     image_or_skip,
     leftovers,
-    tailread_through_pytest,
 )
 
 pytestmark = engine_mark()
@@ -106,20 +104,6 @@ def test_a_sigkilled_sessions_containers_are_removed_by_the_next() -> None:
         client.close()
     assert leftovers("it-containers-killed") == []
     assert sorted(n for n in removed if "it-containers-killed" in n) == sorted(before)
-
-
-def test_tailread_smoke_in_container_mode_through_pytest(
-        pytester: pytest.Pytester, valid_or_noise: Callable[..., tuple[str, str]],
-        _kafka_image: str) -> None:
-    run, rec = tailread_through_pytest(pytester, "kafka")
-    run.stdout.fnmatch_lines(["*brokerperf: *provision=container*",
-                              "*brokerperf: provision container: a Docker engine answers*"])
-    assert rec["delivery"]["acknowledged"] > 3000
-    image = rec["manifest"]["broker"]["info"]["image"]
-    assert image["ref"] == _kafka_image and image["id"].startswith("sha256:")
-    assert rec["broker_version"] == KAFKA_DEFAULT_VERSION
-    assert "kafka-1.log" in rec["manifest"]["logs"]  # the container's log, copied
-    valid_or_noise(rec)
 
 
 def _settled_partition(admin: Any, topic: str, *, within_s: float = 60.0
