@@ -23,7 +23,8 @@ from typing import Any, Literal
 from pytest_brokerperf.core.errors import BrokerUnavailable
 from pytest_brokerperf.core.redaction import Secret
 
-__all__ = ["SERVER_HOSTS", "KeyCipher", "TlsMaterial", "make_ca", "make_tls_material"]
+__all__ = ["SERVER_HOSTS", "KeyCipher", "TlsMaterial", "certificate_problem", "make_ca",
+           "make_tls_material"]
 
 #: The names a local broker's certificate carries: what its clients connect to.
 SERVER_HOSTS: tuple[str, ...] = ("localhost", "127.0.0.1")
@@ -180,3 +181,37 @@ def make_tls_material(directory: Path, hosts: Sequence[str] = SERVER_HOSTS, *,
     key.write_bytes(_encrypted_key(leaf.private_key_pem.bytes(), password.reveal(), cipher))
     return TlsMaterial(directory=directory, ca_cert=ca_cert, server_chain=chain,
                        server_key=key, key_password=password, hosts=tuple(hosts))
+
+
+def certificate_problem(address: str, cafile: str | None, timeout_s: float = 5.0) -> str | None:
+    """Why a client trusting ``cafile`` (None: the system's trust store) refuses the
+    certificate served at ``address`` (``host:port``): its chain, or a name it lacks.
+
+    A client library says "certificate verify failed" for both; this handshake, done
+    again with Python's ``ssl``, tells them apart so an error can name the fix. None when
+    the certificate passes both checks or the handshake fails for another reason.
+    """
+    import socket
+    import ssl
+
+    host, _, port = address.strip().rpartition(":")
+    host = host.strip("[]")
+    try:
+        ctx = ssl.create_default_context(cafile=cafile)
+    except (OSError, ssl.SSLError) as exc:
+        return f"the CA file {cafile} cannot be read as PEM ({type(exc).__name__})"
+    for check_name in (False, True):
+        ctx.check_hostname = check_name
+        try:
+            with socket.create_connection((host, int(port)), timeout=timeout_s) as sock, \
+                    ctx.wrap_socket(sock, server_hostname=host if check_name else None):
+                pass
+        except ssl.SSLCertVerificationError as exc:
+            if not check_name:
+                return (f"the server's certificate is not signed by a CA in "
+                        f"{cafile or 'the system trust store'} ({exc.verify_message})")
+            return (f"the server's certificate does not name {host}, the address connected "
+                    f"to ({exc.verify_message})")
+        except (OSError, ValueError, ssl.SSLError):
+            return None
+    return None
