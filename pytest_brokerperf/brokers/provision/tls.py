@@ -35,8 +35,9 @@ class TlsMaterial:
     """The PEM files of one run's CA and the server certificate it issued.
 
     ``ca_cert`` is what clients trust (``ssl.ca.location``, pika's ``cafile``);
-    ``server_chain`` (leaf then CA) and the encrypted ``server_key`` are what the broker
-    serves; ``key_password`` unlocks the key and goes into the broker's own config only.
+    ``server_chain`` (the leaf, then any intermediate: none here) and the encrypted
+    ``server_key`` are what the broker serves; ``key_password`` unlocks the key and goes
+    into the broker's own config only.
     """
 
     directory: Path
