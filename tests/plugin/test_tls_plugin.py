@@ -43,7 +43,8 @@ def test_show(brokerperf_settings):
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
-        if name.startswith(("BROKERPERF_", "PYTEST_XDIST_")) and name != "BROKERPERF_AUTO_PROVISION":
+        if (name.startswith(("BROKERPERF_", "PYTEST_XDIST_"))
+                and name != "BROKERPERF_AUTO_PROVISION"):
             monkeypatch.delenv(name)
 
 
