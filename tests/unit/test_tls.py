@@ -266,3 +266,40 @@ def test_a_ca_issues_certificates_that_verify_against_it(tmp_path: Path) -> None
     assert a.ca_cert.read_bytes() == b.ca_cert.read_bytes()
     with pytest.raises(ValueError):
         make_tls_material(tmp_path / "c", ())
+
+
+# -- RabbitMQ's amqps listener --------------------------------------------------------
+
+
+def test_rabbitmq_amqps_listener_conf(tmp_path: Path) -> None:
+    from pytest_brokerperf.brokers.rabbitmq.process import RabbitTls, node_conf
+
+    m = make_tls_material(tmp_path)  # PBES2: what Erlang's public_key reads
+    conf = node_conf(5672, nodes=1, tls=RabbitTls(5671, m))
+    assert conf["listeners.tcp.1"] == "127.0.0.1:5672"
+    assert conf["listeners.ssl.default"] == "127.0.0.1:5671"
+    assert (conf["ssl_options.cacertfile"], conf["ssl_options.certfile"],
+            conf["ssl_options.keyfile"]) == (str(m.ca_cert), str(m.server_chain),
+                                             str(m.server_key))
+    assert conf["ssl_options.password"] == m.key_password.reveal()
+    assert conf["ssl_options.verify"] == "verify_none"
+    assert not any(k.startswith(("ssl_options", "listeners.ssl"))
+                   for k in node_conf(5672, nodes=1))
+    assert m.key_password.reveal() not in repr(RabbitTls(5671, m))
+
+
+def test_tls_is_offered_by_local_rabbitmq_processes_only() -> None:
+    s = _settings(tls=True)
+    assert brokers.get("rabbitmq").tls_problem(s, "process") is None
+    problem = brokers.get("rabbitmq").tls_problem(s, "container")
+    assert problem is not None and "rabbitmq in container mode has no TLS listener" in problem
+
+
+def test_rabbitmq_clients_trust_the_runs_ca_on_amqps_only() -> None:
+    from pytest_brokerperf.brokers.rabbitmq.connection import _params
+
+    tls = TlsClient(protocol="amqps", ca_file=str(Path(__file__)), plaintext=None)
+    with pytest.raises(ssl.SSLError):  # the CA file is read: this one is no PEM
+        _params("amqps://127.0.0.1:5671/", {}, "x", tls)
+    plain = _params("amqp://127.0.0.1:5672/", {}, "x", tls)
+    assert plain.ssl_options is None
