@@ -168,7 +168,7 @@ def test_a_working_directory_it_made_itself_goes_at_stop_unless_asked_or_failed(
 
     clean.ready_file.unlink()
     failed = ToyCluster(tmp_path, cpus=set(), own_workdir=True, start_timeout=0.5)
-    with pytest.raises(ProvisionError, match="toy-1.log"):
+    with pytest.raises(ProvisionError, match=r"toy-1\.log"):
         failed.start()
     failed.stop()
     (left,) = tmpdir.iterdir()
