@@ -117,7 +117,8 @@ def test_a_tailread_with_brokerperf_tls_runs_over_the_tls_listener_and_leaks_no_
     run = pytester.runpytest_subprocess(
         str(REPO / "scenarios" / "test_tailread.py"), "-m", "tailread", "-k", PLAIN_SCENARIOS,
         "--broker=kafka", "--brokerperf-provision=process", "--brokerperf-tls",
-        "--brokerperf-duration=3", "--brokerperf-warmup=5", "--brokerperf-broker-warmup=0",
+        "--brokerperf-rate=200", "--brokerperf-duration=2", "--brokerperf-warmup=3",
+        "--brokerperf-broker-warmup=0",
         "--no-brokerperf-broker-metrics", "--brokerperf-inconclusive=warn",
         f"--brokerperf-results={results}", f"--junitxml={junit}", f"--basetemp={basetemp}",
         "-p", "no:cacheprovider", "-p", "no:randomly", "--rootdir", str(pytester.path),
