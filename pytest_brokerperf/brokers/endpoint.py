@@ -11,7 +11,10 @@ from pytest_brokerperf.core.redaction import SecretDict, redact
 if TYPE_CHECKING:
     from pytest_brokerperf.metrics.cpus import CpuAffinity
 
-__all__ = ["BrokerEndpoint", "CliAccess", "LocalProcesses"]
+__all__ = ["TLS_PROTOCOLS", "BrokerEndpoint", "CliAccess", "LocalProcesses", "TlsClient"]
+
+#: Client protocols that run over TLS: Kafka's ``security.protocol`` values, AMQP's scheme.
+TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL", "amqps"})
 
 
 class CliAccess(Protocol):
@@ -65,6 +68,28 @@ class LocalProcesses:
 
 
 @dataclass(frozen=True)
+class TlsClient:
+    """How clients reach the TLS listener of a broker this session started.
+
+    ``protocol`` is what the clients speak (Kafka's ``security.protocol``: ``SSL`` or
+    ``SASL_SSL``; ``amqps`` for RabbitMQ); ``ca_file`` the PEM of the run's CA, the only
+    certificate clients trust; ``plaintext`` the broker's plaintext address, kept apart
+    (its own admin and readiness checks use it) so a record shows it was not the one
+    the clients used. Paths and names only: no key and no password.
+    """
+
+    protocol: str
+    ca_file: str
+    plaintext: str | None = None
+    #: the names the server certificate carries (clients must connect to one of them)
+    server_names: tuple[str, ...] = ()
+
+    def as_info(self) -> dict[str, Any]:
+        return {"protocol": self.protocol, "ca_file": self.ca_file,
+                "plaintext": self.plaintext, "server_names": list(self.server_names)}
+
+
+@dataclass(frozen=True)
 class BrokerEndpoint:
     """How to reach a broker, whatever made it (local process, container, remote).
 
@@ -112,6 +137,9 @@ class BrokerEndpoint:
     info: dict[str, Any] = field(default_factory=dict)
     #: what a local provisioner started (processes or containers); None for a remote cluster
     local: LocalProcesses | None = None
+    #: the TLS listener a local broker serves its clients on (``--brokerperf-tls``);
+    #: None: plaintext, or a remote cluster (whose TLS is in ``security_protocol``)
+    tls: TlsClient | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.client_config, SecretDict):  # reprs mask secrets
@@ -126,6 +154,17 @@ class BrokerEndpoint:
         aff = self.local.cpu_affinity if self.local is not None else None
         return list(aff.broker_cpus) if aff is not None and aff.broker_cpus else None
 
+    def tls_record(self) -> dict[str, Any]:
+        """Whether clients spoke TLS to this broker and in which protocol (the record's
+        ``tls``): a local TLS listener, a remote Kafka whose ``security.protocol`` is
+        ``SSL``/``SASL_SSL``, or ``amqps://`` URIs."""
+        if self.tls is not None:
+            return {"on": True, "protocol": self.tls.protocol, "local_ca": True}
+        protocol = self.security_protocol
+        if protocol is None and self.bootstrap.startswith("amqps://"):
+            protocol = "amqps"
+        return {"on": protocol in TLS_PROTOCOLS, "protocol": protocol, "local_ca": False}
+
     def redacted(self) -> dict[str, Any]:
         """A JSON-safe description with secrets removed, for manifests and results."""
         cfg = redact(self.client_config)
@@ -135,7 +174,8 @@ class BrokerEndpoint:
                  "sasl_mechanism": self.sasl_mechanism,
                  "durability_note": self.storage_note, "flavour_note": self.flavour_note,
                  "journal": dict(self.journal) if self.journal is not None else None,
-                 "ctl": self.control.as_info() if self.control is not None else None}
+                 "ctl": self.control.as_info() if self.control is not None else None,
+                 "tls": self.tls.as_info() if self.tls is not None else None}
         info.update({k: v for k, v in typed.items() if v is not None})
         if self.durability is not None:
             info["durability"] = self.durability

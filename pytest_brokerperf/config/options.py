@@ -502,6 +502,14 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
         "than the cap is read from disk: a cold catch-up (units MiB, GiB)",
     ),
     OptionSpec(
+        name="tls", field="tls", flag="--brokerperf-tls", kind="bool", default=False,
+        metavar=None, what="TLS switch", example="true",
+        help="start local brokers with TLS listeners (a CA and server certificate made per "
+        "run) and connect every client over TLS: Kafka SSL, RabbitMQ amqps; process mode "
+        "only (docs/reference/tls.md); a remote cluster's TLS is set in --kafka-config or "
+        "an amqps:// --rabbitmq-url",
+    ),
+    OptionSpec(
         name="prometheus", field="prometheus", flag="--brokerperf-prometheus", kind="urls",
         default=(), metavar="URL[,URL]", what="Prometheus URLs",
         example="http://broker1:7071/metrics", default_text="none",

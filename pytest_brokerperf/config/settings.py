@@ -176,6 +176,8 @@ class Settings:
     allow_cluster_changes: bool = _default("allow_cluster_changes")
     #: --brokerperf-broker-memory: each local node's memory cgroup limit in bytes
     broker_memory: int | None = _default("broker_memory")
+    #: --brokerperf-tls: local brokers serve TLS listeners and clients use them
+    tls: bool = _default("tls")
     prometheus: tuple[Secret, ...] = _default("prometheus")
     broker_metrics: bool = _default("broker_metrics")
     #: --brokerperf-powercut-fs as given; see powercut_effective

@@ -47,6 +47,9 @@ def decide_auto(settings: Settings) -> tuple[str, str]:
                           "'process' or 'container'; unset it to let auto decide")
     import importlib.util
 
+    if settings.tls:
+        return "process", ("provision auto -> process: --brokerperf-tls serves TLS listeners "
+                           "from local processes only")
     if importlib.util.find_spec("testcontainers") is None:
         return "process", ("provision auto -> process: container mode needs the containers "
                            "extra (pip install 'pytest-brokerperf[containers]')")

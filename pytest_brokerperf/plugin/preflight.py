@@ -191,6 +191,13 @@ def preflight_problems(settings: Settings, scenarios: Iterable[str] = ()) -> lis
                 if problem:
                     problems.append(f"--brokerperf-fault={fault.text()}: {problem}")
     problems.extend(_client_config_problems(settings))
+    if settings.tls:
+        from pytest_brokerperf import brokers
+
+        for kind in settings.brokers:
+            problem = brokers.get(kind).tls_problem(settings, settings.provision_effective)
+            if problem:
+                problems.append(problem)
     if settings.slo is not None:
         from pytest_brokerperf.judge import slo
 

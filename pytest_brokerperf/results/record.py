@@ -105,6 +105,7 @@ class ResultRecord(ScenarioBlocks):
     broker: str
     broker_version: str
     provision: str
+    tls: dict[str, Any]
     nodes: int
     topology_check: bool
     scenario: str
@@ -259,6 +260,8 @@ def build_record(*, run_id: str, test_id: str, attempt: int, broker: BrokerEndpo
         "broker": broker.kind,
         "broker_version": broker.version,
         "provision": broker.mode,
+        # did the clients speak TLS, and which protocol (--brokerperf-tls, --kafka-config)
+        "tls": broker.tls_record(),
         "nodes": broker.nodes,
         "topology_check": broker.topology_check,
         "scenario": prepared.scenario,

@@ -128,3 +128,70 @@ def test_a_secret_is_masked_in_repr_str_format_and_settings() -> None:
     assert "RabbitPw-2" not in repr(settings) and "PromPw-1" not in repr(settings)
     assert "tok=x" not in repr(settings)
     assert "PromPw-1" not in str(settings.as_dict())
+
+
+TLS_CONFTEST = """
+from pathlib import Path
+
+import pytest
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint, TlsClient
+from pytest_brokerperf.brokers.kafka.node_config import KafkaTls
+from pytest_brokerperf.brokers.provision.tls import make_tls_material
+from pytest_brokerperf.core.redaction import Secret
+
+MATERIAL = make_tls_material(Path("tls"), cipher="pbes1-3des")
+# the broker's own file may hold it (.properties are skipped by the check)
+Path("server.properties").write_text(f"ssl.key.password={MATERIAL.key_password.reveal()}\\n")
+
+LISTENER = KafkaTls(ca_cert=MATERIAL.ca_cert, server_chain=MATERIAL.server_chain,
+                    server_key=MATERIAL.server_key, key_password=MATERIAL.key_password,
+                    users={"admin": Secret("AdminPw-8")})
+
+@pytest.fixture(scope="session")
+def broker(broker_kind):
+    yield BrokerEndpoint(
+        kind="loopback", bootstrap="in-process", mode="process",
+        info={"tls_material": MATERIAL.as_info()},
+        tls=TlsClient(protocol="SSL", ca_file=str(MATERIAL.ca_cert), plaintext="in-process",
+                      server_names=MATERIAL.hosts))
+"""
+
+TLS_TEST = """
+import pytest
+from pytest_brokerperf import TailRead
+from conftest import LISTENER, MATERIAL
+
+@pytest.mark.tailread
+def test_tail(brokerperf):
+    material, listener = MATERIAL, LISTENER  # in the traceback's locals (-l)
+    brokerperf.run(TailRead(message_size=128, rate=200))
+    raise AssertionError(f"fails on purpose with {material!r} and {material.key_password}")
+"""
+
+
+def test_a_tls_key_password_reaches_no_output(pytester: pytest.Pytester) -> None:
+    """The server key's password (``--brokerperf-tls``): only the broker's own file holds
+    it, never a record, manifest, traceback (with locals) or JUnit file."""
+    from pytest_brokerperf.core.redaction import is_secret, redact
+
+    pytester.makeconftest(TLS_CONFTEST)
+    pytester.makepyfile(test_scn=TLS_TEST)
+    result = pytester.runpytest_subprocess(
+        *FAST_ARGS, "-l", "-vvv", "--junitxml=junit.xml", "--brokerperf-inconclusive=warn",
+        f"--brokerperf-results={pytester.path}/res")
+    result.assert_outcomes(failed=1, warnings=result.parseoutcomes().get("warnings", 0))
+    password = (pytester.path / "server.properties").read_text().split("=", 1)[1].strip()
+    assert len(password) >= 24
+    outputs = _outputs(pytester, result)
+    assert "junit.xml" in outputs and any(n.endswith("manifest.json") for n in outputs)
+    assert "fails on purpose with TlsMaterial(" in outputs["terminal"]
+    assert "listener   = KafkaTls(" in outputs["terminal"]
+    for name, text in outputs.items():
+        if name.endswith(".properties") or name.startswith("tls") or name == "conftest.py":
+            continue  # the broker's own files, and the test's source
+        assert password not in text, name
+        assert "AdminPw-8" not in text, name
+    # the keys that carry it are secret by name wherever a configuration is shown
+    for key in ("ssl.key.password", "ssl_options.password", "ssl.keystore.key",
+                "listener.name.sasl_ssl.plain.sasl.jaas.config"):
+        assert is_secret(key) and redact({key: password}) == {key: "***"}

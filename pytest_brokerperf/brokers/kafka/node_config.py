@@ -22,10 +22,12 @@ from pytest_brokerperf.brokers.provision.java import (
 )
 from pytest_brokerperf.brokers.provision.ports import LOOPBACK
 from pytest_brokerperf.core.errors import ConfigError
+from pytest_brokerperf.core.redaction import Secret
 
 __all__ = [
     "KAFKA_PERFORMANCE_FLAGS",
     "ExtraListener",
+    "KafkaTls",
     "NodePorts",
     "Quorum",
     "generate_cluster_id",
@@ -60,6 +62,12 @@ RESERVED_LISTENERS = frozenset({"PLAINTEXT", "CONTROLLER"})
 
 LISTENER_PROTOCOLS = frozenset({"PLAINTEXT", "SASL_PLAINTEXT"})
 
+#: The TLS listeners of a node started with ``tls``: name -> security protocol.
+TLS_LISTENERS: Mapping[str, str] = {"SSL": "SSL", "SASL_SSL": "SASL_SSL"}
+
+#: The SASL mechanism of the ``SASL_SSL`` listener (as the remote test's ``SASL`` one).
+TLS_SASL_MECHANISM = "PLAIN"
+
 
 @dataclass(frozen=True)
 class NodePorts:
@@ -68,6 +76,49 @@ class NodePorts:
     node_id: int
     port: int  # PLAINTEXT, for clients and inter-broker traffic
     controller_port: int
+    #: the TLS listeners' ports (``tls``): ``SSL`` and ``SASL_SSL``; None without TLS
+    ssl_port: int | None = None
+    sasl_ssl_port: int | None = None
+
+
+@dataclass(frozen=True)
+class KafkaTls:
+    """What a node's TLS listeners serve: PEM key store and trust store, SASL/PLAIN users.
+
+    The certificate chain and the encrypted key go into ``server.properties`` as PEM text
+    (``ssl.keystore.type=PEM``), the key password as ``ssl.key.password``; the JAAS line
+    holds the SASL users' passwords. Only the broker's own file gets these values:
+    :meth:`properties` is called by :func:`node_config` and nowhere else.
+    """
+
+    ca_cert: Path
+    server_chain: Path
+    server_key: Path
+    key_password: Secret
+    #: SASL/PLAIN user name -> password on the SASL_SSL listener
+    users: Mapping[str, Secret]
+
+    def properties(self) -> dict[str, str]:
+        """The broker-wide SSL settings and the SASL_SSL listener's JAAS config."""
+        def pem(path: Path) -> str:
+            return path.read_text(encoding="ascii").strip()
+
+        users = " ".join(f'user_{name}="{pw.reveal()}"' for name, pw in self.users.items())
+        admin, admin_pw = next(iter(self.users.items()))
+        mech = TLS_SASL_MECHANISM.lower()
+        return {
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.certificate.chain": pem(self.server_chain),
+            "ssl.keystore.key": pem(self.server_key),
+            "ssl.key.password": self.key_password.reveal(),
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.certificates": pem(self.ca_cert),
+            "ssl.client.auth": "none",
+            "sasl.enabled.mechanisms": TLS_SASL_MECHANISM,
+            f"listener.name.sasl_ssl.{mech}.sasl.jaas.config": (
+                "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                f'username="{admin}" password="{admin_pw.reveal()}" {users};'),
+        }
 
 
 @dataclass(frozen=True)
@@ -103,8 +154,16 @@ def node_config(
     quorum: Quorum = "static",
     extra_listeners: Sequence[ExtraListener] = (),
     overrides: Mapping[str, str] | None = None,
+    tls: KafkaTls | None = None,
 ) -> dict[str, str]:
-    """The server properties of one node, ``overrides`` merged last."""
+    """The server properties of one node, ``overrides`` merged last.
+
+    ``tls``: the node's ``SSL`` and ``SASL_SSL`` listeners (on ``node.ssl_port`` and
+    ``node.sasl_ssl_port``) with their key store; brokers still talk to each other and to
+    the controller in PLAINTEXT on loopback, so only clients pay for TLS.
+    """
+    if tls is not None and (node.ssl_port is None or node.sasl_ssl_port is None):
+        raise ConfigError(f"node {node.node_id}: TLS listeners need ssl_port and sasl_ssl_port")
     n = len(all_nodes)
     if quorum == "dynamic" and n != 1:
         raise ConfigError("quorum='dynamic' is only supported for a single node; use 'static'")
@@ -117,6 +176,11 @@ def node_config(
     ]
     advertised = [f"PLAINTEXT://{host}:{node.port}"]
     protocols = ["CONTROLLER:PLAINTEXT", "PLAINTEXT:PLAINTEXT"]
+    if tls is not None:
+        for name, port in (("SSL", node.ssl_port), ("SASL_SSL", node.sasl_ssl_port)):
+            listeners.append(f"{name}://{host}:{port}")
+            advertised.append(f"{name}://{host}:{port}")
+            protocols.append(f"{name}:{TLS_LISTENERS[name]}")
     for x in extra_listeners:
         listeners.append(f"{x.name}://{host}:{x.bind_port}")
         advertised.append(f"{x.name}://{host}:{x.advertised_port}")
@@ -154,6 +218,8 @@ def node_config(
             "group.initial.rebalance.delay.ms": "0",
         }
     )
+    if tls is not None:
+        cfg.update(tls.properties())
     for k, v in (overrides or {}).items():
         cfg[str(k)] = str(v)
     return cfg

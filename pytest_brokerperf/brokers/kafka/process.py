@@ -16,17 +16,21 @@ Usage::
 from __future__ import annotations
 
 import os
+import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
-from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint, TlsClient
 from pytest_brokerperf.brokers.kafka.node_config import (
     LISTENER_NAME,
     LISTENER_PROTOCOLS,
     RESERVED_LISTENERS,
+    TLS_LISTENERS,
+    TLS_SASL_MECHANISM,
     ExtraListener,
+    KafkaTls,
     NodePorts,
     Quorum,
     generate_cluster_id,
@@ -59,7 +63,9 @@ from pytest_brokerperf.brokers.provision.maven import (
 )
 from pytest_brokerperf.brokers.provision.ports import LOOPBACK, free_ports
 from pytest_brokerperf.brokers.provision.process import ManagedProcess
+from pytest_brokerperf.brokers.provision.tls import TlsMaterial, make_tls_material
 from pytest_brokerperf.core.errors import BrokerPerfError, ConfigError
+from pytest_brokerperf.core.redaction import Secret, SecretDict
 
 __all__ = ["KAFKA_DEFAULT_VERSION", "KafkaProcessCluster"]
 
@@ -96,6 +102,11 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
     to every node; ``endpoint.info["metrics_urls"]`` lists the scrape URLs in node
     order. When the agent cannot be resolved the cluster starts without it and
     ``endpoint.info["metrics_agent"]["error"]`` says why.
+    ``tls``: every node also serves an ``SSL`` and a ``SASL_SSL`` (PLAIN) listener with a
+    certificate for ``localhost``/``127.0.0.1`` from a CA made at start in
+    ``<workdir>/tls`` (removed at stop); the endpoint's clients use ``SSL`` with that CA
+    (:attr:`BrokerEndpoint.tls`), the plaintext listener stays for the brokers' own
+    traffic and the readiness check. :meth:`sasl_ssl_login` gives the SASL user.
     ``kafka_home`` (or ``$KAFKA_HOME``) replaces the Maven cache, and then the version
     is the one of its jars, whatever ``version`` says; ``endpoint.version`` is always
     the version actually run. ``start_timeout`` bounds format + start + readiness,
@@ -124,6 +135,7 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
         metrics_agent: bool = False,
         memory_limit: int | None = None,
         powercut_fs: bool = False,
+        tls: bool = False,
     ) -> None:
         if not isinstance(nodes, int) or nodes < 1:
             raise ConfigError(f"nodes must be a positive integer, got {nodes!r}")
@@ -150,6 +162,10 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
         self._lib = Path()
         self._run_version = version
         self._java: JavaRuntime | None = None
+        self.tls = tls
+        self._tls: TlsMaterial | None = None
+        #: SASL/PLAIN users of the SASL_SSL listener (made per start; first is the admin)
+        self._tls_users: dict[str, Secret] = {}
         self._validate()
 
     # -- fluent configuration -------------------------------------------------------
@@ -189,10 +205,11 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
             raise ConfigError("extra_listeners are only supported on a single-node cluster")
         seen: set[int] = set()
         for name, port in self.extra_listeners.items():
-            if not LISTENER_NAME.match(name) or name in RESERVED_LISTENERS:
+            reserved = RESERVED_LISTENERS | (TLS_LISTENERS.keys() if self.tls else set())
+            if not LISTENER_NAME.match(name) or name in reserved:
                 raise ConfigError(
                     f"bad extra listener name {name!r}: use upper-case letters, digits and _, "
-                    f"not {', '.join(sorted(RESERVED_LISTENERS))}"
+                    f"not {', '.join(sorted(reserved))}"
                 )
             if not isinstance(port, int) or not 0 <= port < 65536 or port in seen:
                 raise ConfigError(f"bad advertised port {port!r} for listener {name}")
@@ -247,14 +264,24 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
         java = self._java.path
         n = self.nodes
         n_agent = n if self._agent_jar is not None else 0
+        n_tls = 2 * n if self._tls is not None else 0
         ports = free_ports(
-            2 * n + len(self.extra_listeners) + n_agent,
+            2 * n + len(self.extra_listeners) + n_agent + n_tls,
             exclude=set(self.extra_listeners.values()),
         )
+        tls_ports = ports[len(ports) - n_tls:]
+        ports = ports[:len(ports) - n_tls]
         all_ports = [
-            NodePorts(node_id=i + 1, port=ports[2 * i], controller_port=ports[2 * i + 1])
+            NodePorts(node_id=i + 1, port=ports[2 * i], controller_port=ports[2 * i + 1],
+                      ssl_port=tls_ports[2 * i] if tls_ports else None,
+                      sasl_ssl_port=tls_ports[2 * i + 1] if tls_ports else None)
             for i in range(n)
         ]
+        tls = None
+        if self._tls is not None:
+            tls = KafkaTls(ca_cert=self._tls.ca_cert, server_chain=self._tls.server_chain,
+                           server_key=self._tls.server_key,
+                           key_password=self._tls.key_password, users=self._tls_users)
         extras = [
             ExtraListener(
                 name,
@@ -291,6 +318,7 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
                 quorum=self.quorum,
                 extra_listeners=extras,
                 overrides=self.broker_overrides,
+                tls=tls,
             )
             config_file = workdir / "config" / f"server-{i}.properties"
             config_file.write_text(
@@ -327,6 +355,7 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
         assert self._java is not None
         java, version = self._java.path, self._run_version
         self.fresh_dir(workdir / "data")
+        self._make_tls(workdir)
         nodes = self._layout(workdir, version)
         self._nodes = nodes
         self._mount_powercut(workdir)
@@ -364,6 +393,32 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
             argv = [java, *node.flags, "-cp", classpath, "kafka.Kafka", str(node.config_file)]
             self._spawn(node, argv, name=f"kafka-{node.ports.node_id}")
         self._wait_ready(deadline)
+
+    def _make_tls(self, workdir: Path) -> None:
+        """A fresh CA, server certificate and SASL users for this start (``tls``), in
+        ``<workdir>/tls``: a scratch directory, removed at stop."""
+        self._tls, self._tls_users = None, {}
+        if not self.tls:
+            return
+        # Java's PEM key store reads PBES1 keys only (KeyCipher says why)
+        self._tls = make_tls_material(self.fresh_dir(workdir / "tls"), cipher="pbes1-3des")
+        self._tls_users = {"admin": Secret(secrets.token_urlsafe(18)),
+                           "bench": Secret(secrets.token_urlsafe(18))}
+
+    def sasl_ssl_login(self) -> tuple[str, Secret]:
+        """The SASL/PLAIN user and password of the ``SASL_SSL`` listeners (``tls`` only)."""
+        if "bench" not in self._tls_users:
+            raise ConfigError("sasl_ssl_login() needs a running cluster started with tls=True")
+        return "bench", self._tls_users["bench"]
+
+    def tls_bootstrap(self, protocol: str = "SSL") -> str:
+        """``bootstrap.servers`` of the ``SSL`` or ``SASL_SSL`` listeners (``tls`` only)."""
+        if self._tls is None or protocol not in TLS_LISTENERS:
+            raise ConfigError(f"no {protocol!r} listener: start the cluster with tls=True and "
+                              f"ask for one of {', '.join(TLS_LISTENERS)}")
+        return ",".join(
+            f"{LOOPBACK}:{n.ports.ssl_port if protocol == 'SSL' else n.ports.sasl_ssl_port}"
+            for n in self._nodes)
 
     def start_all(self, timeout: float) -> list[int]:
         """Start every (killed) node at once and wait until the cluster serves: each
@@ -437,6 +492,11 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
                 }
                 for n in self._nodes
             ],
+            "tls_listeners": [
+                {"node_id": n.ports.node_id, "SSL": n.ports.ssl_port,
+                 "SASL_SSL": n.ports.sasl_ssl_port, "sasl_mechanism": TLS_SASL_MECHANISM}
+                for n in self._nodes
+            ] if self._tls is not None else None,
             "cluster_id": self._cluster_id,
             "quorum": self.quorum,
             "heap": self.heap,
@@ -444,9 +504,20 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
             "kafka_home_or_cache": str(self._lib),
             "lib_source": "KAFKA_HOME" if home else "maven-cache",
         }
+        plaintext = ",".join(f"{LOOPBACK}:{n.ports.port}" for n in self._nodes)
+        tls, client, protocol = None, SecretDict(), None
+        if self._tls is not None:
+            protocol = "SSL"
+            tls = TlsClient(protocol=protocol, ca_file=str(self._tls.ca_cert),
+                            plaintext=plaintext, server_names=self._tls.hosts)
+            client = SecretDict({"security.protocol": protocol,
+                                 "ssl.ca.location": str(self._tls.ca_cert)})
         return BrokerEndpoint(
             kind="kafka",
-            bootstrap=",".join(f"{LOOPBACK}:{n.ports.port}" for n in self._nodes),
+            bootstrap=self.tls_bootstrap() if tls is not None else plaintext,
+            client_config=client,
+            security_protocol=protocol,
+            tls=tls,
             mode="process",
             nodes=self.nodes,
             version=self._run_version,

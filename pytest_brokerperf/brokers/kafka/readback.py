@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -43,14 +43,18 @@ class KafkaReadBack:
 
     def read_back(self, endpoint: BrokerEndpoint, topics: Sequence[str]
                   ) -> tuple[dict[int, int], int, bool]:
-        return read_back_kafka(endpoint.bootstrap, topics)
+        return read_back_kafka(endpoint.bootstrap, topics,
+                               client_config=endpoint.client_config)
 
 
 def read_back_kafka(bootstrap: str, topics: Sequence[str],
-                    timeout_s: float | None = None) -> tuple[dict[int, int], int, bool]:
+                    timeout_s: float | None = None, *,
+                    client_config: Mapping[str, str] | None = None,
+                    ) -> tuple[dict[int, int], int, bool]:
     """Every harness message in ``topics`` from the earliest offset: (producer id ->
     sequence bitmap, messages read, whether every partition was read to its end).
-    ``timeout_s``: the bound (None: ``READ_BACK_TIMEOUT_S``)."""
+    ``timeout_s``: the bound (None: ``READ_BACK_TIMEOUT_S``); ``client_config``: the
+    endpoint's security settings (a TLS or SASL listener), as every client of it takes."""
     import confluent_kafka as ck
 
     from pytest_brokerperf.brokers.readback import READ_BACK_TIMEOUT_S, SETTLE_S, SeqBitmaps
@@ -58,9 +62,9 @@ def read_back_kafka(bootstrap: str, topics: Sequence[str],
     if timeout_s is None:
         timeout_s = READ_BACK_TIMEOUT_S
 
-    consumer = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "brokerperf-readback",
-                            "enable.auto.commit": False, "enable.partition.eof": True,
-                            "log_level": 0})
+    consumer = ck.Consumer({**(client_config or {}), "bootstrap.servers": bootstrap,
+                            "group.id": "brokerperf-readback", "enable.auto.commit": False,
+                            "enable.partition.eof": True, "log_level": 0})
     seen = SeqBitmaps()
     try:
         parts: list[ck.TopicPartition] = []

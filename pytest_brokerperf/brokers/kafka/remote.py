@@ -137,6 +137,9 @@ def remote_kafka_endpoint(settings: BrokerSettings, timeout_s: float = CONNECT_T
             refused = _refused(errors)
             if refused is not None:
                 raise _login_refused(kind, bootstrap, started, refused, settings)
+            handshake = _tls_failed(errors)
+            if handshake is not None:  # a certificate is refused as at once as a login
+                raise _tls_refused(kind, bootstrap, started, handshake, settings, client)
             down = _all_down(errors)
             if down is not None:  # every bootstrap address refused: no need to wait
                 raise unreachable(
@@ -150,6 +153,9 @@ def remote_kafka_endpoint(settings: BrokerSettings, timeout_s: float = CONNECT_T
         refused = _refused(errors)
         if refused is not None:
             raise _login_refused(kind, bootstrap, started, refused, settings) from None
+        handshake = _tls_failed(errors)
+        if handshake is not None:
+            raise _tls_refused(kind, bootstrap, started, handshake, settings, client) from None
         raise unreachable(
             f"{kind} cluster", bootstrap, started, f"{type(e).__name__}: {str(e)[:200]}", timeout_s,
             "--kafka-bootstrap, --kafka-config (security.protocol, sasl.*, ssl.*) and the "
@@ -181,6 +187,45 @@ def _refused(errors: list[Any]) -> Any | None:
 
     codes = {KafkaError._AUTHENTICATION, getattr(KafkaError, "SASL_AUTHENTICATION_FAILED", 58)}
     return next((e for e in errors if getattr(e, "code", lambda: None)() in codes), None)
+
+
+def _tls_failed(errors: list[Any]) -> Any | None:
+    """librdkafka's TLS handshake error (``_SSL``) among ``errors``, else None."""
+    from confluent_kafka import KafkaError
+
+    return next((e for e in errors if getattr(e, "code", lambda: None)() == KafkaError._SSL),
+                None)
+
+
+def _tls_refused(kind: str, bootstrap: str, started: float, error: Any,
+                 settings: BrokerSettings, client: dict[str, str]) -> ClusterUnreachable:
+    """The TLS handshake failed: say so with librdkafka's reason, what exactly is wrong
+    with the certificate (its chain or its name, found by a second handshake) and the
+    setting to fix. Certificates and CA paths are no secret; key passwords never appear
+    (librdkafka's reason does not carry them, and neither does the client config shown)."""
+    from pytest_brokerperf.brokers.provision.tls import certificate_problem
+
+    reason = (error.str() if hasattr(error, "str") else str(error))[:400]
+    elapsed = time.monotonic() - started
+    cafile = client.get("ssl.ca.location")
+    where = f"--kafka-config={settings.kafka_config}" if settings.kafka_config else "--kafka-config"
+    if "certificate verify failed" not in reason:
+        return ClusterUnreachable(
+            f"the remote {kind} cluster at {bootstrap} failed the TLS handshake after "
+            f"{elapsed:.1f} s ({reason}); check that --kafka-bootstrap names the cluster's TLS "
+            f"listener and that security.protocol and ssl.* in {where} match it")
+    problem = certificate_problem(bootstrap.split(",")[0], cafile)
+    if problem is not None and "does not name" in problem:
+        fix = (f"connect through a host name or address the certificate carries "
+               f"(--kafka-bootstrap={bootstrap}), or have the cluster's certificate issued for "
+               "the address clients use")
+    else:
+        fix = (f"set ssl.ca.location in {where} to the PEM file of the CA that signed the "
+               f"cluster's certificate (now: {cafile or 'unset: the system trust store'})")
+    return ClusterUnreachable(
+        f"the remote {kind} cluster at {bootstrap} failed the TLS handshake after "
+        f"{elapsed:.1f} s: certificate verify failed"
+        f"{f': {problem}' if problem else ''} (librdkafka: {reason}); fix: {fix}")
 
 
 def _all_down(errors: list[Any]) -> str | None:

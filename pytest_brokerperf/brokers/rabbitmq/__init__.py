@@ -56,6 +56,8 @@ class RabbitMQBroker(BrokerType):
         return None
 
     name: ClassVar[str] = "rabbitmq"
+    #: an amqps listener with a per-run CA (--brokerperf-tls)
+    tls_modes: ClassVar[tuple[str, ...]] = ("process",)
     capabilities: ClassVar[Capabilities] = Capabilities(
         read_back=RabbitMQReadBack(),
         lacks={
@@ -103,7 +105,8 @@ class RabbitMQBroker(BrokerType):
 
         cluster = RabbitMQProcessCluster(nodes=settings.nodes, workdir=workdir,
                                          memory_limit=settings.broker_memory,
-                                         powercut_fs=settings.powercut_effective)
+                                         powercut_fs=settings.powercut_effective,
+                                         tls=settings.tls)
         return ManagedBroker(cluster.start(), cluster)
 
     def container_images(self, settings: BrokerSettings) -> tuple[str, ...]:

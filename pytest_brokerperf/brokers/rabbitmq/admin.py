@@ -52,7 +52,8 @@ class _RabbitAdmin:
         # Idle from topic creation to deletion (the whole run): no heartbeats, or the
         # broker would drop it before the topics are deleted. Node 1 first; the others
         # when its node went away (a fault, a restart).
-        self._nodes = [_params(u, driver.endpoint.client_config, "brokerperf-admin")
+        ep = driver.endpoint
+        self._nodes = [_params(u, ep.client_config, "brokerperf-admin", ep.tls)
                        for u in driver.uris]
         for params in self._nodes:
             params.heartbeat = 0

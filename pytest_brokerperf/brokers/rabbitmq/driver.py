@@ -160,7 +160,7 @@ class RabbitMQDriver:
         first, *others = self._uris_for(client_id)
         cc = self.endpoint.client_config
         return _RabbitProducer(
-            _params(first, cc, client_id),
+            _params(first, cc, client_id, self.endpoint.tls),
             topic,
             keys,
             cfg.message_persistence,
@@ -168,7 +168,7 @@ class RabbitMQDriver:
             on_error,
             cfg.max_pending_confirms,
             client_id,
-            failover=[_params(u, cc, client_id) for u in others],
+            failover=[_params(u, cc, client_id, self.endpoint.tls) for u in others],
         )
 
     def consumer(
@@ -188,9 +188,10 @@ class RabbitMQDriver:
             queues = [q for q in queues if q.partition % members == member]
         first, *others = self._uris_for(client_id)
         cc = self.endpoint.client_config
-        return _RabbitConsumer(_params(first, cc, client_id), topic, queues, cfg,
+        tls = self.endpoint.tls
+        return _RabbitConsumer(_params(first, cc, client_id, tls), topic, queues, cfg,
                                declare=not cfg.is_stream,
-                               failover=[_params(u, cc, client_id) for u in others])
+                               failover=[_params(u, cc, client_id, tls) for u in others])
 
     def client_stats(self) -> list[str]:
         docs = list(_CLIENT_STATS)

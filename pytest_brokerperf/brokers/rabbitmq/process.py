@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint, TlsClient
 from pytest_brokerperf.brokers.provision.lifecycle import (
     LocalNode,
     Probe,
@@ -52,6 +52,7 @@ from pytest_brokerperf.brokers.provision.lifecycle import (
 )
 from pytest_brokerperf.brokers.provision.ports import LOOPBACK, free_port, free_ports, port_open
 from pytest_brokerperf.brokers.provision.process import ManagedProcess
+from pytest_brokerperf.brokers.provision.tls import TlsMaterial, make_tls_material
 from pytest_brokerperf.brokers.provision.watchdog import tagged_env
 from pytest_brokerperf.core.errors import BrokerUnavailable, ConfigError, ProvisionError
 
@@ -60,6 +61,7 @@ __all__ = [
     "SCHEDULER_FLAGS",
     "CtlAccess",
     "RabbitMQProcessCluster",
+    "RabbitTls",
     "node_conf",
     "parse_ctl_json",
     "rabbitmq_available",
@@ -91,9 +93,35 @@ def rabbitmq_available(bin_dir: Path = RABBITMQ_BIN_DIR) -> str | None:
     return None
 
 
-def node_conf(amqp_port: int, *, nodes: int, overrides: Mapping[str, str] | None = None
-              ) -> dict[str, str]:
-    """``rabbitmq.conf`` (new-style) keys of one node; ``overrides`` merged last."""
+@dataclass(frozen=True)
+class RabbitTls:
+    """A node's ``amqps`` listener: its port and the PEM files it serves (the key
+    encrypted, ``password`` unlocking it). Only the node's own ``rabbitmq.conf`` gets the
+    password: :func:`node_conf` writes it, the recorded ``info.conf`` is made without."""
+
+    port: int
+    material: TlsMaterial
+
+    def conf(self) -> dict[str, str]:
+        m = self.material
+        return {
+            "listeners.ssl.default": f"{LOOPBACK}:{self.port}",
+            "ssl_options.cacertfile": str(m.ca_cert),
+            "ssl_options.certfile": str(m.server_chain),
+            "ssl_options.keyfile": str(m.server_key),
+            "ssl_options.password": m.key_password.reveal(),
+            # server authentication only, as the Kafka listener: clients bring no certificate
+            "ssl_options.verify": "verify_none",
+            "ssl_options.fail_if_no_peer_cert": "false",
+        }
+
+
+def node_conf(amqp_port: int, *, nodes: int, overrides: Mapping[str, str] | None = None,
+              tls: RabbitTls | None = None) -> dict[str, str]:
+    """``rabbitmq.conf`` (new-style) keys of one node; ``overrides`` merged last.
+
+    ``tls``: an ``amqps`` listener besides the plain one (which the CLI-driven readiness
+    check and a plaintext client still find)."""
     conf = {
         "listeners.tcp.1": f"{LOOPBACK}:{amqp_port}",
         # 3.10 defaults, written out so results show what the alarms trip at.
@@ -105,6 +133,8 @@ def node_conf(amqp_port: int, *, nodes: int, overrides: Mapping[str, str] | None
     }
     if nodes > 1:
         conf["cluster_partition_handling"] = "pause_minority"  # as OMB's deploy playbook
+    if tls is not None:
+        conf.update(tls.conf())
     for k, v in (overrides or {}).items():
         conf[str(k)] = str(v)
     return conf
@@ -184,6 +214,8 @@ class _Node(LocalNode):
     amqp_port: int
     dist_port: int
     base: Path
+    #: the ``amqps`` listener's port (``tls``); None without TLS
+    amqps_port: int | None = None
 
     @property
     def mnesia(self) -> Path:
@@ -208,6 +240,9 @@ class RabbitMQProcessCluster(ProcessCluster[_Node]):
     ``cpus``: CPUs every node is pinned to; ``None`` = the last CPU when the machine has
     several (the load generator keeps the others), ``set()`` = no pinning.
     ``conf_overrides`` are extra ``rabbitmq.conf`` keys for every node.
+    ``tls``: every node also serves ``amqps`` with a certificate for ``localhost`` and
+    ``127.0.0.1`` from a CA made at start in ``<workdir>/tls`` (removed at stop); the
+    endpoint's URIs are the ``amqps://`` ones and :attr:`BrokerEndpoint.tls` carries the CA.
     """
 
     kind: ClassVar[str] = "rabbitmq"
@@ -228,6 +263,7 @@ class RabbitMQProcessCluster(ProcessCluster[_Node]):
         bin_dir: Path = RABBITMQ_BIN_DIR,
         memory_limit: int | None = None,
         powercut_fs: bool = False,
+        tls: bool = False,
     ) -> None:
         if not isinstance(nodes, int) or isinstance(nodes, bool) or nodes < 1:
             raise ConfigError(f"nodes must be a positive integer, got {nodes!r}")
@@ -240,6 +276,8 @@ class RabbitMQProcessCluster(ProcessCluster[_Node]):
         self._epmd_port = 0
         self._ctl_ports = (0, 0)
         self._home: Path | None = None
+        self.tls = tls
+        self._tls: TlsMaterial | None = None
 
     def describe(self) -> str:
         return f"RabbitMQ ({self.nodes} node(s))"
@@ -331,8 +369,13 @@ class RabbitMQProcessCluster(ProcessCluster[_Node]):
 
     def _layout(self, workdir: Path) -> list[_Node]:
         n = self.nodes
-        ports = free_ports(2 * n + 1)
-        self._epmd_port = ports[-1]
+        self._tls = None
+        if self.tls:  # a fresh CA per start; the directory goes at stop
+            self._tls = make_tls_material(self.fresh_dir(workdir / "tls"))
+        n_tls = n if self._tls is not None else 0
+        ports = free_ports(2 * n + 1 + n_tls)
+        tls_ports = ports[2 * n + 1:]
+        self._epmd_port = ports[2 * n]
         self._ctl_ports = self._ctl_port_range(set(ports))
         nodes = []
         for i in range(n):
@@ -341,13 +384,17 @@ class RabbitMQProcessCluster(ProcessCluster[_Node]):
             node = _Node(index=i + 1, name=name, label=name,
                          title=f"RabbitMQ node {name}",
                          amqp_port=ports[2 * i], dist_port=ports[2 * i + 1], base=base,
+                         amqps_port=tls_ports[i] if tls_ports else None,
                          data_dir=base / "mnesia", config_file=base / "rabbitmq.conf",
                          log_file=base / "log" / "stdout.log")
             self.fresh_dir(node.mnesia)  # fresh data every start
             node.log_dir.mkdir(parents=True, exist_ok=True)
             assert node.config_file is not None
+            tls = (RabbitTls(node.amqps_port, self._tls)
+                   if self._tls is not None and node.amqps_port is not None else None)
             node.config_file.write_text(
-                render_conf(node_conf(node.amqp_port, nodes=n, overrides=self.conf_overrides)),
+                render_conf(node_conf(node.amqp_port, nodes=n, overrides=self.conf_overrides,
+                                      tls=tls)),
                 encoding="utf-8")
             (base / "enabled_plugins").write_text("[].\n")
             (base / "advanced.config").write_text("[].\n")
@@ -460,7 +507,9 @@ class RabbitMQProcessCluster(ProcessCluster[_Node]):
             "node_names": [n.name for n in self._nodes],
             "running_nodes": running,
             "node_ports": [{"node": n.name, "amqp_port": n.amqp_port,
-                            "dist_port": n.dist_port} for n in self._nodes],
+                            "dist_port": n.dist_port,
+                            **({"amqps_port": n.amqps_port} if n.amqps_port else {})}
+                           for n in self._nodes],
             "epmd_port": self._epmd_port,
             "erlang_version": status.get("erlang_version"),
             "erl_args": self.erl_args(),
@@ -474,9 +523,16 @@ class RabbitMQProcessCluster(ProcessCluster[_Node]):
             "disk_free_limit_bytes": status.get("disk_free_limit"),
             "storage": "disk (mnesia, quorum and stream directories under data_dirs)",
         }
+        plain = ",".join(f"amqp://{LOOPBACK}:{n.amqp_port}" for n in self._nodes)
+        tls = None
+        if self._tls is not None:
+            tls = TlsClient(protocol="amqps", ca_file=str(self._tls.ca_cert), plaintext=plain,
+                            server_names=self._tls.hosts)
         return BrokerEndpoint(
             kind="rabbitmq",
-            bootstrap=",".join(f"amqp://{LOOPBACK}:{n.amqp_port}" for n in self._nodes),
+            bootstrap=(",".join(f"amqps://{LOOPBACK}:{n.amqps_port}" for n in self._nodes)
+                       if tls is not None else plain),
+            tls=tls,
             mode="process",
             nodes=self.nodes,
             version=version,

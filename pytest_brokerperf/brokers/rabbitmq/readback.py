@@ -76,11 +76,16 @@ def _read_stream(endpoint: BrokerEndpoint, name: str, seen: SeqBitmaps,
     restart refuses the consumer: tried again, through the next node, until then."""
     import pika
 
+    from pytest_brokerperf.brokers.rabbitmq.connection import _params
+
     urls = endpoint.bootstrap.split(",")
     attempt = 0
     while True:
         try:
-            conn = pika.BlockingConnection(pika.URLParameters(urls[attempt % len(urls)]))
+            # the endpoint's credentials and TLS (an amqps listener trusts the run's CA)
+            conn = pika.BlockingConnection(_params(urls[attempt % len(urls)],
+                                                   endpoint.client_config,
+                                                   "brokerperf-readback", endpoint.tls))
             try:
                 ch = conn.channel()
                 ch.basic_qos(prefetch_count=1000)  # a stream consumer needs a prefetch
