@@ -139,12 +139,12 @@ from pytest_brokerperf.brokers.kafka.node_config import KafkaTls
 from pytest_brokerperf.brokers.provision.tls import make_tls_material
 from pytest_brokerperf.core.redaction import Secret
 
-MATERIAL = make_tls_material(Path("tls"), cipher="pbes1-3des")
+MATERIAL = make_tls_material(Path("tls"))
 # the broker's own file may hold it (.properties are skipped by the check)
 Path("server.properties").write_text(f"ssl.key.password={MATERIAL.key_password.reveal()}\\n")
 
-LISTENER = KafkaTls(ca_cert=MATERIAL.ca_cert, server_chain=MATERIAL.server_chain,
-                    server_key=MATERIAL.server_key, key_password=MATERIAL.key_password,
+LISTENER = KafkaTls(ca_cert=MATERIAL.ca_cert, server_key_store=MATERIAL.server_key_store,
+                    key_password=MATERIAL.key_password,
                     users={"admin": Secret("AdminPw-8")})
 
 @pytest.fixture(scope="session")
@@ -192,6 +192,6 @@ def test_a_tls_key_password_reaches_no_output(pytester: pytest.Pytester) -> None
         assert password not in text, name
         assert "AdminPw-8" not in text, name
     # the keys that carry it are secret by name wherever a configuration is shown
-    for key in ("ssl.key.password", "ssl_options.password", "ssl.keystore.key",
+    for key in ("ssl.key.password", "ssl.keystore.password", "ssl_options.password",
                 "listener.name.sasl_ssl.plain.sasl.jaas.config"):
         assert is_secret(key) and redact({key: password}) == {key: "***"}

@@ -30,28 +30,36 @@ pytest.importorskip("trustme")
 
 @pytest.fixture(scope="module")
 def material(tmp_path_factory: pytest.TempPathFactory) -> TlsMaterial:
-    return make_tls_material(tmp_path_factory.mktemp("tls"), cipher="pbes1-3des")
+    return make_tls_material(tmp_path_factory.mktemp("tls"))
 
 
-@pytest.mark.parametrize("cipher", ["pbes1-3des", "pbes2-aes256"])
-def test_the_server_key_is_encrypted_and_opens_with_its_password_only(
-        tmp_path: Path, cipher: str) -> None:
+def test_the_server_key_is_encrypted_and_opens_with_its_password_only(tmp_path: Path) -> None:
+    """The PEM key (RabbitMQ) and the PKCS#12 key store (Kafka: Java 17 reads its classic
+    encryption) hold the certificate's key, each under the run's key password only."""
+    from cryptography import x509
     from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.serialization import pkcs12
 
-    m = make_tls_material(tmp_path, cipher=cipher)  # type: ignore[arg-type]
+    m = make_tls_material(tmp_path)
     pem = m.server_key.read_bytes()
     assert pem.startswith(b"-----BEGIN ENCRYPTED PRIVATE KEY-----")
-    assert m.server_key.stat().st_mode & 0o077 == 0
+    for path in (m.server_key, m.server_key_store):
+        assert path.stat().st_mode & 0o077 == 0
     with pytest.raises(TypeError):  # no password: refused
         serialization.load_pem_private_key(pem, password=None)
     with pytest.raises(ValueError):
         serialization.load_pem_private_key(pem, password=b"wrong")
-    key = serialization.load_pem_private_key(pem, password=m.key_password.reveal().encode())
-    leaf = m.server_chain.read_bytes().split(b"-----END CERTIFICATE-----")[0]
-    from cryptography import x509
-
-    cert = x509.load_pem_x509_certificate(leaf + b"-----END CERTIFICATE-----\n")
+    password = m.key_password.reveal().encode()
+    key = serialization.load_pem_private_key(pem, password=password)
+    cert = x509.load_pem_x509_certificates(m.server_chain.read_bytes())[0]
     assert cert.public_key().public_numbers() == key.public_key().public_numbers()  # type: ignore[union-attr]
+    store = m.server_key_store.read_bytes()
+    with pytest.raises(ValueError):
+        pkcs12.load_key_and_certificates(store, b"wrong")
+    stored_key, stored_cert, _ = pkcs12.load_key_and_certificates(store, password)
+    assert stored_cert == cert
+    assert stored_key is not None and stored_key.public_key().public_numbers() == (  # type: ignore[union-attr]
+        key.public_key().public_numbers())  # type: ignore[union-attr]
 
 
 def test_the_certificate_names_localhost_and_the_loopback_address(material: TlsMaterial) -> None:
@@ -148,12 +156,12 @@ def test_a_closed_port_is_no_certificate_problem(material: TlsMaterial) -> None:
 
 
 def _kafka_tls(material: TlsMaterial) -> KafkaTls:
-    return KafkaTls(ca_cert=material.ca_cert, server_chain=material.server_chain,
-                    server_key=material.server_key, key_password=material.key_password,
+    return KafkaTls(ca_cert=material.ca_cert, server_key_store=material.server_key_store,
+                    key_password=material.key_password,
                     users={"admin": Secret("adm-pw-123"), "bench": Secret("bench-pw-456")})
 
 
-def test_kafka_tls_listeners_use_a_pem_key_store_with_the_encrypted_key(
+def test_kafka_tls_listeners_use_a_pkcs12_key_store_and_the_run_s_ca(
         material: TlsMaterial, tmp_path: Path) -> None:
     node = NodePorts(node_id=1, port=9092, controller_port=9093, ssl_port=9094,
                      sasl_ssl_port=9095)
@@ -164,10 +172,11 @@ def test_kafka_tls_listeners_use_a_pem_key_store_with_the_encrypted_key(
     assert "SSL:SSL" in cfg["listener.security.protocol.map"].split(",")
     assert "SASL_SSL:SASL_SSL" in cfg["listener.security.protocol.map"].split(",")
     assert cfg["inter.broker.listener.name"] == "PLAINTEXT"
-    assert cfg["ssl.keystore.type"] == "PEM" and cfg["ssl.truststore.type"] == "PEM"
-    assert cfg["ssl.keystore.key"].startswith("-----BEGIN ENCRYPTED PRIVATE KEY-----")
-    assert cfg["ssl.keystore.certificate.chain"].count("BEGIN CERTIFICATE") == 1
-    assert cfg["ssl.key.password"] == material.key_password.reveal()
+    assert cfg["ssl.keystore.type"] == "PKCS12" and cfg["ssl.truststore.type"] == "PEM"
+    assert cfg["ssl.keystore.location"] == str(material.server_key_store)
+    assert cfg["ssl.truststore.certificates"].count("BEGIN CERTIFICATE") == 1
+    assert cfg["ssl.key.password"] == cfg["ssl.keystore.password"] == (
+        material.key_password.reveal())
     assert cfg["sasl.enabled.mechanisms"] == "PLAIN"
     jaas = cfg["listener.name.sasl_ssl.plain.sasl.jaas.config"]
     assert 'user_bench="bench-pw-456"' in jaas and 'username="admin"' in jaas

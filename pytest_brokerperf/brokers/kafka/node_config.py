@@ -85,15 +85,15 @@ class NodePorts:
 class KafkaTls:
     """What a node's TLS listeners serve: PEM key store and trust store, SASL/PLAIN users.
 
-    The certificate chain and the encrypted key go into ``server.properties`` as PEM text
-    (``ssl.keystore.type=PEM``), the key password as ``ssl.key.password``; the JAAS line
+    The certificate chain and the key are a PKCS#12 key store (``ssl.keystore.type=
+    PKCS12``) under the key password (``ssl.keystore.password``, ``ssl.key.password``);
+    the trust store is the run's CA as PEM text; the JAAS line
     holds the SASL users' passwords. Only the broker's own file gets these values:
     :meth:`properties` is called by :func:`node_config` and nowhere else.
     """
 
     ca_cert: Path
-    server_chain: Path
-    server_key: Path
+    server_key_store: Path
     key_password: Secret
     #: SASL/PLAIN user name -> password on the SASL_SSL listener
     users: Mapping[str, Secret]
@@ -107,9 +107,9 @@ class KafkaTls:
         admin, admin_pw = next(iter(self.users.items()))
         mech = TLS_SASL_MECHANISM.lower()
         return {
-            "ssl.keystore.type": "PEM",
-            "ssl.keystore.certificate.chain": pem(self.server_chain),
-            "ssl.keystore.key": pem(self.server_key),
+            "ssl.keystore.type": "PKCS12",
+            "ssl.keystore.location": str(self.server_key_store),
+            "ssl.keystore.password": self.key_password.reveal(),
             "ssl.key.password": self.key_password.reveal(),
             "ssl.truststore.type": "PEM",
             "ssl.truststore.certificates": pem(self.ca_cert),

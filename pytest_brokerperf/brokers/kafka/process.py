@@ -279,8 +279,7 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
         ]
         tls = None
         if self._tls is not None:
-            tls = KafkaTls(ca_cert=self._tls.ca_cert, server_chain=self._tls.server_chain,
-                           server_key=self._tls.server_key,
+            tls = KafkaTls(ca_cert=self._tls.ca_cert, server_key_store=self._tls.server_key_store,
                            key_password=self._tls.key_password, users=self._tls_users)
         extras = [
             ExtraListener(
@@ -401,7 +400,7 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
         if not self.tls:
             return
         # Java's PEM key store reads PBES1 keys only (KeyCipher says why)
-        self._tls = make_tls_material(self.fresh_dir(workdir / "tls"), cipher="pbes1-3des")
+        self._tls = make_tls_material(self.fresh_dir(workdir / "tls"))
         self._tls_users = {"admin": Secret(secrets.token_urlsafe(18)),
                            "bench": Secret(secrets.token_urlsafe(18))}
 

@@ -5,8 +5,9 @@ serve TLS with a server certificate this module issues at start from a fresh CA
 (``trustme``, built on ``cryptography``; the ``tls`` extra). Nothing is checked in or
 reused: the files are written into the broker's working directory and removed with it.
 
-The server key is written encrypted (PKCS#8, a random password per run), so the broker's
-key-password setting is exercised as on a real cluster. The password is a
+The server key is written encrypted (a PKCS#8 PEM, and a PKCS#12 key store for Java, one
+random password per run), so the broker's key-password setting is exercised as on a real
+cluster. The password is a
 :class:`~pytest_brokerperf.core.redaction.Secret`: only the broker's own configuration
 file receives it (:meth:`Secret.reveal`); no record, log line or message of the project's
 shows it.
@@ -18,12 +19,12 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pytest_brokerperf.core.errors import BrokerUnavailable
 from pytest_brokerperf.core.redaction import Secret
 
-__all__ = ["SERVER_HOSTS", "KeyCipher", "TlsMaterial", "certificate_problem", "make_ca",
+__all__ = ["SERVER_HOSTS", "TlsMaterial", "certificate_problem", "make_ca",
            "make_tls_material"]
 
 #: The names a local broker's certificate carries: what its clients connect to.
@@ -36,21 +37,24 @@ class TlsMaterial:
 
     ``ca_cert`` is what clients trust (``ssl.ca.location``, pika's ``cafile``);
     ``server_chain`` (the leaf, then any intermediate: none here) and the encrypted
-    ``server_key`` are what the broker serves; ``key_password`` unlocks the key and goes
-    into the broker's own config only.
+    ``server_key`` are what a broker reading PEM serves (RabbitMQ), the PKCS#12
+    ``server_key_store`` holds both for a Java broker (Kafka); ``key_password`` unlocks
+    the key and the store and goes into the broker's own config only.
     """
 
     directory: Path
     ca_cert: Path
     server_chain: Path
     server_key: Path
+    server_key_store: Path
     key_password: Secret
     hosts: tuple[str, ...]
 
     def as_info(self) -> dict[str, Any]:
         """What a manifest records: paths and names, never the key password."""
         return {"ca_cert": str(self.ca_cert), "server_chain": str(self.server_chain),
-                "server_key": str(self.server_key), "hosts": list(self.hosts),
+                "server_key": str(self.server_key),
+                "server_key_store": str(self.server_key_store), "hosts": list(self.hosts),
                 "key_encrypted": True}
 
 
@@ -69,103 +73,44 @@ def make_ca() -> Any:
     return _trustme().CA(organization_name="pytest-brokerperf run CA")
 
 
-#: How the server key file is encrypted, named by what must read it: ``pbes1-3des``
-#: (PKCS#8 ``pbeWithSHAAnd3-KeyTripleDES-CBC``) for Java's PEM key store, whose
-#: ``EncryptedPrivateKeyInfo`` has no PBES2 key factory on Java 17 (Kafka refuses it:
-#: "PBES2 SecretKeyFactory not available"); ``pbes2-aes256`` (PKCS#8, PBKDF2 and
-#: AES-256-CBC, the modern default) for Erlang's ``public_key`` (RabbitMQ).
-KeyCipher = Literal["pbes1-3des", "pbes2-aes256"]
-
-
-#: PKCS#12 ``pbeWithSHAAnd3-KeyTripleDES-CBC`` (1.2.840.113549.1.12.1.3), DER-encoded.
-_PBE_SHA1_3DES_OID = bytes.fromhex("060a2a864886f70d010c0103")
-_PBE_ITERATIONS = 2048
-
-
-def _der(tag: int, body: bytes) -> bytes:
-    """One DER element: tag, definite length, body."""
-    n = len(body)
-    if n < 0x80:
-        return bytes([tag, n]) + body
-    size = n.to_bytes((n.bit_length() + 7) // 8, "big")
-    return bytes([tag, 0x80 | len(size)]) + size + body
-
-
-def _pkcs12_kdf(password: str, salt: bytes, purpose: int, iterations: int, n: int) -> bytes:
-    """RFC 7292 appendix B.2 with SHA-1: ``purpose`` 1 derives the key, 2 the IV.
-
-    ``cryptography`` writes PKCS#8 keys with PBES2 only, which Java 17 cannot read;
-    this is the PKCS#12 derivation Java's ``PBEWithSHA1AndDESede`` undoes.
-    """
-    import hashlib
-    import math
-
-    u, v = 20, 64  # SHA-1 output and block size
-
-    def stretch(data: bytes) -> bytes:
-        return (data * math.ceil(v * math.ceil(len(data) / v) / len(data)))[
-            :v * math.ceil(len(data) / v)] if data else b""
-
-    d = bytes([purpose]) * v
-    block = stretch(salt) + stretch(password.encode("utf-16-be") + b"\0\0")
-    out = b""
-    while len(out) < n:
-        a = hashlib.sha1(d + block).digest()
-        for _ in range(iterations - 1):
-            a = hashlib.sha1(a).digest()
-        out += a
-        b = int.from_bytes((a * math.ceil(v / u))[:v], "big") + 1
-        block = b"".join(
-            ((int.from_bytes(block[i:i + v], "big") + b) % (1 << (8 * v))).to_bytes(v, "big")
-            for i in range(0, len(block), v))
-    return out[:n]
-
-
-def _pbes1_3des(key_der: bytes, password: str) -> bytes:
-    """PKCS#8 ``EncryptedPrivateKeyInfo`` (DER) of ``key_der`` under PKCS#12 PBE 3DES."""
-    import os
-
-    from cryptography.hazmat.decrepit.ciphers.algorithms import TripleDES
-    from cryptography.hazmat.primitives import padding
-    from cryptography.hazmat.primitives.ciphers import Cipher, modes
-
-    salt = os.urandom(16)
-    key = _pkcs12_kdf(password, salt, 1, _PBE_ITERATIONS, 24)
-    iv = _pkcs12_kdf(password, salt, 2, _PBE_ITERATIONS, 8)
-    padder = padding.PKCS7(64).padder()
-    plain = padder.update(key_der) + padder.finalize()
-    enc = Cipher(TripleDES(key), modes.CBC(iv)).encryptor()
-    sealed = enc.update(plain) + enc.finalize()
-    params = _der(0x30, _der(0x04, salt) + _der(0x02, _PBE_ITERATIONS.to_bytes(2, "big")))
-    return _der(0x30, _der(0x30, _PBE_SHA1_3DES_OID + params) + _der(0x04, sealed))
-
-
-def _encrypted_key(key_pem: bytes, password: str, cipher: KeyCipher) -> bytes:
-    """``key_pem`` as an encrypted PKCS#8 PEM (``ENCRYPTED PRIVATE KEY``)."""
-    import base64
-    import textwrap
-
+def _encrypted_key(key_pem: bytes, password: bytes) -> bytes:
+    """``key_pem`` as an encrypted PKCS#8 PEM (PBKDF2 and AES-256-CBC)."""
     from cryptography.hazmat.primitives import serialization
 
     key = serialization.load_pem_private_key(key_pem, password=None)
-    if cipher == "pbes2-aes256":
-        return key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-            serialization.BestAvailableEncryption(password.encode("ascii")))
-    der = key.private_bytes(serialization.Encoding.DER, serialization.PrivateFormat.PKCS8,
-                            serialization.NoEncryption())
-    body = textwrap.fill(base64.b64encode(_pbes1_3des(der, password)).decode("ascii"), 64)
-    return (f"-----BEGIN ENCRYPTED PRIVATE KEY-----\n{body}\n"
-            "-----END ENCRYPTED PRIVATE KEY-----\n").encode("ascii")
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.BestAvailableEncryption(password))
+
+
+def _key_store(key_pem: bytes, chain_pem: bytes, password: bytes) -> bytes:
+    """A PKCS#12 key store (the key and its certificate chain) under ``password``.
+
+    For Java brokers: Java 17 cannot open an encrypted PKCS#8 PEM key whose encryption
+    is PBES2 ("PBES2 SecretKeyFactory not available"), the only one ``cryptography``
+    writes for PEM; its PKCS#12 key stores it reads, here in the classic
+    SHA1/3DES encryption every Java reads.
+    """
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
+    key = serialization.load_pem_private_key(key_pem, password=None)
+    leaf, *chain = x509.load_pem_x509_certificates(chain_pem)
+    encryption = (serialization.PrivateFormat.PKCS12.encryption_builder()
+                  .kdf_rounds(50_000)
+                  .key_cert_algorithm(pkcs12.PBES.PBESv1SHA1And3KeyTripleDESCBC)
+                  .hmac_hash(hashes.SHA1()).build(password))
+    return pkcs12.serialize_key_and_certificates(
+        b"server", key, leaf, chain or None, encryption)  # type: ignore[arg-type]
 
 
 def make_tls_material(directory: Path, hosts: Sequence[str] = SERVER_HOSTS, *,
-                      cipher: KeyCipher = "pbes2-aes256", ca: Any = None) -> TlsMaterial:
-    """Write a CA certificate and a server certificate for ``hosts`` into ``directory``.
+                      ca: Any = None) -> TlsMaterial:
+    """Write a CA certificate and a server certificate for ``hosts`` into ``directory``:
+    the key as an encrypted PEM and, with the chain, as a PKCS#12 key store.
 
-    ``cipher``: how the key is encrypted (:data:`KeyCipher`: what the broker reads).
     ``ca``: an existing ``trustme.CA`` to issue from (default: a fresh one). The
-    directory is created; the key file is readable by this user only.
+    directory is created; the key files are readable by this user only.
     """
     if not hosts:
         raise ValueError("a server certificate needs at least one host name or address")
@@ -176,12 +121,18 @@ def make_tls_material(directory: Path, hosts: Sequence[str] = SERVER_HOSTS, *,
     ca_cert = directory / "ca.pem"
     chain = directory / "server-chain.pem"
     key = directory / "server-key.pem"
+    store = directory / "server.p12"
     authority.cert_pem.write_to_path(str(ca_cert))
-    chain.write_bytes(b"".join(blob.bytes() for blob in leaf.cert_chain_pems))
-    key.touch(mode=0o600)
-    key.write_bytes(_encrypted_key(leaf.private_key_pem.bytes(), password.reveal(), cipher))
+    chain_pem = b"".join(blob.bytes() for blob in leaf.cert_chain_pems)
+    chain.write_bytes(chain_pem)
+    secret = password.reveal().encode("ascii")
+    for path in (key, store):
+        path.touch(mode=0o600)
+    key.write_bytes(_encrypted_key(leaf.private_key_pem.bytes(), secret))
+    store.write_bytes(_key_store(leaf.private_key_pem.bytes(), chain_pem, secret))
     return TlsMaterial(directory=directory, ca_cert=ca_cert, server_chain=chain,
-                       server_key=key, key_password=password, hosts=tuple(hosts))
+                       server_key=key, server_key_store=store, key_password=password,
+                       hosts=tuple(hosts))
 
 
 def certificate_problem(address: str, cafile: str | None, timeout_s: float = 5.0) -> str | None:
