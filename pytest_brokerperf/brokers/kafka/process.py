@@ -399,7 +399,6 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
         self._tls, self._tls_users = None, {}
         if not self.tls:
             return
-        # Java's PEM key store reads PBES1 keys only (KeyCipher says why)
         self._tls = make_tls_material(self.fresh_dir(workdir / "tls"))
         self._tls_users = {"admin": Secret(secrets.token_urlsafe(18)),
                            "bench": Secret(secrets.token_urlsafe(18))}
