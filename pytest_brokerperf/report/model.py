@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from pytest_brokerperf.core.errors import BrokerPerfError
 from pytest_brokerperf.core.metric_names import (
@@ -230,14 +230,26 @@ def _param_text(value: object) -> str:
     return json.dumps(value, sort_keys=True)
 
 
+#: the verdict statuses whose figures are the broker's (judge/verdict.py): ``valid``, and
+#: ``broker-backpressure`` (the client's queue filled because the broker pushed back: a
+#: broker result, the run stays valid). Only their records are pooled into a cell's
+#: figures, gated and counted as ``valid``; every other status is left out, named.
+FIGURE_STATUSES: Final = ("valid", "broker-backpressure")
+
+
+def is_figure(status: str) -> bool:
+    """Whether a record of this status (:func:`record_status`) counts as a figure."""
+    return status in FIGURE_STATUSES
+
+
 def record_status(record: Mapping[str, object]) -> str:
     """The status a report files a record under: its verdict's, except that a run that
-    did not complete (``run_status`` ``failed`` or ``interrupted``) is never ``valid``:
-    its figures cover only the periods before the stop."""
+    did not complete (``run_status`` ``failed`` or ``interrupted``) is never a figure
+    (:data:`FIGURE_STATUSES`): its figures cover only the periods before the stop."""
     verdict = record.get("verdict")
     status = verdict.get("status") if isinstance(verdict, Mapping) else None
     run_status = record.get("run_status")
-    if run_status not in (None, "completed") and status in (None, "valid"):
+    if run_status not in (None, "completed") and (status is None or status in FIGURE_STATUSES):
         return str(run_status)
     return str(status or "unknown")
 

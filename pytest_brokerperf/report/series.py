@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_brokerperf.report.model import CellKey, cell_key_of, record_status
+from pytest_brokerperf.report.model import CellKey, cell_key_of, is_figure, record_status
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -184,7 +184,7 @@ def series_from_record(record: Mapping[str, Any], results_file: Path | None = No
 
 
 def _rank(record: Mapping[str, Any]) -> tuple[bool, str, str, int, str]:
-    return (record_status(record) == "valid", str(record.get("end_time") or ""),
+    return (is_figure(record_status(record)), str(record.get("end_time") or ""),
             str(record.get("run_id") or ""), int(record.get("attempt") or 1),
             str(record.get("test_id") or ""))
 
@@ -251,6 +251,7 @@ def _read_series(spark: SparkSession, dirs: Sequence[str | Path], *, run_id: str
         _upgrade,
         _with_cell,
         cell_key,
+        figure_column,
         find_result_files,
         manifest_schema,
     )
@@ -280,9 +281,9 @@ def _read_series(spark: SparkSession, dirs: Sequence[str | Path], *, run_id: str
         df = df.filter(F.col("run_id") == run_id)
     df = _with_cell(_upgrade(df))
     if valid_only:
-        df = df.filter(F.col("status") == "valid")
+        df = df.filter(figure_column())
     w = Window.partitionBy(*CELL).orderBy(
-        (F.col("status") == "valid").desc(), F.col("end_time").desc_nulls_last(),
+        figure_column().desc(), F.col("end_time").desc_nulls_last(),
         F.col("run_id").desc(), F.col("attempt").desc(), F.col("test_id").desc())
     rows = (df.withColumn("_rank", F.row_number().over(w)).filter(F.col("_rank") <= newest)
             .select(*CELL, "_rank", "run_id", "test_id", "attempt", "status", "artefacts",

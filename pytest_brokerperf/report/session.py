@@ -24,6 +24,7 @@ from pytest_brokerperf.report.model import (
     CellStats,
     cell_key_of,
     figures_of,
+    is_figure,
     machine_label,
     record_status,
 )
@@ -102,7 +103,7 @@ def save_session(settings: Settings) -> str | None:
 
 def cell_of_record(record: Mapping[str, Any]) -> CellStats:
     key = cell_key_of(record)
-    valid = record_status(record) == "valid"
+    valid = is_figure(record_status(record))
     figs = figures_of(record)
     return CellStats(key=key, records=1, valid=int(valid), runs=1, figures=figs,
                      run_figures={str(record.get("run_id")): figs} if valid else {},

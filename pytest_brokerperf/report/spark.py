@@ -25,6 +25,7 @@ from pytest_brokerperf.brokers.provision import cds as cds_archive
 from pytest_brokerperf.brokers.provision.cds import ClassDataSharing
 from pytest_brokerperf.metrics.hdr_layout import min_samples_for
 from pytest_brokerperf.report.model import (
+    FIGURE_STATUSES,
     PERCENTILE_NAMES,
     UNKNOWN,
     VIEWS,
@@ -51,6 +52,7 @@ __all__ = [
     "aggregate",
     "class_data_sharing",
     "driver_java_options",
+    "figure_column",
     "find_result_files",
     "load_records",
     "quick_jit",
@@ -550,8 +552,16 @@ def status_column() -> Column:
     verdict = F.col("verdict.status")
     run_status = F.col("run_status")
     stopped = run_status.isNotNull() & (run_status != "completed")
-    return (F.when(stopped & (verdict.isNull() | (verdict == "valid")), run_status)
+    return (F.when(stopped & (verdict.isNull() | verdict.isin(*FIGURE_STATUSES)), run_status)
             .otherwise(F.coalesce(verdict, F.lit("unknown"))))
+
+
+def figure_column() -> Column:
+    """Whether a row's ``status`` counts as a figure (:data:`~pytest_brokerperf.report.
+    model.FIGURE_STATUSES`)."""
+    from pyspark.sql import functions as F
+
+    return F.col("status").isin(*FIGURE_STATUSES)
 
 
 def _with_cell(df: DataFrame) -> DataFrame:
@@ -640,7 +650,7 @@ def merged_buckets(records: LoadedRecords, keys: Sequence[str]) -> DataFrame:
     """
     from pyspark.sql import functions as F
 
-    valid = records.meta.filter(F.col("status") == "valid")
+    valid = records.meta.filter(figure_column())
     rows = valid.select("_row", F.xxhash64(*keys).alias("_k"))
     names = valid.select(F.xxhash64(*keys).alias("_k"), *keys).distinct()
     clash = names.groupBy("_k").count().filter(F.col("count") > 1).first()
@@ -749,7 +759,7 @@ def aggregate(loaded: LoadedRecords, result: ReportResult) -> ReportResult:
     # histogram arrays), and one narrow row per record for everything else; both small
     # enough to cache, unlike the records themselves.
     records = loaded.meta
-    valid = records.filter(F.col("status") == "valid")
+    valid = records.filter(figure_column())
     per_run = merged_buckets(loaded, [*cell, "run_id"]).cache()
     pooled = (per_run.groupBy(*cell, "view", "idx").agg(F.sum("cnt").alias("cnt"))
               .withColumn("run_id", F.lit(None).cast("string")))
@@ -759,7 +769,7 @@ def aggregate(loaded: LoadedRecords, result: ReportResult) -> ReportResult:
         return df.groupBy(*cell).agg(
             *_rate_aggs(),
             F.count(F.lit(1)).alias("records"),
-            F.sum((F.col("status") == "valid").cast("int")).alias("valid"),
+            F.sum(figure_column().cast("int")).alias("valid"),
             F.countDistinct("run_id").alias("runs"),
             F.sort_array(F.collect_set("machine")).alias("machines"),
             (F.stddev_samp("e2e_p99") / F.avg("e2e_p99")).alias("p99_cv"),
@@ -767,12 +777,12 @@ def aggregate(loaded: LoadedRecords, result: ReportResult) -> ReportResult:
 
     valid_rates = records.select(
         *cell, "run_id", "status", "machine",
-        F.when(F.col("status") == "valid", F.col("_e2e_p99_us")).alias("e2e_p99"),
-        *[F.when(F.col("status") == "valid", F.col(c)).alias(c) for c in _RATES.values()])
+        F.when(figure_column(), F.col("_e2e_p99_us")).alias("e2e_p99"),
+        *[F.when(figure_column(), F.col(c)).alias(c) for c in _RATES.values()])
     run_level = valid.groupBy(*cell, "run_id").agg(*_rate_aggs())
     agg_rows = (cell_level(valid_rates).unionByName(run_level, allowMissingColumns=True)
                 .collect())
-    invalid = (records.filter(F.col("status") != "valid")
+    invalid = (records.filter(~figure_column())
                .select(*cell, "run_id", "test_id", "attempt", "status",
                        F.coalesce(F.col("verdict.reasons"), F.array()).alias("reasons"))
                .orderBy("run_id", "test_id", "attempt").collect())

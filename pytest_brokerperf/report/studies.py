@@ -662,6 +662,7 @@ def load_facts(spark: SparkSession, dirs: Sequence[str | Path], *,
         _upgrade,
         _with_cell,
         cell_key,
+        figure_column,
         find_result_files,
     )
 
@@ -674,7 +675,7 @@ def load_facts(spark: SparkSession, dirs: Sequence[str | Path], *,
     if run_id is not None:
         df = df.filter(F.col("run_id") == run_id)
     df = _with_cell(_upgrade(df))
-    valid = F.col("status") == "valid"
+    valid = figure_column()
 
     def mean_valid(col: Any) -> Any:
         return F.avg(F.when(valid, col))

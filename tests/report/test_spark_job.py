@@ -176,6 +176,36 @@ def test_unknown_schema_and_empty_input_are_input_errors(spark: Any, tmp_path: P
         job.find_result_files([tmp_path / "nope"])
 
 
+def test_a_ladder_the_broker_stopped_is_a_figure_with_its_highest_sustainable_rate(
+        spark: Any, tmp_path: Path) -> None:
+    """``broker-backpressure`` is a broker result (judge/verdict.py: the run stays valid):
+    its record is pooled, counted valid and gives the cell its highest sustainable rate
+    (a Studies cell's max rate); stopped, or another status, it is left out as before."""
+    from pytest_brokerperf.report.model import is_figure, record_status
+    from pytest_brokerperf.report.session import cell_of_record
+
+    s = {"e2e_response": np.arange(1, 2001, dtype=np.int64)}
+    pushed = synthetic_record(SyntheticRun(test_id="a", status="broker-backpressure"), s)
+    pushed["throughput"] = {"highest_sustainable_rate_msg_s": 40_000.0}
+    stopped = synthetic_record(SyntheticRun(test_id="b", status="broker-backpressure"), s)
+    stopped["run_status"] = "failed"
+    bound = synthetic_record(SyntheticRun(test_id="c", status="client-bound"), s)
+    bound["throughput"] = {"highest_sustainable_rate_msg_s": 90_000.0}
+    write_jsonl(tmp_path / "results.jsonl", [pushed, stopped, bound])
+    [c] = job.run_job(spark, [tmp_path]).cells.values()
+    assert (c.records, c.valid) == (3, 1)
+    assert sorted((r.test_id, r.status) for r in c.invalid) == [
+        ("b", "failed"), ("c", "client-bound")]
+    top = c.figures.rates["max_sustainable_rate"]
+    assert (top.n, top.max) == (1, 40_000.0)  # never the harness-bound ladder's
+    assert c.figures.latency["e2e_response"].count == 2000
+    assert [record_status(r) for r in (pushed, stopped, bound)] == [
+        "broker-backpressure", "failed", "client-bound"]
+    assert [is_figure(record_status(r)) for r in (pushed, stopped, bound)] == [
+        True, False, False]
+    assert [cell_of_record(r).valid for r in (pushed, stopped, bound)] == [1, 0, 0]
+
+
 def test_failed_and_interrupted_runs_are_never_counted_as_valid_figures(
         spark: Any, tmp_path: Path) -> None:
     """A stopped run's record holds the figures of the periods before the stop; even
