@@ -77,6 +77,7 @@ class CellKey:
     profile: str = UNKNOWN
     period: str = UNKNOWN  # the stats period, e.g. "10.0s"
     provision: str = UNKNOWN  # process | container | remote
+    tls: str = UNKNOWN  # "off", or what the clients spoke over TLS: SSL, SASL_SSL, amqps…
     driver: str = UNKNOWN  # the driver's name
     driver_file: str = UNKNOWN
     driver_settings: str = UNKNOWN  # 12 hex digits of the effective settings' SHA-256
@@ -89,7 +90,7 @@ class CellKey:
     def setup(self) -> str:
         """The set-up part of the key, for tables: ``nodes=1 v=3.9.0 smoke/10.0s …``."""
         return (f"nodes={self.nodes} version={self.broker_version} "
-                f"profile={self.profile}/{self.period} {self.provision} "
+                f"profile={self.profile}/{self.period} {self.provision} tls={self.tls} "
                 f"driver={self.driver}:{self.driver_file}#{self.driver_settings} "
                 f"clients={self.clients}")
 
@@ -100,6 +101,7 @@ SETUP_DIMENSIONS: Mapping[str, tuple[str, ...]] = {
     "broker-version": ("broker_version",),
     "profile": ("profile", "period"),
     "provision": ("provision",),
+    "tls": ("tls",),
     "driver": ("driver", "driver_file", "driver_settings"),
     "durability": ("durability",),
     "clients": ("clients",),
@@ -265,6 +267,17 @@ def period_text(period_s: object) -> str:
     return f"{float(period_s)!r}s"  # type: ignore[arg-type]
 
 
+def tls_text(tls: object) -> str:
+    """A record's ``tls`` as the cell key spells it: ``off``, the protocol the clients
+    spoke over TLS (``SSL``, ``SASL_SSL``, ``amqps``…), or unknown for a record written
+    before the field existed. A figure over TLS is never pooled with a plaintext one."""
+    if not isinstance(tls, Mapping) or tls.get("on") is None:
+        return UNKNOWN
+    if not tls.get("on"):
+        return "off"
+    return str(tls.get("protocol") or "on")
+
+
 def clients_text(client: object, version: object, librdkafka: object) -> str:
     """``confluent-kafka 2.16.1 librdkafka 2.16.0`` from ``manifest.driver``."""
     parts = [str(x) for x in (client, version) if x not in (None, "")]
@@ -298,6 +311,7 @@ def cell_key_of(record: Mapping[str, object]) -> CellKey:
                    profile=_text(record.get("profile")),
                    period=period_text(record.get("period_s")),
                    provision=_text(record.get("provision")),
+                   tls=tls_text(record.get("tls")),
                    driver=_text(record.get("driver")),
                    driver_file=_text(record.get("driver_file")),
                    driver_settings=_text(sha),
@@ -336,7 +350,7 @@ def figures_of(record: Mapping[str, object]) -> Figures:
 
 #: The set-up fields of a cell key, in the order tables show them.
 SETUP_FIELDS: tuple[str, ...] = ("nodes", "broker_version", "profile", "period", "provision",
-                                 "driver", "driver_file", "driver_settings", "clients")
+                                 "tls", "driver", "driver_file", "driver_settings", "clients")
 
 
 def setup_split(keys: Iterable[CellKey]) -> tuple[str, dict[CellKey, str]]:

@@ -254,6 +254,7 @@ def _read_series(spark: SparkSession, dirs: Sequence[str | Path], *, run_id: str
         figure_column,
         find_result_files,
         manifest_schema,
+        tls_schema,
     )
 
     s, d, long_ = T.StringType(), T.DoubleType(), T.LongType()
@@ -268,7 +269,7 @@ def _read_series(spark: SparkSession, dirs: Sequence[str | Path], *, run_id: str
         artefacts=s, verdict=struct(status=s), run_status=s,
         throughput=struct(highest_sustainable_rate_msg_s=d),
         nodes=long_, broker_version=s, profile=s, period_s=d, provision=s, driver=s,
-        driver_file=s, driver_settings_sha256=s, manifest=manifest_schema(),
+        driver_file=s, driver_settings_sha256=s, tls=tls_schema(), manifest=manifest_schema(),
         _corrupt_record=s, **{f: s for f in raw_fields})
     files = find_result_files(dirs)
     df = (spark.read.schema(schema).option("mode", "PERMISSIVE")

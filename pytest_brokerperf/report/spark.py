@@ -59,6 +59,7 @@ __all__ = [
     "record_schema",
     "spark_session",
     "status_column",
+    "tls_schema",
 ]
 
 #: The record schema this job reads natively.
@@ -66,7 +67,8 @@ CURRENT_SCHEMA = "brokerperf.result/1"
 #: Versions it can read, each upgraded to ``CURRENT_SCHEMA`` on read (see ``_upgrade``).
 SUPPORTED_SCHEMAS = (CURRENT_SCHEMA,)
 CELL = ("broker", "scenario", "params_key", "durability_key", "fault", "env", "nodes_key",
-        "broker_version_key", "profile_key", "period_key", "provision_key", "driver_key",
+        "broker_version_key", "profile_key", "period_key", "provision_key", "tls_key",
+        "driver_key",
         "driver_file_key", "driver_settings_key", "clients_key")
 _RATES = {
     "ack_rate": "ack_rate_msg_s",
@@ -392,9 +394,17 @@ def record_schema() -> StructType:
         throughput=struct(mode=s, highest_sustainable_rate_msg_s=d, limit=s, outcome=s),
         ladder=struct(curve=T.ArrayType(curve_point), knee=struct(rate_msg_s=d)),
         manifest=manifest_schema(),
-        driver_file=s, driver_settings_sha256=s,
+        driver_file=s, driver_settings_sha256=s, tls=tls_schema(),
         _corrupt_record=s,
     )
+
+
+def tls_schema() -> StructType:
+    """The record's ``tls`` block as far as the cell key reads it."""
+    from pyspark.sql import types as T
+
+    return T.StructType([T.StructField("on", T.BooleanType(), True),
+                         T.StructField("protocol", T.StringType(), True)])
 
 
 def manifest_schema() -> StructType:
@@ -587,6 +597,9 @@ def _with_cell(df: DataFrame) -> DataFrame:
     clients = F.concat_ws(" ", F.col(drv + "client"), F.col(drv + "client_version"),
                           F.when(lib.isNotNull() & (lib != ""),
                                  F.concat(F.lit("librdkafka "), lib)))
+    on = F.col("tls.on")
+    tls_key = (F.when(on.isNull(), F.lit(UNKNOWN)).when(~on, F.lit("off"))
+               .otherwise(F.coalesce(F.col("tls.protocol"), F.lit("on"))))  # model.tls_text
     return (df.withColumn("broker", F.coalesce(F.col("broker"), F.lit("?")))
             .withColumn("scenario", F.coalesce(F.col("scenario"), F.lit("?")))
             .withColumn("nodes_key", known(F.col("nodes").cast("string")))
@@ -599,6 +612,7 @@ def _with_cell(df: DataFrame) -> DataFrame:
             .withColumn("driver_file_key", known(F.col("driver_file")))
             .withColumn("driver_settings_key", known(F.col("driver_settings_sha256")))
             .withColumn("clients_key", known(clients))
+            .withColumn("tls_key", tls_key)
             .withColumn("params_key", params_key)
             .withColumn("durability_key", durability_key)
             .withColumn("fault", F.coalesce(F.col("params")["fault"], F.lit("none")))
@@ -734,7 +748,8 @@ def cell_key(row: Any) -> CellKey:
                    broker_version=row["broker_version_key"], profile=row["profile_key"],
                    period=row["period_key"], provision=row["provision_key"],
                    driver=row["driver_key"], driver_file=row["driver_file_key"],
-                   driver_settings=row["driver_settings_key"], clients=row["clients_key"])
+                   driver_settings=row["driver_settings_key"], clients=row["clients_key"],
+                   tls=row["tls_key"])
 
 
 _key = cell_key

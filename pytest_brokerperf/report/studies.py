@@ -611,6 +611,8 @@ def study_sections(cells: Mapping[CellKey, CellStats], facts: Mapping[CellKey, S
 def _facts_schema() -> Any:
     from pyspark.sql import types as T
 
+    from pytest_brokerperf.report.spark import tls_schema
+
     s, d, long_ = T.StringType(), T.DoubleType(), T.LongType()
 
     def struct(**fields: Any) -> T.StructType:
@@ -627,7 +629,8 @@ def _facts_schema() -> Any:
         verdict=struct(status=s), run_status=s,
         throughput=struct(highest_sustainable_rate_msg_s=d),
         nodes=long_, broker_version=s, profile=s, period_s=d, provision=s, driver=s,
-        driver_file=s, driver_settings_sha256=s, manifest=manifest, notes=T.ArrayType(s),
+        driver_file=s, driver_settings_sha256=s, tls=tls_schema(), manifest=manifest,
+        notes=T.ArrayType(s),
         catchup=struct(catchup_mib_s=d, drain_publish_rate_ratio=d,
                        publish_latency_mean_before_us=d, publish_latency_mean_drain_us=d),
         mixed=struct(publish_response_during_us=T.MapType(s, d)),

@@ -114,6 +114,22 @@ def test_across_flags_compare_on_purpose_and_say_so() -> None:
         align(cur, base, across={"colour"})
 
 
+def test_a_tls_run_has_no_plaintext_baseline_unless_asked_across_tls() -> None:
+    plain = {"on": False, "protocol": None, "local_ca": False}
+    base = _cells(*[_record(f"2026010{i}-000000-aaaaaa", tls=plain) for i in range(1, 4)])
+    cur = _cells(_record("20260201-000000-bbbbbb",
+                         tls={"on": True, "protocol": "SSL", "local_ca": True}))
+    [key] = cur
+    aligned = align(cur, base)
+    assert key not in aligned.cells
+    assert "tls off (baseline) vs SSL (this run)" in aligned.hints[key], aligned.hints[key]
+    assert "--across-tls" in aligned.hints[key]
+    across = align(cur, base, across={"tls"})
+    assert across.cells[key].key == key
+    assert across.notes == ["comparing across tls: baseline off, this run SSL "
+                            "(--across-tls), in 1 cell(s)"]
+
+
 def test_two_baseline_set_ups_for_one_cell_are_refused_not_pooled() -> None:
     base = _cells(_record("20260101-000000-aaaaaa", nodes=1),
                   _record("20260102-000000-aaaaaa", nodes=5))

@@ -122,6 +122,27 @@ def test_bucket_value_in_sql_matches_the_histogram_layout(spark: Any) -> None:
     assert df.count() == len(idx) and F is not None
 
 
+def test_a_figure_over_tls_is_never_pooled_with_a_plaintext_one(
+        spark: Any, tmp_path: Path) -> None:
+    """The record's ``tls`` is a set-up field of the cell (``--across-tls`` compares on
+    purpose): TLS costs throughput and latency, so a TLS run is never a plaintext
+    baseline's match. A record written before the field keys as unknown."""
+    s = {"e2e_response": np.arange(1, 2001, dtype=np.int64)}
+    ssl = synthetic_record(SyntheticRun(test_id="a"), s)
+    ssl["tls"] = {"on": True, "protocol": "SSL", "local_ca": True}
+    plain = synthetic_record(SyntheticRun(test_id="b"), s)
+    plain["tls"] = {"on": False, "protocol": None, "local_ca": False}
+    sasl = synthetic_record(SyntheticRun(test_id="c"), s)
+    sasl["tls"] = {"on": False, "protocol": "SASL_PLAINTEXT", "local_ca": False}
+    old = synthetic_record(SyntheticRun(test_id="d"), s)  # no tls field
+    write_jsonl(tmp_path / "results.jsonl", [ssl, plain, sasl, old])
+    result = job.run_job(spark, [tmp_path])
+    assert sorted((k.tls, c.records) for k, c in result.cells.items()) == [
+        ("?", 1), ("SSL", 1), ("off", 2)]
+    assert {cell_key_of(r) for r in (ssl, plain, sasl, old)} == set(result.cells)
+    assert "tls=SSL" in cell_key_of(ssl).setup()
+
+
 def test_cells_split_by_durability_env_fault_and_set_up(spark: Any, tmp_path: Path) -> None:
     s = {"e2e_response": np.arange(1, 2001, dtype=np.int64)}
     fault_params = {**SyntheticRun().params, "fault": "broker-restart"}
