@@ -167,7 +167,8 @@ def test_single_node_produce_consume(
 
 
 def test_the_second_start_maps_the_class_archive_the_first_wrote(
-        cluster_factory: list[KafkaProcessCluster], monkeypatch: pytest.MonkeyPatch) -> None:
+        cluster_factory: list[KafkaProcessCluster], monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path) -> None:
     """Class-data sharing (brokers/provision/cds.py): with no archive yet, node 1 writes
     one as it stops; the next start of the same Kafka maps it and serves as before; a
     damaged archive is ignored by Java without a word in the broker's log."""
@@ -178,7 +179,8 @@ def test_the_second_start_maps_the_class_archive_the_first_wrote(
         old.unlink()
 
     def serve() -> tuple[list[str], str]:
-        cluster = KafkaProcessCluster(nodes=1)
+        # a working directory of the test's: the log is read after the stop
+        cluster = KafkaProcessCluster(nodes=1, workdir=tmp_path / f"k{len(cluster_factory)}")
         cluster_factory.append(cluster)
         ep = cluster.start()
         create_topic(ep.bootstrap, "t1", partitions=1, rf=1)
