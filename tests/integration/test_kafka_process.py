@@ -178,9 +178,10 @@ def test_the_second_start_maps_the_class_archive_the_first_wrote(
     for old in _cds_dir().glob("kafka-*.jsa"):  # the machine's own: written again below
         old.unlink()
 
-    def serve() -> tuple[list[str], str]:
+    def serve(agent: bool = False) -> tuple[list[str], str]:
         # a working directory of the test's: the log is read after the stop
-        cluster = KafkaProcessCluster(nodes=1, workdir=tmp_path / f"k{len(cluster_factory)}")
+        cluster = KafkaProcessCluster(nodes=1, workdir=tmp_path / f"k{len(cluster_factory)}",
+                                      metrics_agent=agent)
         cluster_factory.append(cluster)
         ep = cluster.start()
         create_topic(ep.bootstrap, "t1", partitions=1, rf=1)
@@ -203,6 +204,15 @@ def test_the_second_start_maps_the_class_archive_the_first_wrote(
         assert not re.search(r"\[(warning|error)\]\[cds|shared archive", log, re.I), log[-2000:]
     finally:
         archive.unlink()  # the next start writes a good one
+    # with the metrics exporter's javaagent and no archive yet, the node starts without
+    # writing one: Java refuses to dump classes with an agent attached (a fresh machine's
+    # first plugin run, whose brokers carry the agent, failed to start)
+    with_agent, _ = serve(agent=True)
+    assert any(f.startswith("-javaagent:") for f in with_agent), with_agent
+    assert not any("ArchiveClasses" in f or "SharedArchiveFile" in f for f in with_agent)
+    assert not list(_cds_dir().glob("kafka-*"))
+    serve()  # the machine keeps an archive, as before the test
+    assert len(list(_cds_dir().glob("kafka-*.jsa"))) == 1
 
 
 def _cds_dir() -> Path:

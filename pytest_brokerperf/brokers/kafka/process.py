@@ -327,7 +327,8 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
             gc_log = logs / f"gc-{i}.log"
             remove_gc_logs(gc_log)
             flags = (kafka_jvm_flags(self.heap, gc_log, logs) + logging_flags(version, log_config)
-                     + self.class_archive_flags(java, self._lib, i))
+                     + self.class_archive_flags(java, self._lib, i,
+                                                agent=self._agent_jar is not None))
             if self._agent_jar is not None:
                 from pytest_brokerperf.brokers.kafka.jmx_exporter import agent_flag
 

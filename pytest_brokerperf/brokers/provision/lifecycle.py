@@ -523,13 +523,19 @@ class ProcessCluster(Generic[N]):
         self._cgroups.append(group)
         return group
 
-    def class_archive_flags(self, java: str, lib: Path, node: int | None) -> list[str]:
+    def class_archive_flags(self, java: str, lib: Path, node: int | None, *,
+                            agent: bool = False) -> list[str]:
         """The JVM options that start ``node`` (1-based; None: a tool JVM of the same
         class path) from this kind's class-data sharing archive (:mod:`.cds`). Without
-        one yet, node 1 writes it as it exits and the others start as they would."""
+        one yet, node 1 writes it as it exits and the others start as they would.
+
+        ``agent``: the JVM runs a Java agent (``-javaagent``, e.g. the metrics exporter).
+        It may map an archive but never write one: Java refuses to start a JVM that
+        dumps classes with an agent attached ("Must enable AllowArchivingWithJavaAgent",
+        a diagnostic option not for production use), so it starts without."""
         if self._cds is None:
             self._cds = class_data_sharing(self.kind, java, lib.glob("*.jar"), write=True)
-        if self._cds is None or (self._cds.writing is not None and node != 1):
+        if self._cds is None or (self._cds.writing is not None and (node != 1 or agent)):
             return []
         return self._cds.flags()
 
