@@ -144,8 +144,8 @@ def test_the_driver_and_the_read_back_go_over_tls_not_the_plaintext_ports(
     admin.create_topics(["tls-readback"], [1])
     producer = driver.producer("tls-readback", "p1", lambda *_: None, lambda *_: None)
     try:
-        producer.send_many([pack(MAGIC, VERSION, KIND_DATA, 9, seq, 0, 0) + b"y" * 8
-                            for seq in range(3)], None)
+        assert producer.send_many([pack(MAGIC, VERSION, KIND_DATA, 9, seq, 0, 0) + b"y" * 8
+                                   for seq in range(3)], None) == 3
         assert producer.flush(30.0) == 0
     finally:
         producer.close()
