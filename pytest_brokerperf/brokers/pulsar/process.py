@@ -23,8 +23,9 @@ labelled a topology check, not a replication cost.
 with a certificate for ``localhost`` and ``127.0.0.1`` from a CA made at each start
 (:mod:`~pytest_brokerperf.brokers.provision.tls`); the endpoint's clients use
 ``pulsar+ssl://`` and ``https://`` trusting that CA only, host names checked. The plaintext
-ports stay: the standalone's own clients (its namespace set-up, the bookies' metadata
-driver) and the harness's readiness checks use them. Pulsar reads a PEM key without a
+ports stay: the standalone's own clients (its namespace set-up through the admin API,
+the broker's internal client: ``brokerClientTlsEnabled`` stays false) and the harness's
+readiness checks use them. Pulsar reads a PEM key without a
 password (:class:`PulsarTls`), so the key it is given is an unencrypted copy.
 
 ``powercut_fs=True`` serves the data directory (metadata store and every bookie) through
