@@ -280,8 +280,9 @@ class BrokerType:
         if mode == "remote":
             return (f"{where} makes local brokers serve TLS; a remote cluster's TLS is the "
                     "client's setting: drop the flag and put security.protocol=SSL (or "
-                    "SASL_SSL) and ssl.ca.location in --kafka-config, or use amqps:// in "
-                    "--rabbitmq-url")
+                    "SASL_SSL) and ssl.ca.location in --kafka-config, use amqps:// in "
+                    "--rabbitmq-url, or pulsar+ssl:// in --pulsar-url with "
+                    "tlsTrustCertsFilePath in --pulsar-config")
         if mode not in self.tls_modes:
             offered = (f"it can in: {', '.join(self.tls_modes)}" if self.tls_modes
                        else "in no mode yet")

@@ -13,8 +13,9 @@ if TYPE_CHECKING:
 
 __all__ = ["TLS_PROTOCOLS", "BrokerEndpoint", "CliAccess", "LocalProcesses", "TlsClient"]
 
-#: Client protocols that run over TLS: Kafka's ``security.protocol`` values, AMQP's scheme.
-TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL", "amqps"})
+#: Client protocols that run over TLS: Kafka's ``security.protocol`` values, AMQP's and
+#: Pulsar's schemes.
+TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL", "amqps", "pulsar+ssl"})
 
 
 class CliAccess(Protocol):
@@ -72,7 +73,8 @@ class TlsClient:
     """How clients reach the TLS listener of a broker this session started.
 
     ``protocol`` is what the clients speak (Kafka's ``security.protocol``: ``SSL`` or
-    ``SASL_SSL``; ``amqps`` for RabbitMQ); ``ca_file`` the PEM of the run's CA, the only
+    ``SASL_SSL``; ``amqps`` for RabbitMQ; ``pulsar+ssl`` for Pulsar, whose admin then
+    speaks ``https``); ``ca_file`` the PEM of the run's CA, the only
     certificate clients trust; ``plaintext`` the broker's plaintext address, kept apart
     (its own admin and readiness checks use it) so a record shows it was not the one
     the clients used. Paths and names only: no key and no password.
@@ -157,12 +159,13 @@ class BrokerEndpoint:
     def tls_record(self) -> dict[str, Any]:
         """Whether clients spoke TLS to this broker and in which protocol (the record's
         ``tls``): a local TLS listener, a remote Kafka whose ``security.protocol`` is
-        ``SSL``/``SASL_SSL``, or ``amqps://`` URIs."""
+        ``SSL``/``SASL_SSL``, or ``amqps://`` or ``pulsar+ssl://`` URIs."""
         if self.tls is not None:
             return {"on": True, "protocol": self.tls.protocol, "local_ca": True}
         protocol = self.security_protocol
-        if protocol is None and self.bootstrap.startswith("amqps://"):
-            protocol = "amqps"
+        for scheme in ("amqps", "pulsar+ssl"):
+            if protocol is None and self.bootstrap.startswith(f"{scheme}://"):
+                protocol = scheme
         return {"on": protocol in TLS_PROTOCOLS, "protocol": protocol, "local_ca": False}
 
     def redacted(self) -> dict[str, Any]:

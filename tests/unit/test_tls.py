@@ -1,5 +1,6 @@
-"""TLS without a broker: the per-run CA and its files, Kafka's TLS listener config, the
-endpoint's TLS record, the certificate diagnosis and the refusals of --brokerperf-tls."""
+"""TLS without a broker: the per-run CA and its files, Kafka's, RabbitMQ's and Pulsar's TLS
+listener config, the clients' TLS settings, the endpoint's TLS record, the certificate
+diagnosis (remote Kafka and Pulsar) and the refusals of --brokerperf-tls."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from pytest_brokerperf.brokers.provision.tls import (
     make_ca,
     make_tls_material,
 )
+from pytest_brokerperf.brokers.pulsar.process import PulsarTls
 from pytest_brokerperf.config.settings import Settings
 from pytest_brokerperf.core.errors import ConfigError
 from pytest_brokerperf.core.redaction import Secret
@@ -226,6 +228,9 @@ def test_the_record_says_whether_clients_spoke_tls_and_how() -> None:
     assert replace(remote, security_protocol="SASL_PLAINTEXT").tls_record()["on"] is False
     amqps = BrokerEndpoint(kind="rabbitmq", bootstrap="amqps://mq:5671/", mode="remote")
     assert amqps.tls_record() == {"on": True, "protocol": "amqps", "local_ca": False}
+    ssl_pulsar = BrokerEndpoint(kind="pulsar", bootstrap="pulsar+ssl://p:6651", mode="remote")
+    assert ssl_pulsar.tls_record() == {"on": True, "protocol": "pulsar+ssl", "local_ca": False}
+    assert replace(ssl_pulsar, bootstrap="pulsar://p:6650").tls_record()["on"] is False
     plain = BrokerEndpoint(kind="kafka", bootstrap="127.0.0.1:9092", mode="process")
     assert plain.tls_record() == {"on": False, "protocol": None, "local_ca": False}
 
@@ -247,11 +252,14 @@ def test_tls_is_offered_by_local_kafka_processes() -> None:
     ("kafka", "container", "kafka in container mode has no TLS listener in this version "
                            "(it can in: process); drop the flag for kafka, or use "
                            "--brokerperf-provision=process"),
-    ("pulsar", "process", "pulsar in process mode has no TLS listener in this version (in no "
-                          "mode yet); drop the flag for pulsar"),
+    ("pulsar", "container", "pulsar in container mode has no TLS listener in this version (it "
+                            "can in: process); drop the flag for pulsar, or use "
+                            "--brokerperf-provision=process"),
     ("tansu", "process", "tansu in process mode has no TLS listener"),
     ("kafka", "remote", "a remote cluster's TLS is the client's setting: drop the flag and "
                         "put security.protocol=SSL"),
+    ("pulsar", "remote", "or pulsar+ssl:// in --pulsar-url with tlsTrustCertsFilePath in "
+                         "--pulsar-config"),
 ])
 def test_tls_is_refused_where_no_listener_serves_it(kind: str, mode: str, needle: str) -> None:
     problem = brokers.get(kind).tls_problem(_settings(tls=True), mode)
@@ -264,7 +272,7 @@ def test_a_refused_tls_start_raises_before_anything_starts(tmp_path: Path) -> No
     from pytest_brokerperf.core.errors import BrokerUnavailable
 
     with pytest.raises(BrokerUnavailable, match="--brokerperf-tls"):
-        brokers.get("pulsar").start("process", _settings(tls=True), tmp_path)
+        brokers.get("pulsar").start("container", _settings(tls=True), tmp_path)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -312,3 +320,180 @@ def test_rabbitmq_clients_trust_the_runs_ca_on_amqps_only() -> None:
         _params("amqps://127.0.0.1:5671/", {}, "x", tls)
     plain = _params("amqp://127.0.0.1:5672/", {}, "x", tls)
     assert plain.ssl_options is None
+
+
+# -- Pulsar's TLS listeners, clients and remote certificate checks -----------------------
+
+
+def test_the_unencrypted_key_pulsar_reads_is_the_certificates_and_private(
+        material: TlsMaterial) -> None:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+
+    from pytest_brokerperf.brokers.provision.tls import write_unencrypted_key
+
+    path = write_unencrypted_key(material)
+    assert path.parent == material.directory and path != material.server_key
+    assert path.stat().st_mode & 0o777 == 0o600
+    pem = path.read_bytes()
+    assert pem.startswith(b"-----BEGIN PRIVATE KEY-----")  # PKCS#8, no password
+    key = serialization.load_pem_private_key(pem, password=None)
+    cert = x509.load_pem_x509_certificates(material.server_chain.read_bytes())[0]
+    assert cert.public_key().public_numbers() == key.public_key().public_numbers()  # type: ignore[union-attr]
+    assert material.server_key.read_bytes().startswith(b"-----BEGIN ENCRYPTED PRIVATE KEY")
+    path.chmod(0o644)  # written again: private again
+    assert write_unencrypted_key(material).stat().st_mode & 0o777 == 0o600
+
+
+def _pulsar_tls(material: TlsMaterial) -> PulsarTls:
+    return PulsarTls(certificate=material.server_chain,
+                     key=material.directory / "server-key-unencrypted.pem", ca=material.ca_cert)
+
+
+def test_pulsar_standalone_tls_listeners_conf(material: TlsMaterial) -> None:
+    from pytest_brokerperf.brokers.pulsar.process import PulsarPorts, standalone_config
+
+    tls = _pulsar_tls(material)
+    ports = PulsarPorts(6650, 8080, broker_tls_port=6651, web_tls_port=8443)
+    cfg = standalone_config(ports, tls=tls)
+    # the plaintext ports stay (the standalone's own clients, the readiness checks)
+    assert (cfg["brokerServicePort"], cfg["webServicePort"]) == ("6650", "8080")
+    assert (cfg["brokerServicePortTls"], cfg["webServicePortTls"]) == ("6651", "8443")
+    assert cfg["tlsCertificateFilePath"] == str(material.server_chain)
+    assert cfg["tlsKeyFilePath"] == str(material.directory / "server-key-unencrypted.pem")
+    assert cfg["tlsTrustCertsFilePath"] == str(material.ca_cert)
+    assert cfg["tlsRequireTrustedClientCertOnConnect"] == "false"
+    assert cfg["tlsAllowInsecureConnection"] == "false"
+    assert cfg["advertisedAddress"] == "127.0.0.1"
+    assert not any("Tls" in k or k.startswith("tls") for k in standalone_config(ports))
+    # a key the broker would need a password for never goes in: Pulsar has no such key
+    assert str(material.server_key) not in cfg.values()
+    assert not any("assword" in k for k in cfg)
+    # advertised listeners (a proxy in front): the internal one serves pulsar+ssl too
+    listed = standalone_config(ports, tls=tls, extra_listeners={"proxy": 7000})
+    assert listed["advertisedListeners"] == (
+        "internal:pulsar://127.0.0.1:6650,internal:pulsar+ssl://127.0.0.1:6651,"
+        "proxy:pulsar://127.0.0.1:7000")
+    with pytest.raises(ConfigError, match="need broker_tls_port and web_tls_port"):
+        standalone_config(PulsarPorts(6650, 8080), tls=tls)
+
+
+def test_tls_is_offered_by_the_local_pulsar_standalone() -> None:
+    from pytest_brokerperf.brokers.pulsar.process import PulsarStandalone
+
+    assert brokers.get("pulsar").tls_problem(_settings(tls=True), "process") is None
+    assert PulsarStandalone(tls=True).tls and not PulsarStandalone().tls
+
+
+def _pulsar_tls_endpoint(ca: Path) -> BrokerEndpoint:
+    """What a TLS standalone's endpoint looks like (PulsarStandalone._make_endpoint)."""
+    return BrokerEndpoint(
+        kind="pulsar", bootstrap="pulsar+ssl://127.0.0.1:6651", mode="process",
+        admin_url="https://127.0.0.1:8443",
+        client_config={"tls_trust_certs_file_path": str(ca), "tls_validate_hostname": "true",
+                       "tls_allow_insecure_connection": "false"},
+        tls=TlsClient(protocol="pulsar+ssl", ca_file=str(ca),
+                      plaintext="pulsar://127.0.0.1:6650",
+                      server_names=("localhost", "127.0.0.1")))
+
+
+def test_pulsar_clients_and_admin_trust_the_runs_ca_with_host_names_checked(
+        material: TlsMaterial) -> None:
+    from pytest_brokerperf.brokers.kafka.config import shipped_driver
+    from pytest_brokerperf.brokers.pulsar.client import endpoint_ssl_context, tls_client_kwargs
+    from pytest_brokerperf.brokers.pulsar.config import PulsarDriverConfig
+    from pytest_brokerperf.brokers.pulsar.driver import PulsarDriver
+
+    ep = _pulsar_tls_endpoint(material.ca_cert)
+    assert ep.tls_record() == {"on": True, "protocol": "pulsar+ssl", "local_ca": True}
+    driver = PulsarDriver(ep, PulsarDriverConfig.from_yaml(shipped_driver("pulsar-local")))
+    kwargs = driver.client_kwargs()
+    assert kwargs["service_url"] == "pulsar+ssl://127.0.0.1:6651"
+    assert kwargs["tls_trust_certs_file_path"] == str(material.ca_cert)
+    # the driver file's default (tlsEnableHostnameVerification: false) does not win
+    assert kwargs["tls_validate_hostname"] is True
+    assert kwargs["tls_allow_insecure_connection"] is False
+    rest = driver._rest()
+    assert rest.base == "https://127.0.0.1:8443"
+    assert rest.context is not None and rest.context.check_hostname
+    assert rest.context.verify_mode == ssl.CERT_REQUIRED
+    # the read-back takes the same settings (it used a plaintext client whatever was said)
+    assert tls_client_kwargs(ep.client_config) == {
+        "tls_trust_certs_file_path": str(material.ca_cert), "tls_validate_hostname": True,
+        "tls_allow_insecure_connection": False}
+    assert tls_client_kwargs({}) == {}
+    assert endpoint_ssl_context("http://127.0.0.1:8080", ep.client_config) is None
+    ctx = endpoint_ssl_context("https://127.0.0.1:8443", ep.client_config)
+    assert ctx is not None and ctx.check_hostname
+    assert len(ctx.get_ca_certs()) == 1  # the run's CA only, not the system's
+
+
+def _remote_pulsar(tmp_path: Path, service: str, admin: str, **conf: str) -> Settings:
+    path = tmp_path / "client.conf"
+    path.write_text("".join(f"{k}={v}\n" for k, v in conf.items()))
+    return Settings.resolve({"brokerperf_pulsar_url": service,
+                             "brokerperf_pulsar_admin_url": admin,
+                             "brokerperf_pulsar_config": str(path)}, {}, {})
+
+
+def test_a_remote_pulsar_admin_api_signed_by_another_ca_is_named_at_once(
+        material: TlsMaterial, tls_server: str, tmp_path: Path) -> None:
+    from pytest_brokerperf.brokers.pulsar.remote import remote_pulsar_endpoint
+    from pytest_brokerperf.core.errors import ClusterUnreachable
+
+    other = make_tls_material(tmp_path / "other")
+    admin = f"https://{tls_server}"
+    settings = _remote_pulsar(tmp_path, f"pulsar+ssl://{tls_server}", admin,
+                              tlsTrustCertsFilePath=str(other.ca_cert),
+                              authParams="token:never-shown-123")
+    with pytest.raises(ClusterUnreachable) as info:
+        remote_pulsar_endpoint(settings, timeout_s=5)
+    message = str(info.value)
+    assert message.startswith(f"the remote Pulsar admin API at {admin} failed the TLS "
+                              "handshake after ")
+    assert ("certificate verify failed: the server's certificate is not signed by a CA in "
+            f"{other.ca_cert}") in message
+    assert message.endswith(f"fix: set tlsTrustCertsFilePath in --pulsar-config="
+                            f"{tmp_path / 'client.conf'} to the PEM file of the CA that signed "
+                            f"the cluster's certificate (now: {other.ca_cert})")
+    assert "never-shown-123" not in message
+
+
+def test_a_remote_pulsar_service_certificate_is_checked_as_its_clients_check_it(
+        material: TlsMaterial, tls_server: str, tmp_path: Path) -> None:
+    from pytest_brokerperf.brokers.pulsar.remote import _check_service_certificate
+    from pytest_brokerperf.core.errors import ClusterUnreachable
+
+    service = f"pulsar+ssl://{tls_server}"
+    right = {"tls_trust_certs_file_path": str(material.ca_cert), "tls_validate_hostname": "true"}
+    settings = _remote_pulsar(tmp_path, service, "http://127.0.0.1:1")
+    _check_service_certificate(service, settings, right, 5)  # passes
+    _check_service_certificate(f"pulsar://{tls_server}", settings, {}, 5)  # no TLS: no check
+    other = make_tls_material(tmp_path / "other")
+    wrong = {"tls_trust_certs_file_path": str(other.ca_cert)}
+    _check_service_certificate(service, settings,
+                               {**wrong, "tls_allow_insecure_connection": "true"}, 5)
+    with pytest.raises(ClusterUnreachable, match=(
+            r"the remote Pulsar service URL \(binary protocol\) at pulsar\+ssl://127.0.0.1:\d+ "
+            r"failed the TLS handshake after .* s: certificate verify failed: the server's "
+            r"certificate is not signed by a CA in .*; fix: set tlsTrustCertsFilePath")):
+        _check_service_certificate(service, settings, wrong, 5)
+    try:
+        server = _serve(material, "127.0.0.2")
+        address = next(server)
+    except OSError as exc:  # pragma: no cover - a loopback without 127/8
+        pytest.skip(f"cannot bind 127.0.0.2: {exc}")
+    try:
+        elsewhere = f"pulsar+ssl://{address}"
+        # the name is checked only when the clients check it
+        _check_service_certificate(elsewhere, settings, {**right, "tls_validate_hostname":
+                                                         "false"}, 5)
+        with pytest.raises(ClusterUnreachable) as info:
+            _check_service_certificate(elsewhere, settings, right, 5)
+    finally:
+        server.close()
+    message = str(info.value)
+    assert ("certificate verify failed: the server's certificate does not name 127.0.0.2, "
+            "the address connected to") in message
+    assert ("fix: connect through a host name or address the certificate carries "
+            f"(--pulsar-url={elsewhere})") in message

@@ -25,7 +25,7 @@ from pytest_brokerperf.core.errors import BrokerUnavailable
 from pytest_brokerperf.core.redaction import Secret
 
 __all__ = ["SERVER_HOSTS", "TlsMaterial", "certificate_problem", "make_ca",
-           "make_tls_material"]
+           "make_tls_material", "write_unencrypted_key"]
 
 #: The names a local broker's certificate carries: what its clients connect to.
 SERVER_HOSTS: tuple[str, ...] = ("localhost", "127.0.0.1")
@@ -133,6 +133,35 @@ def make_tls_material(directory: Path, hosts: Sequence[str] = SERVER_HOSTS, *,
     return TlsMaterial(directory=directory, ca_cert=ca_cert, server_chain=chain,
                        server_key=key, server_key_store=store, key_password=password,
                        hosts=tuple(hosts))
+
+
+def write_unencrypted_key(material: TlsMaterial, name: str = "server-key-unencrypted.pem"
+                          ) -> Path:
+    """The server key as an *unencrypted* PKCS#8 PEM beside the other files of
+    ``material`` (its scratch directory, removed with it), readable by this user only.
+
+    For a broker that has no key-password setting for a PEM key: Pulsar's
+    ``tlsKeyFilePath`` is read by its ``SecurityUtility.loadPrivateKeyFromPemFile``, which
+    decodes the ``BEGIN PRIVATE KEY`` block as a plain ``PKCS8EncodedKeySpec`` and takes no
+    password. The encrypted ``server_key`` and the key store stay as they are.
+    """
+    import os
+
+    from cryptography.hazmat.primitives import serialization
+
+    key = serialization.load_pem_private_key(
+        material.server_key.read_bytes(),
+        password=material.key_password.reveal().encode("ascii"))
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                            serialization.NoEncryption())
+    path = material.directory / name
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)  # an existing file keeps its mode through O_CREAT
+        os.write(fd, pem)
+    finally:
+        os.close(fd)
+    return path
 
 
 def certificate_problem(address: str, cafile: str | None, timeout_s: float = 5.0) -> str | None:

@@ -53,6 +53,8 @@ class PulsarBroker(BrokerType):
     #: the local standalone's data directory (metadata store, every bookie) on the
     #: power-cut filesystem; one JVM, so node 1's cut is every bookie's at once
     power_cut_modes: ClassVar[tuple[str, ...]] = ("process",)
+    #: pulsar+ssl:// and https:// listeners with a per-run CA (--brokerperf-tls)
+    tls_modes: ClassVar[tuple[str, ...]] = ("process",)
     power_cut_one_process: ClassVar[str] = (
         "a local Pulsar is one standalone JVM holding the broker, the metadata store and "
         "every bookie, so node 1 is its only node and its power cut is every bookie's")
@@ -138,7 +140,7 @@ class PulsarBroker(BrokerType):
                                       workdir=workdir, durability=durability,
                                       memory_limit=settings.broker_memory,
                                       powercut_fs=settings.powercut_effective,
-                                      overrides=dict(server or {}))
+                                      overrides=dict(server or {}), tls=settings.tls)
         return ManagedBroker(standalone.start(), standalone)
 
     def container_images(self, settings: BrokerSettings) -> tuple[str, ...]:

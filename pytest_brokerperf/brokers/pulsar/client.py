@@ -8,6 +8,7 @@ from __future__ import annotations
 import ssl
 import threading
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_brokerperf.core import header
@@ -107,6 +108,28 @@ def admin_ssl_context(
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
     return context
+
+
+def tls_client_kwargs(client_config: Mapping[str, str]) -> dict[str, Any]:
+    """``pulsar.Client`` TLS settings from an endpoint's client settings: a remote
+    cluster's ``--pulsar-config`` (``tlsTrustCertsFilePath``, ...), or a local TLS
+    standalone's CA with host names checked. Empty when it names none."""
+    kwargs: dict[str, Any] = {}
+    if client_config.get("tls_trust_certs_file_path"):
+        kwargs["tls_trust_certs_file_path"] = client_config["tls_trust_certs_file_path"]
+    for key in ("tls_allow_insecure_connection", "tls_validate_hostname"):
+        if key in client_config:
+            kwargs[key] = str(client_config[key]).lower() == "true"
+    return kwargs
+
+
+def endpoint_ssl_context(admin_url: str, client_config: Mapping[str, str]
+                         ) -> ssl.SSLContext | None:
+    """The TLS context of an endpoint's ``https://`` admin URL from its client settings
+    (the CA it trusts, insecure or not); None for plain http."""
+    insecure = str(client_config.get("tls_allow_insecure_connection", "false")).lower()
+    return admin_ssl_context(admin_url, client_config.get("tls_trust_certs_file_path"),
+                             insecure == "true")
 
 
 def _authentication(plugin: str | None, data: str | None) -> Any:

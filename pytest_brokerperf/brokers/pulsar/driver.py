@@ -64,6 +64,7 @@ from pytest_brokerperf.brokers.pulsar.client import (
     _authentication,
     admin_ssl_context,
     auth_token,
+    tls_client_kwargs,
 )
 from pytest_brokerperf.brokers.pulsar.consumer import _PulsarConsumer
 from pytest_brokerperf.brokers.pulsar.producer import _PulsarProducer
@@ -164,12 +165,7 @@ class PulsarDriver:
         """``pulsar.Client`` settings: the driver YAML's, then the endpoint's TLS settings
         (``--pulsar-config``), which win."""
         kwargs = self.config.client_kwargs(self.service_url)
-        ep = self.endpoint.client_config
-        if ep.get("tls_trust_certs_file_path"):
-            kwargs["tls_trust_certs_file_path"] = ep["tls_trust_certs_file_path"]
-        for key in ("tls_allow_insecure_connection", "tls_validate_hostname"):
-            if key in ep:
-                kwargs[key] = str(ep[key]).lower() == "true"
+        kwargs.update(tls_client_kwargs(self.endpoint.client_config))
         return kwargs
 
     def _auth(self) -> tuple[str | None, str | None]:

@@ -19,6 +19,15 @@ a different level means another start.
 write quorum 3 / ack quorum 2 can be created; it shares one JVM and one disk and is
 labelled a topology check, not a replication cost.
 
+``tls=True`` adds Pulsar's TLS listeners (``brokerServicePortTls``, ``webServicePortTls``)
+with a certificate for ``localhost`` and ``127.0.0.1`` from a CA made at each start
+(:mod:`~pytest_brokerperf.brokers.provision.tls`); the endpoint's clients use
+``pulsar+ssl://`` and ``https://`` trusting that CA only, host names checked. The plaintext
+ports stay: the standalone's own clients (its namespace set-up through the admin API,
+the broker's internal client: ``brokerClientTlsEnabled`` stays false) and the harness's
+readiness checks use them. Pulsar reads a PEM key without a
+password (:class:`PulsarTls`), so the key it is given is an unencrypted copy.
+
 ``powercut_fs=True`` serves the data directory (metadata store and every bookie) through
 the power-cut filesystem; the one JVM is the cluster's only node, so its power cut is
 every bookie's at once (``covers`` in the cut's report). A restart after a fault runs
@@ -46,7 +55,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
+from pytest_brokerperf.brokers.endpoint import BrokerEndpoint, TlsClient
 from pytest_brokerperf.brokers.provision.java import (
     JVM_NON_HEAP,
     JavaRuntime,
@@ -63,7 +72,12 @@ from pytest_brokerperf.brokers.provision.maven import (
     pulsar_version_of,
     resolve_pulsar,
 )
-from pytest_brokerperf.brokers.provision.ports import LOOPBACK, free_ports
+from pytest_brokerperf.brokers.provision.ports import LOOPBACK, free_ports, port_open
+from pytest_brokerperf.brokers.provision.tls import (
+    TlsMaterial,
+    make_tls_material,
+    write_unencrypted_key,
+)
 from pytest_brokerperf.core.errors import ConfigError, ProvisionError
 from pytest_brokerperf.core.shipped import DATA_DIR
 
@@ -72,6 +86,7 @@ __all__ = [
     "PULSAR_DEFAULT_VERSION",
     "PulsarPorts",
     "PulsarStandalone",
+    "PulsarTls",
     "journal_settings",
     "pulsar_jvm_flags",
     "render_pulsar_log4j2",
@@ -132,10 +147,46 @@ _OVERRIDE_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
 
 @dataclass(frozen=True)
 class PulsarPorts:
-    """The broker's two ports; bookie ports are picked inside the JVM (RocksDB mode)."""
+    """The broker's ports; bookie ports are picked inside the JVM (RocksDB mode)."""
 
     broker_port: int  # binary protocol, pulsar://
     web_port: int  # admin REST API, http://
+    #: the TLS listeners (``tls``): pulsar+ssl:// and https://; None without TLS
+    broker_tls_port: int | None = None
+    web_tls_port: int | None = None
+
+
+@dataclass(frozen=True)
+class PulsarTls:
+    """What the standalone's TLS listeners serve: the certificate chain, its key and the
+    run's CA (PEM files in the start's ``tls/`` scratch directory).
+
+    ``key`` is an *unencrypted* PKCS#8 PEM (mode 0600, removed with the directory at
+    stop): Pulsar 4.0's ``tlsKeyFilePath`` has no password setting (its
+    ``SecurityUtility`` reads the ``BEGIN PRIVATE KEY`` block as a plain
+    ``PKCS8EncodedKeySpec``), unlike Kafka's and RabbitMQ's, which get the encrypted key.
+    Pulsar's key-store mode (``tlsEnabledWithKeyStore``, ``tlsKeyStorePassword``) would
+    take the encrypted PKCS#12 store; it is not used here.
+    """
+
+    certificate: Path
+    key: Path
+    ca: Path
+
+    def conf(self, ports: PulsarPorts) -> dict[str, str]:
+        """The ``standalone.conf`` keys of the two TLS listeners (ServiceConfiguration)."""
+        if ports.broker_tls_port is None or ports.web_tls_port is None:
+            raise ConfigError("Pulsar's TLS listeners need broker_tls_port and web_tls_port")
+        return {
+            "brokerServicePortTls": str(ports.broker_tls_port),
+            "webServicePortTls": str(ports.web_tls_port),
+            "tlsCertificateFilePath": str(self.certificate),
+            "tlsKeyFilePath": str(self.key),
+            "tlsTrustCertsFilePath": str(self.ca),
+            # server authentication only, as the Kafka and RabbitMQ listeners
+            "tlsRequireTrustedClientCertOnConnect": "false",
+            "tlsAllowInsecureConnection": "false",
+        }
 
 
 def journal_settings(durability: int | None) -> dict[str, str]:
@@ -178,6 +229,7 @@ def standalone_config(
     durability: int | None = None,
     overrides: Mapping[str, str] | None = None,
     extra_listeners: Mapping[str, int] | None = None,
+    tls: PulsarTls | None = None,
 ) -> dict[str, str]:
     """The ``standalone.conf`` keys (broker and bookie read the same file), overrides last.
 
@@ -185,6 +237,10 @@ def standalone_config(
     ``advertisedListeners``; the first, ``internal``, is its own port): a client that
     names one (``listener_name``) is sent there by topic lookups, e.g. to a proxy in
     front of the broker. Pulsar refuses ``advertisedAddress`` beside them.
+
+    ``tls``: the TLS listeners besides the plaintext ones, on ``ports.broker_tls_port``
+    and ``ports.web_tls_port`` (:meth:`PulsarTls.conf`); the ``internal`` listener
+    advertises its ``pulsar+ssl://`` address too.
     """
     e, qw, qa = _default_quorum(bookies)
     cfg: dict[str, str] = {
@@ -228,10 +284,15 @@ def standalone_config(
         "bookkeeperUseV2WireProtocol": "true",
     }
     cfg.update(journal_settings(durability))
+    if tls is not None:
+        cfg.update(tls.conf(ports))
     if extra_listeners:
         del cfg["advertisedAddress"]
+        internal = [f"internal:pulsar://{LOOPBACK}:{ports.broker_port}"]
+        if tls is not None:
+            internal.append(f"internal:pulsar+ssl://{LOOPBACK}:{ports.broker_tls_port}")
         cfg["advertisedListeners"] = ",".join(
-            [f"internal:pulsar://{LOOPBACK}:{ports.broker_port}"]
+            internal
             + [f"{name}:pulsar://{LOOPBACK}:{port}" for name, port in extra_listeners.items()])
         cfg["internalListenerName"] = "internal"
     for k, v in (overrides or {}).items():
@@ -307,7 +368,9 @@ class PulsarStandalone(ProcessCluster[LocalNode]):
     last CPU when there are several, ``set()`` = no pinning). ``overrides`` are merged
     into ``standalone.conf`` last (e.g. ``{"journalFlushWhenQueueEmpty": "true"}``, a
     tuning knob of the Pulsar limit study). ``start_timeout`` bounds start and readiness, not a
-    first-time Maven download.
+    first-time Maven download. ``tls``: TLS listeners too, which the endpoint's clients
+    use (``pulsar+ssl://``, ``https://``; :attr:`BrokerEndpoint.tls` carries the CA), from
+    a CA made at each start in ``<workdir>/tls`` (removed at stop).
     """
 
     kind: ClassVar[str] = "pulsar"
@@ -330,6 +393,7 @@ class PulsarStandalone(ProcessCluster[LocalNode]):
         memory_limit: int | None = None,
         extra_listeners: dict[str, int] | None = None,
         powercut_fs: bool = False,
+        tls: bool = False,
     ) -> None:
         if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
             raise ConfigError(f"nodes (bookies) must be a positive integer, got {nodes!r}")
@@ -345,6 +409,9 @@ class PulsarStandalone(ProcessCluster[LocalNode]):
         #: more advertised listeners, name -> port (see :func:`standalone_config`)
         self.extra_listeners: dict[str, int] = dict(extra_listeners or {})
         self.java = java
+        self.tls = tls
+        self._tls: TlsMaterial | None = None
+        self._tls_key: Path | None = None
         self._ports: PulsarPorts | None = None
         self._flags: list[str] = []
         self._argv: list[str] = []
@@ -387,11 +454,12 @@ class PulsarStandalone(ProcessCluster[LocalNode]):
     def _launch(self, workdir: Path, deadline: float) -> None:
         assert self._java is not None
         data = self.fresh_dir(workdir / "data")
-        broker_port, web_port = free_ports(2)
-        self._ports = PulsarPorts(broker_port=broker_port, web_port=web_port)
+        tls = self._make_tls(workdir)
+        ports = free_ports(4 if tls is not None else 2)
+        self._ports = PulsarPorts(*ports)
         self._config = standalone_config(
             self._ports, bookies=self.nodes, durability=self.durability, overrides=self.overrides,
-            extra_listeners=self.extra_listeners)
+            extra_listeners=self.extra_listeners, tls=tls)
         config_file = workdir / "config" / "standalone.conf"
         config_file.write_text(
             render_properties(
@@ -423,9 +491,21 @@ class PulsarStandalone(ProcessCluster[LocalNode]):
         self._spawn(node, self._argv, name="pulsar-standalone", cwd=workdir)
         self._wait_ready(deadline)
 
+    def _make_tls(self, workdir: Path) -> PulsarTls | None:
+        """A fresh CA and server certificate for this start (``tls``) in
+        ``<workdir>/tls``, a scratch directory removed at stop, with the unencrypted copy
+        of the key Pulsar reads (:class:`PulsarTls`)."""
+        self._tls, self._tls_key = None, None
+        if not self.tls:
+            return None
+        self._tls = make_tls_material(self.fresh_dir(workdir / "tls"))
+        self._tls_key = write_unencrypted_key(self._tls)
+        return PulsarTls(certificate=self._tls.server_chain, key=self._tls_key,
+                         ca=self._tls.ca_cert)
+
     def _readiness(self) -> list[Probe]:
         """Admin API health check, then ``public/default`` exists, then all bookies: one
-        probe each, in that order."""
+        probe each, in that order; with ``tls``, then both TLS ports accept connections."""
         assert self._ports is not None
         admin = f"http://{LOOPBACK}:{self._ports.web_port}"
         stage = "admin API not answering"
@@ -453,6 +533,15 @@ class PulsarStandalone(ProcessCluster[LocalNode]):
                 return f"waiting for {what}; last answer: {stage}"
 
             probes.append(answered)
+        ports = self._ports
+        if ports.broker_tls_port is not None and ports.web_tls_port is not None:
+            tls_ports = (ports.broker_tls_port, ports.web_tls_port)
+
+            def tls_open(remaining: float) -> str | None:
+                closed = [p for p in tls_ports if not port_open(LOOPBACK, p)]
+                return f"waiting for the TLS ports {closed} to accept" if closed else None
+
+            probes.append(tls_open)
         return probes
 
     def _wait_ready(self, deadline: float) -> None:
@@ -593,7 +682,9 @@ class PulsarStandalone(ProcessCluster[LocalNode]):
             "bookie_ids": bookies,
             "cluster_name": CLUSTER_NAME,
             "metadata_store": f"rocksdb://{data / 'metadata'}",
-            "ports": {"broker": self._ports.broker_port, "web": self._ports.web_port},
+            "ports": {"broker": self._ports.broker_port, "web": self._ports.web_port,
+                      **({"broker_tls": self._ports.broker_tls_port,
+                          "web_tls": self._ports.web_tls_port} if self._tls else {})},
             "durability": self.durability,
             "default_persistence": {
                 "ensemble": int(self._config["managedLedgerDefaultEnsembleSize"]),
@@ -606,9 +697,24 @@ class PulsarStandalone(ProcessCluster[LocalNode]):
             "lib": str(self._lib),
             "lib_source": "maven-cache",
         }
+        plaintext = f"pulsar://{LOOPBACK}:{self._ports.broker_port}"
+        bootstrap, tls, client = plaintext, None, {}
+        if self._tls is not None:
+            info["tls_key"] = {"file": str(self._tls_key), "encrypted": False,
+                               "why": "Pulsar's tlsKeyFilePath takes no key password"}
+            bootstrap = f"pulsar+ssl://{LOOPBACK}:{self._ports.broker_tls_port}"
+            admin_url = f"https://{LOOPBACK}:{self._ports.web_tls_port}"
+            tls = TlsClient(protocol="pulsar+ssl", ca_file=str(self._tls.ca_cert),
+                            plaintext=plaintext, server_names=self._tls.hosts)
+            # what --pulsar-config would say (client.conf keys, as the driver reads them)
+            client = {"tls_trust_certs_file_path": str(self._tls.ca_cert),
+                      "tls_validate_hostname": "true",
+                      "tls_allow_insecure_connection": "false"}
         return BrokerEndpoint(
             kind="pulsar",
-            bootstrap=f"pulsar://{LOOPBACK}:{self._ports.broker_port}",
+            bootstrap=bootstrap,
+            client_config=client,
+            tls=tls,
             mode="process",
             nodes=self.nodes,
             version=self._run_version,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import ssl
 import time
 import urllib.parse
 import urllib.request
@@ -80,19 +81,21 @@ def run_partitions(listed: Iterable[str], topics: Sequence[str]) -> list[str]:
     return [full for _, _, full in sorted(set(found))]
 
 
-def _get(admin_url: str, path: str) -> Any:
+def _get(admin_url: str, path: str, context: ssl.SSLContext | None = None) -> Any:
     req = urllib.request.Request(admin_url.rstrip("/") + path,
                                  headers={"Accept": "application/json"})
-    with urllib.request.urlopen(req, timeout=15) as resp:
+    with urllib.request.urlopen(req, timeout=15, context=context) as resp:
         return json.loads(resp.read().decode("utf-8") or "null")
 
 
-def _listed_topics(admin_url: str) -> list[str]:
-    """Every persistent topic of every namespace of every tenant (partitions each)."""
+def _listed_topics(admin_url: str, context: ssl.SSLContext | None = None) -> list[str]:
+    """Every persistent topic of every namespace of every tenant (partitions each);
+    ``context``: an ``https://`` admin URL's (the endpoint's CA)."""
     listed: list[str] = []
-    for tenant in _get(admin_url, "/admin/v2/tenants") or []:
-        for ns in _get(admin_url, f"/admin/v2/namespaces/{urllib.parse.quote(tenant)}") or []:
-            listed += _get(admin_url, f"/admin/v2/persistent/{ns}") or []
+    for tenant in _get(admin_url, "/admin/v2/tenants", context) or []:
+        for ns in _get(admin_url, f"/admin/v2/namespaces/{urllib.parse.quote(tenant)}",
+                       context) or []:
+            listed += _get(admin_url, f"/admin/v2/persistent/{ns}", context) or []
     return listed
 
 
@@ -126,7 +129,11 @@ def read_back_pulsar(endpoint: BrokerEndpoint, topics: Sequence[str],
     if not endpoint.admin_url:
         raise ValueError(f"the Pulsar endpoint at {endpoint.bootstrap} has no admin URL to "
                          "list its topics; pass --pulsar-admin-url")
-    partitions = run_partitions(_listed_topics(endpoint.admin_url), topics)
+    from pytest_brokerperf.brokers.pulsar.client import endpoint_ssl_context, tls_client_kwargs
+
+    # the endpoint's TLS settings (a TLS standalone's CA, --pulsar-config), as the driver's
+    context = endpoint_ssl_context(endpoint.admin_url, endpoint.client_config)
+    partitions = run_partitions(_listed_topics(endpoint.admin_url, context), topics)
     if not partitions:
         raise LookupError(f"none of the topics {list(topics)} exists on the Pulsar broker at "
                           f"{endpoint.admin_url} after the power cut (a topic whose metadata "
@@ -134,7 +141,8 @@ def read_back_pulsar(endpoint: BrokerEndpoint, topics: Sequence[str],
     seen = SeqBitmaps()
     deadline = time.monotonic() + timeout_s
     client = pulsar.Client(endpoint.bootstrap, operation_timeout_seconds=OPEN_TIMEOUT_S,
-                           logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+                           logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error),
+                           **tls_client_kwargs(endpoint.client_config))
     complete = True
     try:
         for name in partitions:

@@ -5,7 +5,9 @@ How remote runs stay safe: docs/how-to/remote.md.
 Nothing is started. The client config file is Pulsar's own ``conf/client.conf`` format
 (what ``pulsar-admin`` and ``pulsar-client`` read): ``authPlugin``, ``authParams``,
 ``tlsTrustCertsFilePath``, ``tlsAllowInsecureConnection``,
-``tlsEnableHostnameVerification``. ``authParams`` is a secret: it lives only in
+``tlsEnableHostnameVerification``. A certificate the client refuses (another CA, or a
+name the certificate lacks) stops the session at once with what is wrong and the fix
+(:func:`_tls_refused`). ``authParams`` is a secret: it lives only in
 :attr:`BrokerEndpoint.client_config` under ``auth_secret`` (which
 :meth:`BrokerEndpoint.redacted` hides) and no message quotes it.
 
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import json
 import socket
+import ssl
 import time
 import urllib.error
 import urllib.request
@@ -137,6 +140,73 @@ def _probe_service(service: str, admin: str, timeout_s: float) -> None:
             "6650 or 6651 with TLS) and the network path") from None
 
 
+def _first_address(url: str, default_port: int) -> tuple[str, int]:
+    """The first ``host`` and ``port`` of a (possibly multi-host) Pulsar URL."""
+    first = urlsplit(url).netloc.rpartition("@")[2].split(",")[0]
+    if first.startswith("["):  # [v6]:port
+        host, _, rest = first[1:].partition("]")
+        port = rest.lstrip(":")
+    else:
+        host, _, port = first.partition(":")
+    return host, int(port) if port.isdigit() else default_port
+
+
+def _refused_certificate(exc: BaseException) -> ssl.SSLCertVerificationError | None:
+    """The certificate verification error under a urllib error, else None."""
+    reason = getattr(exc, "reason", exc)
+    return reason if isinstance(reason, ssl.SSLCertVerificationError) else None
+
+
+def _tls_refused(what: str, flag: str, url: str, started: float,
+                 problem: str | None, reason: str, settings: BrokerSettings,
+                 client: dict[str, str]) -> ClusterUnreachable:
+    """A certificate the client refused: what exactly is wrong with it (its chain or its
+    name, from :func:`~pytest_brokerperf.brokers.provision.tls.certificate_problem`) and
+    the setting to fix. CA paths are no secret; ``authParams`` never appears."""
+    elapsed = time.monotonic() - started
+    cafile = client.get("tls_trust_certs_file_path")
+    where = (f"--pulsar-config={settings.pulsar_config}" if settings.pulsar_config
+             else "--pulsar-config")
+    if problem is not None and "does not name" in problem:
+        fix = (f"connect through a host name or address the certificate carries "
+               f"({flag}={url}), or have the cluster's certificate issued for the address "
+               "clients use")
+    else:
+        fix = (f"set tlsTrustCertsFilePath in {where} to the PEM file of the CA that signed "
+               f"the cluster's certificate (now: {cafile or 'unset: the system trust store'})")
+    return ClusterUnreachable(
+        f"the remote Pulsar {what} at {url} failed the TLS handshake after {elapsed:.1f} s: "
+        f"certificate verify failed: {problem or reason}; fix: {fix}")
+
+
+def _address(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _check_service_certificate(service: str, settings: BrokerSettings,
+                               client: dict[str, str], timeout_s: float) -> None:
+    """A ``pulsar+ssl://`` service URL: the certificate its first address serves must
+    pass what the clients check (the chain against ``tlsTrustCertsFilePath``, the name
+    when ``tlsEnableHostnameVerification`` is true); the C++ client would retry until its
+    operation timeout and say only that it could not connect."""
+    from pytest_brokerperf.brokers.provision.tls import certificate_problem
+
+    if (urlsplit(service).scheme != "pulsar+ssl"
+            or client.get("tls_allow_insecure_connection", "").lower() == "true"):
+        return
+    started = time.monotonic()
+    host, port = _first_address(service, 6651)
+    problem = certificate_problem(_address(host, port), client.get("tls_trust_certs_file_path"),
+                                  timeout_s)
+    if problem is None:
+        return
+    if ("does not name" in problem
+            and client.get("tls_validate_hostname", "").lower() != "true"):
+        return  # the clients do not check the name (tlsEnableHostnameVerification)
+    raise _tls_refused("service URL (binary protocol)", "--pulsar-url", service, started,
+                       problem, problem, settings, client)
+
+
 def remote_pulsar_endpoint(settings: BrokerSettings,
                            timeout_s: float = CONNECT_TIMEOUT_S) -> BrokerEndpoint:
     """Reach the cluster named by ``--pulsar-url``/``--pulsar-admin-url`` (read-only).
@@ -173,6 +243,16 @@ def remote_pulsar_endpoint(settings: BrokerSettings,
     try:
         code, body = _get(f"{admin}/admin/v2/clusters", token, context, timeout_s)
     except (OSError, urllib.error.URLError) as e:
+        refused = _refused_certificate(e)
+        if refused is not None:  # a certificate is refused at once, not after a timeout
+            from pytest_brokerperf.brokers.provision.tls import certificate_problem
+
+            host, port = _first_address(admin, 8443)
+            problem = certificate_problem(_address(host, port),
+                                          client.get("tls_trust_certs_file_path"), timeout_s)
+            raise _tls_refused("admin API", "--pulsar-admin-url", admin, started,
+                               problem, str(refused.verify_message or refused)[:300],
+                               settings, client) from None
         raise unreachable(
             "Pulsar admin API", admin, started,
             f"{type(e).__name__}: {str(e)[:200]}; this admin URL was {origin}; the service "
@@ -193,6 +273,7 @@ def remote_pulsar_endpoint(settings: BrokerSettings,
             f"service URL {service} was not tried. Fix: check --pulsar-admin-url points at a "
             "healthy Pulsar admin API.")
     _probe_service(service, admin, timeout_s)
+    _check_service_certificate(service, settings, client, timeout_s)
     version = "unknown (remote)"
     try:
         code, body = _get(f"{admin}/admin/v2/brokers/version", token, context, timeout_s)
