@@ -9,10 +9,7 @@ prints or writes.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +22,7 @@ from pytest_brokerperf.brokers.provision.tls import make_tls_material
 from pytest_brokerperf.config.settings import Settings
 from pytest_brokerperf.core.errors import ClusterUnreachable
 from pytest_brokerperf.testing import PLAIN_SCENARIOS
+from tests.support.forwarder import Forwarder
 
 pytestmark = pytest.mark.integration
 pytest.importorskip("trustme")
@@ -37,57 +35,6 @@ def tls_kafka(_broker_session_lock: None) -> Iterator[KafkaProcessCluster]:
     cluster = KafkaProcessCluster(nodes=1, tls=True, heap="512m")
     with cluster:
         yield cluster
-
-
-class _Forwarder:
-    """TCP from ``listen_host`` to a target: the broker reached at an address (127.0.0.2)
-    that its certificate does not carry, as a client behind a wrong DNS name would."""
-
-    def __init__(self, listen_host: str, target: tuple[str, int]) -> None:
-        self.server = socket.create_server((listen_host, 0))
-        self.address = f"{listen_host}:{self.server.getsockname()[1]}"
-        self.target = target
-        self.sockets: list[socket.socket] = []
-        self.threads = [threading.Thread(target=self._accept, daemon=True)]
-        self.threads[0].start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.server.accept()
-            except OSError:
-                return
-            self.sockets.append(client)
-            try:
-                upstream = socket.create_connection(self.target)
-            except OSError:
-                return
-            self.sockets.append(upstream)
-            for a, b in ((client, upstream), (upstream, client)):
-                t = threading.Thread(target=self._pipe, args=(a, b), daemon=True)
-                self.threads.append(t)
-                t.start()
-
-    @staticmethod
-    def _pipe(src: socket.socket, dst: socket.socket) -> None:
-        with contextlib.suppress(OSError):
-            while data := src.recv(65536):
-                dst.sendall(data)
-        for s in (src, dst):
-            with contextlib.suppress(OSError):
-                s.shutdown(socket.SHUT_RDWR)
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self.server.shutdown(socket.SHUT_RDWR)
-        self.server.close()
-        for s in self.sockets:
-            with contextlib.suppress(OSError):
-                s.shutdown(socket.SHUT_RDWR)
-        for t in self.threads:
-            t.join(5)
-        for s in self.sockets:
-            s.close()
 
 
 def _config(path: Path, lines: str) -> Settings:
@@ -199,7 +146,7 @@ def test_an_address_the_certificate_does_not_name_is_named_at_once(
     assert ep.tls is not None
     host, port = tls_kafka.tls_bootstrap("SASL_SSL").split(":")
     try:
-        proxy = _Forwarder("127.0.0.2", (host, int(port)))
+        proxy = Forwarder("127.0.0.2", (host, int(port)))
     except OSError as exc:  # pragma: no cover - a loopback without 127/8
         pytest.skip(f"cannot bind 127.0.0.2: {exc}")
     try:

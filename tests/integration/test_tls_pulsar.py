@@ -8,9 +8,6 @@ One TLS standalone serves the whole module (about 10 s to start here).
 
 from __future__ import annotations
 
-import contextlib
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,6 +27,7 @@ from pytest_brokerperf.brokers.pulsar.remote import remote_pulsar_endpoint
 from pytest_brokerperf.config.settings import Settings
 from pytest_brokerperf.core.errors import BrokerUnavailable, ClusterUnreachable
 from pytest_brokerperf.core.header import KIND_DATA, MAGIC, VERSION, pack
+from tests.support.forwarder import Forwarder
 
 pytestmark = pytest.mark.integration
 pytest.importorskip("trustme")
@@ -214,46 +212,6 @@ def test_a_wrong_ca_is_named_as_a_refused_certificate_at_once(
     assert signed in message and message.endswith(fix)
 
 
-class _Forwarder:
-    """TCP from 127.0.0.2 to a port on 127.0.0.1: the broker reached at an address its
-    certificate does not carry, as through a wrong DNS name."""
-
-    def __init__(self, target: int) -> None:
-        self.server = socket.create_server(("127.0.0.2", 0))
-        self.address = f"127.0.0.2:{self.server.getsockname()[1]}"
-        self.target = target
-        self.sockets: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.server.accept()
-                upstream = socket.create_connection(("127.0.0.1", self.target))
-            except OSError:
-                return
-            self.sockets += [client, upstream]
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pipe(src: socket.socket, dst: socket.socket) -> None:
-        with contextlib.suppress(OSError):
-            while data := src.recv(65536):
-                dst.sendall(data)
-        for s in (src, dst):
-            with contextlib.suppress(OSError):
-                s.shutdown(socket.SHUT_RDWR)
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self.server.shutdown(socket.SHUT_RDWR)
-        self.server.close()
-        for s in self.sockets:
-            with contextlib.suppress(OSError):
-                s.close()
-
-
 def test_an_address_the_certificate_does_not_name_is_named_at_once(
         tls_pulsar: PulsarStandalone, tmp_path: Path) -> None:
     ep = tls_pulsar.endpoint
@@ -261,7 +219,8 @@ def test_an_address_the_certificate_does_not_name_is_named_at_once(
     ports = _ports(ep)
     forwarders: list[Any] = []
     try:
-        web, service = _Forwarder(ports["web_tls"]), _Forwarder(ports["broker_tls"])
+        web, service = (Forwarder("127.0.0.2", ("127.0.0.1", ports[name]))
+                        for name in ("web_tls", "broker_tls"))
     except OSError as exc:  # pragma: no cover - a loopback without 127/8
         pytest.skip(f"cannot bind 127.0.0.2: {exc}")
     forwarders += [web, service]

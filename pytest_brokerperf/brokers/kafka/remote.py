@@ -203,7 +203,7 @@ def _tls_refused(kind: str, bootstrap: str, started: float, error: Any,
     with the certificate (its chain or its name, found by a second handshake) and the
     setting to fix. Certificates and CA paths are no secret; key passwords never appear
     (librdkafka's reason does not carry them, and neither does the client config shown)."""
-    from pytest_brokerperf.brokers.provision.tls import certificate_problem
+    from pytest_brokerperf.brokers.provision.tls import certificate_fix, certificate_problem
 
     reason = (error.str() if hasattr(error, "str") else str(error))[:400]
     elapsed = time.monotonic() - started
@@ -215,13 +215,8 @@ def _tls_refused(kind: str, bootstrap: str, started: float, error: Any,
             f"{elapsed:.1f} s ({reason}); check that --kafka-bootstrap names the cluster's TLS "
             f"listener and that security.protocol and ssl.* in {where} match it")
     problem = certificate_problem(bootstrap.split(",")[0], cafile)
-    if problem is not None and "does not name" in problem:
-        fix = (f"connect through a host name or address the certificate carries "
-               f"(--kafka-bootstrap={bootstrap}), or have the cluster's certificate issued for "
-               "the address clients use")
-    else:
-        fix = (f"set ssl.ca.location in {where} to the PEM file of the CA that signed the "
-               f"cluster's certificate (now: {cafile or 'unset: the system trust store'})")
+    fix = certificate_fix(problem, address_option=f"--kafka-bootstrap={bootstrap}",
+                          ca_setting="ssl.ca.location", where=where, cafile=cafile)
     return ClusterUnreachable(
         f"the remote {kind} cluster at {bootstrap} failed the TLS handshake after "
         f"{elapsed:.1f} s: certificate verify failed"

@@ -24,7 +24,7 @@ from typing import Any
 from pytest_brokerperf.core.errors import BrokerUnavailable
 from pytest_brokerperf.core.redaction import Secret
 
-__all__ = ["SERVER_HOSTS", "TlsMaterial", "certificate_problem", "make_ca",
+__all__ = ["SERVER_HOSTS", "TlsMaterial", "certificate_fix", "certificate_problem", "make_ca",
            "make_tls_material", "write_unencrypted_key"]
 
 #: The names a local broker's certificate carries: what its clients connect to.
@@ -196,3 +196,17 @@ def certificate_problem(address: str, cafile: str | None, timeout_s: float = 5.0
         except (OSError, ValueError, ssl.SSLError):
             return None
     return None
+
+
+def certificate_fix(problem: str | None, *, address_option: str, ca_setting: str,
+                    where: str, cafile: str | None) -> str:
+    """The fix for a certificate a client refused (:func:`certificate_problem`'s
+    ``problem``): an address it names, or the CA that signed it. ``address_option`` is
+    the flag and value the client connected with (``--kafka-bootstrap=HOST:PORT``);
+    ``ca_setting`` the client setting naming the CA file, set in ``where``."""
+    if problem is not None and "does not name" in problem:
+        return (f"connect through a host name or address the certificate carries "
+                f"({address_option}), or have the cluster's certificate issued for the "
+                "address clients use")
+    return (f"set {ca_setting} in {where} to the PEM file of the CA that signed the "
+            f"cluster's certificate (now: {cafile or 'unset: the system trust store'})")

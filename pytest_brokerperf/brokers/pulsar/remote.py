@@ -163,17 +163,14 @@ def _tls_refused(what: str, flag: str, url: str, started: float,
     """A certificate the client refused: what exactly is wrong with it (its chain or its
     name, from :func:`~pytest_brokerperf.brokers.provision.tls.certificate_problem`) and
     the setting to fix. CA paths are no secret; ``authParams`` never appears."""
+    from pytest_brokerperf.brokers.provision.tls import certificate_fix
+
     elapsed = time.monotonic() - started
     cafile = client.get("tls_trust_certs_file_path")
     where = (f"--pulsar-config={settings.pulsar_config}" if settings.pulsar_config
              else "--pulsar-config")
-    if problem is not None and "does not name" in problem:
-        fix = (f"connect through a host name or address the certificate carries "
-               f"({flag}={url}), or have the cluster's certificate issued for the address "
-               "clients use")
-    else:
-        fix = (f"set tlsTrustCertsFilePath in {where} to the PEM file of the CA that signed "
-               f"the cluster's certificate (now: {cafile or 'unset: the system trust store'})")
+    fix = certificate_fix(problem, address_option=f"{flag}={url}",
+                          ca_setting="tlsTrustCertsFilePath", where=where, cafile=cafile)
     return ClusterUnreachable(
         f"the remote Pulsar {what} at {url} failed the TLS handshake after {elapsed:.1f} s: "
         f"certificate verify failed: {problem or reason}; fix: {fix}")
