@@ -10,26 +10,7 @@ from typing import Any
 
 import pytest
 
-CONFTEST = """
-from pathlib import Path
-
-import pytest
-from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
-
-@pytest.fixture(scope="session")
-def broker(broker_kind):
-    Path("broker-started").write_text("yes")
-    yield BrokerEndpoint(kind="loopback", bootstrap="in-process", mode="process")
-"""
-
-TEST = """
-import pytest
-from pytest_brokerperf import TailRead
-
-@pytest.mark.tailread
-def test_tail(brokerperf):
-    brokerperf.run(TailRead(message_size=128, rate=200))
-"""
+from tests.support.refusals import CONFTEST, TEST
 
 SHOW_SETTINGS = """
 import json, os

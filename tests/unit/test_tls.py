@@ -84,6 +84,16 @@ def test_the_key_password_is_never_shown(material: TlsMaterial) -> None:
     assert "***" in repr(material)
 
 
+def _serve_elsewhere(material: TlsMaterial) -> tuple[Iterator[str], str]:
+    """:func:`_serve` on 127.0.0.2, an address the certificate does not carry, and its
+    address (a skip where the loopback has no 127/8)."""
+    try:
+        server = _serve(material, "127.0.0.2")
+        return server, next(server)
+    except OSError as exc:  # pragma: no cover - a loopback without 127/8
+        pytest.skip(f"cannot bind 127.0.0.2: {exc}")
+
+
 def _serve(material: TlsMaterial, host: str) -> Iterator[str]:
     """A TLS server on ``host`` that completes handshakes (Python's ssl, no broker)."""
     ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
@@ -134,11 +144,7 @@ def test_a_certificate_of_another_ca_is_named_as_such(
 
 
 def test_an_address_the_certificate_does_not_carry_is_named(material: TlsMaterial) -> None:
-    try:
-        server = _serve(material, "127.0.0.2")
-        address = next(server)
-    except OSError as exc:  # pragma: no cover - a loopback without 127/8
-        pytest.skip(f"cannot bind 127.0.0.2: {exc}")
+    server, address = _serve_elsewhere(material)
     try:
         problem = certificate_problem(address, str(material.ca_cert))
     finally:
@@ -478,11 +484,7 @@ def test_a_remote_pulsar_service_certificate_is_checked_as_its_clients_check_it(
             r"failed the TLS handshake after .* s: certificate verify failed: the server's "
             r"certificate is not signed by a CA in .*; fix: set tlsTrustCertsFilePath")):
         _check_service_certificate(service, settings, wrong, 5)
-    try:
-        server = _serve(material, "127.0.0.2")
-        address = next(server)
-    except OSError as exc:  # pragma: no cover - a loopback without 127/8
-        pytest.skip(f"cannot bind 127.0.0.2: {exc}")
+    server, address = _serve_elsewhere(material)
     try:
         elsewhere = f"pulsar+ssl://{address}"
         # the name is checked only when the clients check it
