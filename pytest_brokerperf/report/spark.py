@@ -246,7 +246,9 @@ class QuietSpark:
     Not ``verbose``, the JVM (and the executors and Python workers it starts) gets a
     log file as its stderr and logs errors only, so its lines never interleave with the
     progress line or pytest's output; the file's path is printed when something fails.
-    A session that was already running (a caller's) is used as is and left running.
+    A session that was already running (a caller's) is used as is and left running; a
+    JVM that was already running (``PYSPARK_GATEWAY_PORT``, as spark-submit sets it) gets
+    a session of ours and is left running.
     ``quick``: the driver JVM's quick JIT (:func:`quick_jit`).
     """
 
@@ -264,6 +266,12 @@ class QuietSpark:
 
         if SparkContext._active_spark_context is not None:  # a caller's session
             return spark_session(self.master, verbose=self.verbose)
+        if SparkContext._gateway is None and os.environ.get("PYSPARK_GATEWAY_PORT"):
+            # A JVM someone else launched (spark-submit runs a Python driver this way):
+            # its flags and its stderr are its own; the session is ours to stop, the
+            # JVM is not ours to end.
+            self._spark = spark_session(self.master, verbose=self.verbose)
+            return self._spark
         # a JVM of our own: it may write the class-data archive later reports start from
         self._cds = (class_data_sharing(write=True) if SparkContext._gateway is None
                      else None)
@@ -424,7 +432,8 @@ def manifest_schema() -> StructType:
 
 
 def find_result_files(dirs: Sequence[str | Path]) -> list[Path]:
-    """Every ``results.jsonl`` in or under the given directories (or the files themselves)."""
+    """Every ``results.jsonl`` in or under the given directories (or the files themselves),
+    as absolute paths."""
     files: list[Path] = []
     for raw in dirs:
         p = Path(raw)
@@ -439,13 +448,15 @@ def find_result_files(dirs: Sequence[str | Path]) -> list[Path]:
             raise ReportInputError(f"no results.jsonl in or under {str(p)!r}; give the "
                                    "--brokerperf-results directory of a run (or a parent)")
         files.extend(found)
+    # absolute: Spark resolves a relative path against its JVM's directory, which is not
+    # this process's when the JVM was started by someone else (spark-submit, a shared one)
     seen: set[Path] = set()
     unique = []
     for f in files:
         r = f.resolve()
         if r not in seen:
             seen.add(r)
-            unique.append(f)
+            unique.append(r)
     return unique
 
 

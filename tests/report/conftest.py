@@ -16,3 +16,14 @@ def spark() -> Iterator[Any]:
     session = spark_session("local[2]", app="brokerperf-report-tests")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def report_jvm() -> Iterator[dict[str, str]]:
+    """The environment that sends a ``brokerperf report`` subprocess (or a pytest session
+    whose gate runs one) to this worker's shared driver JVM (tests/support/spark_jvm.py)."""
+    pytest.importorskip("pyspark", reason="the report extra (pyspark) is not installed")
+    from tests.support.spark_jvm import shared_spark_jvm
+
+    with shared_spark_jvm() as (env, _proc):
+        yield env

@@ -50,7 +50,10 @@ def _measure(workspace: Path, run_id: str, seed: int, slow: float = 1.0) -> None
     write_jsonl(workspace / "brokerperf-results" / "results.jsonl", [rec])
 
 
-def test_the_workflow_builds_a_history_and_gates_3_then_0_then_1(tmp_path: Path) -> None:
+def test_the_workflow_builds_a_history_and_gates_3_then_0_then_1(
+        tmp_path: Path, report_jvm: dict[str, str]) -> None:
+    """Each job's ``brokerperf report`` runs in this worker's shared driver JVM
+    (tests/support/spark_jvm.py): the workflow is under test, not Spark's start."""
     drive = _driver().drive
     store = tmp_path / "store"
     history_sizes, codes = [], []
@@ -68,7 +71,7 @@ def test_the_workflow_builds_a_history_and_gates_3_then_0_then_1(tmp_path: Path)
         res = drive(WORKFLOW, ws, store, ref=ref, event=event, run_id=str(push), log=log,
                     skip=["Install", "Fetch"],
                     extra_env={"SKIP_RUN": "1", "RUN_ID": run_id, "KEEP": "3",
-                               "PYTHON": sys.executable})
+                               "PYTHON": sys.executable, **report_jvm})
         gate = res.step("Run the smoke and gate it")
         codes.append(int(gate.outputs["code"]))
         assert gate.outputs.get("measured") == "true", log.getvalue()

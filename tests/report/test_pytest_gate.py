@@ -64,11 +64,20 @@ def _baseline(path: Path, cpu_model: str | None = None, runs: int = 3,
         write_jsonl(path / name.format(i=i + 1), [rec])
 
 
+def _shared_jvm(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> None:
+    """The inner sessions' gates run their reports in this worker's shared driver JVM
+    (tests/support/spark_jvm.py): each session's own JVM start is tested elsewhere."""
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+
+
 def test_a_regression_fails_the_test_the_report_says_so_and_the_run_is_saved_after_it(
-        pytester: pytest.Pytester) -> None:
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+        report_jvm: dict[str, str]) -> None:
     """Three stored runs are the baseline (``all``); the loopback run regresses against
     them, the session-end report says so, and the run is stored only after its report,
     so ``all`` never holds the run itself."""
+    _shared_jvm(monkeypatch, report_jvm)
     store = pytester.path / "store"
     _baseline(store / machine_key("local"), name="000{i}_b/results.jsonl")
     pytester.makeconftest(CONFTEST)
@@ -103,7 +112,9 @@ def test_a_regression_fails_the_test_the_report_says_so_and_the_run_is_saved_aft
 
 
 def test_a_saved_run_is_a_named_baseline_and_an_unknown_name_a_usage_error(
-        pytester: pytest.Pytester) -> None:
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+        report_jvm: dict[str, str]) -> None:
+    _shared_jvm(monkeypatch, report_jvm)
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_scn=TEST)
     store = pytester.path / "store"
@@ -127,7 +138,9 @@ def test_a_saved_run_is_a_named_baseline_and_an_unknown_name_a_usage_error(
 
 
 def test_a_baseline_of_another_machine_under_the_default_label_is_a_usage_error(
-        pytester: pytest.Pytester) -> None:
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+        report_jvm: dict[str, str]) -> None:
+    _shared_jvm(monkeypatch, report_jvm)
     _baseline(pytester.path / "baseline", cpu_model="Other CPU 9000")
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_scn=TEST)

@@ -107,3 +107,23 @@ def test_a_small_input_gets_the_quick_jit_a_large_one_the_default(
     assert spark.driver_java_options(None, verbose=True, quick=False) == []
     quiet = spark.driver_java_options(None, verbose=False, quick=False)
     assert len(quiet) == 1 and quiet[0].startswith("-Dlog4j2.configurationFile=file:")
+
+
+def test_a_jvm_someone_else_started_is_used_and_left_running(tmp_path: Path) -> None:
+    """Under ``PYSPARK_GATEWAY_PORT`` (spark-submit's way of starting a Python driver) the
+    report runs in that JVM and leaves it running, also where it would otherwise write
+    the class-data archive as its own JVM exits (a fresh archive directory here): the
+    next report in the same JVM works. Relative paths are the report's, not the JVM's."""
+    pytest.importorskip("pyspark", reason="the report extra (pyspark) is not installed")
+    from tests.support.spark_jvm import shared_spark_jvm
+
+    _results(tmp_path)
+    env = {"BROKERPERF_CDS": "1", "BROKERPERF_CDS_DIR": str(tmp_path / "cds")}
+    with shared_spark_jvm() as (gateway, jvm):
+        for _ in range(2):
+            # a path relative to the report's directory, not to the JVM's
+            run = _report(["res", "--markdown", "-"], tmp_path, [], {**env, **gateway})
+            assert run.returncode == 0, run.stderr
+            assert "| kafka | tailread |" in run.stdout
+            assert jvm.poll() is None, "the report ended a JVM it did not start"
+    assert not (tmp_path / "cds").exists() or not list((tmp_path / "cds").iterdir())

@@ -102,7 +102,8 @@ def test_a_baseline_of_another_environment_is_refused_unless_asked_for(
 
 
 def test_the_report_command_names_stored_baselines_and_refuses_other_envs(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # the report runs in the worker's session (a caller's session, used as is)
     store = tmp_path / "store"
     for i in range(3):
         res = _results(tmp_path / f"hist{i}", [f"h{i}"], env="ci-m5")
@@ -125,7 +126,8 @@ def test_the_report_command_names_stored_baselines_and_refuses_other_envs(
 
 
 def test_the_report_command_refuses_another_machine_under_the_default_label(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # the report runs in the worker's session (a caller's session, used as is)
     for name, cpu in (("base", "CPU B"), ("now", "CPU A")):
         recs = [synthetic_record(SyntheticRun(run_id=f"{name}{i}", test_id="t", cpu_model=cpu),
                                  LAT) for i in range(3 if name == "base" else 1)]
