@@ -21,6 +21,11 @@ import pytest
 from pytest_brokerperf.brokers.provision import watchdog
 from pytest_brokerperf.plugin.cli import main
 
+# `cleanup --local --all` (tested here) reaps every tagged process whose owner is gone,
+# on the whole machine: these tests run on one xdist worker (ci/test.sh: --dist
+# loadgroup), so one test's reaping never meets another's dead-owner fixtures.
+pytestmark = pytest.mark.xdist_group("local-reaper")
+
 
 def pid_gone(pid: int) -> bool:
     """No such process, or only its zombie (dead; waiting for a parent to reap it)."""
