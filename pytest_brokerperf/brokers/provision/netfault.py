@@ -3,10 +3,11 @@
 Each node of a cluster started with ``network=True`` runs in a Linux network namespace
 of its own (``bpn<pid>-<i>``), joined to the host by a veth pair (``bpv<pid>-<i>`` on
 the host side) carrying a /30 of ``10.201.0.0/16`` that this run picked and no other
-interface uses. The host forwards between the pairs (``net.ipv4.ip_forward``), so the
-nodes reach each other through the host. Every listener a client or a peer connects to
-is advertised on the host side of the node's pair, where a Toxiproxy proxy forwards it
-into the namespace. So:
+interface uses. Every listener a client or a peer connects to (the KRaft controller's
+too) is advertised on the host side of the node's pair, where a Toxiproxy proxy forwards
+it into the namespace; so the nodes reach each other through proxies on the host, and
+nothing needs the host to forward packets between namespaces (a host whose firewall
+drops forwarded packets, as Docker's does, works as well). So:
 
 * ``partition``/node-N: the node's host-side veth is taken down: nothing crosses it,
   in either direction, for clients and peers alike (the KRaft controller traffic
@@ -47,13 +48,24 @@ from typing import Any
 from pytest_brokerperf.brokers.provision import watchdog
 from pytest_brokerperf.core.errors import ProvisionError
 
-__all__ = ["TOXIPROXY_VERSION", "NetProbe", "NodeNet", "ProxyPair", "ToxiproxyServer",
-           "ClusterNet", "leftovers", "probe_network", "toxiproxy_binary"]
+__all__ = [
+    "TOXIPROXY_VERSION",
+    "ClusterNet",
+    "NetProbe",
+    "NodeNet",
+    "ProxyPair",
+    "ToxiproxyServer",
+    "leftovers",
+    "probe_network",
+    "toxiproxy_binary",
+]
 
 #: The Toxiproxy release ci/setup.sh builds (``go install``) into the cache.
 TOXIPROXY_VERSION = "v2.5.0"
 _IP = "ip"
 _TC = "tc"
+#: no HTTP proxy from the environment between us and the loopback API
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 _NS_PREFIX = "bpn"
 _VETH_PREFIX = "bpv"
 
@@ -207,14 +219,17 @@ class ToxiproxyServer:
         req = urllib.request.Request(self.api + path, data=data, method=method,
                                      headers={"Content-Type": "application/json"})
         try:
-            with urllib.request.urlopen(req, timeout=5.0) as resp:  # noqa: S310 (loopback)
-                text = resp.read().decode() or "null"
+            with _OPENER.open(req, timeout=5.0) as resp:
+                text = resp.read().decode()
         except urllib.error.HTTPError as exc:
             raise ProvisionError(f"Toxiproxy {method} {path}: HTTP {exc.code} "
                                  f"{exc.read().decode(errors='replace')[:300]}") from None
         except (urllib.error.URLError, OSError) as exc:
             raise ProvisionError(f"Toxiproxy {method} {path}: {exc}") from None
-        return json.loads(text)
+        try:
+            return json.loads(text) if text else None
+        except ValueError:
+            return text  # /version answers in plain text
 
     def add_proxy(self, name: str, listen: str, upstream: str) -> None:
         self.request("POST", "/proxies", {"name": name, "listen": listen,
@@ -279,7 +294,8 @@ class ClusterNet:
         return {
             "partition/node": "veth link down (namespace per node)",
             "partition/clients": "toxiproxy timeout toxic (0) on every client proxy",
-            "delay": "toxiproxy latency toxic (downstream) on the node's proxies",
+            "delay": ("toxiproxy latency toxic (downstream) on the node's client and peer "
+                      "proxies"),
             "bandwidth/node": "tc tbf on both ends of the node's veth pair",
             "bandwidth/clients": "toxiproxy bandwidth toxic on every client proxy",
             "loss": ("tc netem loss" if self.probe.netem
@@ -385,7 +401,8 @@ class ClusterNet:
         if action == "delay":
             ms, jitter = int(amount["delay_ms"]), int(amount.get("jitter_ms", 0))
             names = (self._client_proxies() if index is None
-                     else [p.name for p in self._node(index).proxies])
+                     else [p.name for p in self._node(index).proxies
+                           if not p.name.endswith("-controller")])
             self._toxic(names, "bp-delay", "latency", {"latency": ms, "jitter": jitter})
             return f"latency toxic {ms} ms ± {jitter} ms (downstream) on {', '.join(names)}"
         if action == "bandwidth":
