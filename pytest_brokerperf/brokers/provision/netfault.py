@@ -423,14 +423,14 @@ class ClusterNet:
             pct = amount["loss_pct"]
             if not self.probe.netem:
                 raise ProvisionError(self.probe.problem("loss") or "loss: no mechanism")
-            names = [n for n in ([self._node(index)] if index is not None else self.nodes)]
-            for nn in names:
+            struck = [self._node(index)] if index is not None else list(self.nodes)
+            for nn in struck:
                 _run([_TC, "qdisc", "replace", "dev", nn.veth, "root", "netem", "loss",
                       f"{pct:g}%"])
                 self._ns(nn, [_TC, "qdisc", "replace", "dev", "eth0", "root", "netem",
                               "loss", f"{pct:g}%"])
                 nn.shaped = True
-            return f"tc netem loss {pct:g}% on {', '.join(n.veth for n in names)}"
+            return f"tc netem loss {pct:g}% on {', '.join(n.veth for n in struck)}"
         raise ProvisionError(f"unknown network fault {action!r}")
 
     def heal(self) -> str:
