@@ -45,7 +45,7 @@ def test_specs_parse_with_defaults_and_canonical_text() -> None:
     ("kill-broker", "is not ACTION@AT"),
     ("restart-broker@5s:3s", "restart-broker takes no duration"),
     ("pause-broker@5s:0s", "the duration must be > 0 s"),
-    ("kill-broker@5s/broker-2", "target 'broker-2' is not 'leader', 'all' or node-N"),
+    ("kill-broker@5s/broker-2", "target 'broker-2' is not 'leader', 'all', 'clients' or node-N"),
 ])
 def test_bad_specs_name_the_source_the_value_and_the_fix(text: str, says: str) -> None:
     with pytest.raises(ConfigError) as err:
