@@ -68,3 +68,57 @@ def test_partition_delay_bandwidth_and_clients_cut_on_three_kafka_nodes(
     cut = by["partition-clients"]["fault"]
     assert "timeout toxic" in cut["network"]["applied"] and cut["unavailable_s"] > 0, cut
     assert leftovers() == before  # every namespace and veth pair removed
+
+
+OWNER = """
+import sys, time
+from pathlib import Path
+from pytest_brokerperf.brokers.provision.netfault import ClusterNet, probe_network
+net = ClusterNet(2, Path(sys.argv[1]), probe_network())
+net.create()
+print(" ".join(n.netns for n in net.nodes), flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_sigkilled_session_leaves_no_namespace_and_cleanup_local_removes_a_dead_run_s(
+        tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from pytest_brokerperf.brokers.provision.watchdog import cleanup_local
+
+    if probe_network().problem("partition"):
+        pytest.skip(probe_network().problem("partition") or "")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    owner = subprocess.Popen([sys.executable, "-c", OWNER, str(tmp_path)], env=env,
+                             stdout=subprocess.PIPE, text=True)
+    assert owner.stdout is not None
+    made = owner.stdout.readline().split()
+    tag = str(owner.pid % 10_000_000)
+    assert len(made) == 2 and set(leftovers(tag)["netns"]) == set(made), leftovers(tag)
+    assert len(leftovers(tag)["veth"]) == 2
+    owner.send_signal(signal.SIGKILL)
+    owner.wait()
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and any(leftovers(tag).values()):
+        time.sleep(0.2)
+    assert leftovers(tag) == {"netns": [], "veth": []}  # the watchdog removed them
+
+    # a run whose watchdog died too: its state file names the namespace, and
+    # `brokerperf cleanup --local` removes it (the owner pid is one that is gone)
+    dead = 4_000_000 + os.getpid() % 100_000
+    ns, veth = f"bpn{dead}-1", f"bpv{dead}-1"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    subprocess.run(["ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0",
+                    "netns", ns], check=True)
+    token = f"{dead}.1.dead"
+    (tmp_path / f"{token}.json").write_text(json.dumps(
+        {"token": token, "owner_pid": dead, "netns": [{"netns": ns, "veth": veth}]}))
+    assert leftovers(str(dead)) == {"netns": [ns], "veth": [veth]}
+    report = cleanup_local(directory=tmp_path)
+    assert f"netns {ns}" in report.removed, report.lines
+    assert leftovers(str(dead)) == {"netns": [], "veth": []}
