@@ -103,6 +103,7 @@ def test_a_sigkilled_session_leaves_no_namespace_and_cleanup_local_removes_a_dea
     assert len(leftovers(tag)["veth"]) == 2
     owner.send_signal(signal.SIGKILL)
     owner.wait()
+    owner.stdout.close()
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline and any(leftovers(tag).values()):
         time.sleep(0.2)
