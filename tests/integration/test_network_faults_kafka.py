@@ -32,13 +32,13 @@ def test_partition_delay_bandwidth_and_clients_cut_on_three_kafka_nodes(
     before = leftovers()
     results = pytester.path / "res"
     pytester.makeini("[pytest]\n")
-    faults = ",".join([f"delay@2s:4s/node-1={DELAY_MS}ms", "partition@2s:5s/leader",
-                       "bandwidth@2s:3s/node-2=1mbit", "partition@2s:3s/clients"])
+    faults = ",".join([f"delay@2s:3s/node-1={DELAY_MS}ms", "partition@2s:3s/leader",
+                       "bandwidth@2s:2s/node-2=1mbit", "partition@2s:2s/clients"])
     run = pytester.runpytest_subprocess(
         str(REPO / "scenarios" / "test_tailread.py"), "-m", "tailread", "-k", PLAIN_SCENARIOS,
         "--broker=kafka", "--brokerperf-provision=process",
         "--brokerperf-nodes=3", "--brokerperf-durability=1", f"--brokerperf-fault={faults}",
-        f"--brokerperf-results={results}", "--brokerperf-duration=10",
+        f"--brokerperf-results={results}", "--brokerperf-duration=6",
         "--brokerperf-warmup=2", "--brokerperf-rate=100", "-p", "no:cacheprovider",
         "--brokerperf-inconclusive=warn", "-p", "no:randomly", "--rootdir",
         str(pytester.path), "-v", timeout=900,
