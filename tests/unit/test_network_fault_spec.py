@@ -77,3 +77,21 @@ def test_process_faults_stay_as_they_were() -> None:
     kill = parse_fault("kill-broker@10s", "x")
     assert kill == FaultSpec("kill-broker", 10.0, 10.0, "leader")
     assert not kill.network and kill.amount is None and kill.text() == "kill-broker@10s:10s/leader"
+
+
+def test_the_probe_refuses_what_the_machine_cannot_do_with_the_fix() -> None:
+    from pytest_brokerperf.brokers.provision.netfault import NetProbe
+
+    here = NetProbe(netns=True, tbf=True, netem=False, gact_netrand=False,
+                    toxiproxy="/bin/toxiproxy",
+                    missing={"netem": "Specified qdisc kind is unknown."})
+    assert here.problem("partition") is None and here.problem("delay") is None
+    assert here.problem("bandwidth") is None
+    loss = here.problem("loss")
+    assert loss is not None and "Specified qdisc kind is unknown." in loss and "Fix:" in loss
+    assert NetProbe(True, True, True, False, "/bin/toxiproxy").problem("loss") is None
+    no_proxy = NetProbe(True, True, False, False, None).problem("delay")
+    assert no_proxy is not None and "ci/setup.sh" in no_proxy
+    no_ns = NetProbe(False, False, False, False, "/bin/t", {"netns": "not root"})
+    assert "not root" in (no_ns.problem("partition") or "")
+    assert "tbf" in (NetProbe(True, False, False, False, "/bin/t").problem("bandwidth") or "")
