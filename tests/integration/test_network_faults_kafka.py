@@ -39,7 +39,8 @@ def test_partition_delay_bandwidth_and_clients_cut_on_three_kafka_nodes(
         "--broker=kafka", "--brokerperf-provision=process",
         "--brokerperf-nodes=3", "--brokerperf-durability=1", f"--brokerperf-fault={faults}",
         f"--brokerperf-results={results}", "--brokerperf-duration=6",
-        "--brokerperf-warmup=2", "--brokerperf-rate=100", "-p", "no:cacheprovider",
+        "--brokerperf-warmup=2", "--brokerperf-rate=100", "--brokerperf-calibration=off",
+        "-p", "no:cacheprovider",
         "--brokerperf-inconclusive=warn", "-p", "no:randomly", "--rootdir",
         str(pytester.path), "-v", timeout=900,
     )
