@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from pytest_brokerperf.engine.coordinator import LoadSession
     from pytest_brokerperf.faults.readback import ReadBack
 
-__all__ = ["FaultEvent", "FaultInjector", "LeaderLookup"]
+__all__ = ["FaultEvent", "FaultInjector", "LeaderLookup", "NetworkReport"]
 
 #: Bound on a node's start after a kill or a stop (a JVM broker replays its log).
 START_TIMEOUT_S = 180.0
@@ -58,6 +58,21 @@ class FaultEvent:
 
 
 @dataclass
+class NetworkReport:
+    """What a network fault did: the mechanism that ran here, what the machine's probe
+    found, and the applied and undone steps as the mechanism described them."""
+
+    mechanism: str | None
+    probe: dict[str, Any] | None
+    applied: str | None = None
+    healed: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"mechanism": self.mechanism, "probe": self.probe, "applied": self.applied,
+                "healed": self.healed}
+
+
+@dataclass
 class FaultInjector:
     """``spec`` on one node of ``control``'s cluster, once, at ``spec.at_s`` into the
     measured window. Call it as the coordinator's wait hook; :meth:`settle` after the
@@ -78,7 +93,7 @@ class FaultInjector:
     #: standalone's bookies); None when it took the nodes it struck
     cut_covers: int | None = None
     #: network faults: which mechanism ran (``mechanism``), what was applied and undone
-    network: dict[str, Any] | None = None
+    network: NetworkReport | None = None
     #: network faults: when the fault was undone (CLOCK_MONOTONIC ns)
     healed_ns: int | None = None
     _thread: threading.Thread | None = None
@@ -175,8 +190,7 @@ class FaultInjector:
                 "--brokerperf-fault names one)")
         kind = f"{spec.action}/{'clients' if spec.clients else 'node'}"
         used = mech["mechanism"].get(kind) or mech["mechanism"].get(spec.action)
-        self.network = {"mechanism": used, "probe": mech.get("probe"), "applied": None,
-                        "healed": None}
+        report = self.network = NetworkReport(mechanism=used, probe=mech.get("probe"))
         if spec.clients:
             self.target_note = f"the clients of all {c.node_count()} node(s) (as asked)"
             index: int | None = None
@@ -188,14 +202,14 @@ class FaultInjector:
                                      f"node {node} to {spec.short}")
         amount = spec.amount.values() if spec.amount is not None else {}
         done = apply(spec.action, index, amount)
-        self.network["applied"] = done
+        report.applied = done
         self._event(spec.action, detail=done, node=node)
         try:
             time.sleep(spec.duration_s or 0.0)
         finally:
             undone = heal()
             self.healed_ns = time.monotonic_ns()
-            self.network["healed"] = undone
+            report.healed = undone
             self._event("heal", detail=undone, node=node)
 
     def _power_cut(self, node: int) -> None:

@@ -118,7 +118,7 @@ def _network_block(injector: FaultInjector, outcome: RunOutcome,
     during = [p for p in outcome.periods if struck is not None and p.start_ns >= struck
               and (healed is None or end(p) <= healed)]
     after = [p for p in outcome.periods if healed is not None and p.start_ns >= healed]
-    info = dict(injector.network or {})
+    info = injector.network.as_dict() if injector.network is not None else {}
     info["latency_ms"] = {
         window: {"periods": len(ps), "publish": _latency_ms(ps, "publish_response"),
                  "e2e": _latency_ms(ps, "e2e_response")}
