@@ -147,6 +147,7 @@ def probe_network() -> NetProbe:
     if shutil.which(_IP) is None or shutil.which(_TC) is None:
         missing["netns"] = "ip/tc (iproute2) not found"
         return NetProbe(False, False, False, False, str(toxi) if toxi else None, missing)
+    watchdog.track_netns(ns, veth)  # gone even if the session dies while probing
     try:
         _run([_IP, "netns", "add", ns])
         _run([_IP, "link", "add", veth, "type", "veth", "peer", "name", f"{veth}p",
@@ -180,6 +181,7 @@ def probe_network() -> NetProbe:
             missing["gact"] = str(exc)
     _run([_IP, "link", "del", veth], check=False)
     _run([_IP, "netns", "del", ns], check=False)
+    watchdog.untrack_netns(ns, veth)
     return NetProbe(netns, tbf, netem, gact, str(toxi) if toxi else None, missing)
 
 
