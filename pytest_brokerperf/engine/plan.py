@@ -15,8 +15,7 @@ from pytest_brokerperf.engine.delivery import DeliveryReport
 from pytest_brokerperf.metrics.stats import PeriodStats
 
 if TYPE_CHECKING:
-    from pytest_brokerperf.engine.executor import ExecutorReport
-    from pytest_brokerperf.engine.workers import WorkerLauncher
+    from pytest_brokerperf.engine.executor import ExecutorReport, WorkerLauncher
     from pytest_brokerperf.metrics.histogram import LatencyHistogram
     from pytest_brokerperf.workload.rate_schedule import RateSchedule
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from pytest_brokerperf.brokers.provision import watchdog
 from pytest_brokerperf.core.errors import DriverError
@@ -17,7 +17,12 @@ from pytest_brokerperf.engine.clock import (
     estimate_offset,
     pair_uncertainty_ns,
 )
-from pytest_brokerperf.engine.executor import ExecutorReport, TaskInfo
+from pytest_brokerperf.engine.executor import (
+    ExecutorReport,
+    TaskInfo,
+    WorkerHandle,
+    WorkerLauncher,
+)
 from pytest_brokerperf.engine.worker import (
     ConsumerSpec,
     ProducerSpec,
@@ -38,60 +43,6 @@ if TYPE_CHECKING:
     from pytest_brokerperf.brokers.driver import Driver
     from pytest_brokerperf.engine.plan import RunPlan
     from pytest_brokerperf.workload.model import Workload
-
-
-class WorkerHandle:
-    """One generator worker and the channel its commands and answers travel on.
-
-    The coordinator sees only this: ``send``/``recv``/``call``/``close``. Behind it is a
-    local worker process and its pipe (:class:`ProcessWorker`) or a generator task on a
-    cluster and its authenticated connection (:class:`RemoteWorker`); both run the same
-    worker loop (:func:`~pytest_brokerperf.engine.worker.worker_main`)."""
-
-    id: int
-    conn: Connection
-    #: this worker's clock (None: a local process, on the coordinator's clock)
-    clock: TaskClock | None = None
-
-    def describe_exit(self) -> str:
-        raise NotImplementedError
-
-    def alive(self) -> bool:
-        raise NotImplementedError
-
-    def send(self, cmd: str, arg: Any = None) -> None:
-        try:
-            self.conn.send((cmd, arg))
-        except (OSError, EOFError) as exc:
-            raise DriverError(f"worker {self.id}: cannot send {cmd!r} ({exc}); "
-                              f"{self.describe_exit()}") from None
-
-    def recv(self, cmd: str, timeout_s: float) -> Any:
-        try:
-            ready = self.conn.poll(timeout_s)
-        except (OSError, EOFError):
-            ready = True  # the recv below says what happened
-        if not ready:
-            raise DriverError(
-                f"worker {self.id} did not answer {cmd!r} within {timeout_s:.0f} s "
-                f"({self.describe_exit()})"
-            )
-        try:
-            status, result = self.conn.recv()
-        except (EOFError, OSError):
-            raise DriverError(
-                f"worker {self.id} died during {cmd!r} ({self.describe_exit()})"
-            ) from None
-        if status != "ok":
-            raise DriverError(f"worker {self.id} failed in {cmd!r}:\n{result}")
-        return result
-
-    def call(self, cmd: str, arg: Any = None, timeout_s: float = 60.0) -> Any:
-        self.send(cmd, arg)
-        return self.recv(cmd, timeout_s)
-
-    def close(self) -> None:
-        raise NotImplementedError
 
 
 class ProcessWorker(WorkerHandle):
@@ -167,21 +118,6 @@ class RemoteWorker(WorkerHandle):
         except (OSError, EOFError):
             pass
         self.conn.close()
-
-
-class WorkerLauncher(Protocol):
-    """Starts a session's workers (one per assignment) and stops what it started.
-
-    The engine's default runs local processes; the plugin injects a cluster's
-    (``--brokerperf-executor=spark``) through :attr:`RunPlan.launcher`."""
-
-    kind: str
-
-    def launch(self, assignments: list[WorkerAssignment]) -> list[WorkerHandle]: ...
-
-    def stop(self) -> None: ...
-
-    def report(self) -> ExecutorReport: ...
 
 
 class LocalLauncher:
