@@ -203,6 +203,7 @@ class SparkGenerators:
         n = len(assignments)
         advertise = (spark.sparkContext.getConf().get("spark.driver.host")
                      or socket.gethostname())
+        self._await_slots(spark, n)
         stage = self._stage = _Stage(spark, n, advertise)
         stage.start()
         by_task = {a.worker_id: a for a in assignments}
@@ -235,6 +236,28 @@ class SparkGenerators:
         handles.sort(key=lambda h: h.id)
         self._tasks.sort(key=lambda t: t.task)
         return handles
+
+    def _await_slots(self, spark: Any, n: int) -> None:
+        """Wait (bounded) until the application's executors offer ``n`` task slots at
+        once: a barrier stage submitted before is refused by Spark's check and retried
+        only every 15 s (``spark.scheduler.barrier.maxConcurrentTasksCheck.interval``)."""
+        deadline = time.monotonic() + self.connect_timeout_s
+        slots = -1
+        while True:
+            try:
+                jsc = spark.sparkContext._jsc.sc()
+                slots = int(jsc.maxNumConcurrentTasks(
+                    jsc.resourceProfileManager().defaultResourceProfile()))
+            except Exception:  # another Spark's internals: let the stage's check decide
+                return
+            if slots >= n:
+                return
+            if time.monotonic() > deadline:
+                raise DriverError(
+                    f"Spark master {self.master} offers {slots} task slots after "
+                    f"{self.connect_timeout_s:.0f} s; the generators' barrier stage needs "
+                    f"{n} at once: fewer --brokerperf-generators, or more workers")
+            time.sleep(0.2)
 
     def stop(self) -> None:
         """The session's workers are closed: wait for its stage to end (cancel it if it
