@@ -163,6 +163,10 @@ def assign_topics(workload: Workload, plan: RunPlan, driver: Driver, topics: lis
                 consumers.append(ConsumerSpec(cid, topic, sub, member=k, members=members))
                 cid += 1
     n = max(1, min(plan.workers, max(len(producers), len(consumers), 1)))
+    if plan.launcher is not None and plan.launcher.kind != "local":
+        # generator tasks are hosts: a producer and a consumer of one topic on two
+        # tasks, so their end-to-end latency crosses hosts as it would in production
+        n = max(1, min(plan.workers, len(producers) + len(consumers)))
     out = [
         WorkerAssignment(
             worker_id=k, driver=driver, payloads=payloads,

@@ -143,10 +143,19 @@ class _Stage:
                     "reach this host?)")
 
     def close_listener(self) -> None:
+        """Stop accepting: later connections are refused by the kernel. Closing the
+        socket alone does not wake a thread blocked in accept() (which would take one
+        more connection); shutting it down first does."""
         import contextlib
 
+        sock = getattr(getattr(self.listener, "_listener", None), "_socket", None)
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
         with contextlib.suppress(OSError):
             self.listener.close()
+        if self._accept.is_alive():
+            self._accept.join(5)
 
     def stop(self) -> None:
         self.close_listener()

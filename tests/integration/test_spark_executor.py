@@ -220,7 +220,7 @@ def test_offsets_are_recovered_within_their_uncertainty(spark_run: dict[str, Any
         # the residuals after correction stay within the stated uncertainty
         assert len(clock.residuals) >= 8  # every period and after the window
         assert all(abs(r.offset_ns) <= clock.uncertainty_ns for r in clock.residuals)
-    assert seen == set(cluster.offsets), "each task on its own worker's namespace"
+    assert seen == set(cluster.offsets), f"each task on its own worker's namespace: {rep.tasks}"
 
 
 def test_cross_namespace_e2e_is_corrected_and_nothing_is_lost(spark_run: dict[str, Any]) -> None:
