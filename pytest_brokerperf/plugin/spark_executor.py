@@ -44,7 +44,7 @@ log = logging.getLogger("pytest_brokerperf.spark")
 #: how long the N tasks have to start and connect back (executors may need to start)
 CONNECT_TIMEOUT_S = 120.0
 #: how long a finished session's stage has to end once its tasks were told to close
-STOP_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 10.0
 
 
 def task_function(address: tuple[str, int], secret: bytes
