@@ -196,8 +196,16 @@ def _run_on(cluster: Cluster, kafka_one: BrokerEndpoint) -> dict[str, Any]:
                            payloads=wl.payloads(None, seed=3), on_period=knock)
     finally:
         launcher.shutdown()
-    return {"outcome": out, "block": executor_block(out), "refused": refused,
-            "cluster": cluster}
+    block = executor_block(out)
+    for c in block["clocks"]:  # the figures, for -s and for a failure's captured output
+        print(f"task {c['task']}: offset {c['offset_us']:+,.1f} µs ± "
+              f"{c['first_uncertainty_us']:.1f} µs (rtt {c['first_rtt_us']:.1f} µs), "
+              f"bound {c['uncertainty_us']:.1f} µs, drift {c['drift_ppm']}")
+    print(f"pair uncertainty {block['pair_uncertainty_us']:.1f} µs; e2e p50 "
+          f"{out.cumulative['e2e_latency'].percentile(50)} µs, p99 "
+          f"{out.cumulative['e2e_latency'].percentile(99)} µs; acknowledged "
+          f"{out.delivery.acknowledged}, lost {sum(s.lost for s in out.delivery.subscriptions)}")
+    return {"outcome": out, "block": block, "refused": refused, "cluster": cluster}
 
 
 def test_offsets_are_recovered_within_their_uncertainty(spark_run: dict[str, Any]) -> None:
