@@ -27,6 +27,9 @@ SERVICE_IMAGES: Final = ("minio",)
 PROVISION_MODES: Final = ("auto", "process", "container", "remote")
 PROFILE_NAMES: Final = ("smoke", "standard", "omb")
 INCONCLUSIVE_MODES: Final = ("fail", "warn")
+EXECUTORS: Final = ("local", "spark")
+#: generator tasks of a Spark run when --brokerperf-generators is not given
+DEFAULT_GENERATORS: Final = 2
 
 #: What ``--brokerperf-provision=auto`` stands for until the machine is asked
 #: (``Settings.with_auto_resolved``: containers where an engine has the images).
@@ -128,7 +131,7 @@ _Kind = Literal[
     "brokers", "choice", "int", "workers", "seconds", "rate", "bool", "dir", "file",
     "existing_dir", "label", "version", "hostports", "bytes", "memory", "maxrate", "owner", "urls",
     "rates", "url", "amqpurls", "levels", "percent", "count", "formats", "budgets",
-    "images", "faults", "baseline_ref",
+    "images", "faults", "baseline_ref", "spark_master",
 ]
 
 
@@ -335,6 +338,30 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
         name="workers", field="workers", flag="--brokerperf-workers", kind="workers",
         default=None, metavar="N", what="worker count", example="2", default_text="auto",
         help="load-generator worker processes, an integer >= 1 or auto",
+    ),
+    OptionSpec(
+        name="executor", field="executor", flag="--brokerperf-executor", kind="choice",
+        default="local", metavar="NAME", what="generator executor", example="spark",
+        choices=EXECUTORS,
+        help="where the load generators run: local (worker processes on this machine) or "
+        "spark (one Spark barrier stage of --brokerperf-generators tasks on "
+        "--brokerperf-spark-master, each connected back to this process)",
+    ),
+    OptionSpec(
+        name="spark_master", field="spark_master", flag="--brokerperf-spark-master",
+        kind="spark_master", default=None, metavar="URL", what="Spark master",
+        example="spark://host:7077", default_text="local[N] (N: the generators)",
+        help="the Spark master the generators (--brokerperf-executor=spark) run on, in "
+        "Spark's own spelling, passed through: local[N], local-cluster[N,cores,MiB], "
+        "spark://host:port, yarn, k8s://https://host:port; brokerperf report reads the "
+        "same environment variable",
+    ),
+    OptionSpec(
+        name="generators", field="generators", flag="--brokerperf-generators", kind="int",
+        default=None, metavar="N", what="generator task count", example="2",
+        default_text="2 with --brokerperf-executor=spark",
+        help="generator tasks (hosts) of a --brokerperf-executor=spark run: the workload's "
+        "producers and consumers are spread over them as over local workers",
     ),
     OptionSpec(
         name="env", field="env", flag="--brokerperf-env", kind="label",

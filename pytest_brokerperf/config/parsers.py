@@ -599,6 +599,24 @@ def _parse_rates(spec: OptionSpec, raw: object, src: _Source) -> tuple[float, ..
     return tuple(sorted(values))
 
 
+_SPARK_MASTER_RE: Final = re.compile(
+    r"^(local(\[(\*|\d+)(,\d+)?\])?"
+    r"|local-cluster\[\d+,\d+,\d+\]"
+    r"|spark://[^\s/:,]+:\d{1,5}(,[^\s/:,]+:\d{1,5})*"
+    r"|yarn"
+    r"|k8s://\S+"
+    r"|mesos://\S+)$")
+
+
+def _parse_spark_master(spec: OptionSpec, raw: object, src: _Source) -> str:
+    """A Spark master URL in Spark's own spelling (passed through unchanged)."""
+    text = _as_text(spec, raw, src).strip()
+    if not _SPARK_MASTER_RE.match(text):
+        raise _invalid(spec, raw, src, "expected a Spark master: local[N], "
+                       "local-cluster[N,cores,MiB], spark://host:port, yarn or k8s://URL")
+    return text
+
+
 _PARSERS: Final[Mapping[str, Callable[[OptionSpec, object, _Source], Any]]] = {
     "brokers": _parse_brokers,
     "choice": _parse_choice,
@@ -629,6 +647,7 @@ _PARSERS: Final[Mapping[str, Callable[[OptionSpec, object, _Source], Any]]] = {
     "images": _parse_images,
     "faults": _parse_faults,
     "baseline_ref": _parse_baseline_ref,
+    "spark_master": _parse_spark_master,
 }
 
 

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Final
 from pytest_brokerperf.config.options import (
     _RUN_ID_RE,
     AUTO_PROVISION,
+    DEFAULT_GENERATORS,
     INCONCLUSIVE_MODES,
     OPTIONS,
     PROFILE_NAMES,
@@ -136,6 +137,12 @@ class Settings:
     broker_warmup: float | None = _default("broker_warmup")
     rate: float | None = _default("rate")
     workers: int | None = _default("workers")
+    #: --brokerperf-executor: local worker processes or a Spark barrier stage
+    executor: str = _default("executor")
+    #: --brokerperf-spark-master (None: local[N], N the generators)
+    spark_master: str | None = _default("spark_master")
+    #: --brokerperf-generators (None: DEFAULT_GENERATORS under spark; unused locally)
+    generators: int | None = _default("generators")
     #: --brokerperf-env label, not the process environment
     env: str = _default("env")
     #: --brokerperf-report formats
@@ -387,6 +394,7 @@ class Settings:
                 f"--brokerperf-broker-memory (from {sources['broker_memory']}) caps the memory "
                 "of brokers this plugin starts; a remote cluster's memory is its operators': "
                 "drop the flag, or run against a local broker")
+        _check_executor(values, sources)
         return cls(
             **values,
             provision_effective=effective,
@@ -415,3 +423,50 @@ class Settings:
             run_id=run_id,
             ini_overrides=overridden,
         )
+
+
+def _check_executor(values: Mapping[str, Any], sources: Mapping[str, str]) -> None:
+    """The executor's options agree with each other and with this machine, before any
+    broker starts: generators only on Spark, Spark importable, enough task slots."""
+    executor = values["executor"]
+    generators, master = values.get("generators"), values.get("spark_master")
+    if executor == "local":
+        if generators is not None:
+            raise ConfigError(
+                f"--brokerperf-generators (from {sources['generators']}) sets the Spark "
+                "tasks of --brokerperf-executor=spark; local runs spread their load over "
+                "--brokerperf-workers processes: drop it, or add --brokerperf-executor=spark")
+        return
+    if values.get("workers") is not None:
+        raise ConfigError(
+            f"--brokerperf-workers (from {sources['workers']}) counts local worker "
+            "processes; a --brokerperf-executor=spark run counts its tasks with "
+            "--brokerperf-generators: use that instead")
+    import importlib.util
+
+    if importlib.util.find_spec("pyspark") is None:
+        raise ConfigError(
+            f"--brokerperf-executor=spark (from {sources['executor']}) needs PySpark in this "
+            "Python (the report extra: pip install 'pytest-brokerperf[report]')")
+    n = generators if generators is not None else DEFAULT_GENERATORS
+    slots = _master_slots(master)
+    if slots is not None and n > slots:
+        raise ConfigError(
+            f"--brokerperf-generators={n} (from {sources['generators']}) needs {n} task "
+            f"slots at once (one barrier stage), and Spark master {master!r} (from "
+            f"{sources['spark_master']}) has {slots}: fewer generators, or a larger master")
+
+
+def _master_slots(master: str | None) -> int | None:
+    """Task slots a local master has (None: a cluster's, unknown before it is asked)."""
+    import re
+
+    if master is None:
+        return None
+    if m := re.fullmatch(r"local-cluster\[(\d+),(\d+),\d+\]", master):
+        return int(m.group(1)) * int(m.group(2))
+    if m := re.fullmatch(r"local\[(\d+)(,\d+)?\]", master):
+        return int(m.group(1))
+    if master == "local":
+        return 1
+    return None

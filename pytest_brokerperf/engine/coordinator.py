@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import multiprocessing as mp
 import re
 import time
 from collections.abc import Callable
@@ -31,8 +30,9 @@ from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
 from pytest_brokerperf.brokers.provision.container_watch import check_watched_containers
 from pytest_brokerperf.brokers.provision.process import check_watched
 from pytest_brokerperf.core.errors import BrokerDied, MeasurementError, RunInterrupted
-from pytest_brokerperf.engine.clock import clock_mismatch
+from pytest_brokerperf.engine.clock import ClockIdentity, clock_mismatch
 from pytest_brokerperf.engine.delivery import DeliveryReport, reconcile
+from pytest_brokerperf.engine.executor import ExecutorReport
 from pytest_brokerperf.engine.liveness import RemoteWatch
 from pytest_brokerperf.engine.plan import PhaseRun, Rung, RunOutcome, RunPlan, SessionEnd
 from pytest_brokerperf.engine.worker import (
@@ -40,13 +40,19 @@ from pytest_brokerperf.engine.worker import (
     WorkerAssignment,
 )
 from pytest_brokerperf.engine.workers import (
+    CLOCK_SAMPLES,
+    LocalLauncher,
     WorkerHandle,
+    WorkerLauncher,
     assign_topics,
     await_drain,
     await_readiness,
     broadcast,
     cpu_snapshot,
+    measure_residuals,
+    sync_clocks,
     wait_until,
+    worst_pair_uncertainty,
 )
 from pytest_brokerperf.metrics.cpus import allowed_cpus, pinned_coordinator
 from pytest_brokerperf.metrics.stats import METRICS, PeriodStats, WorkerSample
@@ -164,6 +170,8 @@ class LoadSession:
         self.subscriptions = [s for ss in self.subs_by_topic.values() for s in ss]
         self.subs_per_topic = workload.subscriptions_per_topic
         self.workers: list[WorkerHandle] = []
+        #: starts the workers: local processes unless the plan injects a cluster's
+        self.launcher: WorkerLauncher = plan.launcher or LocalLauncher()
         self.assignments: list[WorkerAssignment] = []
         self.read_back: dict[str, Any] = {}
         self.probe_wait_s = 0.0
@@ -228,9 +236,9 @@ class LoadSession:
         self._created = True
         self.assignments = assign_topics(wl, plan, self.driver, self.topics, self.subs_by_topic,
                                    self.payloads, self.prefix)
-        ctx = mp.get_context("spawn")
-        for a in self.assignments:
-            self.workers.append(WorkerHandle(ctx, a))
+        self.workers = self.launcher.launch(self.assignments)
+        # before any client exists: a task off the coordinator's clock stamps on it
+        sync_clocks(self.workers, ClockIdentity.here())
         broadcast(self.workers, "create_consumers", timeout_s=120)
         broadcast(self.workers, "create_producers", timeout_s=120)
         self.probe_wait_s = await_readiness(self.workers, self.subscriptions,
@@ -246,6 +254,7 @@ class LoadSession:
             self._remote.stop()
         for w in workers:
             w.close()
+        self.launcher.stop()
         self._pin.close()
         admin, self._admin = self._admin, None
         if admin is None:
@@ -331,9 +340,14 @@ class LoadSession:
                 next_check = self._check_brokers_every(next_check)
                 time.sleep(min(left, 0.05))
         self._check_brokers()
+        measure_residuals(self.workers)
         asked = _mono()
         snaps = broadcast(self.workers, "snapshot")
         now = _mono()
+        for w, snap in zip(self.workers, snaps, strict=True):
+            if w.clock is not None and w.clock.corrected and snap.get("clock"):
+                snap["clock"] = {**snap["clock"], "corrected": True,
+                                 "uncertainty_ns": w.clock.uncertainty_ns}
         ps = _merge_period(index, phase, self._last_tick, (now - self._last_tick) / 1e9, snaps,
                            self._prev, self.subs_per_topic, self.rate)
         ps.clock_note = clock_mismatch(snaps, asked, now, BOOT_ID)
@@ -457,7 +471,17 @@ class LoadSession:
             worker_errors=self.errors[errors_before:],
             driver_description={**self.driver.describe(), "source": self.driver.source},
             coordinator_cpus=self.coordinator_cpus,
+            executor=self.executor_report(),
         )
+
+    def executor_report(self) -> ExecutorReport:
+        """Which executor ran the generators, where each task ran, and each task's clock
+        (offset applied, residuals, uncertainty) with the worst pair's uncertainty."""
+        rep = self.launcher.report()
+        rep.clocks = [w.clock for w in self.workers if w.clock is not None] or rep.clocks
+        if self.workers:
+            rep.pair_uncertainty_ns = worst_pair_uncertainty(self.workers, self.assignments)
+        return rep
 
     # -- counters -----------------------------------------------------------------------
     def totals(self) -> dict[str, int]:
@@ -576,6 +600,7 @@ class LoadSession:
         outstanding = sum(f["outstanding"] for f in flush)
         drain_complete, settled = await_drain(self.workers, self.subs_per_topic,
                                                plan.drain_timeout_s)
+        measure_residuals(self.workers, CLOCK_SAMPLES)  # after the window
         finals = broadcast(self.workers, "final", timeout_s=120)
         end = _now_iso()
         for f in finals:

@@ -15,6 +15,7 @@ from pytest_brokerperf.engine.delivery import DeliveryReport
 from pytest_brokerperf.metrics.stats import PeriodStats
 
 if TYPE_CHECKING:
+    from pytest_brokerperf.engine.executor import ExecutorReport, WorkerLauncher
     from pytest_brokerperf.metrics.histogram import LatencyHistogram
     from pytest_brokerperf.workload.rate_schedule import RateSchedule
 
@@ -65,6 +66,9 @@ class RunPlan:
     #: AutoMQ's producerRateList: the measured window follows it (``rate`` is then the
     #: warm-up's rate, the schedule's first); see :mod:`pytest_brokerperf.workload.rate_schedule`
     rate_schedule: RateSchedule | None = None
+    #: starts the generators (``--brokerperf-executor``): None, local worker processes;
+    #: the plugin injects a cluster's launcher (plugin/spark_executor.py)
+    launcher: WorkerLauncher | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass
@@ -93,6 +97,8 @@ class RunOutcome:
     #: the CPUs the pytest process (coordinator, metrics sampler) was pinned to during
     #: the run; None: not pinned (all its CPUs)
     coordinator_cpus: tuple[int, ...] | None = None
+    #: which executor ran the generators, each task's host and clock (None: before any)
+    executor: ExecutorReport | None = None
 
     @property
     def measured_s(self) -> float:

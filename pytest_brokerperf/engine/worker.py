@@ -46,9 +46,27 @@ if TYPE_CHECKING:
         ProducerClient,
     )
 
-__all__ = ["ConsumerSpec", "ProducerSpec", "WorkerAssignment", "worker_main"]
+__all__ = ["ConsumerSpec", "ProducerSpec", "WorkerAssignment", "set_clock_offset", "worker_main"]
 
 _mono = time.monotonic_ns
+
+
+def set_clock_offset(offset_ns: int) -> None:
+    """Stamp on the coordinator's clock from now on: every reading this worker takes
+    (send, ack and receive stamps, schedule times, the snapshot's clock) becomes its
+    ``CLOCK_MONOTONIC`` minus ``offset_ns`` (engine/clock.py measured it). Set before
+    any client exists; 0 (a local worker, a task on the coordinator's clock) reads the
+    clock directly, with no extra call on the per-message path."""
+    global _mono
+    if not offset_ns:
+        _mono = time.monotonic_ns
+        return
+    raw = time.monotonic_ns
+
+    def shifted() -> int:
+        return raw() - offset_ns
+
+    _mono = shifted
 
 
 def _boot_id() -> str | None:
@@ -770,7 +788,9 @@ def worker_main(conn: Connection, assignment: WorkerAssignment) -> None:
     Ctrl-C reaches the whole process group; the coordinator handles it and closes its
     workers (the session's watchdog kills them should it die), so a worker ignores
     SIGINT rather than print a traceback from the middle of a pipe read."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with contextlib.suppress(ValueError):  # not the main thread (a cluster's task)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    set_clock_offset(0)  # a reused process (a cluster's Python worker) starts uncorrected
     if assignment.cpus:
         with contextlib.suppress(OSError):
             os.sched_setaffinity(0, assignment.cpus)
@@ -803,6 +823,13 @@ def worker_main(conn: Connection, assignment: WorkerAssignment) -> None:
                 result = None
             elif cmd == "adjust_rate":
                 w.pending_rate = (float(arg), _mono())
+                result = None
+            elif cmd == "clock":  # one NTP-style exchange: this worker's clock, now
+                result = _mono()
+            elif cmd == "set_clock":
+                if w.producers or w.consumer_threads:
+                    raise RuntimeError("the clock offset is set before any client exists")
+                set_clock_offset(int(arg))
                 result = None
             elif cmd == "snapshot":
                 result = w.snapshot()

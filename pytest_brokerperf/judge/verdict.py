@@ -36,7 +36,11 @@ broker's and broker back-pressure is never thrown away as a harness limit:
   period of the window (another boot, or a CLOCK_MONOTONIC reading outside the
   coordinator's bracket: another time namespace or host; engine/clock.py): end-to-end
   latency subtracts stamps of two processes, so those figures are not the broker's.
-  Outranked only by ``host-noise``;
+  Generator tasks on a cluster (``--brokerperf-executor=spark``) stamp on the
+  coordinator's clock, corrected by their measured offsets; their run is
+  ``clock-uncertain`` when the worst producer→consumer pair's uncertainty exceeds
+  10 % (``engine/clock.py`` CLOCK_UNCERTAINTY_SHARE) of the measured window's
+  end-to-end p50. Outranked only by ``host-noise``;
 * ``resource-growth`` — a flag, never a status: over a soak's measured window a worker
   or a local broker process's RSS, open files or threads grew without levelling off
   (resource_growth.py, docs/reference/soak.md). The figures stay true; the test fails
@@ -240,6 +244,15 @@ def assess(outcome: RunOutcome, thresholds: Thresholds | None = None,
             "was not sustained, so latencies at it are not reported as the broker's; "
             "a lower rate, or the throughput scenario, finds what it sustains")
     clock = next((p.clock_note for p in periods if p.clock_note), None)
+    if clock is None and outcome.executor is not None:
+        # corrected clocks (a cluster's tasks): their uncertainty against the e2e p50
+        from pytest_brokerperf.engine.clock import uncertainty_note
+
+        p50 = outcome.cumulative["e2e_latency"].percentile(50)
+        clock = uncertainty_note(outcome.executor.pair_uncertainty_ns / 1e3,
+                                 float(p50) if p50 is not None else None)
+        if clock:
+            details["clock_pair_uncertainty_us"] = outcome.executor.pair_uncertainty_ns / 1e3
     if clock:
         flags.append(CLOCK_UNCERTAIN)
         reasons.append(clock)

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
     from pytest_brokerperf.config.fault_spec import FaultSpec
     from pytest_brokerperf.config.settings import Settings
+    from pytest_brokerperf.plugin.spark_executor import SparkGenerators
     from pytest_brokerperf.scenario_library.study_cases import StudyCase
 
 __all__ = ["DEFAULT_PER_PROCESS_RATE", "BrokerPerf", "ScenarioResult", "auto_workers"]
@@ -155,7 +156,8 @@ class BrokerPerf:
         ctx = RunContext(self.request, self.broker, self.broker_type, settings,
                          self.session_info,
                          fault=self.fault, labels=dict(labels or {}), notes=list(notes or ()),
-                         sinks=_session_sinks(self.request))
+                         sinks=_session_sinks(self.request),
+                         launcher=spark_generators(self.request.config, settings))
         from pytest_brokerperf.core.interrupts import sigterm_interrupts
 
         try:
@@ -205,3 +207,21 @@ def _session_sinks(request: pytest.FixtureRequest) -> SessionSinks:
                         dry_run_plans=stash.setdefault(DRY_RUN_PLANS_KEY, []),
                         gate=stash.get(GATE_KEY, None),
                         reserved=request.node.stash.get(ARTEFACTS_KEY, None))
+
+
+def spark_generators(config: pytest.Config, settings: Settings) -> SparkGenerators | None:
+    """The session's Spark launcher under ``--brokerperf-executor=spark`` (made once,
+    its SparkSession stopped as the pytest session ends); None for local workers."""
+    if settings.executor != "spark":
+        return None
+    from pytest_brokerperf.config.options import DEFAULT_GENERATORS
+    from pytest_brokerperf.plugin.spark_executor import SparkGenerators
+    from pytest_brokerperf.plugin.stash import SPARK_KEY
+
+    launcher = config.stash.get(SPARK_KEY, None)
+    if launcher is None:
+        launcher = SparkGenerators(settings.spark_master,
+                                   settings.generators or DEFAULT_GENERATORS)
+        config.stash[SPARK_KEY] = launcher
+        config.add_cleanup(launcher.shutdown)
+    return launcher

@@ -8,12 +8,17 @@ import pytest
 
 if TYPE_CHECKING:  # the summary module reads these keys: types only, no import cycle
     from pytest_brokerperf.config.settings import Settings
+    from pytest_brokerperf.plugin.spark_executor import SparkGenerators
     from pytest_brokerperf.report.session import SessionGate
     from pytest_brokerperf.results.live import ReservedArtefacts
     from pytest_brokerperf.results.summary_rows import LadderRow, SummaryRow
 
 __all__ = ["ARTEFACTS_KEY", "DRY_RUN_PLANS_KEY", "GATE_KEY", "LADDER_ROWS_KEY", "SETTINGS_KEY",
-           "SUMMARY_ROWS_KEY"]
+           "SPARK_KEY", "SUMMARY_ROWS_KEY"]
+
+#: The session's Spark generator launcher (--brokerperf-executor=spark), made by the
+#: first run that needs it; its SparkSession is stopped as the session ends.
+SPARK_KEY: pytest.StashKey[SparkGenerators] = pytest.StashKey()
 
 #: The session's resolved settings, set once in ``pytest_configure``.
 SETTINGS_KEY: pytest.StashKey[Settings] = pytest.StashKey()

@@ -253,8 +253,13 @@ class QuietSpark:
     """
 
     def __init__(self, master: str | None = None, *, verbose: bool = False,
-                 quick: bool = False) -> None:
+                 quick: bool = False, app: str = "brokerperf-report",
+                 ship: bool = False) -> None:
         self.master = master
+        self.app = app
+        #: ship this package to the executors whatever the master (the generators'
+        #: tasks run its code; a local[N] master's Python workers import it too)
+        self.ship = ship
         self.verbose = verbose
         self.quick = quick
         self.log: Path | None = None
@@ -265,20 +270,20 @@ class QuietSpark:
         from pyspark import SparkContext
 
         if SparkContext._active_spark_context is not None:  # a caller's session
-            return spark_session(self.master, verbose=self.verbose)
+            return spark_session(self.master, verbose=self.verbose, app=self.app)
         if SparkContext._gateway is None and os.environ.get("PYSPARK_GATEWAY_PORT"):
             # A JVM someone else launched (spark-submit runs a Python driver this way):
             # its flags and its stderr are its own; the session is ours to stop, the
             # JVM is not ours to end.
-            self._spark = spark_session(self.master, verbose=self.verbose)
+            self._spark = spark_session(self.master, verbose=self.verbose, app=self.app)
             return self._spark
         # a JVM of our own: it may write the class-data archive later reports start from
         self._cds = (class_data_sharing(write=True) if SparkContext._gateway is None
                      else None)
         if self.verbose:
             self._spark = spark_session(self.master, verbose=True, cds=self._cds,
-                                        quick=self.quick)
-            return self._spark
+                                        quick=self.quick, app=self.app)
+            return self._shipped(self._spark)
         import tempfile
 
         fd, name = tempfile.mkstemp(prefix="brokerperf-spark-", suffix=".log")
@@ -288,12 +293,18 @@ class QuietSpark:
         os.dup2(fd, 2)  # the JVM started now inherits the log file as its stderr
         try:
             self._spark = spark_session(self.master, verbose=False, cds=self._cds,
-                                        quick=self.quick)
+                                        quick=self.quick, app=self.app)
         finally:
             os.dup2(saved, 2)
             os.close(saved)
             os.close(fd)
-        return self._spark
+        return self._shipped(self._spark)
+
+    def _shipped(self, spark: SparkSession) -> SparkSession:
+        master = self.master or "local[*]"
+        if self.ship and master.startswith("local["):  # spark_session ships the others
+            ship_package(spark)
+        return spark
 
     def stop(self, *, keep_log: bool = False) -> None:
         """Stop the session this object started (none: nothing to do); its log file is

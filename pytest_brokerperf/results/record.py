@@ -22,7 +22,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from pytest_brokerperf.brokers.versions import __version__
 from pytest_brokerperf.metrics.cpus import cpu_layout
@@ -144,6 +144,9 @@ class ResultRecord(ScenarioBlocks):
     #: SIGTERM) hold the figures of the periods up to then
     run_status: str
     failure: str | None
+    #: which executor ran the generators (local or spark), its master, each task's host,
+    #: executor id, versions and clock offset (executor_block)
+    executor: NotRequired[dict[str, Any]]
 
 
 def _safe(text: str) -> str:
@@ -306,6 +309,33 @@ def build_record(*, run_id: str, test_id: str, attempt: int, broker: BrokerEndpo
         "broker_metrics": None,
         "run_status": "completed",
         "failure": None,
+        "executor": executor_block(outcome),
+    }
+
+
+def executor_block(outcome: RunOutcome) -> dict[str, Any]:
+    """The record's and manifest's ``executor``: kind, master, tasks, clocks (µs)."""
+    rep = outcome.executor
+    if rep is None:
+        return {"kind": "local", "master": None, "tasks": [], "clocks": [],
+                "pair_uncertainty_us": 0.0}
+    return {
+        "kind": rep.kind,
+        "master": rep.master,
+        "app_id": rep.app_id,
+        "tasks": [{"task": t.task, "host": t.host, "executor_id": t.executor_id,
+                   "pid": t.pid, "python": t.python, "client": t.client,
+                   "client_version": t.client_version, "boot_id": t.identity.boot_id,
+                   "time_namespace": t.identity.time_ns} for t in rep.tasks],
+        "clocks": [{"task": c.task, "host": c.identity.host, "corrected": c.corrected,
+                    "offset_us": c.applied_offset_ns / 1e3,
+                    "first_uncertainty_us": (c.first.uncertainty_ns / 1e3
+                                             if c.first is not None else None),
+                    "first_rtt_us": c.first.rtt_ns / 1e3 if c.first is not None else None,
+                    "residuals_us": [r.offset_ns / 1e3 for r in c.residuals],
+                    "uncertainty_us": c.uncertainty_ns / 1e3,
+                    "drift_ppm": c.drift_ppm} for c in rep.clocks],
+        "pair_uncertainty_us": rep.pair_uncertainty_ns / 1e3,
     }
 
 
@@ -640,6 +670,7 @@ def manifest(*, broker: BrokerEndpoint, prepared: PreparedRun, outcome: RunOutco
         "cpu_layout": cpu_layout(broker.broker_cpus(), outcome.plan.generator_cpus,
                                  outcome.coordinator_cpus),
         "workers": outcome.plan.workers,
+        "executor": executor_block(outcome),
         "seed": seed,
         "begin_time": outcome.begin_time,
         "end_time": outcome.end_time,

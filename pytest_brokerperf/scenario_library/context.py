@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
     from pytest_brokerperf.config.fault_spec import FaultSpec
     from pytest_brokerperf.config.settings import Settings
+    from pytest_brokerperf.engine.executor import WorkerLauncher
     from pytest_brokerperf.judge.slo import SLO
     from pytest_brokerperf.metrics.stats import PeriodStats
     from pytest_brokerperf.report.session import SessionGate
@@ -64,6 +65,9 @@ class RunContext:
     #: notes the test adds to the record (where a study case comes from, its scaling)
     notes: list[str] = field(default_factory=list)
     sinks: SessionSinks = field(default_factory=SessionSinks)
+    #: starts the load generators (--brokerperf-executor): None, local worker processes;
+    #: the plugin injects a cluster's (plugin/spark_executor.py)
+    launcher: WorkerLauncher | None = None
     _artefacts: tuple[Path, int] | None = field(default=None, init=False, repr=False)
     _live: LiveArtefacts | None = field(default=None, init=False, repr=False)
     _live_failed: bool = field(default=False, init=False, repr=False)

@@ -93,14 +93,19 @@ class RunSession:
             check_driver(self.driver)
         self.generator_cpus = default_generator_cpus(broker.broker_cpus())
         clients = wl.total_producers + wl.total_consumers
-        self.workers: int = settings.workers or auto_workers(prepared.rate, clients,
-                                                             self.generator_cpus)
+        if settings.executor == "spark":  # one generator task per --brokerperf-generators
+            from pytest_brokerperf.config.options import DEFAULT_GENERATORS
+
+            self.workers: int = settings.generators or DEFAULT_GENERATORS
+        else:
+            self.workers = settings.workers or auto_workers(prepared.rate, clients,
+                                                            self.generator_cpus)
         self.plan: RunPlan = RunPlan(
             rate=prepared.rate, period_s=prepared.period_s, warmup_max_s=prepared.warmup_s,
             measure_s=prepared.measure_s, workers=self.workers,
             topic_prefix=safety.topic_prefix(settings, prepared.scenario, ctx.test_id),
             keep_topics=settings.keep_topics, generator_cpus=self.generator_cpus,
-            seed=self.seed, rate_schedule=prepared.rate_schedule)
+            seed=self.seed, rate_schedule=prepared.rate_schedule, launcher=ctx.launcher)
         self.splan: ScenarioPlan | None = None
         self.sampler: BrokerMetricsSampler | None = None
         self.watch: PeriodWatch | None = None
