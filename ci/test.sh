@@ -15,30 +15,16 @@ PY=${PYTHON:-python3}
 # The layers of docs/explanation/architecture.md ([tool.importlinter] in pyproject.toml)
 "$PY" -c 'import sys; from importlinter.cli import lint_imports_command as m; sys.exit(m())' \
   --no-cache
-# Three pytest runs, each with its closing line; the script fails if any fails.
-# 1. Unit and plugin tests (mostly the in-process loopback broker): time-bound, not
-#    CPU-bound (two thirds of the CPU idle on two workers), so four xdist workers.
-# 2. The integration tests: real brokers, one at a time, so serial. They leave about half
-#    of the two CPUs idle, so meanwhile
-# 3. the report tests (PySpark's JVMs, CPU-bound, no broker and no timing verdict) run
-#    beside them under SCHED_IDLE (`chrt --idle 0`): they get only CPU time no broker,
-#    generator or test of run 2 wants, so run 2's figures and verdicts see no other load
-#    (a runnable normal task preempts an idle-class one at once). Two xdist workers, each
-#    on a CPU lane of its own (tests/conftest.py). Their output follows run 2's.
+# Two pytest runs, each with its closing line; the script fails if either fails.
+# 1. Unit, plugin and report tests (mostly the in-process loopback broker), on two xdist
+#    workers, each pinned to a CPU of its own (tests/conftest.py): a test's CPU figures
+#    (host noise, steal, calibration) see its own lane, never the other worker's load.
+#    `--dist loadgroup`: tests marked with one xdist_group share a worker (the local
+#    reaper's, tests/unit/test_watchdog.py).
+# 2. The integration tests: real brokers, one at a time, so serial.
 # The slowest tests of each run are listed: where CI time goes, for keeping it short.
 status=0
-"$PY" -m pytest tests --ignore=tests/integration --ignore=tests/report -n 4 --dist loadgroup \
-  --durations=30 \
-  "$@" || status=$?
-idle=(nice -n 19)
-if chrt --idle 0 true 2>/dev/null; then idle=(chrt --idle 0); fi
-report_log=$(mktemp "${TMPDIR:-/tmp}/brokerperf-report-tests.XXXXXX")
-"${idle[@]}" "$PY" -m pytest tests/report -n 2 --durations=15 "$@" >"$report_log" 2>&1 &
-report_pid=$!
+"$PY" -m pytest tests --ignore=tests/integration -n 2 --dist loadgroup --durations=30 "$@" \
+  || status=$?
 "$PY" -m pytest tests/integration --durations=40 "$@" || status=$?
-report_status=0
-wait "$report_pid" || report_status=$?
-cat "$report_log"
-rm -f "$report_log"
-[ "$report_status" -eq 0 ] || status=$report_status
 exit "$status"
