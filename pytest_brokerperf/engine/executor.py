@@ -14,12 +14,13 @@ if TYPE_CHECKING:
 
     from pytest_brokerperf.engine.worker import WorkerAssignment
 
-__all__ = ["ExecutorReport", "TaskInfo", "WorkerHandle", "WorkerLauncher"]
+__all__ = ["ExecutorReport", "TaskHello", "TaskInfo", "WorkerHandle", "WorkerLauncher"]
 
 
 @dataclass(frozen=True)
-class TaskInfo:
-    """Where one generator task runs: what the manifest and record say of it."""
+class TaskHello:
+    """A generator task's first message on its channel: its index in the stage, and
+    where it runs (engine/remote.py sends it)."""
 
     task: int
     host: str
@@ -27,6 +28,13 @@ class TaskInfo:
     pid: int
     python: str
     identity: ClockIdentity
+
+
+@dataclass(frozen=True)
+class TaskInfo(TaskHello):
+    """Where one generator task runs and which client it drives: what the manifest and
+    record say of it."""
+
     client: str | None = None
     client_version: str | None = None
 

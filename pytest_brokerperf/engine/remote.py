@@ -21,21 +21,10 @@ from multiprocessing.connection import Client
 from typing import Any
 
 from pytest_brokerperf.engine.clock import ClockIdentity
+from pytest_brokerperf.engine.executor import TaskHello
 from pytest_brokerperf.engine.worker import WorkerAssignment, worker_main
 
 __all__ = ["TaskHello", "TaskVersions", "run_task"]
-
-
-@dataclass(frozen=True)
-class TaskHello:
-    """A task's first message: its index in the stage, and where it runs."""
-
-    task: int
-    host: str
-    executor_id: str
-    pid: int
-    python: str
-    identity: ClockIdentity
 
 
 @dataclass(frozen=True)
