@@ -84,17 +84,4 @@ fi
 "$PY" -c 'from pytest_brokerperf.brokers.kafka.jmx_exporter import resolve_agent; resolve_agent()'
 # Pulsar standalone: ~235 MB of jars on the first run, cached per version afterwards
 "$PY" -m pytest_brokerperf.brokers.provision.maven pulsar >/dev/null
-# Toxiproxy (a Go module): the proxies in front of each node for the network faults
-# (docs/reference/faults.md); built once into the cache, skipped without Go
-toxi_dir="${BROKERPERF_CACHE_DIR:-$HOME/.cache/pytest-brokerperf}/toxiproxy-2.5.0"
-GO=$(command -v go || echo /usr/local/go/bin/go)
-if [ ! -x "$toxi_dir/server" ]; then
-  if [ -x "$GO" ]; then
-    echo "ci/setup.sh: building the Toxiproxy server v2.5.0 into $toxi_dir (first time only)"
-    mkdir -p "$toxi_dir"
-    GOBIN="$toxi_dir" "$GO" install github.com/Shopify/toxiproxy/v2/cmd/server@v2.5.0
-  else
-    echo "ci/setup.sh: no Go found: the network faults will be refused (install Go, run again)" >&2
-  fi
-fi
 echo "ci/setup.sh: ready ($("$PY" --version), Java ${java_major}, Kafka and Pulsar jars cached)"

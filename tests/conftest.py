@@ -68,19 +68,6 @@ def _shared_class_archives() -> None:
 
 _shared_class_archives()
 
-
-def _shared_toxiproxy() -> None:
-    """The Toxiproxy server ci/setup.sh built into the real cache dir, for the inner
-    sessions' network faults (their HOME, so their cache dir, is their own)."""
-    from pytest_brokerperf.brokers.provision.netfault import toxiproxy_binary
-
-    found = toxiproxy_binary()
-    if found is not None:
-        os.environ.setdefault("BROKERPERF_TOXIPROXY", str(found))
-
-
-_shared_toxiproxy()
-
 #: One mark, its filters applied in order: every warning is an error, then
 #: confluent-kafka's own deprecation warnings (not ours to fix) are ignored.
 STRICT_WARNINGS = pytest.mark.filterwarnings(

@@ -77,8 +77,6 @@ class BrokerSettings(Protocol):
     @property
     def powercut_effective(self) -> bool: ...
     @property
-    def network_effective(self) -> bool: ...
-    @property
     def broker_metrics(self) -> bool: ...
     #: --brokerperf-tls: local brokers serve (and clients use) TLS listeners
     @property
@@ -184,9 +182,6 @@ class BrokerType:
     #: the provisioning modes whose nodes can lose unsynced writes (the ``power-cut``
     #: fault: durable directories on the power-cut filesystem); empty: none
     power_cut_modes: ClassVar[tuple[str, ...]] = ()
-    #: the provisioning modes whose nodes run in network namespaces of their own behind
-    #: proxies (the network faults: partition, delay, loss, bandwidth); empty: none
-    network_fault_modes: ClassVar[tuple[str, ...]] = ()
     #: the provisioning modes whose brokers serve TLS listeners with a per-run CA
     #: (``--brokerperf-tls``); empty: none, and the flag is refused for this kind
     tls_modes: ClassVar[tuple[str, ...]] = ()

@@ -15,15 +15,6 @@ Grammar (one fault per test; a comma-separated option gives one test per fault):
     power-cut@10s:5s/all       every node's power cut at the same instant (a whole
                                cluster losing its page caches); all restarted 5 s later
 
-Network faults (local process nodes started in network namespaces) take an amount after
-``=``::
-
-    partition@10s:20s/node-2           node 2 cut from its peers and the clients for 20 s
-    partition@10s:20s/clients          the clients cut from every node (nodes still talk)
-    delay@10s:20s/node-2=50ms~10ms     node 2's traffic held 50 ms ± 10 ms
-    loss@10s:20s/node-2=2%             2 % of node 2's packets dropped
-    bandwidth@10s:20s/clients=10mbit   the clients' traffic capped at 10 Mbit/s
-
 ``AT`` counts from the start of the measured window (after the warm-up); ``TARGET`` is
 ``leader`` (the node leading the run's first topic or queue, the default), ``node-N``,
 or ``all`` (power-cut only). A killed node is always started again, so the session's
@@ -37,9 +28,8 @@ from dataclasses import dataclass
 
 from pytest_brokerperf.core.errors import ConfigError
 
-__all__ = ["ALL_NODES", "CLIENTS", "FAULT_ACTIONS", "NETWORK_ACTIONS", "WHOLE_CLUSTER_ACTIONS",
-           "FaultSpec", "NetAmount", "fault_ids", "fault_problem", "parse_fault",
-           "parse_faults"]
+__all__ = ["ALL_NODES", "FAULT_ACTIONS", "WHOLE_CLUSTER_ACTIONS", "FaultSpec", "fault_ids",
+           "fault_problem", "parse_fault", "parse_faults"]
 
 #: action -> (short id used in test ids, default duration in s or None)
 FAULT_ACTIONS: dict[str, tuple[str, float | None]] = {
@@ -47,105 +37,18 @@ FAULT_ACTIONS: dict[str, tuple[str, float | None]] = {
     "pause-broker": ("pause", 5.0),
     "restart-broker": ("restart", None),
     "power-cut": ("powercut", 10.0),
-    "partition": ("partition", 10.0),
-    "delay": ("delay", 10.0),
-    "loss": ("loss", 10.0),
-    "bandwidth": ("bandwidth", 10.0),
 }
-#: The faults that strike the network rather than a process (``=AMOUNT`` for all but
-#: partition), and the target that cuts the clients off rather than a node.
-NETWORK_ACTIONS = ("partition", "delay", "loss", "bandwidth")
-CLIENTS = "clients"
-_AMOUNT_FORMS = {"delay": "=50ms or =50ms~10ms (50 ms ± 10 ms)",
-                 "loss": "=2% (2 % of packets)",
-                 "bandwidth": "=10mbit (10 Mbit/s; kbit, mbit, gbit)"}
-_DELAY = re.compile(r"^(?P<ms>[0-9.]+)(?P<u>ms|s)(?:~(?P<j>[0-9.]+)(?P<ju>ms|s))?$")
-_LOSS = re.compile(r"^(?P<pct>[0-9.]+)%$")
-_RATE = re.compile(r"^(?P<n>[0-9.]+)(?P<u>kbit|mbit|gbit)(?:/s)?$", re.I)
 
 _SPEC = re.compile(
     r"^(?P<action>[a-z-]+)@(?P<at>[0-9.]+)(?P<at_unit>s|ms)?"
     r"(?::(?P<dur>[0-9.]+)(?P<dur_unit>s|ms)?)?"
-    r"(?:/(?P<target>[A-Za-z0-9_-]+))?(?:=(?P<amount>\S+))?$")
-_TARGET = re.compile(r"^(leader|all|clients|node-[1-9][0-9]*)$")
+    r"(?:/(?P<target>[A-Za-z0-9_-]+))?$")
+_TARGET = re.compile(r"^(leader|all|node-[1-9][0-9]*)$")
 #: The target that strikes every node at once, and the actions that take it.
 ALL_NODES = "all"
 WHOLE_CLUSTER_ACTIONS = ("power-cut",)
 _EXAMPLES = ("kill-broker@10s, pause-broker@10s:5s, restart-broker@10s/node-2, "
-             "power-cut@10s:5s, power-cut@10s:5s/all, partition@10s:20s/node-2, "
-             "delay@10s:20s/node-2=50ms~10ms")
-
-
-@dataclass(frozen=True)
-class NetAmount:
-    """How much of a network fault: a delay (and its jitter), a loss, a bandwidth cap."""
-
-    delay_ms: float | None = None
-    jitter_ms: float = 0.0
-    loss_pct: float | None = None
-    kbit_s: float | None = None
-
-    def text(self) -> str:
-        if self.delay_ms is not None:
-            return f"{self.delay_ms:g}ms" + (f"~{self.jitter_ms:g}ms" if self.jitter_ms else "")
-        if self.loss_pct is not None:
-            return f"{self.loss_pct:g}%"
-        if self.kbit_s is not None:
-            return (f"{self.kbit_s / 1000:g}mbit" if self.kbit_s % 1000 == 0
-                    else f"{self.kbit_s:g}kbit")
-        return ""
-
-    def values(self) -> dict[str, float]:
-        """The amount as numbers by name (what the mechanism is given)."""
-        out = {"delay_ms": self.delay_ms, "jitter_ms": self.jitter_ms,
-               "loss_pct": self.loss_pct, "kbit_s": self.kbit_s}
-        return {k: v for k, v in out.items() if v is not None}
-
-
-def _amount_problem(action: str, raw: str, text: str | None) -> NetAmount | str:
-    """The amount ``text`` of network fault ``action``, or what is wrong and the fix."""
-    form = _AMOUNT_FORMS.get(action)
-    if form is None:
-        if text is not None:
-            return (f"fault {raw!r}: {action} takes no amount, got '={text}'. Fix: drop "
-                    f"'={text}'")
-        return NetAmount()
-    if text is None:
-        return f"fault {raw!r}: {action} needs an amount. Fix: append {form}"
-    bad = f"fault {raw!r}: bad {action} amount {text!r}. Fix: {form}"
-    if action == "delay":
-        m = _DELAY.match(text)
-        if m is None:
-            return bad
-        try:
-            ms = float(m["ms"]) * (1000 if m["u"] == "s" else 1)
-            jit = float(m["j"]) * (1000 if m["ju"] == "s" else 1) if m["j"] else 0.0
-        except ValueError:
-            return bad
-        if ms <= 0 or jit > ms:
-            return (f"fault {raw!r}: the delay must be > 0 ms and its jitter no larger than "
-                    f"it, got {text!r}. Fix: {form}")
-        return NetAmount(delay_ms=ms, jitter_ms=jit)
-    if action == "loss":
-        m = _LOSS.match(text)
-        try:
-            pct = float(m["pct"]) if m else -1.0
-        except ValueError:
-            pct = -1.0
-        if not 0 < pct <= 100:
-            return f"{bad} (a percentage above 0 and at most 100)"
-        return NetAmount(loss_pct=pct)
-    m = _RATE.match(text)
-    try:
-        n = float(m["n"]) if m else 0.0
-    except ValueError:
-        n = 0.0
-    if m is None or n <= 0:
-        return bad
-    kbit = n * {"kbit": 1, "mbit": 1000, "gbit": 1_000_000}[m["u"].lower()]
-    if kbit < 8:
-        return f"fault {raw!r}: a bandwidth below 8 kbit/s, got {text!r}. Fix: {form}"
-    return NetAmount(kbit_s=kbit)
+             "power-cut@10s:5s, power-cut@10s:5s/all")
 
 
 @dataclass(frozen=True)
@@ -156,18 +59,6 @@ class FaultSpec:
     at_s: float
     duration_s: float | None = None  # how long a killed node stays down / a pause lasts
     target: str = "leader"
-    #: a network fault's amount (delay, loss, bandwidth); None for the others
-    amount: NetAmount | None = None
-
-    @property
-    def network(self) -> bool:
-        """Whether the fault strikes the network (partition, delay, loss, bandwidth)."""
-        return self.action in NETWORK_ACTIONS
-
-    @property
-    def clients(self) -> bool:
-        """Whether a network fault strikes the clients' side of every node (``/clients``)."""
-        return self.target == CLIENTS
 
     @property
     def whole_cluster(self) -> bool:
@@ -179,8 +70,6 @@ class FaultSpec:
         """The test-id part: ``kill``, ``pause``, ``restart``, ``powercut``;
         ``powercut-all`` for a whole-cluster power cut."""
         short = FAULT_ACTIONS[self.action][0]
-        if self.clients:
-            return f"{short}-clients"
         return f"{short}-all" if self.whole_cluster else short
 
     @property
@@ -191,9 +80,7 @@ class FaultSpec:
     def text(self) -> str:
         """The canonical spelling (what the record's ``params.fault`` holds)."""
         dur = f":{self.duration_s:g}s" if self.duration_s is not None else ""
-        amount = self.amount.text() if self.amount is not None else ""
-        return f"{self.action}@{self.at_s:g}s{dur}/{self.target}" + (
-            f"={amount}" if amount else "")
+        return f"{self.action}@{self.at_s:g}s{dur}/{self.target}"
 
     def __str__(self) -> str:
         return self.text()
@@ -250,29 +137,15 @@ def fault_problem(text: str) -> FaultSpec | str:
         return f"fault {raw!r}: the duration must be > 0 s"
     target = m["target"] or "leader"
     if not _TARGET.match(target):
-        return (f"fault {raw!r}: target {target!r} is not 'leader', 'all', 'clients' or "
-                "node-N (1-based). Fix: e.g. /leader, /node-2, (power-cut only) /all or "
-                "(network faults only) /clients")
-    if target == CLIENTS and action not in NETWORK_ACTIONS:
-        return (f"fault {raw!r}: only the network faults ({', '.join(NETWORK_ACTIONS)}) "
-                f"strike the clients (/clients); {action} strikes a node. Fix: /leader or "
-                "/node-N")
-    amount = None
-    if action in NETWORK_ACTIONS or m["amount"] is not None:
-        if action not in NETWORK_ACTIONS:
-            return (f"fault {raw!r}: {action} takes no amount, got '={m['amount']}'. Fix: "
-                    f"drop it (amounts are for {', '.join(_AMOUNT_FORMS)})")
-        got = _amount_problem(action, raw, m["amount"])
-        if isinstance(got, str):
-            return got
-        amount = got if action != "partition" else None
+        return (f"fault {raw!r}: target {target!r} is not 'leader', 'all' or node-N "
+                "(1-based). Fix: e.g. /leader, /node-2 or (power-cut only) /all")
     if target == ALL_NODES and action not in WHOLE_CLUSTER_ACTIONS:
         return (f"fault {raw!r}: only {', '.join(WHOLE_CLUSTER_ACTIONS)} strikes every node "
                 f"at once (/all); {action} strikes one node. Fix: /leader or /node-N, or "
                 f"power-cut@{m['at']}{m['at_unit'] or 's'}/all")
     default = FAULT_ACTIONS[action][1]
     return FaultSpec(action=action, at_s=at, duration_s=dur if dur is not None else default,
-                     target=target, amount=amount)
+                     target=target)
 
 
 def parse_fault(text: str, source: str) -> FaultSpec:

@@ -237,14 +237,11 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
         default=(), metavar="FAULTS", what="faults", example="kill-broker@5s",
         default_text="none",
         help="faults to inject in the tail-read scenario's measured window, one test each, "
-        "comma-separated: ACTION@AT[:DURATION][/TARGET][=AMOUNT] with ACTION kill-broker, "
-        "pause-broker, restart-broker, power-cut, or the network faults partition, delay, "
-        "loss, bandwidth, e.g. kill-broker@5s:10s, "
+        "comma-separated: ACTION@AT[:DURATION][/TARGET] with ACTION kill-broker, "
+        "pause-broker, restart-broker or power-cut, e.g. kill-broker@5s:10s, "
         "pause-broker@5s:3s/node-2, power-cut@5s, power-cut@5s:2s/all (every node at "
-        "once; local brokers only), partition@5s:10s/node-2, partition@5s:10s/clients, "
-        "delay@5s:10s/node-2=50ms~10ms, bandwidth@5s:10s/node-2=10mbit (local Kafka "
-        "process nodes in network namespaces); test ids get -kill, -pause, -restart, "
-        "-powercut, -powercut-all, -partition, -delay, ...",
+        "once; local brokers only; test ids get -kill, -pause, -restart, -powercut, "
+        "-powercut-all)",
     ),
     OptionSpec(
         name="results", field="results_dir", flag="--brokerperf-results", kind="dir",

@@ -261,13 +261,6 @@ class Settings:
         return self.powercut_fs or any(f.action == "power-cut" for f in self.faults)
 
     @property
-    def network_effective(self) -> bool:
-        """Local nodes in network namespaces behind proxies: a network fault (partition,
-        delay, loss, bandwidth) asked for with --brokerperf-fault (a marker alone cannot
-        start them so: the session's broker starts before any test's marker is read)."""
-        return any(f.network for f in self.faults)
-
-    @property
     def owner_effective(self) -> str:
         """``--brokerperf-owner``, else ``user@host`` of this process."""
         if self.owner:

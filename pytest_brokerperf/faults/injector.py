@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from pytest_brokerperf.engine.coordinator import LoadSession
     from pytest_brokerperf.faults.readback import ReadBack
 
-__all__ = ["FaultEvent", "FaultInjector", "LeaderLookup", "NetworkReport"]
+__all__ = ["FaultEvent", "FaultInjector", "LeaderLookup"]
 
 #: Bound on a node's start after a kill or a stop (a JVM broker replays its log).
 START_TIMEOUT_S = 180.0
@@ -58,21 +58,6 @@ class FaultEvent:
 
 
 @dataclass
-class NetworkReport:
-    """What a network fault did: the mechanism that ran here, what the machine's probe
-    found, and the applied and undone steps as the mechanism described them."""
-
-    mechanism: str | None
-    probe: dict[str, Any] | None
-    applied: str | None = None
-    healed: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"mechanism": self.mechanism, "probe": self.probe, "applied": self.applied,
-                "healed": self.healed}
-
-
-@dataclass
 class FaultInjector:
     """``spec`` on one node of ``control``'s cluster, once, at ``spec.at_s`` into the
     measured window. Call it as the coordinator's wait hook; :meth:`settle` after the
@@ -92,10 +77,6 @@ class FaultInjector:
     #: power-cut: how many nodes the cut took when one process holds them all (a Pulsar
     #: standalone's bookies); None when it took the nodes it struck
     cut_covers: int | None = None
-    #: network faults: which mechanism ran (``mechanism``), what was applied and undone
-    network: NetworkReport | None = None
-    #: network faults: when the fault was undone (CLOCK_MONOTONIC ns)
-    healed_ns: int | None = None
     _thread: threading.Thread | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -141,9 +122,6 @@ class FaultInjector:
     def _run(self, session: LoadSession) -> None:
         c, spec = self.control, self.spec
         try:
-            if spec.network:
-                self._network(session)
-                return
             if spec.whole_cluster:
                 self.target_note = f"all {c.node_count()} node(s) at once (as asked)"
                 self._power_cut_all()
@@ -175,42 +153,6 @@ class FaultInjector:
                 self._start(node)
         except Exception as exc:  # reported in the record and the verdict, never swallowed
             self.error = f"{type(exc).__name__}: {exc}"[:2000]
-
-    def _network(self, session: LoadSession) -> None:
-        """Cut, slow or shape the network of one node or of the clients, then undo it."""
-        c, spec = self.control, self.spec
-        apply = getattr(c, "apply_network", None)
-        heal = getattr(c, "heal_network", None)
-        describe = getattr(c, "network_mechanism", None)
-        mech = describe() if describe is not None else None
-        if apply is None or heal is None or mech is None:
-            raise ProvisionError(
-                f"{spec.action}: this cluster's nodes are not in network namespaces of their "
-                "own (network faults run on local Kafka process nodes started for them: "
-                "--brokerperf-fault names one)")
-        kind = f"{spec.action}/{'clients' if spec.clients else 'node'}"
-        used = mech["mechanism"].get(kind) or mech["mechanism"].get(spec.action)
-        report = self.network = NetworkReport(mechanism=used, probe=mech.get("probe"))
-        if spec.clients:
-            self.target_note = f"the clients of all {c.node_count()} node(s) (as asked)"
-            index: int | None = None
-            node = 1
-        else:
-            index = node = self.node = self._target(session)
-            if node > c.node_count():
-                raise ProvisionError(f"the cluster has {c.node_count()} node(s); there is no "
-                                     f"node {node} to {spec.short}")
-        amount = spec.amount.values() if spec.amount is not None else {}
-        done = apply(spec.action, index, amount)
-        report.applied = done
-        self._event(spec.action, detail=done, node=node)
-        try:
-            time.sleep(spec.duration_s or 0.0)
-        finally:
-            undone = heal()
-            self.healed_ns = time.monotonic_ns()
-            report.healed = undone
-            self._event("heal", detail=undone, node=node)
 
     def _power_cut(self, node: int) -> None:
         cut = getattr(self.control, "power_cut_node", None)

@@ -88,44 +88,6 @@ def _power_cut_loss(injector: FaultInjector, level: int | None, nodes: int, lost
     return lost, promised, allowed, what
 
 
-def _latency_ms(periods: list[Any], metric: str) -> dict[str, float | None]:
-    """p50 and p99 (ms) of ``metric`` over ``periods`` merged."""
-    merged = None
-    for p in periods:
-        h = p.histograms.get(metric)
-        if h is None:
-            continue
-        if merged is None:
-            merged = h.copy()
-        else:
-            merged.add(h)
-    out: dict[str, float | None] = {}
-    for q in (50, 99):
-        v = merged.percentile(q, allow_undersampled=True) if merged is not None else None
-        out[f"p{q}"] = round(v / 1000, 3) if v is not None else None
-    return out
-
-
-def _network_block(injector: FaultInjector, outcome: RunOutcome,
-                   struck: int | None) -> dict[str, Any]:
-    """A network fault's mechanism and the latency before, during and after it."""
-    healed = injector.healed_ns
-
-    def end(p: Any) -> float:
-        return float(p.start_ns + p.elapsed_s * 1e9)
-
-    before = [p for p in outcome.periods if struck is not None and end(p) <= struck]
-    during = [p for p in outcome.periods if struck is not None and p.start_ns >= struck
-              and (healed is None or end(p) <= healed)]
-    after = [p for p in outcome.periods if healed is not None and p.start_ns >= healed]
-    info = injector.network.as_dict() if injector.network is not None else {}
-    info["latency_ms"] = {
-        window: {"periods": len(ps), "publish": _latency_ms(ps, "publish_response"),
-                 "e2e": _latency_ms(ps, "e2e_response")}
-        for window, ps in (("before", before), ("during", during), ("after", after))}
-    return info
-
-
 def judge_fault(injector: FaultInjector, outcome: RunOutcome, level: int | None,
                 nodes: int) -> FaultVerdict:
     """Fold the injector's events and the periods around them into the verdict."""
@@ -202,8 +164,6 @@ def judge_fault(injector: FaultInjector, outcome: RunOutcome, level: int | None,
         "loss_allowed": allowed,
         "error": injector.error,
     }
-    if spec.network:
-        block["network"] = _network_block(injector, outcome, struck)
     finding_what = "lost"
     whole = spec.whole_cluster
     if spec.action == "power-cut":

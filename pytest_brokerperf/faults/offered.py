@@ -14,34 +14,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pytest_brokerperf.config.fault_spec import FaultSpec
 
-__all__ = ["network_problem", "power_cut_problem"]
-
-
-def network_problem(spec: FaultSpec, kind: str, mode: str) -> str | None:
-    """Why network fault ``spec`` cannot strike a ``kind`` broker in ``mode`` on this
-    machine, with the fix; None when it can (or ``spec`` is no network fault). Probes
-    the machine once (namespaces, tc, Toxiproxy)."""
-    if not spec.network:
-        return None
-    from pytest_brokerperf import brokers
-
-    if mode == "remote":
-        return (f"fault {spec.text()}: network faults strike only brokers this session "
-                "started, never a remote cluster. Fix: --brokerperf-provision=process")
-    btype = brokers.get(kind)
-    offered = btype.network_fault_modes
-    if mode not in offered:
-        able = sorted(k for k in brokers.names() if brokers.get(k).network_fault_modes)
-        why = ("container nodes would need the namespace and tc inside each container; "
-               "not built yet" if mode == "container" else f"not offered for {kind}")
-        return (f"fault {spec.text()}: {kind} in {mode} mode has no network faults ({why}; "
-                f"offered for {', '.join(able)} in process mode). Fix: "
-                f"--broker={' or '.join(able)} --brokerperf-provision=process, or "
-                f"pause-broker@{spec.at_s:g}s")
-    from pytest_brokerperf.brokers.provision.netfault import probe_network
-
-    problem = probe_network().problem(spec.action)
-    return f"fault {spec.text()}: {problem}" if problem else None
+__all__ = ["power_cut_problem"]
 
 
 def power_cut_problem(spec: FaultSpec, kind: str, mode: str) -> str | None:

@@ -183,12 +183,11 @@ def preflight_problems(settings: Settings, scenarios: Iterable[str] = ()) -> lis
         problems.extend(_memory_cap_problems(settings, settings.broker_memory))
     if settings.faults:
         problems.extend(_fault_timing_problems(settings))
-        from pytest_brokerperf.faults.offered import network_problem, power_cut_problem
+        from pytest_brokerperf.faults.offered import power_cut_problem
 
         for fault in settings.faults:
             for kind in settings.brokers:
-                problem = (power_cut_problem(fault, kind, settings.provision_effective)
-                           or network_problem(fault, kind, settings.provision_effective))
+                problem = power_cut_problem(fault, kind, settings.provision_effective)
                 if problem:
                     problems.append(f"--brokerperf-fault={fault.text()}: {problem}")
     problems.extend(_client_config_problems(settings))

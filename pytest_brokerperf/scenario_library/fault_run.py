@@ -68,7 +68,7 @@ def _fault_prepared(ctx: RunContext, scenario: Scenario) -> tuple[PreparedRun, N
     run prepared for it (no shipped latency bounds: the window holds the outage) and the
     control over the broker's nodes."""
     from pytest_brokerperf.brokers.node_control import control_for
-    from pytest_brokerperf.faults.offered import network_problem, power_cut_problem
+    from pytest_brokerperf.faults.offered import power_cut_problem
 
     fault, broker, settings = ctx.fault, ctx.broker, ctx.settings
     assert fault is not None
@@ -76,8 +76,7 @@ def _fault_prepared(ctx: RunContext, scenario: Scenario) -> tuple[PreparedRun, N
         pytest.fail(f"REFUSED before anything was created: fault {fault} on a remote "
                     "cluster; faults disrupt only brokers this session started",
                     pytrace=False)
-    problem = (power_cut_problem(fault, broker.kind, broker.mode)
-               or network_problem(fault, broker.kind, broker.mode))
+    problem = power_cut_problem(fault, broker.kind, broker.mode)
     if problem is not None:  # a marker's power cut (the flag's is refused at start-up)
         pytest.fail(f"REFUSED before anything was created: {problem}", pytrace=False)
     control = control_for(broker)

@@ -45,7 +45,7 @@ def test_specs_parse_with_defaults_and_canonical_text() -> None:
     ("kill-broker", "is not ACTION@AT"),
     ("restart-broker@5s:3s", "restart-broker takes no duration"),
     ("pause-broker@5s:0s", "the duration must be > 0 s"),
-    ("kill-broker@5s/broker-2", "target 'broker-2' is not 'leader', 'all', 'clients' or node-N"),
+    ("kill-broker@5s/broker-2", "target 'broker-2' is not 'leader', 'all' or node-N"),
 ])
 def test_bad_specs_name_the_source_the_value_and_the_fix(text: str, says: str) -> None:
     with pytest.raises(ConfigError) as err:
@@ -299,27 +299,3 @@ def test_a_window_that_ends_before_recovery_makes_the_fault_run_inconclusive() -
     assert why is not None and "only a lower bound" in why and "--brokerperf-duration=60" in why
     answers, why = questions({**block, "recovered": True}, "valid")
     assert why is None and answers["unavailability"] == "measured"
-
-
-def test_a_network_fault_s_record_has_its_mechanism_and_the_latency_before_during_after(
-        ) -> None:
-    from pytest_brokerperf.faults.injector import NetworkReport
-
-    outcome = _outcome(lost=0)  # publish waits: 2 ms, 2 ms, 2 ms, 3.5 s, 1 ms, 0.9 s, 2 ms
-    inj = FaultInjector(parse_fault("delay@3s:2s/node-2=100ms", "x"),
-                        control=None)  # type: ignore[arg-type]
-    inj.node = 2
-    t0 = outcome.periods[0].start_ns
-    inj.events = [FaultEvent("delay", 2, t0 + 3 * 10**9), FaultEvent("heal", 2, t0 + 5 * 10**9)]
-    inj.healed_ns = t0 + 5 * 10**9
-    inj.network = NetworkReport("toxiproxy latency", {"netem": False}, "latency toxic 100 ms",
-                                "toxics off")
-    block = judge_fault(inj, outcome, level=1, nodes=3).block
-    net = block["network"]
-    assert (net["mechanism"], net["applied"], net["healed"]) == (
-        "toxiproxy latency", "latency toxic 100 ms", "toxics off")
-    lat = net["latency_ms"]
-    assert [lat[w]["periods"] for w in ("before", "during", "after")] == [3, 2, 2]
-    assert lat["before"]["publish"]["p50"] < 3 and lat["during"]["publish"]["p50"] >= 1
-    assert lat["during"]["publish"]["p99"] >= 3000 and lat["after"]["publish"]["p99"] >= 800
-    assert block["node_down_s"] is None and block["spec"] == "delay@3s:2s/node-2=100ms"

@@ -168,8 +168,6 @@ class KafkaBroker(KafkaProtocolBroker):
     #: every node's server.properties takes a study's broker settings last
     server_settings_modes: ClassVar[tuple[str, ...]] = ("process", "container")
     power_cut_modes: ClassVar[tuple[str, ...]] = ("process",)
-    #: nodes in network namespaces behind Toxiproxy when --brokerperf-fault names one
-    network_fault_modes: ClassVar[tuple[str, ...]] = ("process",)
     #: SSL and SASL_SSL listeners with a per-run CA (--brokerperf-tls)
     tls_modes: ClassVar[tuple[str, ...]] = ("process",)
     capabilities: ClassVar[Capabilities] = Capabilities(
@@ -196,7 +194,7 @@ class KafkaBroker(KafkaProtocolBroker):
             kafka_home=settings.kafka_home, workdir=workdir,
             metrics_agent=settings.broker_metrics, memory_limit=settings.broker_memory,
             powercut_fs=settings.powercut_effective, broker_overrides=dict(server or {}),
-            tls=settings.tls, network=settings.network_effective,
+            tls=settings.tls,
         )
         return ManagedBroker(cluster.start(), cluster)
 

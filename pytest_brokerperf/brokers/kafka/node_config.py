@@ -79,12 +79,6 @@ class NodePorts:
     #: the TLS listeners' ports (``tls``): ``SSL`` and ``SASL_SSL``; None without TLS
     ssl_port: int | None = None
     sasl_ssl_port: int | None = None
-    #: network faults: the node binds on its namespace's address and advertises the
-    #: host-side proxies; ``peer_port`` is the inter-broker ``PEER`` listener (proxied
-    #: apart from the clients' PLAINTEXT one, so /clients faults spare the peers)
-    bind_host: str = LOOPBACK
-    advertised_host: str = LOOPBACK
-    peer_port: int | None = None
 
 
 @dataclass(frozen=True)
@@ -175,17 +169,13 @@ def node_config(
         raise ConfigError("quorum='dynamic' is only supported for a single node; use 'static'")
     if extra_listeners and n != 1:
         raise ConfigError("extra_listeners are only supported on a single-node cluster")
-    host, adv = node.bind_host, node.advertised_host
+    host = LOOPBACK
     listeners = [
         f"PLAINTEXT://{host}:{node.port}",
         f"CONTROLLER://{host}:{node.controller_port}",
     ]
-    advertised = [f"PLAINTEXT://{adv}:{node.port}"]
+    advertised = [f"PLAINTEXT://{host}:{node.port}"]
     protocols = ["CONTROLLER:PLAINTEXT", "PLAINTEXT:PLAINTEXT"]
-    if node.peer_port is not None:
-        listeners.append(f"PEER://{host}:{node.peer_port}")
-        advertised.append(f"PEER://{adv}:{node.peer_port}")
-        protocols.append("PEER:PLAINTEXT")
     if tls is not None:
         for name, port in (("SSL", node.ssl_port), ("SASL_SSL", node.sasl_ssl_port)):
             listeners.append(f"{name}://{host}:{port}")
@@ -205,7 +195,7 @@ def node_config(
         advertised.append(f"CONTROLLER://{host}:{node.controller_port}")
     else:
         cfg["controller.quorum.voters"] = ",".join(
-            f"{m.node_id}@{m.advertised_host}:{m.controller_port}" for m in all_nodes
+            f"{m.node_id}@{host}:{m.controller_port}" for m in all_nodes
         )
     rf = min(3, n)
     isr = min(2, n)
@@ -214,7 +204,7 @@ def node_config(
             "listeners": ",".join(listeners),
             "advertised.listeners": ",".join(advertised),
             "controller.listener.names": "CONTROLLER",
-            "inter.broker.listener.name": "PEER" if node.peer_port is not None else "PLAINTEXT",
+            "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": ",".join(protocols),
             "log.dirs": str(data_dir),
             "num.partitions": "1",

@@ -20,7 +20,7 @@ import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Self
+from typing import Any, ClassVar, Self
 
 from pytest_brokerperf.brokers.endpoint import BrokerEndpoint, TlsClient
 from pytest_brokerperf.brokers.kafka.node_config import (
@@ -64,11 +64,8 @@ from pytest_brokerperf.brokers.provision.maven import (
 from pytest_brokerperf.brokers.provision.ports import LOOPBACK, free_ports
 from pytest_brokerperf.brokers.provision.process import ManagedProcess
 from pytest_brokerperf.brokers.provision.tls import TlsMaterial, make_tls_material
-from pytest_brokerperf.core.errors import BrokerPerfError, ConfigError, ProvisionError
+from pytest_brokerperf.core.errors import BrokerPerfError, ConfigError
 from pytest_brokerperf.core.redaction import Secret, SecretDict
-
-if TYPE_CHECKING:
-    from pytest_brokerperf.brokers.provision.netfault import ClusterNet
 
 __all__ = ["KAFKA_DEFAULT_VERSION", "KafkaProcessCluster"]
 
@@ -139,7 +136,6 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
         memory_limit: int | None = None,
         powercut_fs: bool = False,
         tls: bool = False,
-        network: bool = False,
     ) -> None:
         if not isinstance(nodes, int) or nodes < 1:
             raise ConfigError(f"nodes must be a positive integer, got {nodes!r}")
@@ -170,10 +166,6 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
         self._tls: TlsMaterial | None = None
         #: SASL/PLAIN users of the SASL_SSL listener (made per start; first is the admin)
         self._tls_users: dict[str, Secret] = {}
-        #: network faults: every node in a namespace of its own behind Toxiproxy
-        #: (:mod:`pytest_brokerperf.brokers.provision.netfault`)
-        self.network = network
-        self._net: ClusterNet | None = None
         self._validate()
 
     # -- fluent configuration -------------------------------------------------------
@@ -229,9 +221,6 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
                     f"bad listener protocol {name}={protocol!r}: name an extra listener and "
                     f"one of {', '.join(sorted(LISTENER_PROTOCOLS))}"
                 )
-        if self.network and (self.tls or self.extra_listeners):
-            raise ConfigError("network faults run on plaintext nodes without extra "
-                              "listeners; drop tls/extra_listeners, or the network fault")
         super()._validate()
 
     # -- lifecycle ------------------------------------------------------------------
@@ -276,20 +265,16 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
         n = self.nodes
         n_agent = n if self._agent_jar is not None else 0
         n_tls = 2 * n if self._tls is not None else 0
-        n_peer = n if self._net is not None else 0
         ports = free_ports(
-            2 * n + len(self.extra_listeners) + n_agent + n_tls + n_peer,
+            2 * n + len(self.extra_listeners) + n_agent + n_tls,
             exclude=set(self.extra_listeners.values()),
         )
-        peer_ports = ports[len(ports) - n_peer:]
-        ports = ports[:len(ports) - n_peer]
         tls_ports = ports[len(ports) - n_tls:]
         ports = ports[:len(ports) - n_tls]
         all_ports = [
             NodePorts(node_id=i + 1, port=ports[2 * i], controller_port=ports[2 * i + 1],
                       ssl_port=tls_ports[2 * i] if tls_ports else None,
-                      sasl_ssl_port=tls_ports[2 * i + 1] if tls_ports else None,
-                      **self._net_hosts(i + 1, peer_ports))
+                      sasl_ssl_port=tls_ports[2 * i + 1] if tls_ports else None)
             for i in range(n)
         ]
         tls = None
@@ -348,8 +333,7 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
                 from pytest_brokerperf.brokers.kafka.jmx_exporter import agent_flag
 
                 flags.append(
-                    agent_flag(self._agent_jar, np_.bind_host, self._metrics_ports[i - 1],
-                               agent_config)
+                    agent_flag(self._agent_jar, LOOPBACK, self._metrics_ports[i - 1], agent_config)
                 )
             nodes.append(
                 _Node(
@@ -372,9 +356,7 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
         java, version = self._java.path, self._run_version
         self.fresh_dir(workdir / "data")
         self._make_tls(workdir)
-        self._make_net(workdir)
         nodes = self._layout(workdir, version)
-        self._start_proxies(nodes)
         self._nodes = nodes
         self._mount_powercut(workdir)
         classpath = f"{self._lib}/*"
@@ -409,71 +391,8 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
                 f.stop(timeout=0.0)
         for node in nodes:
             argv = [java, *node.flags, "-cp", classpath, "kafka.Kafka", str(node.config_file)]
-            if self._net is not None:  # the node in its own network namespace
-                argv = [*self._net.exec_prefix(node.ports.node_id), *argv]
             self._spawn(node, argv, name=f"kafka-{node.ports.node_id}")
         self._wait_ready(deadline)
-
-    # -- network faults ---------------------------------------------------------------
-
-    def _net_hosts(self, index: int, peer_ports: list[int]) -> dict[str, Any]:
-        """A node's addresses: loopback, or (network faults) its namespace's address to
-        bind and the host-side proxies' address to advertise, and its peer port."""
-        if self._net is None:
-            return {}
-        nn = self._net.nodes[index - 1]
-        return {"bind_host": nn.node_addr, "advertised_host": nn.host_addr,
-                "peer_port": peer_ports[index - 1]}
-
-    def _make_net(self, workdir: Path) -> None:
-        """One namespace and veth pair per node (``network``), before the layout."""
-        if not self.network:
-            return
-        from pytest_brokerperf.brokers.provision.netfault import ClusterNet, probe_network
-
-        self._net = ClusterNet(self.nodes, workdir, probe_network())
-        self._net.create()
-
-    def _start_proxies(self, nodes: list[_Node]) -> None:
-        """Toxiproxy in front of every node's client and peer listeners (``network``)."""
-        if self._net is None:
-            return
-        from pytest_brokerperf.brokers.provision.netfault import ProxyPair
-
-        pairs = {}
-        for node in nodes:
-            p, nn = node.ports, self._net.nodes[node.ports.node_id - 1]
-            assert p.peer_port is not None
-            pairs[p.node_id] = [
-                ProxyPair(f"node-{p.node_id}-clients", nn.host_addr, p.port, nn.node_addr, True),
-                ProxyPair(f"node-{p.node_id}-peers", nn.host_addr, p.peer_port, nn.node_addr,
-                          False),
-                ProxyPair(f"node-{p.node_id}-controller", nn.host_addr, p.controller_port,
-                          nn.node_addr, False)]
-        self._net.start_proxies(free_ports(1)[0], pairs)
-
-    def apply_network(self, action: str, index: int | None, amount: dict[str, float]) -> str:
-        """Start network fault ``action`` on node ``index`` (None: the clients)."""
-        if self._net is None:
-            raise ProvisionError(
-                f"{action}: this cluster was started without network namespaces (a network "
-                "fault named only in a marker needs one in --brokerperf-fault too: the "
-                "session's broker starts before any test's marker is read)")
-        return self._net.apply(action, index, amount)
-
-    def heal_network(self) -> str:
-        """Undo every network fault in force."""
-        return self._net.heal() if self._net is not None else "nothing in force"
-
-    def network_mechanism(self) -> dict[str, Any] | None:
-        """Which mechanism each network fault runs with here; None without namespaces."""
-        return self._net.info() if self._net is not None else None
-
-    def _teardown(self, timeout: float | None = None) -> None:
-        super()._teardown(timeout)
-        if self._net is not None:
-            self._net.destroy()
-            self._net = None
 
     def _make_tls(self, workdir: Path) -> None:
         """A fresh CA, server certificate and SASL users for this start (``tls``), in
@@ -510,13 +429,12 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
 
     def _wait_ready(self, deadline: float) -> None:
         """TCP connect to every node, then Admin describe_cluster/list_topics shows all N."""
-        for n in self._nodes:
-            self.wait_until(self._node_probe(n), deadline)
+        self.wait_until(ports_open([n.ports.port for n in self._nodes]), deadline)
 
         from confluent_kafka import KafkaException
         from confluent_kafka.admin import AdminClient
 
-        bootstrap = self._plaintext_bootstrap()
+        bootstrap = ",".join(f"{LOOPBACK}:{n.ports.port}" for n in self._nodes)
         admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
 
         def all_brokers_serve(remaining: float) -> str | None:
@@ -535,12 +453,7 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
         self.wait_until(all_brokers_serve, deadline, interval=0.3)
 
     def _node_probe(self, node: _Node) -> Probe:
-        return ports_open([node.ports.port], f"{node.label} client port",
-                          host=node.ports.advertised_host)
-
-    def _plaintext_bootstrap(self) -> str:
-        """The clients' PLAINTEXT addresses (through the proxies with network faults)."""
-        return ",".join(f"{n.ports.advertised_host}:{n.ports.port}" for n in self._nodes)
+        return ports_open([node.ports.port], f"{node.label} client port")
 
     def _make_endpoint(self, began: float) -> BrokerEndpoint:
         assert self._java is not None
@@ -548,8 +461,7 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
         first = self._nodes[0]
         common_flags = [f for f in first.flags if not f.startswith(("-Xlog:", "-Dkafka.logs.dir"))]
         metrics_urls = [
-            f"http://{n.ports.bind_host}:{p}/metrics"
-            for n, p in zip(self._nodes, self._metrics_ports, strict=False)
+            f"http://{LOOPBACK}:{p}/metrics" for p in self._metrics_ports
         ] if self._agent_jar is not None else []
         local = self._local_record(began, metrics_urls=metrics_urls)
         info: dict[str, Any] = {
@@ -584,7 +496,6 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
                  "SASL_SSL": n.ports.sasl_ssl_port, "sasl_mechanism": TLS_SASL_MECHANISM}
                 for n in self._nodes
             ] if self._tls is not None else None,
-            "network": self.network_mechanism(),
             "cluster_id": self._cluster_id,
             "quorum": self.quorum,
             "heap": self.heap,
@@ -592,7 +503,7 @@ class KafkaProcessCluster(ProcessCluster[_Node]):
             "kafka_home_or_cache": str(self._lib),
             "lib_source": "KAFKA_HOME" if home else "maven-cache",
         }
-        plaintext = self._plaintext_bootstrap()
+        plaintext = ",".join(f"{LOOPBACK}:{n.ports.port}" for n in self._nodes)
         tls, client, protocol = None, SecretDict(), None
         if self._tls is not None:
             protocol = "SSL"

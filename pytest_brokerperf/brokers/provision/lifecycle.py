@@ -113,12 +113,12 @@ class LocalNode:
 
 
 def ports_open(ports: Sequence[int], what: str = "ports", *,
-               connect_timeout: float = 0.5, host: str = LOOPBACK) -> Probe:
-    """Ready once every port in ``ports`` of ``host`` (loopback) accepts a TCP connection."""
+               connect_timeout: float = 0.5) -> Probe:
+    """Ready once every loopback port in ``ports`` accepts a TCP connection."""
     pending = list(ports)
 
     def probe(remaining: float) -> str | None:
-        pending[:] = [p for p in pending if not port_open(host, p, timeout=connect_timeout)]
+        pending[:] = [p for p in pending if not port_open(LOOPBACK, p, timeout=connect_timeout)]
         return f"{what} {pending} not accepting connections" if pending else None
 
     return probe

@@ -52,12 +52,10 @@ __all__ = [
     "tagged_env",
     "track_containers",
     "track_group",
-    "track_netns",
     "track_path",
     "track_pid",
     "track_ports",
     "untrack_group",
-    "untrack_netns",
     "untrack_path",
     "untrack_pid",
 ]
@@ -184,7 +182,6 @@ class _Owner:
     pids: dict[int, int | None] = field(default_factory=dict)  # pid -> start time
     paths: dict[str, None] = field(default_factory=dict)
     ports: dict[str, list[int]] = field(default_factory=dict)
-    netns: dict[str, str] = field(default_factory=dict)  # namespace -> host-side veth
     watchdog: subprocess.Popen[bytes] | None = None
     pipe: IO[bytes] | None = None
 
@@ -194,7 +191,6 @@ class _Owner:
                 "groups": [{"pgid": g, "start": s} for g, s in self.groups.items()],
                 "pids": [{"pid": p, "start": s} for p, s in self.pids.items()],
                 "data_dirs": list(self.paths), "ports": self.ports,
-                "netns": [{"netns": n, "veth": v} for n, v in self.netns.items()],
                 "watchdog_pid": self.watchdog.pid if self.watchdog else None}
 
     def save(self) -> None:
@@ -348,34 +344,6 @@ def untrack_path(path: Path) -> None:
             owner.save()
 
 
-def track_netns(netns: str, veth: str) -> None:
-    """Delete network namespace ``netns`` and host link ``veth`` (network faults) should
-    this interpreter die."""
-    with _lock:
-        owner = _ensure_owner()
-        owner.netns[netns] = veth
-        owner.send(f"netns {netns} {veth}")
-        owner.save()
-
-
-def untrack_netns(netns: str, veth: str) -> None:
-    with _lock:
-        owner = _ensure_owner(start_watchdog=False)
-        if owner.netns.pop(netns, None) is not None:
-            owner.send(f"unnetns {netns} {veth}")
-            owner.save()
-
-
-def remove_netns(netns: str, veth: str) -> None:
-    """``ip link del`` the host side of the pair, ``ip netns del`` the namespace."""
-    ip = shutil.which("ip")
-    if ip is None:
-        return
-    for argv in ([ip, "link", "del", veth], [ip, "netns", "del", netns]):
-        with contextlib.suppress(OSError, subprocess.SubprocessError):
-            subprocess.run(argv, capture_output=True, timeout=10, check=False)
-
-
 def track_containers(run_id: str) -> None:
     """Remove this interpreter's containers and networks of run ``run_id`` (found by the
     labels container mode sets: run id and owner pid) should this interpreter die."""
@@ -484,7 +452,6 @@ def _watch(token: str, state_file: Path) -> int:
     pids: dict[int, int | None] = {}
     paths: dict[str, None] = {}
     container_runs: dict[str, None] = {}
-    namespaces: dict[str, str] = {}
 
     def num(s: str) -> int | None:
         return None if s == "None" else int(s)
@@ -511,11 +478,6 @@ def _watch(token: str, state_file: Path) -> int:
                 paths.pop(arg, None)
             elif cmd == "containers":
                 container_runs[arg] = None
-            elif cmd == "netns":
-                n, v = arg.split()
-                namespaces[n] = v
-            elif cmd == "unnetns":
-                namespaces.pop(arg.split()[0], None)
     # EOF: the owner is gone (or closed us on purpose at a normal exit).
     for _ in range(3):  # a process may fork while we kill: sweep until nothing is left
         if not reap_owner(token, groups, pids):
@@ -523,8 +485,6 @@ def _watch(token: str, state_file: Path) -> int:
         time.sleep(0.2)
     for p in paths:
         remove_tree(p)
-    for n, v in namespaces.items():  # network faults' namespaces and veth pairs
-        remove_netns(n, v)
     owner_pid = int(token.split(".", 1)[0])
     for run_id in container_runs:  # container mode's session: its labelled containers
         remove_containers(run_id, owner_pid)
@@ -627,9 +587,6 @@ def cleanup_local(*, dry_run: bool = False, directory: Path | None = None,
         for d in dirs:
             remove_tree(d)
             rep.removed.append(d)
-        for item in data.get("netns", []):
-            remove_netns(str(item["netns"]), str(item["veth"]))
-            rep.removed.append(f"netns {item['netns']}")
         if f is not None:
             with contextlib.suppress(OSError):
                 f.unlink()
