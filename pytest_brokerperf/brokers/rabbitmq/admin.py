@@ -18,7 +18,11 @@ from pytest_brokerperf.brokers.rabbitmq.config import (
     topic_queues,
 )
 from pytest_brokerperf.brokers.rabbitmq.connection import _params
-from pytest_brokerperf.core.errors import BrokerUnavailable, DriverError
+from pytest_brokerperf.core.errors import BrokerUnavailable, DriverError, ProvisionError
+
+#: a descriptive CLI read (exchanges, policies) that does not answer in this long is a
+#: named gap in the read-back (the queues, which runs are judged on, keep their timeout)
+READ_BACK_TIMEOUT_S = 15.0
 
 if TYPE_CHECKING:
     from pytest_brokerperf.brokers.endpoint import BrokerEndpoint
@@ -264,13 +268,28 @@ class _RabbitAdmin:
                     }
                     row["arguments"] = _ctl_table(q.get("arguments"))
                     out["topics"][name]["queues"][qname] = row
-        exchanges = self._ctl.json("rabbitmqctl", "list_exchanges", "-q", "name", "type", "durable")
+        # What follows only describes the broker: a CLI that does not answer within
+        # READ_BACK_TIMEOUT_S is a named gap in the read-back, never a failed run.
+        gaps: list[str] = []
+        try:
+            exchanges = self._ctl.json("rabbitmqctl", "list_exchanges", "-q", "name", "type",
+                                       "durable", timeout=READ_BACK_TIMEOUT_S)
+        except (ProvisionError, ValueError) as e:
+            gaps.append(f"exchanges: {str(e)[:300]}")
+            exchanges = []
         for x in exchanges if isinstance(exchanges, list) else []:
             if isinstance(x, dict) and x.get("name") in out["topics"]:
                 out["topics"][x["name"]]["exchange_read_back"] = x
         out["broker"]["alarms"] = read_alarms(self._ctl)
-        policies = self._ctl.json("rabbitmqctl", "list_policies", "-q")
+        try:
+            policies = self._ctl.json("rabbitmqctl", "list_policies", "-q",
+                                      timeout=READ_BACK_TIMEOUT_S)
+        except (ProvisionError, ValueError) as e:
+            gaps.append(f"policies: {str(e)[:300]}")
+            policies = []
         out["broker"]["policies"] = policies if isinstance(policies, list) else []
+        if gaps:
+            out["read_back_gaps"] = gaps
         return out
 
     def close(self) -> None:
