@@ -49,6 +49,9 @@ if TYPE_CHECKING:
 __all__ = ["ConsumerSpec", "ProducerSpec", "WorkerAssignment", "set_clock_offset", "worker_main"]
 
 _mono = time.monotonic_ns
+#: what set_clock_offset subtracts: the stamps a driver takes itself (ack and send times
+#: on its own threads, raw CLOCK_MONOTONIC) are moved by it where the worker receives them
+_offset_ns = 0
 
 
 def set_clock_offset(offset_ns: int) -> None:
@@ -57,7 +60,8 @@ def set_clock_offset(offset_ns: int) -> None:
     ``CLOCK_MONOTONIC`` minus ``offset_ns`` (engine/clock.py measured it). Set before
     any client exists; 0 (a local worker, a task on the coordinator's clock) reads the
     clock directly, with no extra call on the per-message path."""
-    global _mono
+    global _mono, _offset_ns
+    _offset_ns = int(offset_ns)
     if not offset_ns:
         _mono = time.monotonic_ns
         return
@@ -288,7 +292,7 @@ class Worker:
         once per acknowledged message, on the client's delivery thread. Its ``many``
         attribute takes a whole batch acknowledged at one moment (a driver's batch
         path, see :func:`~pytest_brokerperf.brokers.driver.batch_ack`)."""
-        unpack, probe, mono = header.unpack, header.KIND_PROBE, _mono
+        unpack, probe, mono, off = header.unpack, header.KIND_PROBE, _mono, _offset_ns
         c = self.pub_counters
         loc = self._pub_local
         lat, delay, resp = (loc["publish_latency"].append, loc["publish_delay"].append,
@@ -301,7 +305,7 @@ class Worker:
                 c.probe_acked += 1
                 return
             if sent_ns is not None:  # when it really left (the driver's IO thread wrote it)
-                sent = sent_ns
+                sent = sent_ns - off
             ack = mono() if latency_ns is None else sent + latency_ns
             lat((ack - sent) // 1000)
             delay((sent - intended) // 1000)
@@ -340,13 +344,13 @@ class Worker:
                 c.acked_bytes += sum(lens)
             acks, lats, sents = per
             intended = h["intended"]
-            sent = h["sent"] if sents is None else sents
+            sent = h["sent"] if sents is None else sents - off
             if lats is not None:
                 ack: Any = sent + lats
             elif acks is not None:
-                ack = acks
+                ack = acks - off
             elif ack_ns is not None:
-                ack = int(ack_ns)
+                ack = int(ack_ns) - off
             else:
                 raise TypeError("on_ack.many needs ack_ns or latency_ns")
             for buf, view in zip(bufs, ((ack - sent) // 1000, (sent - intended) // 1000,
