@@ -249,6 +249,11 @@ def test_cross_namespace_e2e_is_corrected_and_nothing_is_lost(spark_run: dict[st
     assert 0 < p50 < 250_000, f"corrected e2e p50 {p50} µs"
     assert p99 < 1_000_000, f"corrected e2e p99 {p99} µs"
     assert out.cumulative["e2e_latency"].min() > 0
+    # the producer's task is shifted too: its client's own ack stamps are corrected
+    pub = out.cumulative["publish_latency"].percentile(50)
+    assert pub is not None and 0 < pub < 250_000, f"corrected publish p50 {pub} µs"
+    delay = out.cumulative["publish_delay"]
+    assert -1_000_000 < delay.min() and delay.max() < 1_000_000  # not seconds either way
     # every period's clock bracket check passed on the corrected stamps
     assert [p.clock_note for p in out.periods if p.clock_note] == []
     assert 0 < rep.pair_uncertainty_ns < 0.1 * p50 * 1000, (rep.pair_uncertainty_ns, p50)
